@@ -1,0 +1,102 @@
+#include "hs_base.h"
+#include "hs_config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <threads.h>
+#include <time.h>
+
+#define HS_ERR_DETAIL_MAX 2048
+
+static _Thread_local char tl_detail[HS_ERR_DETAIL_MAX];
+
+const char *hs_strerror(hs_status status) {
+  switch (status) {
+#define HS_X_CASE(name, value, text) \
+  case name:                         \
+    return text;
+    HS_STATUS_LIST(HS_X_CASE)
+#undef HS_X_CASE
+  }
+  return "unknown status";
+}
+
+const char *hs_last_error(void) { return tl_detail; }
+
+const char *hs_version(void) { return HS_VERSION; }
+
+void hs__clear_error(void) { tl_detail[0] = '\0'; }
+
+hs_status hs__fail(hs_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tl_detail, sizeof tl_detail, fmt, ap);
+  va_end(ap);
+  hs__log(HS_LOG_DEVICE, "error %s: %s", hs_strerror(st), tl_detail);
+  return st;
+}
+
+hs_status hs__fail_context(hs_status st, const char *fmt, ...) {
+  char prefix[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(prefix, sizeof prefix - 2, fmt, ap);
+  va_end(ap);
+  if (n < 0) return st;
+  size_t plen = strlen(prefix);
+  memcpy(prefix + plen, ": ", 3);
+  plen += 2;
+  /* Shift the old detail right (truncating its tail) and put the prefix in
+   * front of it. */
+  size_t old_len = strnlen(tl_detail, sizeof tl_detail - 1);
+  if (plen + old_len > sizeof tl_detail - 1) old_len = sizeof tl_detail - 1 - plen;
+  memmove(tl_detail + plen, tl_detail, old_len);
+  memcpy(tl_detail, prefix, plen);
+  tl_detail[plen + old_len] = '\0';
+  return st;
+}
+
+static const char *const cat_names[HS_LOG_COUNT_] = {
+    "device", "build", "data", "sample", "train", "pipeline", "cache", "place",
+};
+
+static once_flag log_once = ONCE_FLAG_INIT;
+static unsigned log_mask;
+
+static void log_init(void) {
+  const char *env = getenv("HETSAGE_DEBUG");
+  if (!env || !*env) return;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", env);
+  char *save = NULL;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (strcmp(tok, "all") == 0 || strcmp(tok, "1") == 0) {
+      log_mask = ~0u;
+      continue;
+    }
+    for (int i = 0; i < HS_LOG_COUNT_; i++)
+      if (strcmp(tok, cat_names[i]) == 0) log_mask |= 1u << i;
+  }
+}
+
+bool hs__log_enabled(hs_log_cat cat) {
+  call_once(&log_once, log_init);
+  return (log_mask >> cat) & 1u;
+}
+
+void hs__log(hs_log_cat cat, const char *fmt, ...) {
+  if (!hs__log_enabled(cat)) return;
+  char line[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "hetsage[%s] %s\n", cat_names[cat], line);
+}
+
+double hs__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

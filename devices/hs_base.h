@@ -1,0 +1,55 @@
+/* Internal base of every layer: error detail, logging, small helpers.
+ * Lives at the bottom (devices/) so that arrows keep pointing down. */
+#ifndef HS_BASE_H
+#define HS_BASE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetsage/status.h"
+
+#if defined(__GNUC__)
+#define HS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define HS_PRINTF(a, b)
+#endif
+
+/* Record `st` with a formatted detail in the thread-local error slot and
+ * return `st`, so that callers can write `return hs__fail(st, ...)`. */
+hs_status hs__fail(hs_status st, const char *fmt, ...) HS_PRINTF(2, 3);
+/* Prepend context ("while opening X: ") to the current detail; returns st. */
+hs_status hs__fail_context(hs_status st, const char *fmt, ...) HS_PRINTF(2, 3);
+void hs__clear_error(void);
+
+/* Log categories, enabled by HETSAGE_DEBUG=cat1,cat2 (or "all"). */
+typedef enum hs_log_cat {
+  HS_LOG_DEVICE = 0,
+  HS_LOG_BUILD,
+  HS_LOG_DATA,
+  HS_LOG_SAMPLE,
+  HS_LOG_TRAIN,
+  HS_LOG_PIPELINE,
+  HS_LOG_CACHE,
+  HS_LOG_PLACE,
+  HS_LOG_COUNT_
+} hs_log_cat;
+
+bool hs__log_enabled(hs_log_cat cat);
+void hs__log(hs_log_cat cat, const char *fmt, ...) HS_PRINTF(2, 3);
+
+/* Overflow-checked size arithmetic: false on overflow. */
+static inline bool hs__mul_size(size_t a, size_t b, size_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool hs__add_size(size_t a, size_t b, size_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+
+/* Monotonic clock in seconds. */
+double hs__now(void);
+
+#define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

@@ -1,0 +1,158 @@
+/* The device layer: OpenCL discovery, hwloc locality, sub-devices, contexts
+ * and queues, program build with a binary cache, split buffers.
+ *
+ * Nothing here knows about graphs. Everything above (runtime/) reaches
+ * OpenCL only through these functions and the handles they return. */
+#ifndef HS_DEV_H
+#define HS_DEV_H
+
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+
+#include "hetsage/device.h"
+#include "hs_base.h"
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* "CL_OUT_OF_RESOURCES" etc.; "CL_UNKNOWN_ERROR(-1234)" style for others
+ * (the returned pointer is to static or thread-local storage). */
+const char *hs__cl_error_name(cl_int err);
+/* Fail with HS_ERR_OPENCL: "<call> failed with <NAME> on <device>". `dev`
+ * may be NULL when the call concerns no single device. */
+hs_status hs__cl_fail(cl_int err, const char *call, cl_device_id dev);
+
+/* ---- discovery ---------------------------------------------------------- */
+
+typedef struct hs_dev {
+  cl_platform_id platform;
+  cl_device_id id;
+  hs_device_info info;
+} hs_dev;
+
+typedef struct hs_platform_note {
+  char name[HS_NAME_MAX];
+  int num_devices; /* -1: the platform's calls failed */
+  char error[256]; /* why, when num_devices <= 0 */
+} hs_platform_note;
+
+typedef struct hs_inventory {
+  hs_dev *devs;
+  int n_devs;
+  hs_platform_note *platforms;
+  int n_platforms;
+} hs_inventory;
+
+/* Enumerate every platform and device. A platform whose calls fail or that
+ * has no device is recorded in `platforms` and skipped; only the absence of
+ * any ICD/platform at all is an error (HS_ERR_NO_DEVICE). */
+hs_status hs__inventory_discover(hs_inventory *inv);
+void hs__inventory_release(hs_inventory *inv);
+/* Fill `info` for one device (also used for sub-devices). */
+hs_status hs__device_query(cl_platform_id platform, cl_device_id dev,
+                           hs_device_info *info);
+
+/* ---- hwloc -------------------------------------------------------------- */
+
+typedef struct hs_topo hs_topo;
+
+typedef struct hs_topo_summary {
+  int packages, numa_nodes, cores, pus;
+} hs_topo_summary;
+
+hs_status hs__topo_open(hs_topo **out);
+void hs__topo_close(hs_topo *topo);
+void hs__topo_summary(const hs_topo *topo, hs_topo_summary *out);
+/* Fill info->cpuset for a device: PCI devices through their bus id, CPU
+ * devices with the PUs of the cores they run on (`first_core`..+n). */
+void hs__topo_locate(const hs_topo *topo, hs_device_info *info);
+/* The PU list ("0-1") of `n_cores` cores starting at core `first_core`. */
+hs_status hs__topo_cores_cpuset(const hs_topo *topo, int first_core,
+                                int n_cores, char *buf, size_t len);
+/* Bind the calling thread to the PUs of the given cores. */
+hs_status hs__topo_bind_thread(const hs_topo *topo, int first_core,
+                               int n_cores);
+
+/* ---- sub-devices -------------------------------------------------------- */
+
+/* Split a device by counts (compute units per part). Sub-device handles are
+ * written to `out` (n entries) and must be released with
+ * hs__subdevices_release. Fails with HS_ERR_UNSUPPORTED when the device
+ * cannot be partitioned by counts. */
+hs_status hs__subdevices_create(const hs_dev *parent, const unsigned *counts,
+                                int n, hs_dev *out);
+void hs__subdevices_release(hs_dev *subs, int n);
+
+/* ---- contexts and queues ------------------------------------------------ */
+
+typedef struct hs_ctx {
+  cl_context ctx;
+  cl_platform_id platform;
+} hs_ctx;
+
+/* One context over `n` devices of one platform. */
+hs_status hs__ctx_create(const hs_dev *devs, int n, hs_ctx *out);
+void hs__ctx_release(hs_ctx *ctx);
+
+enum { HS_QUEUE_PROFILING = 1, HS_QUEUE_OUT_OF_ORDER = 2 };
+/* Properties the device lacks are dropped (logged), never an error. */
+hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
+                           cl_command_queue *out);
+
+/* ---- programs ------------------------------------------------------------ */
+
+/* Build a program from embedded sources (names from cl_kernels/, e.g.
+ * {"hs_common.h", "sample.cl"}), concatenated in order, for one device.
+ * The binary is cached on disk under $HETSAGE_CACHE_DIR, else
+ * $XDG_CACHE_HOME/hetsage, else ~/.cache/hetsage, keyed by a hash of runtime
+ * version, sources, options, platform, device and driver. A corrupt or
+ * mismatched entry is rebuilt silently; a build failure returns
+ * HS_ERR_BUILD with the build log in the detail. `*cache_hit` (optional)
+ * says whether the binary came from the cache. */
+hs_status hs__program_build(const hs_ctx *ctx, const hs_dev *dev,
+                            const char *const *sources, int n_sources,
+                            const char *options, cl_program *out,
+                            bool *cache_hit);
+
+/* Load a program from a binary file (devices without a compiler, e.g.
+ * FPGAs, whose board profile names prebuilt binaries). */
+hs_status hs__program_from_binary_file(const hs_ctx *ctx, const hs_dev *dev,
+                                       const char *path, const char *options,
+                                       cl_program *out);
+/* Write a built program's binary for `dev` to `path` (atomically). */
+hs_status hs__program_save_binary(cl_program prog, const hs_dev *dev,
+                                  const char *path);
+
+/* The cache directory in use (created on demand). */
+hs_status hs__cache_dir(char *buf, size_t len);
+
+hs_status hs__kernel_create(cl_program prog, const char *name,
+                            const hs_dev *dev, cl_kernel *out);
+
+/* ---- buffers ---------------------------------------------------------- */
+
+/* An array that may exceed the device's max allocation: split into parts of
+ * at most `part_bytes` (a multiple of `elem_size`). */
+#define HS_BUF_MAX_PARTS 64
+typedef struct hs_split_buf {
+  cl_mem parts[HS_BUF_MAX_PARTS];
+  size_t part_bytes; /* every part but the last holds exactly this */
+  size_t total_bytes;
+  size_t elem_size;
+  int n_parts;
+} hs_split_buf;
+
+/* Allocate `total_bytes`, split at the device's max allocation, or at
+ * $HETSAGE_MAX_ALLOC (bytes) when set lower (for tests). */
+hs_status hs__split_buf_create(const hs_ctx *ctx, const hs_dev *dev,
+                               cl_mem_flags flags, size_t total_bytes,
+                               size_t elem_size, hs_split_buf *out);
+void hs__split_buf_release(hs_split_buf *buf);
+/* Blocking write/read of a byte range that may span parts. */
+hs_status hs__split_buf_write(cl_command_queue q, hs_split_buf *buf,
+                              size_t offset, size_t bytes, const void *src);
+hs_status hs__split_buf_read(cl_command_queue q, const hs_split_buf *buf,
+                             size_t offset, size_t bytes, void *dst);
+/* The device's effective max allocation (honours $HETSAGE_MAX_ALLOC). */
+size_t hs__max_alloc(const hs_dev *dev);
+
+#endif

@@ -1,0 +1,13 @@
+/* hetsage — the public API. Include this header only.
+ *
+ * Conventions: opaque handles with create/destroy pairs; every fallible
+ * function returns hs_status and sets hs_last_error(); a function that keeps
+ * a pointer it is given says so. Functions are thread-compatible (distinct
+ * handles may be used from distinct threads) unless a contract says more. */
+#ifndef HETSAGE_H
+#define HETSAGE_H
+
+#include "hetsage/status.h"
+#include "hetsage/device.h"
+
+#endif

@@ -1,0 +1,83 @@
+/* hetsage — device inventory as discovery reports it.
+ *
+ * The inventory is plain data: placement decisions are pure functions of
+ * it, so tests and tools can describe boards that are not present. */
+#ifndef HETSAGE_DEVICE_H
+#define HETSAGE_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetsage/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hs_device_type {
+  HS_DEVICE_CPU = 1,
+  HS_DEVICE_GPU = 2,
+  HS_DEVICE_ACCELERATOR = 4, /* FPGAs and other fixed-function boards */
+  HS_DEVICE_CUSTOM = 8,
+} hs_device_type;
+
+/* Name of a device type: "cpu", "gpu", "accelerator", "custom". */
+HS_API const char *hs_device_type_name(hs_device_type type);
+
+#define HS_NAME_MAX 256
+
+typedef struct hs_device_info {
+  int index;          /* position in the inventory */
+  int platform_index; /* position of its platform */
+  char platform_name[HS_NAME_MAX];
+  char platform_vendor[HS_NAME_MAX];
+  char platform_version[HS_NAME_MAX];
+
+  hs_device_type type;
+  char name[HS_NAME_MAX];
+  char vendor[HS_NAME_MAX];
+  uint32_t vendor_id;
+  char driver_version[HS_NAME_MAX];
+  char device_version[HS_NAME_MAX];   /* "OpenCL 3.0 ..." */
+  char opencl_c_version[HS_NAME_MAX]; /* "OpenCL C 1.2 ..." */
+
+  uint32_t compute_units;
+  uint32_t clock_mhz;
+  uint64_t global_mem_bytes;
+  uint64_t local_mem_bytes;
+  uint64_t max_alloc_bytes;
+  uint64_t global_cache_bytes;
+  size_t max_work_group_size;
+  uint32_t max_work_item_dims;
+  size_t max_work_item_sizes[3];
+
+  bool int64_atomics; /* cl_khr_int64_base_atomics */
+  bool fp16;          /* cl_khr_fp16 */
+  bool fp64;          /* cl_khr_fp64 or a double fp config */
+  bool queue_out_of_order;
+  bool queue_profiling;
+  bool native_kernels;
+  uint32_t max_sub_devices; /* 0 or 1: cannot be partitioned */
+  bool partition_equally;
+  bool partition_by_counts;
+  bool partition_by_affinity;
+  bool unified_memory;      /* CL_DEVICE_HOST_UNIFIED_MEMORY */
+  bool compiler_available;
+  bool available;
+
+  bool has_pci_bus_id;
+  char pci_bus_id[32]; /* "dddd:bb:dd.f" when has_pci_bus_id */
+
+  /* hwloc locality: a list string of PU indices ("0-3,8"), "" if unknown.
+   * For CPU devices, the PUs their compute units run on. */
+  char cpuset[128];
+
+  /* Full extension string (space separated). */
+  char extensions[4096];
+} hs_device_info;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

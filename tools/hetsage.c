@@ -1,0 +1,47 @@
+/* hetsage — command-line front end. Each subcommand lives in cmd_<name>.c
+ * and uses only the public API (hetsage.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int cmd_version(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  printf("hetsage %s\n", hs_version());
+  return 0;
+}
+
+static const cli_command commands[] = {
+    {"version", "print the version", cmd_version},
+};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage <command> [options]\n"
+          "\n"
+          "GraphSAGE training by neighbour sampling on heterogeneous OpenCL "
+          "boards.\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\nRun 'hetsage <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return 0;
+  }
+  if (strcmp(argv[1], "--version") == 0) return cmd_version(0, NULL);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(argv[1], commands[i].name) == 0)
+      return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "hetsage: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

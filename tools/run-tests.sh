@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The full test run (README's second command, and CI):
+#  1. every test in a normal build;
+#  2. the host suite (tests that compile no OpenCL kernel) under valgrind —
+#     PoCL's LLVM JIT makes kernel builds take minutes under valgrind, so the
+#     OpenCL suite is left to the sanitizer build;
+#  3. every test in an ASan+UBSan build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+
+tools/build.sh "$build"
+rm -f "$build"/meson-logs/testlog*.json "$build-asan"/meson-logs/testlog*.json
+echo "== tests (normal build)"
+meson test -C "$build" --print-errorlogs
+
+echo "== host suite under valgrind"
+meson test -C "$build" --setup valgrind --suite host --print-errorlogs --logbase testlog-valgrind
+
+echo "== tests under ASan+UBSan"
+tools/build.sh "$build-asan" -Db_sanitize=address,undefined -Db_lundef=false
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  meson test -C "$build-asan" --print-errorlogs
+
+echo "== summary"
+python3 - "$build" "$build-asan" <<'PY'
+# Counts Criterion test cases (from each program's TAP output) over every run.
+import glob, json, re, sys
+passed = failed = skipped = 0
+for d in sys.argv[1:]:
+    for log in glob.glob(d + '/meson-logs/testlog*.json'):
+        for line in open(log):
+            rec = json.loads(line)
+            cases = 0
+            for out in (rec.get('stdout') or '').splitlines():
+                if re.match(r'^not ok\b', out):
+                    failed += 1; cases += 1
+                elif re.match(r'^ok\b', out):
+                    cases += 1
+                    if '# SKIP' in out: skipped += 1
+                    else: passed += 1
+            if cases == 0 and rec['result'] not in ('OK', 'SKIP'):
+                failed += 1  # crashed before reporting any case
+print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)
+PY
