@@ -115,7 +115,7 @@ static hs_status match_rules(hs__placer *pc) {
       if (pass == 0) {
         inventory_text(pc, inv, sizeof inv);
         st = hs__fail(HS_ERR_PROFILE,
-                      "board profile: %s:%d: [device.%s]: no device matches "
+                      "%s:%d: [device.%s]: no device matches "
                       "this required rule (%s) that another rule does not "
                       "need; the inventory has: %s",
                       p->path, p->devices[r].line, p->devices[r].id, rule, inv);
@@ -535,7 +535,7 @@ static hs_status place_link(hs__placer *pc) {
                        "device to device");
     } else {
       pl->link = HS_LINK_SAME_DEVICE;
-      pl->host_reserved_cores = 0;
+      if (sd->type == HS_DEVICE_CPU) pl->host_reserved_cores = 0;
       if (sd->type == HS_DEVICE_CPU)
         hs__place_reason(pc, "split",
                          "%s cannot be partitioned by counts into two (max "

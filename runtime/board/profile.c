@@ -630,16 +630,16 @@ static hs_status parse_text(hs_board_profile *p, const char *text) {
   int rc = ini_parse_stream(reader, &c, handler, &c);
   /* inih goes on after a syntax error; report whichever error came first. */
   if (c.failed && !(rc > 0 && rc < c.fail_line))
-    return hs__fail_context(HS_ERR_PROFILE, "board profile");
+    return HS_ERR_PROFILE;
   if (rc > 0)
     return hs__fail(HS_ERR_PROFILE,
-                    "board profile: %s:%d: syntax error (expected [section], "
+                    "%s:%d: syntax error (expected [section], "
                     "key = value, or a comment starting with ; or #)",
                     p->path, rc);
   if (rc < 0)
-    return hs__fail(HS_ERR_NOMEM, "board profile: %s: parser out of memory",
+    return hs__fail(HS_ERR_NOMEM, "%s: board profile parser out of memory",
                     p->path);
-  if (!check_whole(&c)) return hs__fail_context(HS_ERR_PROFILE, "board profile");
+  if (!check_whole(&c)) return HS_ERR_PROFILE;
   return HS_OK;
 }
 
