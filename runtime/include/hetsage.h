@@ -9,6 +9,7 @@
 
 #include "hetsage/status.h"
 #include "hetsage/device.h"
+#include "hetsage/runtime.h"
 #include "hetsage/board.h"
 
 #endif
