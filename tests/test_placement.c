@@ -677,3 +677,44 @@ Test(placement, describe_is_snprintf_like) {
   cr_expect_str_eq(hs_cache_fill_name(HS_CACHE_FILL_PRESAMPLE), "presample");
   cr_expect_str_eq(hs_role_link_name(HS_LINK_SUB_DEVICES), "sub-devices");
 }
+
+/* ---- this machine ------------------------------------------------------------ */
+
+Test(placement, default_board_on_this_machine) {
+  hs_runtime *rt = NULL;
+  hs_status st = hs_runtime_open(&rt, NULL);
+  if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  const hs_device_info *devs = NULL;
+  int n = 0;
+  cr_assert_eq(hs_runtime_devices(rt, &devs, &n), HS_OK);
+  const hs_device_info *cpu = NULL;
+  for (int i = 0; i < n && !cpu; i++)
+    if (devs[i].type == HS_DEVICE_CPU && devs[i].available) cpu = &devs[i];
+  if (!cpu) {
+    hs_runtime_close(rt);
+    cr_skip_test("no OpenCL CPU device for the default board");
+  }
+  hs_board_profile *p = shipped(HS_BOARD_DEFAULT);
+  hs_placement_request rq = {.devices = devs, .device_count = n, .profile = p,
+                             .topology_bytes = MiB(64),
+                             .host_cores = hs_runtime_host_cores(rt)};
+  hs_placement *pl = place_ok(&rq);
+  cr_expect_eq(pl->sampler.device, cpu->index);
+  cr_expect_eq(pl->trainer.device, cpu->index);
+  if (cpu->partition_by_counts && cpu->max_sub_devices >= 2 &&
+      cpu->compute_units >= 2) {
+    cr_expect_eq(pl->link, HS_LINK_SUB_DEVICES);
+    cr_expect_geq(pl->sampler.cores, 1);
+    cr_expect_geq(pl->trainer.cores, 1);
+    cr_expect_leq(pl->sampler.cores + pl->trainer.cores, cpu->compute_units);
+  } else {
+    cr_expect_eq(pl->link, HS_LINK_SAME_DEVICE);
+  }
+  cr_expect(pl->shared_context);
+  cr_expect_eq(pl->pipeline, rq.host_cores <= 2 ? HS_PIPELINE_ASYNC
+                                                : HS_PIPELINE_THREADS);
+  hs_placement_free(pl);
+  hs_board_profile_free(p);
+  hs_runtime_close(rt);
+}

@@ -277,15 +277,14 @@ static hs_status choose_auto(hs__placer *pc, role r, int type, int trainer,
     }
   }
   if (best < 0) {
-    char t[32];
+    char t[32] = "", none[64];
     if (r == ROLE_SAMPLER && pc->req->topology_bytes)
-      return hs__fail(HS_ERR_PLACEMENT,
-                      "%s: no device can take the sampler role with a %s "
-                      "topology: %s",
-                      lead, hs__fmt_bytes(pc->req->topology_bytes, t, sizeof t),
-                      rejected[0] ? rejected : "no candidate device");
-    return hs__fail(HS_ERR_PLACEMENT, "%s: no device can take the %s role%s%s",
-                    lead, role_names[r], rejected[0] ? ": " : "", rejected);
+      snprintf(t, sizeof t, " with a %s topology",
+               hs__fmt_bytes(pc->req->topology_bytes, none, sizeof none));
+    snprintf(none, sizeof none, "no available %s device",
+             type ? type_text(type) : "candidate");
+    return hs__fail(HS_ERR_PLACEMENT, "%s: no device can take the %s role%s: %s",
+                    lead, role_names[r], t, rejected[0] ? rejected : none);
   }
   const hs_device_info *d = &pc->devs[best];
   hs__place_dev(d, dev, sizeof dev);
