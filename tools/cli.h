@@ -32,6 +32,7 @@ bool cli_parse_size(const char *s, uint64_t *out);
 
 /* Subcommands (tools/cmd_<name>.c). */
 int cmd_info(int argc, char **argv);
+int cmd_place(int argc, char **argv);
 
 /* Minimal JSON writer: strings are escaped. */
 void cli_json_string(FILE *f, const char *s);

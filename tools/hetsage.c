@@ -14,6 +14,7 @@ static int cmd_version(int argc, char **argv) {
 
 static const cli_command commands[] = {
     {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
+    {"place", "place the sampler and trainer on this board, and say why", cmd_place},
     {"version", "print the version", cmd_version},
 };
 

@@ -10,5 +10,6 @@
 #include "hetsage/status.h"
 #include "hetsage/device.h"
 #include "hetsage/runtime.h"
+#include "hetsage/board.h"
 
 #endif
