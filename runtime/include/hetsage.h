@@ -11,5 +11,6 @@
 #include "hetsage/device.h"
 #include "hetsage/runtime.h"
 #include "hetsage/board.h"
+#include "hetsage/dataset.h"
 
 #endif
