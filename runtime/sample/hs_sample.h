@@ -50,6 +50,7 @@
 #define HS_SAMPLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hs_csr.h"
@@ -129,6 +130,10 @@ void hs__block_transpose(const hs_block *b, int32_t *t_ptr, int32_t *t_col);
  * Returns the count, or -1 when out of memory. */
 int64_t hs__ref_sample_row(const hs_csr *g, const hs_sample_cfg *cfg, int hop, uint32_t epoch,
                            uint32_t batch, int32_t v, int64_t *out);
+
+/* Rows table[ids[i]] -> out[i] for i < n (ids in range). */
+void hs__ref_gather(const void *table, size_t row_bytes, const int32_t *ids, int32_t n,
+                    void *out);
 
 /* One batch: sample every hop and reindex, single-threaded, into `out`
  * (allocated for these seeds with hs__batch_alloc). */
