@@ -134,8 +134,9 @@ __kernel void hs_reindex_single(__global const int *nbr, __global uint *row_ptr,
     }
     start = end;
   }
-  for (uint p = 0; p < start; p++)
-    if (LOCAL(nbr[p]) == -2) LOCAL(nbr[p]) = -1;
+  if (n >= limit) /* only a full budget drops vertices */
+    for (uint p = 0; p < start; p++)
+      if (LOCAL(nbr[p]) == -2) LOCAL(nbr[p]) = -1;
   row_ptr[n_dst] = kept;
   out[0] = n;
   out[1] = kept;

@@ -48,10 +48,13 @@ static void env_open(cl_env *e, bool sub) {
 
 static const hs_dev *env_dev(const cl_env *e) { return e->have_subs ? &e->subs[0] : &e->dev; }
 
+/* Sub-devices are not released: with PoCL 3.1, releasing a sub-device
+ * after its queue and context lets a PoCL worker thread later touch freed
+ * memory (a crash in POclReleaseEvent in about one run in ten under
+ * MALLOC_PERTURB_). The test process ends right after. */
 static void env_close(cl_env *e) {
   if (e->q) clReleaseCommandQueue(e->q);
   hs__ctx_release(&e->ctx);
-  if (e->have_subs) hs__subdevices_release(e->subs, 2);
   hs__inventory_release(&e->inv);
 }
 
