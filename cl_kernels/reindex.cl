@@ -1,0 +1,144 @@
+/* Reindexing: sampled original ids -> local ids, seeds first, then each
+ * hop's new vertices in order of first position in the hop's neighbour
+ * list (runtime/sample/hs_sample.h). The state is one dense per-vertex
+ * array of pairs on the sampler device, side by side so that a vertex
+ * costs one cache miss: LOCAL(v) (-1: not met; -2: met this hop but over
+ * the vertex budget) and FIRST(v) (first position this hop, INT_MAX when
+ * unset). Only the entries a batch touches are reset afterwards.
+ *
+ * The NDRange kernels find first positions with atomic_min, which makes the
+ * result independent of work-group size and timing; every kernel loops
+ * with a grid stride so any launch shape works. hs_reindex_single is the
+ * same hop as one sequential loop (FPGA style): there the first time a
+ * vertex is met is its first position. */
+
+#define LOCAL(v) st[2 * (ulong)(v)]
+#define FIRST(v) st[2 * (ulong)(v) + 1]
+
+__kernel void hs_reindex_seed(__global const int *ids, const uint n, __global int *st) {
+  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) LOCAL(ids[i]) = (int)i;
+}
+
+/* Each work-item claims `per_item` consecutive positions: plain loads of
+ * their states first (misses that overlap), then atomic_min only where the
+ * position can still win. Atomics are locked operations on CPUs that
+ * would otherwise take their misses one at a time. A plain read may see a
+ * stale FIRST, but FIRST only decreases, so skipping when p >= the value
+ * read never skips a winner. */
+__kernel void hs_reindex_claim(__global const int *nbr, const uint e, __global int *st,
+                               const uint per_item, __global int *sink) {
+  for (uint g = get_global_id(0); g < (e + per_item - 1) / per_item; g += get_global_size(0)) {
+    uint b = g * per_item, end = min(e, b + per_item);
+    int touched = 0;
+    for (uint p = b; p < end; p++) touched ^= FIRST(nbr[p]);
+    for (uint p = b; p < end; p++) {
+      int u = nbr[p];
+      if (LOCAL(u) == -1 && (int)p < FIRST(u)) atomic_min(&FIRST(u), (int)p);
+    }
+    if (touched == 0x5eed5eed) *sink = touched;
+  }
+}
+
+/* flag[p] = 1 where position p is its vertex's first appearance. */
+__kernel void hs_reindex_mark(__global const int *nbr, const uint e, __global const int *st,
+                              __global uint *flag) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    int u = nbr[p];
+    flag[p] = LOCAL(u) == -1 && FIRST(u) == (int)p;
+  }
+}
+
+/* rank: the exclusive scan of flag (rank[e] = new vertices of the hop). */
+__kernel void hs_reindex_assign(__global const int *nbr, const uint e,
+                                __global const uint *rank, const uint n_prev, const uint limit,
+                                __global int *st, __global int *ids) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    if (rank[p + 1] == rank[p]) continue;
+    int u = nbr[p];
+    uint id = n_prev + rank[p];
+    if (id < limit) {
+      LOCAL(u) = (int)id;
+      ids[id] = u;
+    } else {
+      LOCAL(u) = -2;
+    }
+  }
+}
+
+/* col[p] = local id (-2: left out); keep[p] = 1 for edges kept. */
+__kernel void hs_reindex_emit(__global const int *nbr, const uint e, __global const int *st,
+                              __global int *col, __global uint *keep) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    int c = LOCAL(nbr[p]);
+    col[p] = c;
+    keep[p] = c >= 0;
+  }
+}
+
+/* After a hop that met vertices over the budget: forget them, so that the
+ * next hop judges them afresh (and, the budget being full, drops them). */
+__kernel void hs_reindex_forget(__global const int *nbr, const uint e,
+                                __global const uint *rank, __global int *st) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    if (rank[p + 1] == rank[p]) continue;
+    int u = nbr[p];
+    if (LOCAL(u) == -2) {
+      LOCAL(u) = -1;
+      FIRST(u) = INT_MAX;
+    }
+  }
+}
+
+/* Drop left-out edges: pos is the exclusive scan of keep. */
+__kernel void hs_compact_cols(__global const int *col, const uint e, __global const uint *pos,
+                              __global int *col_out) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0))
+    if (pos[p + 1] != pos[p]) col_out[pos[p]] = col[p];
+}
+
+__kernel void hs_compact_rows(__global uint *row_ptr, const uint n_rows_plus_1,
+                              __global const uint *pos) {
+  for (uint i = get_global_id(0); i < n_rows_plus_1; i += get_global_size(0))
+    row_ptr[i] = pos[row_ptr[i]];
+}
+
+/* End of a batch: clear the entries of every admitted vertex. */
+__kernel void hs_reindex_reset(__global const int *ids, const uint n, __global int *st) {
+  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+    LOCAL(ids[i]) = -1;
+    FIRST(ids[i]) = INT_MAX;
+  }
+}
+
+/* One hop in one loop. row_ptr (n_dst + 1, from hs_sample_single) is
+ * rewritten for the kept edges; out[0] = vertices after the hop, out[1] =
+ * kept edges, out[2] = sampled edges. */
+__kernel void hs_reindex_single(__global const int *nbr, __global uint *row_ptr,
+                                const uint n_dst, const uint n_prev, const uint limit,
+                                __global int *st, __global int *ids, __global int *col,
+                                __global uint *out) {
+  if (get_global_id(0) != 0) return;
+  uint n = n_prev, kept = 0, start = row_ptr[0];
+  for (uint i = 0; i < n_dst; i++) {
+    uint end = row_ptr[i + 1];
+    row_ptr[i] = kept;
+    for (uint p = start; p < end; p++) {
+      int u = nbr[p];
+      int l = LOCAL(u);
+      if (l == -1) {
+        l = n < limit ? (int)n : -2;
+        LOCAL(u) = l;
+        if (l >= 0) ids[n++] = u;
+      }
+      if (l >= 0) col[kept++] = l;
+    }
+    start = end;
+  }
+  if (n >= limit) /* only a full budget drops vertices */
+    for (uint p = 0; p < start; p++)
+      if (LOCAL(nbr[p]) == -2) LOCAL(nbr[p]) = -1;
+  row_ptr[n_dst] = kept;
+  out[0] = n;
+  out[1] = kept;
+  out[2] = start;
+}
