@@ -30,6 +30,9 @@ bool cli_parse_double(const char *s, double *out);
 /* Sizes with an optional K/M/G/T suffix (powers of 1024), e.g. "512M". */
 bool cli_parse_size(const char *s, uint64_t *out);
 
+/* Subcommands (tools/cmd_<name>.c). */
+int cmd_info(int argc, char **argv);
+
 /* Minimal JSON writer: strings are escaped. */
 void cli_json_string(FILE *f, const char *s);
 

@@ -13,6 +13,7 @@ static int cmd_version(int argc, char **argv) {
 }
 
 static const cli_command commands[] = {
+    {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
     {"version", "print the version", cmd_version},
 };
 

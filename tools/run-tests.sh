@@ -41,8 +41,9 @@ for d in sys.argv[1:]:
                     cases += 1
                     if '# SKIP' in out: skipped += 1
                     else: passed += 1
-            if cases == 0 and rec['result'] not in ('OK', 'SKIP'):
-                failed += 1  # crashed before reporting any case
+            if rec['result'] not in ('OK', 'SKIP', 'EXPECTEDFAIL') and \
+                    not any(l.startswith('not ok') for l in (rec.get('stdout') or '').splitlines()):
+                failed += 1  # crashed, or failed outside any case (valgrind)
 print(f"tests: {passed} passed, {failed} failed, {skipped} skipped")
 sys.exit(1 if failed else 0)
 PY

@@ -9,5 +9,6 @@
 
 #include "hetsage/status.h"
 #include "hetsage/device.h"
+#include "hetsage/runtime.h"
 
 #endif

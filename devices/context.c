@@ -1,0 +1,60 @@
+/* clCreateCommandQueue is the only queue constructor on OpenCL 1.x devices. */
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#include <string.h>
+
+#include "hs_dev.h"
+
+hs_status hs__ctx_create(const hs_dev *devs, int n, hs_ctx *out) {
+  memset(out, 0, sizeof *out);
+  if (n <= 0 || n > 16) return hs__fail(HS_ERR_INVALID_ARG, "context over %d devices", n);
+  cl_device_id ids[16];
+  for (int i = 0; i < n; i++) {
+    if (devs[i].platform != devs[0].platform)
+      return hs__fail(HS_ERR_INVALID_ARG,
+                      "devices '%s' and '%s' are on different platforms and cannot "
+                      "share a context",
+                      devs[0].info.name, devs[i].info.name);
+    ids[i] = devs[i].id;
+  }
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
+                                   (cl_context_properties)devs[0].platform, 0};
+  cl_int err = CL_SUCCESS;
+  out->ctx = clCreateContext(props, (cl_uint)n, ids, NULL, NULL, &err);
+  if (err != CL_SUCCESS) {
+    out->ctx = NULL;
+    return hs__cl_fail(err, "clCreateContext", ids[0]);
+  }
+  out->platform = devs[0].platform;
+  return HS_OK;
+}
+
+void hs__ctx_release(hs_ctx *ctx) {
+  if (ctx->ctx) clReleaseContext(ctx->ctx);
+  ctx->ctx = NULL;
+}
+
+hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
+                           cl_command_queue *out) {
+  cl_command_queue_properties p = 0;
+  if ((flags & HS_QUEUE_PROFILING) && dev->info.queue_profiling)
+    p |= CL_QUEUE_PROFILING_ENABLE;
+  if ((flags & HS_QUEUE_OUT_OF_ORDER) && dev->info.queue_out_of_order)
+    p |= CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE;
+  bool dropped = ((flags & HS_QUEUE_PROFILING) && !dev->info.queue_profiling) ||
+                 ((flags & HS_QUEUE_OUT_OF_ORDER) && !dev->info.queue_out_of_order);
+  if (dropped)
+    hs__log(HS_LOG_DEVICE, "queue on '%s': requested properties unsupported, dropped",
+            dev->info.name);
+  cl_int err = CL_SUCCESS;
+  if (strncmp(dev->info.device_version, "OpenCL 1.", 9) == 0) {
+    *out = clCreateCommandQueue(ctx->ctx, dev->id, p, &err);
+  } else {
+    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, p, 0};
+    *out = clCreateCommandQueueWithProperties(ctx->ctx, dev->id, p ? props : NULL, &err);
+  }
+  if (err != CL_SUCCESS) {
+    *out = NULL;
+    return hs__cl_fail(err, "clCreateCommandQueue", dev->id);
+  }
+  return HS_OK;
+}

@@ -1,0 +1,15 @@
+/* Internal view of the runtime handle for the rest of runtime/. */
+#ifndef HS_RUNTIME_INTERNAL_H
+#define HS_RUNTIME_INTERNAL_H
+
+#include "hetsage/runtime.h"
+#include "hs_dev.h"
+
+struct hs_runtime {
+  hs_inventory inv;
+  hs_device_info *infos; /* packed copy of inv.devs[i].info for the public API */
+  hs_topo *topo;
+  hs_topo_summary host;
+};
+
+#endif

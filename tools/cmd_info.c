@@ -1,0 +1,179 @@
+/* hetsage info: platforms, devices and their capabilities, host topology. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage info [--json]\n"
+          "\n"
+          "List every OpenCL platform and device with the capabilities that vary\n"
+          "between vendors, and the host topology (hwloc).\n"
+          "\n"
+          "  --json   machine-readable output on stdout\n"
+          "  -h, --help\n");
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t len) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)b;
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static const char *yn(bool b) { return b ? "yes" : "no"; }
+
+static void print_human(const hs_runtime *rt, const hs_device_info *devs, int n) {
+  hs_host_topology topo;
+  hs_runtime_topology(rt, &topo);
+  printf("host: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n", topo.packages,
+         topo.numa_nodes, topo.cores, topo.pus);
+  int np = hs_runtime_platform_count(rt);
+  for (int p = 0; p < np; p++) {
+    hs_platform_info pi;
+    hs_runtime_platform(rt, p, &pi);
+    printf("\nplatform %d: %s (%d device%s)%s%s\n", p, pi.name,
+           pi.num_devices < 0 ? 0 : pi.num_devices, pi.num_devices == 1 ? "" : "s",
+           pi.error[0] ? " — skipped: " : "", pi.error);
+    for (int i = 0; i < n; i++) {
+      const hs_device_info *d = &devs[i];
+      if (d->platform_index != p) continue;
+      char gm[32], lm[32], ma[32], gc[32];
+      human_bytes(d->global_mem_bytes, gm, sizeof gm);
+      human_bytes(d->local_mem_bytes, lm, sizeof lm);
+      human_bytes(d->max_alloc_bytes, ma, sizeof ma);
+      human_bytes(d->global_cache_bytes, gc, sizeof gc);
+      printf("  device %d: %s [%s]\n", d->index, d->name, hs_device_type_name(d->type));
+      printf("    vendor            %s (0x%04x)\n", d->vendor, d->vendor_id);
+      printf("    version           %s; %s; driver %s\n", d->device_version,
+             d->opencl_c_version, d->driver_version);
+      printf("    compute units     %u @ %u MHz\n", d->compute_units, d->clock_mhz);
+      printf("    memory            global %s, local %s, max alloc %s, cache %s\n", gm, lm,
+             ma, gc);
+      printf("    work-group        max %zu, items %zu x %zu x %zu\n",
+             d->max_work_group_size, d->max_work_item_sizes[0], d->max_work_item_sizes[1],
+             d->max_work_item_sizes[2]);
+      printf("    extensions        int64 atomics %s, fp16 %s, fp64 %s\n",
+             yn(d->int64_atomics), yn(d->fp16), yn(d->fp64));
+      printf("    queues            out-of-order %s, profiling %s; native kernels %s\n",
+             yn(d->queue_out_of_order), yn(d->queue_profiling), yn(d->native_kernels));
+      printf("    sub-devices       up to %u (equally %s, by counts %s, by affinity %s)\n",
+             d->max_sub_devices, yn(d->partition_equally), yn(d->partition_by_counts),
+             yn(d->partition_by_affinity));
+      printf("    unified memory    %s; compiler %s; available %s\n", yn(d->unified_memory),
+             yn(d->compiler_available), yn(d->available));
+      printf("    PCI bus id        %s\n", d->has_pci_bus_id ? d->pci_bus_id : "(not reported)");
+      printf("    locality (PUs)    %s\n", d->cpuset[0] ? d->cpuset : "(unknown)");
+    }
+  }
+}
+
+static void json_kv_str(const char *k, const char *v, bool comma) {
+  printf("      ");
+  cli_json_string(stdout, k);
+  printf(": ");
+  cli_json_string(stdout, v);
+  printf("%s\n", comma ? "," : "");
+}
+
+static void print_json(const hs_runtime *rt, const hs_device_info *devs, int n) {
+  hs_host_topology topo;
+  hs_runtime_topology(rt, &topo);
+  printf("{\n  \"version\": ");
+  cli_json_string(stdout, hs_version());
+  printf(",\n  \"host\": {\"packages\": %d, \"numa_nodes\": %d, \"cores\": %d, \"pus\": %d},\n",
+         topo.packages, topo.numa_nodes, topo.cores, topo.pus);
+  printf("  \"platforms\": [\n");
+  int np = hs_runtime_platform_count(rt);
+  for (int p = 0; p < np; p++) {
+    hs_platform_info pi;
+    hs_runtime_platform(rt, p, &pi);
+    printf("    {\"index\": %d, \"name\": ", p);
+    cli_json_string(stdout, pi.name);
+    printf(", \"num_devices\": %d, \"error\": ", pi.num_devices);
+    if (pi.error[0]) cli_json_string(stdout, pi.error);
+    else printf("null");
+    printf("}%s\n", p + 1 < np ? "," : "");
+  }
+  printf("  ],\n  \"devices\": [\n");
+  for (int i = 0; i < n; i++) {
+    const hs_device_info *d = &devs[i];
+    printf("    {\n");
+    printf("      \"index\": %d,\n      \"platform_index\": %d,\n", d->index, d->platform_index);
+    json_kv_str("platform", d->platform_name, true);
+    json_kv_str("type", hs_device_type_name(d->type), true);
+    json_kv_str("name", d->name, true);
+    json_kv_str("vendor", d->vendor, true);
+    printf("      \"vendor_id\": %u,\n", d->vendor_id);
+    json_kv_str("driver_version", d->driver_version, true);
+    json_kv_str("device_version", d->device_version, true);
+    json_kv_str("opencl_c_version", d->opencl_c_version, true);
+    printf("      \"compute_units\": %u,\n      \"clock_mhz\": %u,\n", d->compute_units,
+           d->clock_mhz);
+    printf("      \"global_mem_bytes\": %" PRIu64 ",\n      \"local_mem_bytes\": %" PRIu64
+           ",\n",
+           d->global_mem_bytes, d->local_mem_bytes);
+    printf("      \"max_alloc_bytes\": %" PRIu64 ",\n      \"global_cache_bytes\": %" PRIu64
+           ",\n",
+           d->max_alloc_bytes, d->global_cache_bytes);
+    printf("      \"max_work_group_size\": %zu,\n      \"max_work_item_sizes\": [%zu, %zu, %zu],\n",
+           d->max_work_group_size, d->max_work_item_sizes[0], d->max_work_item_sizes[1],
+           d->max_work_item_sizes[2]);
+    printf("      \"int64_atomics\": %s,\n      \"fp16\": %s,\n      \"fp64\": %s,\n",
+           d->int64_atomics ? "true" : "false", d->fp16 ? "true" : "false",
+           d->fp64 ? "true" : "false");
+    printf("      \"queue_out_of_order\": %s,\n      \"queue_profiling\": %s,\n",
+           d->queue_out_of_order ? "true" : "false", d->queue_profiling ? "true" : "false");
+    printf("      \"native_kernels\": %s,\n", d->native_kernels ? "true" : "false");
+    printf("      \"partition\": {\"max_sub_devices\": %u, \"equally\": %s, \"by_counts\": %s, "
+           "\"by_affinity\": %s},\n",
+           d->max_sub_devices, d->partition_equally ? "true" : "false",
+           d->partition_by_counts ? "true" : "false",
+           d->partition_by_affinity ? "true" : "false");
+    printf("      \"unified_memory\": %s,\n      \"compiler_available\": %s,\n"
+           "      \"available\": %s,\n",
+           d->unified_memory ? "true" : "false", d->compiler_available ? "true" : "false",
+           d->available ? "true" : "false");
+    printf("      \"pci_bus_id\": ");
+    if (d->has_pci_bus_id) cli_json_string(stdout, d->pci_bus_id);
+    else printf("null");
+    printf(",\n      \"cpuset\": ");
+    if (d->cpuset[0]) cli_json_string(stdout, d->cpuset);
+    else printf("null");
+    printf(",\n");
+    json_kv_str("extensions", d->extensions, false);
+    printf("    }%s\n", i + 1 < n ? "," : "");
+  }
+  printf("  ]\n}\n");
+}
+
+int cmd_info(int argc, char **argv) {
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      usage(stdout);
+      return 0;
+    }
+    if (strcmp(argv[i], "--json") == 0) json = true;
+    else return cli_usage_error("info", "unknown option '%s'", argv[i]);
+  }
+  hs_runtime *rt = NULL;
+  hs_status st = hs_runtime_open(&rt, NULL);
+  if (st != HS_OK) {
+    cli_report("info", "device discovery failed", st);
+    return 1;
+  }
+  const hs_device_info *devs;
+  int n;
+  hs_runtime_devices(rt, &devs, &n);
+  if (json) print_json(rt, devs, n);
+  else print_human(rt, devs, n);
+  hs_runtime_close(rt);
+  return 0;
+}
