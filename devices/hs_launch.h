@@ -30,6 +30,14 @@ hs_status hs__kernel_args(cl_kernel k, const hs_karg *args, int n);
 hs_status hs__launch(cl_command_queue q, cl_kernel k, int dims, const size_t *global,
                      const size_t *local, cl_uint n_wait, const cl_event *wait, cl_event *ev);
 
+/* The largest work-group `k` can run with on `dev` (its resource use may
+ * make it smaller than the device's limit); 1 when the query fails. */
+size_t hs__kernel_max_wg(cl_kernel k, const hs_dev *dev);
+
+/* Release and clear; NULL is fine. */
+void hs__kernel_release(cl_kernel *k);
+void hs__program_release(cl_program *p);
+
 /* ---- buffers ------------------------------------------------------------- */
 
 /* A buffer of at least one byte more than nothing: OpenCL forbids empty

@@ -31,6 +31,25 @@ hs_status hs__kernel_args(cl_kernel k, const hs_karg *args, int n) {
   return HS_OK;
 }
 
+size_t hs__kernel_max_wg(cl_kernel k, const hs_dev *dev) {
+  size_t wg = 0;
+  if (clGetKernelWorkGroupInfo(k, dev->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) !=
+          CL_SUCCESS ||
+      wg == 0)
+    return 1;
+  return wg;
+}
+
+void hs__kernel_release(cl_kernel *k) {
+  if (*k) clReleaseKernel(*k);
+  *k = NULL;
+}
+
+void hs__program_release(cl_program *p) {
+  if (*p) clReleaseProgram(*p);
+  *p = NULL;
+}
+
 hs_status hs__launch(cl_command_queue q, cl_kernel k, int dims, const size_t *global,
                      const size_t *local, cl_uint n_wait, const cl_event *wait, cl_event *ev) {
   if (dims < 1 || dims > 3) return hs__fail(HS_ERR_INVALID_ARG, "launch over %d dimensions", dims);

@@ -38,11 +38,12 @@ static inline void clf_close(cl_fixture *f) {
   hs__inventory_release(&f->inv);
 }
 
-/* A device buffer holding a copy of `n` host bytes. */
+/* A device buffer holding a copy of `n` host bytes (uninitialised when
+ * `host` is NULL). */
 static inline cl_mem clf_upload(cl_fixture *f, const void *host, size_t n) {
   cl_mem m;
   cr_assert_eq(hs__mem_create(&f->ctx, CL_MEM_READ_WRITE, n, &m), HS_OK);
-  if (n) cr_assert_eq(hs__mem_write(f->q, m, true, 0, n, host, 0, NULL, NULL), HS_OK);
+  if (n && host) cr_assert_eq(hs__mem_write(f->q, m, true, 0, n, host, 0, NULL, NULL), HS_OK);
   return m;
 }
 
