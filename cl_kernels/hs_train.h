@@ -16,6 +16,10 @@
 #include "hs_philox.h"
 #endif
 
+/* Rows per chunk of the two-stage column sums (bias gradients): fixes the
+ * association of the sum for the kernel and the reference alike. */
+#define HS_COLSUM_ROWS 256
+
 #define HS_RNG_PURPOSE_DROPOUT 0x44u
 #define HS_RNG_PURPOSE_INIT 0x49u
 

@@ -122,7 +122,8 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
     for (size_t w = 0; w < N_WG; w++) {
       cl_mem drp = clf_upload(&k.f, b->row_ptr, 4 * ((size_t)n_dst + 1)), dcol = clf_upload(&k.f, b->col, 4 * (size_t)n_edges);
       cl_mem dh = clf_upload(&k.f, h, 4 * nh), dcatb = clf_upload(&k.f, NULL, 4 * nc);
-      launch(&k, "hs_agg_fwd", wg_sizes[w], (size_t)d, (size_t)n_dst,
+      size_t vecs = ((size_t)d + 7) / 8;
+      launch(&k, "hs_agg_fwd", wg_sizes[w], vecs, (size_t)n_dst,
              (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(n_dst), HS_KARG(d), HS_KARG(dcatb)}, 6);
       clf_download(&k.f, dcatb, got, 4 * nc);
       expect_close("agg_fwd", got, want, nc, 1e-6f);
@@ -133,7 +134,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
         float scale = masked ? 1.25f : 1.0f;
         hs__ref_agg_bwd(b, tp, td, dcat, d, want_dh);
         if (masked) hs__ref_act_bwd(act, n_src, d, scale, want_dh);
-        launch(&k, "hs_agg_bwd", wg_sizes[w], (size_t)d, (size_t)n_src,
+        launch(&k, "hs_agg_bwd", wg_sizes[w], vecs, (size_t)n_src,
                (hs_karg[]){HS_KARG(drp), HS_KARG(dtp), HS_KARG(dtd), HS_KARG(dg), HS_KARG(dact), HS_KARG(n_dst),
                            HS_KARG(n_src), HS_KARG(d), HS_KARG(masked), HS_KARG(scale), HS_KARG(dout)}, 11);
         clf_download(&k.f, dout, got_dh, 4 * nh);
@@ -171,14 +172,25 @@ Test(nn_cl, elementwise_and_loss_kernels_match_reference) {
     clf_download(&k.f, dz, got, sizeof got);
     for (int e = 0; e < N * D; e++) cr_expect_eq(got[e] == 0.0f, want[e] == 0.0f, "mask differs at %d", e);
     expect_close("bias_act", got, want, N * D, 1e-6f);
-    /* column sums into an offset of a larger buffer */
+    /* column sums, in two stages, into an offset of a larger buffer; enough
+     * rows for several chunks */
+    enum { R = 600 };
+    static float tall[R * D];
+    fx_fill(tall, R * D, &s, 1.0f);
     float want_cs[D], got_cs[OFF + D];
-    hs__ref_colsum(z, N, D, want_cs);
-    cl_mem dx = clf_upload(&k.f, z, sizeof z), dcs = clf_upload(&k.f, params, sizeof params);
-    launch(&k, "hs_colsum", wg_sizes[w], D, 0, (hs_karg[]){HS_KARG(dx), HS_KARG(n), HS_KARG(d), HS_KARG(dcs), HS_KARG(off)}, 5);
+    hs__ref_colsum(tall, R, D, want_cs);
+    double exact[D] = {0};
+    for (int i = 0; i < R; i++)
+      for (int q = 0; q < D; q++) exact[q] += tall[i * D + q];
+    for (int q = 0; q < D; q++) cr_expect(fabs(want_cs[q] - exact[q]) < 1e-4, "reference colsum %d", q);
+    cl_int rows = R, chunks = (R + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
+    cl_mem dx = clf_upload(&k.f, tall, sizeof tall), dpart = clf_upload(&k.f, NULL, 4 * (size_t)chunks * D);
+    cl_mem dcs = clf_upload(&k.f, params, sizeof params);
+    launch(&k, "hs_colsum_part", wg_sizes[w], (D + 7) / 8, (size_t)chunks, (hs_karg[]){HS_KARG(dx), HS_KARG(rows), HS_KARG(d), HS_KARG(dpart)}, 4);
+    launch(&k, "hs_colsum_final", wg_sizes[w], D, 0, (hs_karg[]){HS_KARG(dpart), HS_KARG(chunks), HS_KARG(d), HS_KARG(dcs), HS_KARG(off)}, 5);
     clf_download(&k.f, dcs, got_cs, sizeof got_cs);
     cr_expect_arr_eq(got_cs, params, OFF * 4, "colsum wrote before its offset");
-    expect_close("colsum", got_cs + OFF, want_cs, D, 1e-6f);
+    cr_expect_arr_eq(got_cs + OFF, want_cs, sizeof want_cs, "colsum differs from the reference's association");
     /* softmax cross-entropy and its reduction */
     float logits[N * C], wdz[N * C], gdz[N * C], wl[N], gl[N], loss_w, loss_g[4];
     int32_t y[N], wc[N], gc[N], correct_w, correct_g[4];
@@ -206,7 +218,7 @@ Test(nn_cl, elementwise_and_loss_kernels_match_reference) {
     cr_expect_arr_eq(gc, wc, sizeof wc);
     expect_close("loss mean", &loss_g[2], &loss_w, 1, 1e-5f);
     cr_expect_eq(correct_g[2], correct_w);
-    cl_mem all[] = {dz, dp, dx, dcs, dl, dy, ddz, drows, dhits, dsl, dsc};
+    cl_mem all[] = {dz, dp, dx, dpart, dcs, dl, dy, ddz, drows, dhits, dsl, dsc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) hs__mem_release(&all[i]);
   }
   kfix_close(&k);

@@ -76,7 +76,12 @@ void hs__ref_act_bwd(const float *h, int32_t n, int32_t d, float scale, float *d
 void hs__ref_colsum(const float *x, int32_t n, int32_t d, float *out) {
   for (int32_t k = 0; k < d; k++) {
     float acc = 0.0f;
-    for (int32_t i = 0; i < n; i++) acc += x[(size_t)i * (size_t)d + (size_t)k];
+    for (int32_t c0 = 0; c0 < n; c0 += HS_COLSUM_ROWS) {
+      float part = 0.0f;
+      for (int32_t i = c0; i < n && i < c0 + HS_COLSUM_ROWS; i++)
+        part += x[(size_t)i * (size_t)d + (size_t)k];
+      acc += part;
+    }
     out[k] = acc;
   }
 }

@@ -43,8 +43,9 @@ void hs__ref_bias_act_fwd(float *z, int32_t n, int32_t d, const float *bias, boo
  * has h == 0; a kept positive one has h > 0, so h alone says which.) */
 void hs__ref_act_bwd(const float *h, int32_t n, int32_t d, float scale, float *dh);
 
-/* out[k] = sum over rows of x[., k], rows in increasing order (bias
- * gradients). */
+/* out[k] = sum over rows of x[., k] (bias gradients), associated as the
+ * kernel does: rows in order within chunks of HS_COLSUM_ROWS, then the
+ * chunks' sums in order (HS_COLSUM_ROWS, cl_kernels/hs_train.h). */
 void hs__ref_colsum(const float *x, int32_t n, int32_t d, float *out);
 
 /* Softmax cross-entropy of logits z + bias (n x c) against labels, mean over

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "hs_launch.h"
+#include "nn/nn_rng.h"
 #include "nn/trainer.h"
 
 enum {
@@ -16,7 +17,8 @@ enum {
   K_TR_FILL,
   K_TR_SORT,
   K_BIAS_ACT,
-  K_COLSUM,
+  K_COLSUM_PART,
+  K_COLSUM_FINAL,
   K_SOFTMAX_CE,
   K_LOSS_REDUCE,
   K_ADAM,
@@ -26,7 +28,7 @@ enum {
 
 static const char *const kernel_names[K_COUNT] = {
     "hs_agg_fwd",   "hs_agg_bwd",  "hs_tr_count",   "hs_scan_sums",    "hs_scan_offsets",
-    "hs_scan_apply", "hs_tr_fill", "hs_tr_sort",    "hs_bias_act_fwd", "hs_colsum",
+    "hs_scan_apply", "hs_tr_fill", "hs_tr_sort",    "hs_bias_act_fwd", "hs_colsum_part", "hs_colsum_final",
     "hs_softmax_ce", "hs_loss_reduce", "hs_adam",   "hs_sgd",
 };
 
@@ -35,7 +37,11 @@ static const char *const program_sources[] = {
     "hs_common.h", "hs_philox.h", "hs_train.h", "train_agg.cl", "train_elem.cl", "train_optim.cl",
 };
 
-enum { SCAN_CHUNK = 256 /* HS_SCAN_CHUNK in train_agg.cl */ };
+enum {
+  SCAN_CHUNK = 256, /* HS_SCAN_CHUNK in train_agg.cl */
+  VW = 8,           /* features per work-item of the vectorised kernels */
+  DEFAULT_WG = 64,
+};
 enum { STATS_RING = 256, MAX_SPANS = 512 };
 
 typedef struct dbuf {
@@ -70,7 +76,7 @@ struct hs_trainer {
 
   /* Activations and gradients: act[l] is the input of layer l >= 1. */
   dbuf cat[HS_NN_MAX_LAYERS], act[HS_NN_MAX_LAYERS], dz[HS_NN_MAX_LAYERS];
-  dbuf logits, dcat, cursor, scan_sums, loss_rows, correct_rows;
+  dbuf logits, dcat, cursor, scan_sums, colsum_part, loss_rows, correct_rows;
 
   /* Statistics ring, read lazily. */
   dbuf stat_loss, stat_correct;
@@ -179,8 +185,8 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
           hit ? "loaded from the cache" : "built", hs__now() - t0);
   for (int i = 0; i < K_COUNT; i++) {
     if ((st = hs__kernel_create(t->program, kernel_names[i], dev, &t->k[i])) != HS_OK) goto fail;
-    size_t lim = hs__kernel_max_wg(t->k[i], dev);
-    t->wg[i] = t->opts.wg > lim ? lim : t->opts.wg;
+    size_t lim = hs__kernel_max_wg(t->k[i], dev), want = t->opts.wg ? t->opts.wg : DEFAULT_WG;
+    t->wg[i] = want > lim ? lim : want;
   }
   st = hs__gemm_create(ctx, dev, q, t->opts.gemm, t->opts.gemm_threads, &t->gemm);
   if (st != HS_OK) goto fail;
@@ -208,7 +214,7 @@ void hs__trainer_destroy(hs_trainer *t) {
     hs__event_release(&t->span_end[i]);
   }
   dbuf *all[] = {&t->params, &t->grads, &t->mom1, &t->mom2, &t->feat, &t->labels, &t->logits,
-                 &t->dcat, &t->cursor, &t->scan_sums, &t->loss_rows, &t->correct_rows,
+                 &t->dcat, &t->cursor, &t->scan_sums, &t->colsum_part, &t->loss_rows, &t->correct_rows,
                  &t->stat_loss, &t->stat_correct};
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) drop(all[i]);
   for (int l = 0; l < HS_NN_MAX_LAYERS; l++) {
@@ -264,7 +270,7 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_batch *b) {
   hs_status st = hs__batch_validate(b, sh->dims[L]);
   if (st != HS_OK) return st;
   if (b->blocks[L - 1].n_dst < 1) return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has no seeds");
-  size_t dcat_rows = 0, max_src = 0;
+  size_t dcat_rows = 0, max_src = 0, part = 0;
   for (int l = 0; l < L; l++) {
     const hs_block *blk = &b->blocks[l];
     /* Dropout numbers the elements of each output matrix in 32 bits. */
@@ -277,6 +283,8 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_batch *b) {
     t->transposed[l] = false;
     size_t d_in = (size_t)sh->dims[l], d_out = (size_t)sh->dims[l + 1];
     size_t nd = (size_t)blk->n_dst, ns = (size_t)blk->n_src, ne = (size_t)t->n_edges[l];
+    size_t chunks = (nd + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
+    if (chunks * d_out > part) part = chunks * d_out;
     if ((st = reserve(t, &t->row_ptr[l], nd + 1, 4)) != HS_OK ||
         (st = reserve(t, &t->col[l], ne, 4)) != HS_OK ||
         (st = reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK ||
@@ -304,6 +312,7 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_batch *b) {
       (st = reserve(t, &t->correct_rows, n_seeds, 4)) != HS_OK ||
       (st = reserve(t, &t->dcat, dcat_rows, 4)) != HS_OK ||
       (st = reserve(t, &t->cursor, max_src, 4)) != HS_OK ||
+      (st = reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
       (st = reserve(t, &t->scan_sums, max_src / SCAN_CHUNK + 1, 4)) != HS_OK)
     return st;
   if ((st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, b->feat, 0, NULL, NULL)) != HS_OK)
@@ -357,7 +366,8 @@ static hs_status forward(hs_trainer *t, float p, uint32_t epoch, uint32_t batch)
     cl_mem out = l < L - 1 ? t->act[l + 1].m : t->logits.m;
     hs_karg agg[] = {HS_KARG(t->row_ptr[l].m), HS_KARG(t->col[l].m), HS_KARG(in),
                      HS_KARG(n_dst), HS_KARG(d_in), HS_KARG(t->cat[l].m)};
-    if ((st = run(t, HS_PHASE_AGG, K_AGG_FWD, (size_t)d_in, (size_t)n_dst, agg, 6)) != HS_OK)
+    size_t vecs = ((size_t)d_in + VW - 1) / VW;
+    if ((st = run(t, HS_PHASE_AGG, K_AGG_FWD, vecs, (size_t)n_dst, agg, 6)) != HS_OK)
       return st;
     hs_gemm_op op = {.m = (size_t)n_dst, .n = (size_t)d_out, .k = 2 * (size_t)d_in, .alpha = 1.0f,
                      .a = t->cat[l].m, .lda = 2 * (size_t)d_in, .b = t->params.m,
@@ -407,9 +417,14 @@ static hs_status backward(hs_trainer *t, float p) {
   for (int l = L - 1; l >= 0; l--) {
     cl_int n_dst = t->n_dst[l], n_src = t->n_src[l], d_in = sh->dims[l], d_out = sh->dims[l + 1];
     cl_ulong b_off = sh->b_off[l];
-    hs_karg cs[] = {HS_KARG(t->dz[l].m), HS_KARG(n_dst), HS_KARG(d_out), HS_KARG(t->grads.m),
-                    HS_KARG(b_off)};
-    if ((st = run(t, HS_PHASE_ELEM, K_COLSUM, (size_t)d_out, 0, cs, 5)) != HS_OK) return st;
+    cl_int n_chunks = (n_dst + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
+    hs_karg cs1[] = {HS_KARG(t->dz[l].m), HS_KARG(n_dst), HS_KARG(d_out), HS_KARG(t->colsum_part.m)};
+    hs_karg cs2[] = {HS_KARG(t->colsum_part.m), HS_KARG(n_chunks), HS_KARG(d_out),
+                     HS_KARG(t->grads.m), HS_KARG(b_off)};
+    if ((st = run(t, HS_PHASE_ELEM, K_COLSUM_PART, ((size_t)d_out + VW - 1) / VW,
+                  (size_t)n_chunks, cs1, 4)) != HS_OK ||
+        (st = run(t, HS_PHASE_ELEM, K_COLSUM_FINAL, (size_t)d_out, 0, cs2, 5)) != HS_OK)
+      return st;
     hs_gemm_op dw = {.trans_a = true, .m = 2 * (size_t)d_in, .n = (size_t)d_out,
                      .k = (size_t)n_dst, .alpha = 1.0f, .a = t->cat[l].m, .lda = 2 * (size_t)d_in,
                      .b = t->dz[l].m, .ldb = (size_t)d_out, .c = t->grads.m,
@@ -426,7 +441,8 @@ static hs_status backward(hs_trainer *t, float p) {
     hs_karg bwd[] = {HS_KARG(t->row_ptr[l].m), HS_KARG(t->t_ptr[l].m), HS_KARG(t->t_dst[l].m),
                      HS_KARG(t->dcat.m), HS_KARG(t->act[l].m), HS_KARG(n_dst), HS_KARG(n_src),
                      HS_KARG(d_in), HS_KARG(masked), HS_KARG(scale), HS_KARG(t->dz[l - 1].m)};
-    if ((st = run(t, HS_PHASE_AGG, K_AGG_BWD, (size_t)d_in, (size_t)n_src, bwd, 11)) != HS_OK)
+    size_t vecs = ((size_t)d_in + VW - 1) / VW;
+    if ((st = run(t, HS_PHASE_AGG, K_AGG_BWD, vecs, (size_t)n_src, bwd, 11)) != HS_OK)
       return st;
   }
   return HS_OK;

@@ -21,7 +21,7 @@
 typedef struct hs_trainer hs_trainer;
 
 typedef struct hs_trainer_opts {
-  size_t wg;             /* local size of dimension 0; 0: the implementation's choice */
+  size_t wg;             /* local size of dimension 0; 0: 64 (clamped to each kernel's limit) */
   hs_gemm_kind gemm;     /* HS_GEMM_AUTO: by device (see gemm.h) */
   int gemm_threads;      /* CBLAS threads; 0: the device's compute units */
   bool profile;          /* time phases (the queue must have profiling on) */
