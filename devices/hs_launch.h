@@ -69,9 +69,6 @@ hs_status hs__queue_finish(cl_command_queue q);
 hs_status hs__queue_wait_for(cl_command_queue q, cl_uint n_wait, const cl_event *wait);
 /* A marker that completes when `wait` has (an event for "nothing to do"). */
 hs_status hs__queue_marker(cl_command_queue q, cl_uint n_wait, const cl_event *wait, cl_event *ev);
-hs_status hs__events_wait(cl_uint n, const cl_event *ev);
-/* Release and clear; NULL is fine. */
-void hs__event_release(cl_event *ev);
 /* Start and end of a finished command on a profiling queue, nanoseconds. */
 hs_status hs__event_times(cl_event ev, uint64_t *start_ns, uint64_t *end_ns);
 /* The device a queue runs on (for messages), NULL if unknown. */

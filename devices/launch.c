@@ -162,18 +162,6 @@ hs_status hs__queue_marker(cl_command_queue q, cl_uint n_wait, const cl_event *w
   return HS_OK;
 }
 
-hs_status hs__events_wait(cl_uint n, const cl_event *ev) {
-  if (n == 0) return HS_OK;
-  cl_int err = clWaitForEvents(n, ev);
-  if (err != CL_SUCCESS) return hs__cl_fail(err, "clWaitForEvents", NULL);
-  return HS_OK;
-}
-
-void hs__event_release(cl_event *ev) {
-  if (*ev) clReleaseEvent(*ev);
-  *ev = NULL;
-}
-
 hs_status hs__event_times(cl_event ev, uint64_t *start_ns, uint64_t *end_ns) {
   cl_ulong s = 0, e = 0;
   cl_int err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof s, &s, NULL);

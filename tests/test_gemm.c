@@ -56,8 +56,8 @@ static void battery(hs_gemm_kind kind) {
                        .c_off = co, .lda = lda, .ldb = ldb, .ldc = ldc};
       cl_event ev = NULL;
       cr_assert_eq(hs__gemm_run(g, &op, 0, NULL, &ev), HS_OK, "%s", hs_last_error());
-      cr_assert_eq(hs__events_wait(1, &ev), HS_OK);
-      hs__event_release(&ev);
+      cr_assert_eq(hs__events_wait(&ev, 1), HS_OK);
+      hs__events_release(&ev, 1);
       clf_download(&f, dc, got, nc * 4);
       for (size_t e = 0; e < nc; e++) {
         bool inside = e >= co && (e - co) / ldc < m && (e - co) % ldc < n;
@@ -106,7 +106,7 @@ Test(gemm, products_chain_through_events) {
   cl_event e1 = NULL, e2 = NULL;
   cr_assert_eq(hs__gemm_run(g, &op1, 0, NULL, &e1), HS_OK);
   cr_assert_eq(hs__gemm_run(g, &op2, 1, &e1, &e2), HS_OK);
-  cr_assert_eq(hs__events_wait(1, &e2), HS_OK);
+  cr_assert_eq(hs__events_wait(&e2, 1), HS_OK);
   uint64_t t0, t1;
   if (f.dev.info.queue_profiling) {
     cr_expect_eq(hs__event_times(e2, &t0, &t1), HS_OK, "%s", hs_last_error());
@@ -114,7 +114,7 @@ Test(gemm, products_chain_through_events) {
   }
   cr_assert_eq(hs__mem_read(f.q, dd, true, 0, sizeof got, got, 0, NULL, NULL), HS_OK);
   for (int e = 0; e < N * N; e++) cr_expect(fabsf(got[e] - d[e]) < 1e-3f, "d[%d] %g vs %g", e, (double)got[e], (double)d[e]);
-  hs__event_release(&e1), hs__event_release(&e2);
+  hs__events_release(&e1, 1), hs__events_release(&e2, 1);
   hs__mem_release(&da), hs__mem_release(&db), hs__mem_release(&dc), hs__mem_release(&dd);
   hs__gemm_destroy(g);
   clf_close(&f);

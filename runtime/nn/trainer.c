@@ -138,7 +138,7 @@ static hs_status run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t
   size_t global[2] = {g0, g1}, local[2] = {t->wg[id], 1};
   st = hs__launch(t->q, t->k[id], g1 ? 2 : 1, global, local, 0, NULL, t->opts.profile ? &ev : NULL);
   if (st != HS_OK) {
-    hs__event_release(&mark);
+    hs__events_release(&mark, 1);
     return st;
   }
   span_close(t, ph, mark, ev);
@@ -151,7 +151,7 @@ static hs_status gemm(hs_trainer *t, const hs_gemm_op *op) {
   if (st != HS_OK) return st;
   st = hs__gemm_run(t->gemm, op, 0, NULL, t->opts.profile ? &ev : NULL);
   if (st != HS_OK) {
-    hs__event_release(&mark);
+    hs__events_release(&mark, 1);
     return st;
   }
   span_close(t, HS_PHASE_GEMM, mark, ev);
@@ -210,8 +210,8 @@ void hs__trainer_destroy(hs_trainer *t) {
   if (!t) return;
   if (t->q) hs__queue_finish(t->q);
   for (int i = 0; i < t->n_spans; i++) {
-    hs__event_release(&t->span_mark[i]);
-    hs__event_release(&t->span_end[i]);
+    hs__events_release(&t->span_mark[i], 1);
+    hs__events_release(&t->span_end[i], 1);
   }
   dbuf *all[] = {&t->params, &t->grads, &t->mom1, &t->mom2, &t->feat, &t->labels, &t->logits,
                  &t->dcat, &t->cursor, &t->scan_sums, &t->colsum_part, &t->loss_rows, &t->correct_rows,
@@ -546,12 +546,12 @@ static hs_status collect_spans(hs_trainer *t) {
   hs_status st = HS_OK;
   for (int i = 0; i < t->n_spans; i++) {
     uint64_t s0, e0, s1, e1;
-    if (st == HS_OK && (st = hs__events_wait(1, &t->span_end[i])) == HS_OK &&
+    if (st == HS_OK && (st = hs__events_wait(&t->span_end[i], 1)) == HS_OK &&
         (st = hs__event_times(t->span_mark[i], &s0, &e0)) == HS_OK &&
         (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0)
       t->phase_s[t->span_phase[i]] += (double)(e1 - e0) * 1e-9;
-    hs__event_release(&t->span_mark[i]);
-    hs__event_release(&t->span_end[i]);
+    hs__events_release(&t->span_mark[i], 1);
+    hs__events_release(&t->span_end[i], 1);
   }
   t->n_spans = 0;
   return st;
