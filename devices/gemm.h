@@ -1,0 +1,68 @@
+/* GEMM providers: single-precision row-major C = alpha op(A) op(B) + beta C
+ * on a device buffer, enqueued on a queue like any kernel (wait list in,
+ * event out), whatever computes it:
+ *
+ *  - cblas:   CPU devices with native kernels: an OpenCL native kernel that
+ *             calls the optimised CBLAS (OpenBLAS) on the buffers' memory,
+ *             with OpenBLAS limited to the device's compute units;
+ *  - clblast: GPUs and accelerators: CLBlast with a preallocated temporary
+ *             buffer and kernels compiled once per transpose combination;
+ *  - builtin: a tiled OpenCL kernel, where neither is available.
+ *
+ * One provider per device queue; not thread-safe (one host thread drives a
+ * queue). */
+#ifndef HS_GEMM_H
+#define HS_GEMM_H
+
+#include <stdbool.h>
+
+#include "hs_dev.h"
+
+typedef enum hs_gemm_kind {
+  HS_GEMM_AUTO = 0,
+  HS_GEMM_CBLAS = 1,
+  HS_GEMM_CLBLAST = 2,
+  HS_GEMM_BUILTIN = 3,
+} hs_gemm_kind;
+
+/* "auto", "cblas", "clblast", "builtin". */
+const char *hs__gemm_kind_name(hs_gemm_kind kind);
+/* Parse a name; HS_ERR_INVALID_ARG for anything else. */
+hs_status hs__gemm_kind_parse(const char *name, hs_gemm_kind *out);
+
+/* One product. Offsets and leading dimensions count floats. m or n may be
+ * 0 (nothing to do); k may not be 0 unless m or n is (CLBlast cannot, so
+ * no provider does). C must not share a buffer with A or B. */
+typedef struct hs_gemm_op {
+  bool trans_a, trans_b;
+  size_t m, n, k;
+  float alpha, beta; /* beta == 0: C's old contents are ignored */
+  cl_mem a, b, c;
+  size_t a_off, b_off, c_off;
+  size_t lda, ldb, ldc;
+} hs_gemm_op;
+
+typedef struct hs_gemm hs_gemm;
+
+/* A provider for `dev` on in-order queue `q` (kept, not owned; `ctx` and
+ * `q` must outlive the provider). `kind` HS_GEMM_AUTO picks as above; the
+ * environment variable HETSAGE_GEMM (a kind name) overrides AUTO. A kind
+ * that this build or device cannot run is HS_ERR_UNSUPPORTED with the
+ * reason. `threads` (cblas): OpenBLAS threads, 0 = the device's compute
+ * units. */
+hs_status hs__gemm_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
+                          hs_gemm_kind kind, int threads, hs_gemm **out);
+void hs__gemm_destroy(hs_gemm *g);
+hs_gemm_kind hs__gemm_kind_of(const hs_gemm *g);
+
+/* Get ready for products shaped like `op` (buffers need not hold data):
+ * grow temporary storage and compile whatever the first product of this
+ * transpose combination would. Optional: hs__gemm_run prepares on demand,
+ * but then the first run of a shape may allocate and compile. Blocks. */
+hs_status hs__gemm_prepare(hs_gemm *g, const hs_gemm_op *op);
+
+/* Enqueue one product after `wait`; `ev` (optional) completes with it. */
+hs_status hs__gemm_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait, const cl_event *wait,
+                       cl_event *ev);
+
+#endif

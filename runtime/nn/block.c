@@ -1,0 +1,161 @@
+/* Block checks, the deterministic transpose, and full-neighbour blocks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/hs_block.h"
+
+hs_status hs__block_validate(const hs_block *b, int layer) {
+  if (!b->row_ptr || (b->n_dst > 0 && !b->col && b->row_ptr[b->n_dst] > 0))
+    return hs__fail(HS_ERR_INVALID_ARG, "block %d: missing row_ptr or col", layer);
+  if (b->n_dst < 0 || b->n_src < b->n_dst)
+    return hs__fail(HS_ERR_FORMAT, "block %d: n_dst %d, n_src %d (need 0 <= n_dst <= n_src)",
+                    layer, b->n_dst, b->n_src);
+  if (b->row_ptr[0] != 0)
+    return hs__fail(HS_ERR_FORMAT, "block %d: row_ptr[0] is %d, not 0", layer, b->row_ptr[0]);
+  for (int32_t i = 0; i < b->n_dst; i++)
+    if (b->row_ptr[i + 1] < b->row_ptr[i])
+      return hs__fail(HS_ERR_FORMAT, "block %d: row_ptr decreases at dst %d (%d -> %d)", layer,
+                      i, b->row_ptr[i], b->row_ptr[i + 1]);
+  int32_t n_edges = b->row_ptr[b->n_dst];
+  for (int32_t e = 0; e < n_edges; e++)
+    if (b->col[e] < 0 || b->col[e] >= b->n_src)
+      return hs__fail(HS_ERR_FORMAT, "block %d: edge %d names src %d, outside 0..%d", layer, e,
+                      b->col[e], b->n_src - 1);
+  return HS_OK;
+}
+
+hs_status hs__batch_validate(const hs_batch *b, int n_classes) {
+  if (b->n_layers < 1 || b->n_layers > HS_NN_MAX_LAYERS || !b->blocks || !b->feat)
+    return hs__fail(HS_ERR_INVALID_ARG, "batch: %d layers (1..%d) or missing blocks/features",
+                    b->n_layers, HS_NN_MAX_LAYERS);
+  for (int l = 0; l < b->n_layers; l++) {
+    hs_status st = hs__block_validate(&b->blocks[l], l);
+    if (st != HS_OK) return st;
+    if (l > 0 && b->blocks[l].n_src != b->blocks[l - 1].n_dst)
+      return hs__fail(HS_ERR_FORMAT, "batch: block %d has %d src but block %d has %d dst", l,
+                      b->blocks[l].n_src, l - 1, b->blocks[l - 1].n_dst);
+  }
+  if (b->labels) {
+    const hs_block *out = &b->blocks[b->n_layers - 1];
+    for (int32_t i = 0; i < out->n_dst; i++)
+      if (b->labels[i] < 0 || b->labels[i] >= n_classes)
+        return hs__fail(HS_ERR_FORMAT, "batch: seed %d has label %d, outside 0..%d", i,
+                        b->labels[i], n_classes - 1);
+  }
+  return HS_OK;
+}
+
+void hs__block_transpose(const hs_block *b, int32_t *t_ptr, int32_t *t_dst) {
+  memset(t_ptr, 0, sizeof *t_ptr * ((size_t)b->n_src + 1));
+  int32_t n_edges = hs__block_edges(b);
+  for (int32_t e = 0; e < n_edges; e++) t_ptr[b->col[e] + 1]++;
+  for (int32_t s = 0; s < b->n_src; s++) t_ptr[s + 1] += t_ptr[s];
+  /* Visiting dst in increasing order makes every list sorted: the stable
+   * counting sort that the device version reproduces by sorting lists. */
+  int32_t *cursor = t_ptr; /* advanced in place, then shifted back */
+  for (int32_t i = 0; i < b->n_dst; i++)
+    for (int32_t e = b->row_ptr[i]; e < b->row_ptr[i + 1]; e++) t_dst[cursor[b->col[e]]++] = i;
+  for (int32_t s = b->n_src; s > 0; s--) t_ptr[s] = t_ptr[s - 1];
+  t_ptr[0] = 0;
+}
+
+hs_status hs__csr_validate(const hs_csr_view *g) {
+  if (g->n_vertices < 0 || !g->indptr || (g->n_vertices > 0 && !g->indices && g->indptr[g->n_vertices] > 0))
+    return hs__fail(HS_ERR_INVALID_ARG, "graph: missing indptr or indices");
+  if (g->n_vertices > INT32_MAX)
+    return hs__fail(HS_ERR_RANGE, "graph: %lld vertices exceed 32-bit ids",
+                    (long long)g->n_vertices);
+  if (g->indptr[0] != 0)
+    return hs__fail(HS_ERR_FORMAT, "graph: indptr[0] is %lld, not 0", (long long)g->indptr[0]);
+  for (int64_t v = 0; v < g->n_vertices; v++)
+    if (g->indptr[v + 1] < g->indptr[v])
+      return hs__fail(HS_ERR_FORMAT, "graph: indptr decreases at vertex %lld", (long long)v);
+  for (int64_t e = 0; e < g->indptr[g->n_vertices]; e++)
+    if (g->indices[e] < 0 || g->indices[e] >= g->n_vertices)
+      return hs__fail(HS_ERR_FORMAT, "graph: edge %lld names vertex %d, outside 0..%lld",
+                      (long long)e, g->indices[e], (long long)g->n_vertices - 1);
+  return HS_OK;
+}
+
+void hs__block_set_free(hs_block_set *s) {
+  for (int l = 0; l < HS_NN_MAX_LAYERS; l++) {
+    free(s->row_ptr[l]);
+    free(s->col[l]);
+  }
+  free(s->ids);
+  free(s->seed_local);
+  memset(s, 0, sizeof *s);
+}
+
+/* Give `v` a local id if it has none yet (first appearance order). */
+static int32_t local_of(int32_t v, int32_t *map, int32_t *ids, int32_t *n) {
+  if (map[v] < 0) {
+    map[v] = *n;
+    ids[(*n)++] = v;
+  }
+  return map[v];
+}
+
+hs_status hs__full_blocks_build(const hs_csr_view *g, const int32_t *ids, int32_t n_ids,
+                                int n_layers, hs_block_set *out) {
+  hs_status st = HS_OK;
+  memset(out, 0, sizeof *out);
+  int32_t *map = NULL;
+  if (n_layers < 1 || n_layers > HS_NN_MAX_LAYERS || n_ids < 0 || g->n_vertices > INT32_MAX)
+    return hs__fail(HS_ERR_INVALID_ARG, "full blocks: %d layers, %d ids, %lld vertices",
+                    n_layers, n_ids, (long long)g->n_vertices);
+  size_t nv = (size_t)g->n_vertices;
+  map = malloc(sizeof *map * (nv ? nv : 1));
+  out->ids = malloc(sizeof *out->ids * (nv ? nv : 1));
+  out->seed_local = malloc(sizeof *out->seed_local * (n_ids ? (size_t)n_ids : 1));
+  if (!map || !out->ids || !out->seed_local) {
+    st = hs__fail(HS_ERR_NOMEM, "full blocks: %zu vertices", nv);
+    goto fail;
+  }
+  for (size_t v = 0; v < nv; v++) map[v] = -1;
+  out->n_layers = n_layers;
+  out->n_requested = n_ids;
+  int32_t n = 0;
+  for (int32_t i = 0; i < n_ids; i++) {
+    if (ids[i] < 0 || ids[i] >= g->n_vertices) {
+      st = hs__fail(HS_ERR_RANGE, "full blocks: id %d (position %d) outside 0..%lld", ids[i], i,
+                    (long long)g->n_vertices - 1);
+      goto fail;
+    }
+    out->seed_local[i] = local_of(ids[i], map, out->ids, &n);
+  }
+  /* Output layer first: each block's dst are every vertex numbered so far. */
+  for (int l = n_layers - 1; l >= 0; l--) {
+    int32_t n_dst = n;
+    int64_t n_edges = 0;
+    for (int32_t i = 0; i < n_dst; i++)
+      n_edges += g->indptr[out->ids[i] + 1] - g->indptr[out->ids[i]];
+    if (n_edges > INT32_MAX) {
+      st = hs__fail(HS_ERR_RANGE, "full blocks: layer %d has %lld edges (> 2^31-1)", l,
+                    (long long)n_edges);
+      goto fail;
+    }
+    out->row_ptr[l] = malloc(sizeof(int32_t) * ((size_t)n_dst + 1));
+    out->col[l] = malloc(sizeof(int32_t) * (n_edges ? (size_t)n_edges : 1));
+    if (!out->row_ptr[l] || !out->col[l]) {
+      st = hs__fail(HS_ERR_NOMEM, "full blocks: layer %d, %lld edges", l, (long long)n_edges);
+      goto fail;
+    }
+    int32_t e = 0;
+    out->row_ptr[l][0] = 0;
+    for (int32_t i = 0; i < n_dst; i++) {
+      int32_t v = out->ids[i];
+      for (int64_t k = g->indptr[v]; k < g->indptr[v + 1]; k++)
+        out->col[l][e++] = local_of(g->indices[k], map, out->ids, &n);
+      out->row_ptr[l][i + 1] = e;
+    }
+    out->blocks[l] = (hs_block){.n_dst = n_dst, .n_src = n, .row_ptr = out->row_ptr[l],
+                                .col = out->col[l]};
+  }
+  free(map);
+  return HS_OK;
+fail:
+  free(map);
+  hs__block_set_free(out);
+  return st;
+}

@@ -1,0 +1,94 @@
+/* The unit of work the sampler hands the trainer: L message-passing blocks
+ * and the gathered feature rows of one batch.
+ *
+ * Convention (shared with the sampler and the pipeline):
+ *  - Local ids. The batch's sampled vertices are numbered 0..n-1, seeds
+ *    first, then hop by hop. Block l's dst vertices are the first n_dst of
+ *    its src vertices, so "dst i" and "src i" (i < n_dst) are one vertex.
+ *  - blocks[0] is the input-side layer: its src are all sampled vertices,
+ *    whose features are `feat` (blocks[0].n_src x in_dim, row-major float32,
+ *    row = local id). blocks[L-1] is the output layer: its dst are the seeds.
+ *    Consecutive blocks chain: blocks[l].n_dst == blocks[l+1].n_src.
+ *  - Edges are CSR dst -> src: the sampled neighbours of dst i are
+ *    col[row_ptr[i] .. row_ptr[i+1]-1] (int32 local src ids, < n_src).
+ *    A neighbour may repeat (sampling with replacement); a dst may have none
+ *    (its neighbour mean is then 0).
+ *  - labels: int32 class of each seed (blocks[L-1].n_dst entries).
+ *
+ * The backward pass gathers through the transposed block (src -> dst lists,
+ * each list in increasing dst order), so that no float atomics are needed
+ * and results do not depend on scheduling. */
+#ifndef HS_NN_BLOCK_H
+#define HS_NN_BLOCK_H
+
+#include <stdint.h>
+
+#include "hs_base.h"
+
+#define HS_NN_MAX_LAYERS 8
+
+typedef struct hs_block {
+  int32_t n_dst;
+  int32_t n_src;
+  const int32_t *row_ptr; /* n_dst + 1, row_ptr[0] == 0 */
+  const int32_t *col;     /* row_ptr[n_dst] entries */
+} hs_block;
+
+static inline int32_t hs__block_edges(const hs_block *b) {
+  return b->row_ptr[b->n_dst];
+}
+
+typedef struct hs_batch {
+  int n_layers;
+  const hs_block *blocks; /* n_layers, input side first */
+  const float *feat;      /* blocks[0].n_src x in_dim */
+  const int32_t *labels;  /* blocks[n_layers-1].n_dst; may be NULL for inference */
+} hs_batch;
+
+/* Check one block's structure: sizes, row_ptr monotone from 0, ids in
+ * range. `layer` only names the block in the message. */
+hs_status hs__block_validate(const hs_block *b, int layer);
+/* Check every block, the chaining between layers, and labels against
+ * n_classes (labels skipped when NULL). */
+hs_status hs__batch_validate(const hs_batch *b, int n_classes);
+
+/* The transposed block by a stable counting sort: src s's dst list is
+ * t_dst[t_ptr[s] .. t_ptr[s+1]-1] in increasing dst order (a dst appears
+ * once per edge). t_ptr has n_src + 1 entries, t_dst row_ptr[n_dst]. */
+void hs__block_transpose(const hs_block *b, int32_t *t_ptr, int32_t *t_dst);
+
+/* ---- full-neighbour blocks from a whole graph --------------------------- */
+
+/* A graph's CSR as the dataset stores it: the neighbours of vertex v are
+ * indices[indptr[v] .. indptr[v+1]-1]. Not owned. */
+typedef struct hs_csr_view {
+  int64_t n_vertices;
+  const int64_t *indptr;  /* n_vertices + 1 */
+  const int32_t *indices; /* indptr[n_vertices] */
+} hs_csr_view;
+
+/* Blocks that take every neighbour (what the sampler gives with unbounded
+ * fanouts), numbered like the sampler does. Owns its arrays. */
+typedef struct hs_block_set {
+  int n_layers;
+  hs_block blocks[HS_NN_MAX_LAYERS];
+  int32_t *row_ptr[HS_NN_MAX_LAYERS];
+  int32_t *col[HS_NN_MAX_LAYERS];
+  int32_t *ids;        /* local -> original id, blocks[0].n_src entries */
+  int32_t *seed_local; /* for each requested id, its local (dst) id */
+  int32_t n_requested;
+} hs_block_set;
+
+/* Build the L full-neighbour blocks whose output dst are `ids` (duplicates
+ * allowed: they share one local id, see seed_local). Fails with
+ * HS_ERR_RANGE on an id outside the graph or more than 2^31-1 vertices or
+ * edges in a block, HS_ERR_NOMEM on allocation failure. Free with
+ * hs__block_set_free (also safe after a failure). */
+hs_status hs__full_blocks_build(const hs_csr_view *g, const int32_t *ids,
+                                int32_t n_ids, int n_layers, hs_block_set *out);
+void hs__block_set_free(hs_block_set *s);
+
+/* Check a CSR view: indptr monotone from 0, ids in range. */
+hs_status hs__csr_validate(const hs_csr_view *g);
+
+#endif

@@ -1,0 +1,91 @@
+/* The device training step: forward, loss, backward and the optimizer
+ * update of one batch on the trainer device, everything enqueued on one
+ * in-order queue without host round trips (statistics are read lazily).
+ *
+ * The step is the composition the plain-C reference (ref_step.c) runs,
+ * kernel for kernel; GEMMs go through the device's GEMM provider. Given
+ * the same model, batch, keys and device, the result is bit-identical run
+ * to run: no float atomics, reductions in fixed order, and the transposed
+ * blocks sorted.
+ *
+ * One host thread drives a trainer. Device memory grows to the largest
+ * batch seen and is then reused (no allocation in the steady state). */
+#ifndef HS_NN_TRAINER_H
+#define HS_NN_TRAINER_H
+
+#include "gemm.h"
+#include "hs_dev.h"
+#include "nn/model.h"
+#include "nn/ref_nn.h"
+
+typedef struct hs_trainer hs_trainer;
+
+typedef struct hs_trainer_opts {
+  size_t wg;             /* local size of dimension 0; 0: 64 (clamped to each kernel's limit) */
+  hs_gemm_kind gemm;     /* HS_GEMM_AUTO: by device (see gemm.h) */
+  int gemm_threads;      /* CBLAS threads; 0: the device's compute units */
+  bool profile;          /* time phases (the queue must have profiling on) */
+} hs_trainer_opts;
+
+/* Where device time goes, from profiling events (in-order queue: each
+ * command is charged from the end of the previous one to its own end). */
+typedef enum hs_train_phase {
+  HS_PHASE_GEMM = 0,
+  HS_PHASE_AGG,   /* aggregation forward/backward and block transposes */
+  HS_PHASE_ELEM,  /* bias/ReLU/dropout, bias gradients, loss */
+  HS_PHASE_OPTIM,
+  HS_PHASE_COUNT_
+} hs_train_phase;
+
+typedef struct hs_train_times {
+  double seconds[HS_PHASE_COUNT_];
+  int steps;
+} hs_train_times;
+
+/* Accumulated statistics of steps not yet read. */
+typedef struct hs_train_stats {
+  double loss_sum; /* sum over steps of each step's mean loss */
+  int64_t correct, seeds;
+  int steps;
+  float last_loss;
+} hs_train_stats;
+
+/* A trainer for model `m` (its configuration and current state are copied
+ * to the device) on `dev`, enqueuing on in-order queue `q` (kept, not
+ * owned). Builds the training program once (binary-cached). */
+hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
+                             const hs_model *m, const hs_trainer_opts *opts, hs_trainer **out);
+void hs__trainer_destroy(hs_trainer *t);
+
+/* The GEMM provider in use. */
+hs_gemm_kind hs__trainer_gemm_kind(const hs_trainer *t);
+
+/* Copy a batch to the device (blocking; validates it against the model). */
+hs_status hs__trainer_upload(hs_trainer *t, const hs_batch *b);
+
+/* Enqueue one training step on the uploaded batch: gradients, then the
+ * optimizer update as step t+1. Dropout keys: (model seed, epoch, batch).
+ * Returns without waiting. */
+hs_status hs__trainer_step(hs_trainer *t, uint32_t epoch, uint32_t batch);
+
+/* Enqueue only forward, loss and backward (gradients readable with
+ * hs__trainer_read_grads); `train` false disables dropout. */
+hs_status hs__trainer_gradients(hs_trainer *t, uint32_t epoch, uint32_t batch, bool train);
+
+/* Read what was computed (each waits for the queue). */
+hs_status hs__trainer_read_grads(hs_trainer *t, float *grads);
+/* Add the statistics of the steps since the last call to `acc`. */
+hs_status hs__trainer_drain_stats(hs_trainer *t, hs_train_stats *acc);
+/* Copy parameters, moments and the step count into `m` (same shape). */
+hs_status hs__trainer_sync_model(hs_trainer *t, hs_model *m);
+/* Replace the device state by `m`'s (e.g. after loading a checkpoint). */
+hs_status hs__trainer_load_model(hs_trainer *t, const hs_model *m);
+
+/* Inference forward (no dropout) on the uploaded batch: logits with bias
+ * of the output dst, n_dst x n_classes. Waits. */
+hs_status hs__trainer_predict(hs_trainer *t, float *logits);
+
+/* Device time per phase since the last call (needs opts.profile). Waits. */
+hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out);
+
+#endif

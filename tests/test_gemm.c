@@ -1,0 +1,138 @@
+/* GEMM providers on the OpenCL device against the plain-C reference:
+ * every transpose combination, offsets, padded leading dimensions, beta,
+ * event chaining; and provider selection. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "cl_fixture.h"
+#include "gemm.h"
+#include "hs_config.h"
+#include "nn/ref_nn.h"
+#include "nn_fixtures.h"
+
+/* Runs a battery of products through `kind` and compares with the
+ * reference: |got - want| <= 1e-5 * sum_p |a_ip b_pj| (the error bound of
+ * any summation order) plus a tiny absolute floor. */
+static void battery(hs_gemm_kind kind) {
+  cl_fixture f;
+  clf_open(&f);
+  hs_gemm *g;
+  hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, kind, 0, &g);
+  if (st == HS_ERR_UNSUPPORTED) {
+    clf_close(&f);
+    cr_skip_test("%s", hs_last_error());
+  }
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  cr_expect_eq(hs__gemm_kind_of(g), kind);
+  const size_t shapes[][3] = {{37, 29, 53}, {1, 17, 5}, {64, 64, 64}, {5, 1, 1}, {0, 3, 4}, {64, 1, 128}};
+  uint64_t s = 17;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (int t = 0; t < 4; t++) {
+      bool ta = t & 2, tb = t & 1;
+      size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+      size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+      size_t lda = ac + 3, ldb = bc + 1, ldc = n + 2, ao = 5, bo = 7, co = 11;
+      size_t na = ao + ar * lda + 1, nb = bo + br * ldb + 1, nc = co + m * ldc + 1;
+      float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4), *want = malloc(nc * 4);
+      float *got = malloc(nc * 4), *bound = malloc(nc * 4);
+      fx_fill(a, na, &s, 1.0f);
+      fx_fill(b, nb, &s, 1.0f);
+      fx_fill(c, nc, &s, 1.0f);
+      memcpy(want, c, nc * 4);
+      float alpha = 1.5f, beta = (si % 2) ? 0.0f : -0.5f;
+      hs__ref_gemm(ta, tb, m, n, k, alpha, a + ao, lda, b + bo, ldb, beta, want + co, ldc);
+      for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+          double sum = 0.0;
+          for (size_t p = 0; p < k; p++)
+            sum += fabs((double)(ta ? a[ao + p * lda + i] : a[ao + i * lda + p]) *
+                        (tb ? b[bo + j * ldb + p] : b[bo + p * ldb + j]));
+          bound[co + i * ldc + j] = (float)(1e-5 * (fabs(alpha) * sum + fabs(beta)) + 1e-6);
+        }
+      cl_mem da = clf_upload(&f, a, na * 4), db = clf_upload(&f, b, nb * 4), dc = clf_upload(&f, c, nc * 4);
+      hs_gemm_op op = {.trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = k, .alpha = alpha,
+                       .beta = beta, .a = da, .b = db, .c = dc, .a_off = ao, .b_off = bo,
+                       .c_off = co, .lda = lda, .ldb = ldb, .ldc = ldc};
+      cl_event ev = NULL;
+      cr_assert_eq(hs__gemm_run(g, &op, 0, NULL, &ev), HS_OK, "%s", hs_last_error());
+      cr_assert_eq(hs__events_wait(&ev, 1), HS_OK);
+      hs__events_release(&ev, 1);
+      clf_download(&f, dc, got, nc * 4);
+      for (size_t e = 0; e < nc; e++) {
+        bool inside = e >= co && (e - co) / ldc < m && (e - co) % ldc < n;
+        float tol = inside ? bound[e] : 0.0f;
+        cr_expect(fabsf(got[e] - want[e]) <= tol,
+                  "%s %zux%zux%zu trans %d%d: c[%zu] = %.8g, want %.8g%s", hs__gemm_kind_name(kind),
+                  m, n, k, ta, tb, e, (double)got[e], (double)want[e], inside ? "" : " (outside C: must be untouched)");
+        if (fabsf(got[e] - want[e]) > tol) break;
+      }
+      hs__mem_release(&da), hs__mem_release(&db), hs__mem_release(&dc);
+      free(a), free(b), free(c), free(want), free(got), free(bound);
+    }
+  /* An empty inner dimension is refused alike by every provider. */
+  cl_mem one = clf_upload(&f, (float[4]){0}, 16);
+  hs_gemm_op empty = {.m = 2, .n = 2, .k = 0, .alpha = 1, .a = one, .b = one, .c = one, .lda = 1, .ldb = 2, .ldc = 2};
+  cr_expect_eq(hs__gemm_run(g, &empty, 0, NULL, NULL), HS_ERR_INVALID_ARG);
+  hs__mem_release(&one);
+  hs__gemm_destroy(g);
+  clf_close(&f);
+}
+
+Test(gemm, cblas_native_kernel_matches_reference) { battery(HS_GEMM_CBLAS); }
+Test(gemm, builtin_kernel_matches_reference) { battery(HS_GEMM_BUILTIN); }
+Test(gemm, clblast_matches_reference, .timeout = 900) { battery(HS_GEMM_CLBLAST); }
+
+/* Products chained only through events: C1 = A B, then D = C1 B', with the
+ * second waiting on the first's event. The buffers are created in an order
+ * unlike their argument order, which PoCL's native-kernel buffer list gets
+ * wrong (see gemm_cblas.c). */
+Test(gemm, products_chain_through_events) {
+  cl_fixture f;
+  clf_open(&f);
+  hs_gemm *g;
+  cr_assert_eq(hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_AUTO, 0, &g), HS_OK, "%s", hs_last_error());
+  enum { N = 48 };
+  float a[N * N], b[N * N], c1[N * N], d[N * N], got[N * N];
+  uint64_t s = 3;
+  fx_fill(a, N * N, &s, 1.0f);
+  fx_fill(b, N * N, &s, 1.0f);
+  hs__ref_gemm(false, false, N, N, N, 1.0f, a, N, b, N, 0.0f, c1, N);
+  hs__ref_gemm(false, true, N, N, N, 1.0f, c1, N, b, N, 0.0f, d, N);
+  cl_mem da = clf_upload(&f, a, sizeof a), db = clf_upload(&f, b, sizeof b);
+  cl_mem dc = clf_upload(&f, a, sizeof a), dd = clf_upload(&f, a, sizeof a);
+  hs_gemm_op op1 = {.m = N, .n = N, .k = N, .alpha = 1, .a = da, .b = db, .c = dc, .lda = N, .ldb = N, .ldc = N};
+  hs_gemm_op op2 = {.trans_b = true, .m = N, .n = N, .k = N, .alpha = 1, .a = dc, .b = db, .c = dd, .lda = N, .ldb = N, .ldc = N};
+  cl_event e1 = NULL, e2 = NULL;
+  cr_assert_eq(hs__gemm_run(g, &op1, 0, NULL, &e1), HS_OK);
+  cr_assert_eq(hs__gemm_run(g, &op2, 1, &e1, &e2), HS_OK);
+  cr_assert_eq(hs__events_wait(&e2, 1), HS_OK);
+  uint64_t t0, t1;
+  if (f.dev.info.queue_profiling) {
+    cr_expect_eq(hs__event_times(e2, &t0, &t1), HS_OK, "%s", hs_last_error());
+    cr_expect_geq(t1, t0);
+  }
+  cr_assert_eq(hs__mem_read(f.q, dd, true, 0, sizeof got, got, 0, NULL, NULL), HS_OK);
+  for (int e = 0; e < N * N; e++) cr_expect(fabsf(got[e] - d[e]) < 1e-3f, "d[%d] %g vs %g", e, (double)got[e], (double)d[e]);
+  hs__events_release(&e1, 1), hs__events_release(&e2, 1);
+  hs__mem_release(&da), hs__mem_release(&db), hs__mem_release(&dc), hs__mem_release(&dd);
+  hs__gemm_destroy(g);
+  clf_close(&f);
+}
+
+Test(gemm, selection_and_names) {
+  hs_gemm_kind k;
+  cr_expect_eq(hs__gemm_kind_parse("clblast", &k), HS_OK);
+  cr_expect_eq(k, HS_GEMM_CLBLAST);
+  cr_expect_eq(hs__gemm_kind_parse("mkl", &k), HS_ERR_INVALID_ARG);
+  cr_expect(strstr(hs_last_error(), "mkl"));
+  cl_fixture f;
+  clf_open(&f);
+  hs_gemm *g;
+  cr_assert_eq(hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_AUTO, 0, &g), HS_OK);
+  /* A CPU device with native kernels and OpenBLAS must not pay for CLBlast. */
+  if (f.dev.info.type == HS_DEVICE_CPU && f.dev.info.native_kernels && HS_HAVE_CBLAS && !getenv("HETSAGE_GEMM"))
+    cr_expect_eq(hs__gemm_kind_of(g), HS_GEMM_CBLAS);
+  hs__gemm_destroy(g);
+  clf_close(&f);
+}
