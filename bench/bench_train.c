@@ -38,7 +38,7 @@ static const config configs[] = {
 /* ---- a uniform sampler ------------------------------------------------------ */
 
 typedef struct batch_store {
-  hs_block blocks[HS_NN_MAX_LAYERS];
+  hs_nn_block blocks[HS_NN_MAX_LAYERS];
   int32_t *rp[HS_NN_MAX_LAYERS], *col[HS_NN_MAX_LAYERS];
   float *feat;
   int32_t *labels;
@@ -81,7 +81,7 @@ static void sample(const config *c, uint64_t seed, batch_store *out) {
             local_of(&m, (int64_t)(rng_next(&s) % (uint64_t)c->graph_vertices));
       out->rp[l][i + 1] = (i + 1) * f;
     }
-    out->blocks[l] = (hs_block){.n_dst = n_dst, .n_src = m.n, .row_ptr = out->rp[l], .col = out->col[l]};
+    out->blocks[l] = (hs_nn_block){.n_dst = n_dst, .n_src = m.n, .row_ptr = out->rp[l], .col = out->col[l]};
   }
   size_t n_feat = (size_t)m.n * (size_t)c->in_dim;
   out->feat = malloc(4 * n_feat);
@@ -115,7 +115,7 @@ static double median(double *t, int n) {
 /* ---- the GEMM floor ------------------------------------------------------------- */
 
 /* Seconds OpenBLAS takes for every GEMM of one step on `b` (median of reps). */
-static double gemm_floor(const config *c, const hs_model_shape *sh, const hs_block *blocks,
+static double gemm_floor(const config *c, const hs_model_shape *sh, const hs_nn_block *blocks,
                          int threads, int reps) {
 #if HS_HAVE_CBLAS
   size_t biggest = 0;
@@ -167,9 +167,9 @@ static int run_config(const config *c, const hs_ctx *ctx, const hs_dev *dev, int
   if (hs__model_create(&cfg, &m) != HS_OK) return 1;
   batch_store bs[2];
   for (int i = 0; i < 2; i++) sample(c, 17 + (uint64_t)i, &bs[i]);
-  hs_batch batches[2];
+  hs_nn_batch batches[2];
   for (int i = 0; i < 2; i++)
-    batches[i] = (hs_batch){.n_layers = c->n_layers, .blocks = bs[i].blocks, .feat = bs[i].feat,
+    batches[i] = (hs_nn_batch){.n_layers = c->n_layers, .blocks = bs[i].blocks, .feat = bs[i].feat,
                             .labels = bs[i].labels};
   int threads = (int)(dev->info.compute_units ? dev->info.compute_units : 1);
   double *step_s = malloc(sizeof(double) * (size_t)reps), *up_s = malloc(sizeof(double) * (size_t)reps);
@@ -190,7 +190,7 @@ static int run_config(const config *c, const hs_ctx *ctx, const hs_dev *dev, int
     gemm_name = hs__gemm_kind_name(hs__trainer_gemm_kind(t));
     hs_train_times tm;
     for (int r = -2; r < reps; r++) { /* two warm-up steps */
-      hs_batch *b = &batches[(r + 2) % 2];
+      hs_nn_batch *b = &batches[(r + 2) % 2];
       double t0 = hs__now();
       if (hs__trainer_upload(t, b) != HS_OK) goto fail_pass;
       double t1 = hs__now();

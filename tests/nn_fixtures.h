@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/hs_block.h"
+#include "nn/hs_nn_block.h"
 
 /* splitmix64: test data only. */
 static inline uint64_t fx_next(uint64_t *s) {
@@ -32,9 +32,9 @@ static const int32_t fx_col1[] = {3, 4, 1, 5, 5, 0};
 static const int32_t fx_rp0[] = {0, 1, 3, 4, 7, 7, 10};
 static const int32_t fx_col0[] = {6, 7, 2, 8, 0, 6, 7, 1, 1, 8};
 
-static inline void fx_hand_blocks(hs_block blocks[2]) {
-  blocks[0] = (hs_block){.n_dst = 6, .n_src = 9, .row_ptr = fx_rp0, .col = fx_col0};
-  blocks[1] = (hs_block){.n_dst = 3, .n_src = 6, .row_ptr = fx_rp1, .col = fx_col1};
+static inline void fx_hand_blocks(hs_nn_block blocks[2]) {
+  blocks[0] = (hs_nn_block){.n_dst = 6, .n_src = 9, .row_ptr = fx_rp0, .col = fx_col0};
+  blocks[1] = (hs_nn_block){.n_dst = 3, .n_src = 6, .row_ptr = fx_rp1, .col = fx_col1};
 }
 
 /* Generated blocks: `n_seeds` seeds, `fanout[l]` random neighbours (with
@@ -42,7 +42,7 @@ static inline void fx_hand_blocks(hs_block blocks[2]) {
  * with probability 1/3, else a new one; every `zero_every`-th dst has none. */
 typedef struct fx_batch {
   int n_layers;
-  hs_block blocks[HS_NN_MAX_LAYERS];
+  hs_nn_block blocks[HS_NN_MAX_LAYERS];
   int32_t *rp[HS_NN_MAX_LAYERS], *col[HS_NN_MAX_LAYERS];
   float *feat;
   int32_t *labels;
@@ -70,7 +70,7 @@ static inline void fx_batch_make(fx_batch *fb, int n_layers, int32_t n_seeds, co
         }
       fb->rp[l][i + 1] = e;
     }
-    fb->blocks[l] = (hs_block){.n_dst = n_dst, .n_src = n, .row_ptr = fb->rp[l], .col = fb->col[l]};
+    fb->blocks[l] = (hs_nn_block){.n_dst = n_dst, .n_src = n, .row_ptr = fb->rp[l], .col = fb->col[l]};
   }
   fb->feat = malloc(sizeof(float) * (size_t)n * (size_t)in_dim);
   fx_fill(fb->feat, (size_t)n * (size_t)in_dim, &s, 1.0f);
@@ -78,8 +78,8 @@ static inline void fx_batch_make(fx_batch *fb, int n_layers, int32_t n_seeds, co
   for (int32_t i = 0; i < n_seeds; i++) fb->labels[i] = (int32_t)(fx_next(&s) % (uint64_t)n_classes);
 }
 
-static inline hs_batch fx_batch_view(const fx_batch *fb) {
-  return (hs_batch){.n_layers = fb->n_layers, .blocks = fb->blocks, .feat = fb->feat,
+static inline hs_nn_batch fx_batch_view(const fx_batch *fb) {
+  return (hs_nn_batch){.n_layers = fb->n_layers, .blocks = fb->blocks, .feat = fb->feat,
                     .labels = fb->labels};
 }
 

@@ -56,7 +56,7 @@ static void train(hs_model *m, uint32_t first, uint32_t n) {
   for (uint32_t b = first; b < first + n; b++) {
     fx_batch fb;
     fx_batch_make(&fb, 2, 6, fan, 5, 3, 100 + b);
-    hs_batch batch = fx_batch_view(&fb);
+    hs_nn_batch batch = fx_batch_view(&fb);
     cr_assert_eq(hs__ref_train_step(m, &batch, 0, b, NULL), HS_OK, "%s", hs_last_error());
     m->rng_counter = b + 1;
     fx_batch_free(&fb);

@@ -70,12 +70,12 @@ Test(nn_cl, transpose_kernels_equal_the_counting_sort) {
   kfix_open(&k);
   fx_batch fb;
   hub_block(&fb);
-  const hs_block *b = &fb.blocks[0];
-  cl_int n_src = b->n_src, n_dst = b->n_dst, n_edges = hs__block_edges(b), zero = 0;
+  const hs_nn_block *b = &fb.blocks[0];
+  cl_int n_src = b->n_src, n_dst = b->n_dst, n_edges = hs__nn_block_edges(b), zero = 0;
   cl_int n_chunks = (n_src + 255) / 256;
   int32_t *want_ptr = malloc(4 * ((size_t)n_src + 1)), *want_dst = malloc(4 * (size_t)n_edges);
   int32_t *got_ptr = malloc(4 * ((size_t)n_src + 1)), *got_dst = malloc(4 * (size_t)n_edges);
-  hs__block_transpose(b, want_ptr, want_dst);
+  hs__nn_block_transpose(b, want_ptr, want_dst);
   cr_assert_gt(want_ptr[1] - want_ptr[0], 32, "the hub list must take the heap-sort path");
   for (size_t w = 0; w < N_WG; w++) {
     cl_mem rp = clf_upload(&k.f, b->row_ptr, 4 * ((size_t)n_dst + 1)), col = clf_upload(&k.f, b->col, 4 * (size_t)n_edges);
@@ -106,10 +106,10 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
   kfix_open(&k);
   fx_batch fb;
   hub_block(&fb);
-  const hs_block *b = &fb.blocks[0];
+  const hs_nn_block *b = &fb.blocks[0];
   uint64_t s = 5;
   for (int di = 0; di < 2; di++) {
-    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__block_edges(b);
+    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__nn_block_edges(b);
     size_t nh = (size_t)n_src * d, nc = (size_t)n_dst * 2 * d;
     float *h = malloc(4 * nh), *want = malloc(4 * nc), *got = malloc(4 * nc), *dcat = malloc(4 * nc);
     float *want_dh = malloc(4 * nh), *got_dh = malloc(4 * nh), *act = malloc(4 * nh);
@@ -118,7 +118,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
     fx_fill(dcat, nc, &s, 1.0f);
     for (size_t e = 0; e < nh; e++) act[e] = h[e] > 0.0f ? h[e] : 0.0f;
     hs__ref_agg_fwd(b, h, d, want);
-    hs__block_transpose(b, tp, td);
+    hs__nn_block_transpose(b, tp, td);
     for (size_t w = 0; w < N_WG; w++) {
       cl_mem drp = clf_upload(&k.f, b->row_ptr, 4 * ((size_t)n_dst + 1)), dcol = clf_upload(&k.f, b->col, 4 * (size_t)n_edges);
       cl_mem dh = clf_upload(&k.f, h, 4 * nh), dcatb = clf_upload(&k.f, NULL, 4 * nc);
@@ -323,7 +323,7 @@ Test(nn_cl, device_step_matches_reference_step) {
     for (uint32_t step = 0; step < 3; step++) {
       fx_batch fb;
       fx_batch_make(&fb, 2, 64, fan, 24, 5, 300 + step);
-      hs_batch b = fx_batch_view(&fb);
+      hs_nn_batch b = fx_batch_view(&fb);
       cr_assert_eq(hs__trainer_upload(t, &b), HS_OK, "%s", hs_last_error());
       if (step == 0) {
         /* Gradients alone first (dropout on), against the reference's. */
@@ -367,7 +367,7 @@ static float *train_three_steps(cl_fixture *f, size_t wg, bool profile) {
   for (uint32_t step = 0; step < 3; step++) {
     fx_batch fb;
     fx_batch_make(&fb, 3, 40, fan, 24, 5, 900 + step);
-    hs_batch b = fx_batch_view(&fb);
+    hs_nn_batch b = fx_batch_view(&fb);
     cr_assert_eq(hs__trainer_upload(t, &b), HS_OK, "%s", hs_last_error());
     cr_assert_eq(hs__trainer_step(t, 0, step), HS_OK, "%s", hs_last_error());
     fx_batch_free(&fb);
@@ -413,7 +413,7 @@ Test(nn_cl, predict_matches_reference_forward) {
   int fan[2] = {5, 5};
   fx_batch fb;
   fx_batch_make(&fb, 2, 50, fan, 24, 5, 44);
-  hs_batch b = fx_batch_view(&fb);
+  hs_nn_batch b = fx_batch_view(&fb);
   b.labels = NULL;
   float want[50 * 5], got[50 * 5];
   cr_assert_eq(hs__ref_forward(&m.shape, m.params, &b, want), HS_OK);
@@ -448,13 +448,13 @@ Test(nn_cl, device_trainer_learns_a_planted_partition) {
   hs_train_stats first = {0}, last = {0};
   for (uint32_t epoch = 0; epoch < 10; epoch++)
     for (uint32_t bi = 0; bi < 4; bi++) { /* train on 0..399 */
-      hs_block_set set;
+      hs_nn_block_set set;
       cr_assert_eq(hs__full_blocks_build(&cv, ids + bi * 100, 100, 2, &set), HS_OK);
       int32_t n = set.blocks[0].n_src, y[100];
       float *x = malloc(4 * (size_t)n * (size_t)g.dim);
       for (int32_t i = 0; i < n; i++) memcpy(x + (size_t)i * g.dim, g.feat + (size_t)set.ids[i] * g.dim, 4 * (size_t)g.dim);
       for (int i = 0; i < 100; i++) y[i] = g.labels[set.ids[i]];
-      hs_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x, .labels = y};
+      hs_nn_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x, .labels = y};
       cr_assert_eq(hs__trainer_upload(t, &b), HS_OK);
       cr_assert_eq(hs__trainer_step(t, epoch, bi), HS_OK);
       free(x);
@@ -469,12 +469,12 @@ Test(nn_cl, device_trainer_learns_a_planted_partition) {
     }
   cr_expect_lt(last.loss_sum, 0.5 * first.loss_sum, "epoch loss %g -> %g", first.loss_sum, last.loss_sum);
   /* Device inference on the held-out vertices' full neighbourhoods. */
-  hs_block_set set;
+  hs_nn_block_set set;
   cr_assert_eq(hs__full_blocks_build(&cv, ids + 400, 200, 2, &set), HS_OK);
   int32_t n = set.blocks[0].n_src;
   float *x = malloc(4 * (size_t)n * (size_t)g.dim), logits[200 * 4];
   for (int32_t i = 0; i < n; i++) memcpy(x + (size_t)i * g.dim, g.feat + (size_t)set.ids[i] * g.dim, 4 * (size_t)g.dim);
-  hs_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x};
+  hs_nn_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x};
   cr_assert_eq(hs__trainer_upload(t, &b), HS_OK);
   cr_assert_eq(hs__trainer_predict(t, logits), HS_OK);
   int hits = 0;
@@ -613,12 +613,12 @@ Test(nn_cl, cora_full_neighbour_training_reaches_published_accuracy, .timeout = 
   for (uint32_t epoch = 0; epoch < 20; epoch++)
     for (int b0 = 0, bi = 0; b0 < n_train; b0 += BATCH, bi++) {
       int nb = n_train - b0 < BATCH ? n_train - b0 : BATCH;
-      hs_block_set set;
+      hs_nn_block_set set;
       cr_assert_eq(hs__full_blocks_build(&cv, perm + b0, nb, 2, &set), HS_OK);
       for (int32_t i = 0; i < set.blocks[0].n_src; i++)
         memcpy(x + (size_t)i * g.f, g.x + (size_t)set.ids[i] * g.f, 4 * (size_t)g.f);
       for (int i = 0; i < nb; i++) y[i] = g.y[set.ids[i]];
-      hs_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x, .labels = y};
+      hs_nn_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x, .labels = y};
       cr_assert_eq(hs__trainer_upload(t, &b), HS_OK, "%s", hs_last_error());
       cr_assert_eq(hs__trainer_step(t, epoch, (uint32_t)bi), HS_OK, "%s", hs_last_error());
       hs__block_set_free(&set);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/hs_block.h"
+#include "nn/hs_nn_block.h"
 #include "nn/infer.h"
 #include "nn/model.h"
 #include "nn/nn_rng.h"
@@ -20,7 +20,7 @@ static double relu_d(double x) { return x > 0.0 ? x : 0.0; }
 
 /* Mean cross-entropy of the model on the batch, every intermediate in
  * double; dropout keeps the same elements as the float path. */
-static double model_loss_d(const hs_model_shape *sh, const double *prm, const hs_batch *b,
+static double model_loss_d(const hs_model_shape *sh, const double *prm, const hs_nn_batch *b,
                            float p, uint64_t seed, uint32_t epoch, uint32_t batch) {
   int L = sh->n_layers;
   int32_t n0 = b->blocks[0].n_src, d0 = sh->dims[0];
@@ -28,7 +28,7 @@ static double model_loss_d(const hs_model_shape *sh, const double *prm, const hs
   for (size_t e = 0; e < (size_t)n0 * (size_t)d0; e++) in[e] = b->feat[e];
   double scale = 1.0 / (1.0 - (double)p);
   for (int l = 0; l < L; l++) {
-    const hs_block *blk = &b->blocks[l];
+    const hs_nn_block *blk = &b->blocks[l];
     int32_t di = sh->dims[l], dout = sh->dims[l + 1];
     const double *W = prm + sh->w_off[l], *bias = prm + sh->b_off[l];
     double *out = malloc(sizeof(double) * (size_t)blk->n_dst * (size_t)dout);
@@ -88,10 +88,10 @@ static void expect_grads(const char *what, const float *an, const double *fd, si
 /* ---- per-layer checks ----------------------------------------------------- */
 
 Test(nn_ref, agg_backward_matches_finite_differences) {
-  hs_block blocks[2];
+  hs_nn_block blocks[2];
   fx_hand_blocks(blocks);
   for (int which = 0; which < 2; which++) {
-    const hs_block *b = &blocks[which];
+    const hs_nn_block *b = &blocks[which];
     int32_t d = 3;
     size_t n_in = (size_t)b->n_src * d, n_out = (size_t)b->n_dst * 2 * d;
     uint64_t s = 11 + which;
@@ -101,7 +101,7 @@ Test(nn_ref, agg_backward_matches_finite_differences) {
     fx_fill(h, n_in, &s, 1.0f);
     fx_fill(r, n_out, &s, 1.0f);
     int32_t t_ptr[16], t_dst[16];
-    hs__block_transpose(b, t_ptr, t_dst);
+    hs__nn_block_transpose(b, t_ptr, t_dst);
     hs__ref_agg_bwd(b, t_ptr, t_dst, r, d, dh);
     /* f(h) = sum r . agg(h), linear in h: the difference is exact up to
      * rounding, with agg evaluated in double. */
@@ -299,7 +299,7 @@ static void model_gradcheck(int n_layers, const int *fanout, float dropout, uint
   for (int l = 0; l < n_layers; l++) fx_fill(m.params + m.shape.b_off[l], (size_t)m.shape.dims[l + 1], &s, 0.2f);
   fx_batch fb;
   fx_batch_make(&fb, n_layers, 4, fanout, cfg.in_dim, cfg.n_classes, seed + 1);
-  hs_batch b = fx_batch_view(&fb);
+  hs_nn_batch b = fx_batch_view(&fb);
   size_t n = m.shape.n_params;
   float *g = malloc(sizeof(float) * n);
   double *fd = malloc(sizeof(double) * n), *pd = malloc(sizeof(double) * n);
@@ -353,9 +353,9 @@ Test(nn_ref, hand_batch_gradients) {
   float feat[18];
   fx_fill(feat, 18, &s, 1.0f);
   int32_t labels[3] = {1, 0, 1};
-  hs_block blocks[2];
+  hs_nn_block blocks[2];
   fx_hand_blocks(blocks);
-  hs_batch b = {.n_layers = 2, .blocks = blocks, .feat = feat, .labels = labels};
+  hs_nn_batch b = {.n_layers = 2, .blocks = blocks, .feat = feat, .labels = labels};
   size_t n = m.shape.n_params;
   float *g = malloc(sizeof(float) * n);
   double *fd = malloc(sizeof(double) * n), *pd = malloc(sizeof(double) * n);
@@ -377,10 +377,10 @@ Test(nn_ref, hand_batch_gradients) {
 /* ---- blocks ---------------------------------------------------------------- */
 
 Test(nn_ref, transpose_lists_sources_in_dst_order) {
-  hs_block blocks[2];
+  hs_nn_block blocks[2];
   fx_hand_blocks(blocks);
   int32_t t_ptr[7], t_dst[6];
-  hs__block_transpose(&blocks[1], t_ptr, t_dst);
+  hs__nn_block_transpose(&blocks[1], t_ptr, t_dst);
   const int32_t want_ptr[] = {0, 1, 2, 2, 3, 4, 6};
   const int32_t want_dst[] = {2, 0, 0, 0, 2, 2};
   cr_expect_arr_eq(t_ptr, want_ptr, sizeof want_ptr);
@@ -389,29 +389,29 @@ Test(nn_ref, transpose_lists_sources_in_dst_order) {
 
 Test(nn_ref, block_validation_names_the_fault) {
   const int32_t rp_bad0[] = {1, 2}, rp_dec[] = {0, 2, 1}, col[] = {0, 5};
-  hs_block b = {.n_dst = 1, .n_src = 2, .row_ptr = rp_bad0, .col = col};
-  cr_expect_eq(hs__block_validate(&b, 0), HS_ERR_FORMAT);
+  hs_nn_block b = {.n_dst = 1, .n_src = 2, .row_ptr = rp_bad0, .col = col};
+  cr_expect_eq(hs__nn_block_validate(&b, 0), HS_ERR_FORMAT);
   cr_expect(strstr(hs_last_error(), "row_ptr[0]"));
-  b = (hs_block){.n_dst = 2, .n_src = 3, .row_ptr = rp_dec, .col = col};
-  cr_expect_eq(hs__block_validate(&b, 1), HS_ERR_FORMAT);
+  b = (hs_nn_block){.n_dst = 2, .n_src = 3, .row_ptr = rp_dec, .col = col};
+  cr_expect_eq(hs__nn_block_validate(&b, 1), HS_ERR_FORMAT);
   cr_expect(strstr(hs_last_error(), "block 1: row_ptr decreases"));
   const int32_t rp[] = {0, 2};
-  b = (hs_block){.n_dst = 1, .n_src = 3, .row_ptr = rp, .col = col};
-  cr_expect_eq(hs__block_validate(&b, 0), HS_ERR_FORMAT);
+  b = (hs_nn_block){.n_dst = 1, .n_src = 3, .row_ptr = rp, .col = col};
+  cr_expect_eq(hs__nn_block_validate(&b, 0), HS_ERR_FORMAT);
   cr_expect(strstr(hs_last_error(), "src 5"));
-  b = (hs_block){.n_dst = 4, .n_src = 3, .row_ptr = rp, .col = col};
-  cr_expect_eq(hs__block_validate(&b, 0), HS_ERR_FORMAT);
+  b = (hs_nn_block){.n_dst = 4, .n_src = 3, .row_ptr = rp, .col = col};
+  cr_expect_eq(hs__nn_block_validate(&b, 0), HS_ERR_FORMAT);
 
-  hs_block blocks[2];
+  hs_nn_block blocks[2];
   fx_hand_blocks(blocks);
   float feat[9];
   int32_t labels[3] = {0, 1, 2};
-  hs_batch batch = {.n_layers = 2, .blocks = blocks, .feat = feat, .labels = labels};
-  cr_expect_eq(hs__batch_validate(&batch, 3), HS_OK, "%s", hs_last_error());
-  cr_expect_eq(hs__batch_validate(&batch, 2), HS_ERR_FORMAT);
+  hs_nn_batch batch = {.n_layers = 2, .blocks = blocks, .feat = feat, .labels = labels};
+  cr_expect_eq(hs__nn_batch_validate(&batch, 3), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(hs__nn_batch_validate(&batch, 2), HS_ERR_FORMAT);
   cr_expect(strstr(hs_last_error(), "label 2"));
   blocks[1].n_src = 7;
-  cr_expect_eq(hs__batch_validate(&batch, 3), HS_ERR_FORMAT);
+  cr_expect_eq(hs__nn_batch_validate(&batch, 3), HS_ERR_FORMAT);
   cr_expect(strstr(hs_last_error(), "block 1 has 7 src but block 0 has 6 dst"));
 }
 
@@ -421,7 +421,7 @@ Test(nn_ref, full_blocks_number_vertices_like_the_sampler) {
   const int32_t indices[] = {1, 2, 3, 0, 4, 4};
   hs_csr_view g = {.n_vertices = 5, .indptr = indptr, .indices = indices};
   const int32_t ids[] = {3, 2, 3};
-  hs_block_set set;
+  hs_nn_block_set set;
   cr_assert_eq(hs__full_blocks_build(&g, ids, 3, 2, &set), HS_OK, "%s", hs_last_error());
   /* seeds 3, 2 -> local 0, 1; hop 1 adds 0, 4 -> 2, 3; hop 2 adds 1 -> 4 */
   const int32_t want_ids[] = {3, 2, 0, 4, 1};
@@ -581,14 +581,14 @@ Test(nn_ref, learns_a_planted_partition_and_inference_paths_agree, .timeout = 12
   float first_loss = 0.0f, last_loss = 0.0f;
   for (uint32_t epoch = 0; epoch < 15; epoch++)
     for (uint32_t bi = 0; bi < 3; bi++) {
-      hs_block_set set;
+      hs_nn_block_set set;
       cr_assert_eq(hs__full_blocks_build(&cv, train + bi * 64, 64, 2, &set), HS_OK);
       int32_t n = set.blocks[0].n_src;
       float *x = malloc(sizeof(float) * (size_t)n * (size_t)g.dim);
       int32_t y[64];
       for (int32_t i = 0; i < n; i++) memcpy(x + (size_t)i * g.dim, g.feat + (size_t)set.ids[i] * g.dim, sizeof(float) * (size_t)g.dim);
       for (int i = 0; i < 64; i++) y[i] = g.labels[set.ids[i]];
-      hs_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x, .labels = y};
+      hs_nn_batch b = {.n_layers = 2, .blocks = set.blocks, .feat = x, .labels = y};
       hs_step_stats st;
       cr_assert_eq(hs__ref_train_step(&m, &b, epoch, bi, &st), HS_OK, "%s", hs_last_error());
       if (epoch == 0 && bi == 0) first_loss = st.loss;

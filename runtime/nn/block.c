@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/hs_block.h"
+#include "nn/hs_nn_block.h"
 
-hs_status hs__block_validate(const hs_block *b, int layer) {
+hs_status hs__nn_block_validate(const hs_nn_block *b, int layer) {
   if (!b->row_ptr || (b->n_dst > 0 && !b->col && b->row_ptr[b->n_dst] > 0))
     return hs__fail(HS_ERR_INVALID_ARG, "block %d: missing row_ptr or col", layer);
   if (b->n_dst < 0 || b->n_src < b->n_dst)
@@ -24,19 +24,19 @@ hs_status hs__block_validate(const hs_block *b, int layer) {
   return HS_OK;
 }
 
-hs_status hs__batch_validate(const hs_batch *b, int n_classes) {
+hs_status hs__nn_batch_validate(const hs_nn_batch *b, int n_classes) {
   if (b->n_layers < 1 || b->n_layers > HS_NN_MAX_LAYERS || !b->blocks || !b->feat)
     return hs__fail(HS_ERR_INVALID_ARG, "batch: %d layers (1..%d) or missing blocks/features",
                     b->n_layers, HS_NN_MAX_LAYERS);
   for (int l = 0; l < b->n_layers; l++) {
-    hs_status st = hs__block_validate(&b->blocks[l], l);
+    hs_status st = hs__nn_block_validate(&b->blocks[l], l);
     if (st != HS_OK) return st;
     if (l > 0 && b->blocks[l].n_src != b->blocks[l - 1].n_dst)
       return hs__fail(HS_ERR_FORMAT, "batch: block %d has %d src but block %d has %d dst", l,
                       b->blocks[l].n_src, l - 1, b->blocks[l - 1].n_dst);
   }
   if (b->labels) {
-    const hs_block *out = &b->blocks[b->n_layers - 1];
+    const hs_nn_block *out = &b->blocks[b->n_layers - 1];
     for (int32_t i = 0; i < out->n_dst; i++)
       if (b->labels[i] < 0 || b->labels[i] >= n_classes)
         return hs__fail(HS_ERR_FORMAT, "batch: seed %d has label %d, outside 0..%d", i,
@@ -45,9 +45,9 @@ hs_status hs__batch_validate(const hs_batch *b, int n_classes) {
   return HS_OK;
 }
 
-void hs__block_transpose(const hs_block *b, int32_t *t_ptr, int32_t *t_dst) {
+void hs__nn_block_transpose(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_dst) {
   memset(t_ptr, 0, sizeof *t_ptr * ((size_t)b->n_src + 1));
-  int32_t n_edges = hs__block_edges(b);
+  int32_t n_edges = hs__nn_block_edges(b);
   for (int32_t e = 0; e < n_edges; e++) t_ptr[b->col[e] + 1]++;
   for (int32_t s = 0; s < b->n_src; s++) t_ptr[s + 1] += t_ptr[s];
   /* Visiting dst in increasing order makes every list sorted: the stable
@@ -59,7 +59,7 @@ void hs__block_transpose(const hs_block *b, int32_t *t_ptr, int32_t *t_dst) {
   t_ptr[0] = 0;
 }
 
-hs_status hs__csr_validate(const hs_csr_view *g) {
+hs_status hs__csr_view_validate(const hs_csr_view *g) {
   if (g->n_vertices < 0 || !g->indptr || (g->n_vertices > 0 && !g->indices && g->indptr[g->n_vertices] > 0))
     return hs__fail(HS_ERR_INVALID_ARG, "graph: missing indptr or indices");
   if (g->n_vertices > INT32_MAX)
@@ -77,7 +77,7 @@ hs_status hs__csr_validate(const hs_csr_view *g) {
   return HS_OK;
 }
 
-void hs__block_set_free(hs_block_set *s) {
+void hs__block_set_free(hs_nn_block_set *s) {
   for (int l = 0; l < HS_NN_MAX_LAYERS; l++) {
     free(s->row_ptr[l]);
     free(s->col[l]);
@@ -97,7 +97,7 @@ static int32_t local_of(int32_t v, int32_t *map, int32_t *ids, int32_t *n) {
 }
 
 hs_status hs__full_blocks_build(const hs_csr_view *g, const int32_t *ids, int32_t n_ids,
-                                int n_layers, hs_block_set *out) {
+                                int n_layers, hs_nn_block_set *out) {
   hs_status st = HS_OK;
   memset(out, 0, sizeof *out);
   int32_t *map = NULL;
@@ -149,7 +149,7 @@ hs_status hs__full_blocks_build(const hs_csr_view *g, const int32_t *ids, int32_
         out->col[l][e++] = local_of(g->indices[k], map, out->ids, &n);
       out->row_ptr[l][i + 1] = e;
     }
-    out->blocks[l] = (hs_block){.n_dst = n_dst, .n_src = n, .row_ptr = out->row_ptr[l],
+    out->blocks[l] = (hs_nn_block){.n_dst = n_dst, .n_src = n, .row_ptr = out->row_ptr[l],
                                 .col = out->col[l]};
   }
   free(map);

@@ -17,7 +17,7 @@ static float *alloc_floats(size_t rows, size_t cols) {
 hs_status hs__infer_full(const hs_model_shape *shape, const float *params, const hs_csr_view *g,
                          const float *feat, float *logits) {
   float *ping = NULL, *pong = NULL, *cat = NULL;
-  hs_status st = hs__csr_validate(g);
+  hs_status st = hs__csr_view_validate(g);
   if (st != HS_OK) return st;
   int L = shape->n_layers;
   size_t n = (size_t)g->n_vertices;
@@ -67,9 +67,9 @@ fail:
 
 hs_status hs__infer_ids(const hs_model_shape *shape, const float *params, const hs_csr_view *g,
                         const float *feat, const int32_t *ids, int32_t n_ids, float *logits) {
-  hs_block_set set = {0};
+  hs_nn_block_set set = {0};
   float *x = NULL, *out = NULL;
-  hs_status st = hs__csr_validate(g);
+  hs_status st = hs__csr_view_validate(g);
   if (st != HS_OK) return st;
   int L = shape->n_layers;
   st = hs__full_blocks_build(g, ids, n_ids, L, &set);
@@ -84,7 +84,7 @@ hs_status hs__infer_ids(const hs_model_shape *shape, const float *params, const 
   }
   for (int32_t i = 0; i < n_src; i++)
     memcpy(x + (size_t)i * d0, feat + (size_t)set.ids[i] * d0, sizeof(float) * d0);
-  hs_batch b = {.n_layers = L, .blocks = set.blocks, .feat = x, .labels = NULL};
+  hs_nn_batch b = {.n_layers = L, .blocks = set.blocks, .feat = x, .labels = NULL};
   st = hs__ref_forward(shape, params, &b, out);
   if (st != HS_OK) goto fail;
   for (int32_t i = 0; i < n_ids; i++)

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "nn/hs_block.h"
+#include "nn/hs_nn_block.h"
 #include "nn/model.h"
 
 /* Logits (N x n_classes) of every vertex of `g` from `feat` (N x in_dim).

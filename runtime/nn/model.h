@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "hs_base.h"
-#include "nn/hs_block.h"
+#include "nn/hs_nn_block.h"
 
 typedef enum hs_optim_kind {
   HS_OPTIM_SGD = 1,  /* with optional heavy-ball momentum */

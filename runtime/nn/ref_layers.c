@@ -21,7 +21,7 @@ void hs__ref_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, floa
     }
 }
 
-void hs__ref_agg_fwd(const hs_block *b, const float *h_src, int32_t d, float *cat) {
+void hs__ref_agg_fwd(const hs_nn_block *b, const float *h_src, int32_t d, float *cat) {
   size_t w = 2 * (size_t)d;
   for (int32_t i = 0; i < b->n_dst; i++) {
     float *row = cat + (size_t)i * w;
@@ -36,7 +36,7 @@ void hs__ref_agg_fwd(const hs_block *b, const float *h_src, int32_t d, float *ca
   }
 }
 
-void hs__ref_agg_bwd(const hs_block *b, const int32_t *t_ptr, const int32_t *t_dst,
+void hs__ref_agg_bwd(const hs_nn_block *b, const int32_t *t_ptr, const int32_t *t_dst,
                      const float *dcat, int32_t d, float *dh_src) {
   size_t w = 2 * (size_t)d;
   for (int32_t s = 0; s < b->n_src; s++)

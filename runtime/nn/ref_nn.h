@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn/hs_block.h"
+#include "nn/hs_nn_block.h"
 #include "nn/model.h"
 
 /* C = alpha * op(A) . op(B) + beta * C, op(A) m x k, op(B) k x n. beta == 0
@@ -23,11 +23,11 @@ void hs__ref_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, floa
 
 /* cat (n_dst x 2d) = [h_dst | mean of h over each dst's neighbours]; a dst
  * without neighbours gets a zero mean. */
-void hs__ref_agg_fwd(const hs_block *b, const float *h_src, int32_t d, float *cat);
+void hs__ref_agg_fwd(const hs_nn_block *b, const float *h_src, int32_t d, float *cat);
 
 /* Gradient of agg_fwd: dh_src (n_src x d) from dcat (n_dst x 2d), gathered
- * through the transposed block (hs__block_transpose). */
-void hs__ref_agg_bwd(const hs_block *b, const int32_t *t_ptr, const int32_t *t_dst,
+ * through the transposed block (hs__nn_block_transpose). */
+void hs__ref_agg_bwd(const hs_nn_block *b, const int32_t *t_ptr, const int32_t *t_dst,
                      const float *dcat, int32_t d, float *dh_src);
 
 /* The scale of kept activations under inverted dropout, 1 / (1 - p). */
@@ -76,17 +76,17 @@ typedef struct hs_step_stats {
  * keyed by (cfg.seed, epoch, batch, layer, element); `train` false turns
  * dropout off. Validates the batch (HS_ERR_FORMAT / INVALID_ARG) and needs
  * labels. */
-hs_status hs__ref_gradients(const hs_model *m, const hs_batch *b, uint32_t epoch, uint32_t batch,
+hs_status hs__ref_gradients(const hs_model *m, const hs_nn_batch *b, uint32_t epoch, uint32_t batch,
                             bool train, float *grads, hs_step_stats *st);
 
 /* hs__ref_gradients then one optimizer update (m->step advances first: the
  * update is step t = m->step). */
-hs_status hs__ref_train_step(hs_model *m, const hs_batch *b, uint32_t epoch, uint32_t batch,
+hs_status hs__ref_train_step(hs_model *m, const hs_nn_batch *b, uint32_t epoch, uint32_t batch,
                              hs_step_stats *st);
 
 /* Inference forward (no dropout): the logits, without softmax, of the
  * output dst (n_dst of the last block x n_classes). */
-hs_status hs__ref_forward(const hs_model_shape *shape, const float *params, const hs_batch *b,
+hs_status hs__ref_forward(const hs_model_shape *shape, const float *params, const hs_nn_batch *b,
                           float *logits);
 
 #endif

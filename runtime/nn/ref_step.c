@@ -32,23 +32,23 @@ static void *alloc_mat(int64_t rows, int64_t cols, size_t elem) {
   return malloc(n ? n : elem);
 }
 
-static hs_status check_batch(const hs_model_shape *shape, const hs_batch *b, bool need_labels) {
+static hs_status check_batch(const hs_model_shape *shape, const hs_nn_batch *b, bool need_labels) {
   if (b->n_layers != shape->n_layers)
     return hs__fail(HS_ERR_INVALID_ARG, "batch has %d blocks, model %d layers", b->n_layers,
                     shape->n_layers);
   if (need_labels && !b->labels) return hs__fail(HS_ERR_INVALID_ARG, "batch has no labels");
   if (b->blocks[b->n_layers - 1].n_dst < 1 && need_labels)
     return hs__fail(HS_ERR_INVALID_ARG, "batch has no seeds");
-  return hs__batch_validate(b, shape->dims[shape->n_layers]);
+  return hs__nn_batch_validate(b, shape->dims[shape->n_layers]);
 }
 
 /* Every layer's forward; dropout when p > 0. */
-static hs_status forward(const hs_model_shape *shape, const float *params, const hs_batch *b,
+static hs_status forward(const hs_model_shape *shape, const float *params, const hs_nn_batch *b,
                          float p, uint64_t seed, uint32_t epoch, uint32_t batch, ref_ws *ws) {
   int L = shape->n_layers;
   const float *in = b->feat;
   for (int l = 0; l < L; l++) {
-    const hs_block *blk = &b->blocks[l];
+    const hs_nn_block *blk = &b->blocks[l];
     int32_t d_in = shape->dims[l], d_out = shape->dims[l + 1];
     float *out = alloc_mat(blk->n_dst, d_out, sizeof(float));
     ws->cat[l] = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
@@ -70,7 +70,7 @@ static hs_status forward(const hs_model_shape *shape, const float *params, const
   return HS_OK;
 }
 
-hs_status hs__ref_forward(const hs_model_shape *shape, const float *params, const hs_batch *b,
+hs_status hs__ref_forward(const hs_model_shape *shape, const float *params, const hs_nn_batch *b,
                           float *logits) {
   ref_ws ws = {0};
   hs_status st = check_batch(shape, b, false);
@@ -88,7 +88,7 @@ fail:
   return st;
 }
 
-hs_status hs__ref_gradients(const hs_model *m, const hs_batch *b, uint32_t epoch, uint32_t batch,
+hs_status hs__ref_gradients(const hs_model *m, const hs_nn_batch *b, uint32_t epoch, uint32_t batch,
                             bool train, float *grads, hs_step_stats *stats) {
   const hs_model_shape *shape = &m->shape;
   int L = shape->n_layers;
@@ -102,7 +102,7 @@ hs_status hs__ref_gradients(const hs_model *m, const hs_batch *b, uint32_t epoch
   st = forward(shape, m->params, b, p, m->cfg.seed, epoch, batch, &ws);
   if (st != HS_OK) goto fail;
 
-  const hs_block *out = &b->blocks[L - 1];
+  const hs_nn_block *out = &b->blocks[L - 1];
   int32_t n_seeds = out->n_dst, n_classes = shape->dims[L];
   loss_rows = alloc_mat(n_seeds, 1, sizeof(float));
   correct_rows = alloc_mat(n_seeds, 1, sizeof(int32_t));
@@ -118,7 +118,7 @@ hs_status hs__ref_gradients(const hs_model *m, const hs_batch *b, uint32_t epoch
 
   float scale = hs__dropout_scale(p);
   for (int l = L - 1; l >= 0; l--) {
-    const hs_block *blk = &b->blocks[l];
+    const hs_nn_block *blk = &b->blocks[l];
     size_t d_in = (size_t)shape->dims[l], d_out = (size_t)shape->dims[l + 1];
     hs__ref_colsum(ws.dz[l], blk->n_dst, (int32_t)d_out, grads + shape->b_off[l]);
     hs__ref_gemm(true, false, 2 * d_in, d_out, (size_t)blk->n_dst, 1.0f, ws.cat[l], 2 * d_in,
@@ -129,7 +129,7 @@ hs_status hs__ref_gradients(const hs_model *m, const hs_batch *b, uint32_t epoch
     free(t_dst);
     dcat = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
     t_ptr = alloc_mat((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
-    t_dst = alloc_mat(hs__block_edges(blk), 1, sizeof(int32_t));
+    t_dst = alloc_mat(hs__nn_block_edges(blk), 1, sizeof(int32_t));
     ws.dz[l - 1] = alloc_mat(blk->n_src, (int64_t)d_in, sizeof(float));
     if (!dcat || !t_ptr || !t_dst || !ws.dz[l - 1]) {
       st = hs__fail(HS_ERR_NOMEM, "reference backward: layer %d", l);
@@ -137,7 +137,7 @@ hs_status hs__ref_gradients(const hs_model *m, const hs_batch *b, uint32_t epoch
     }
     hs__ref_gemm(false, true, (size_t)blk->n_dst, 2 * d_in, d_out, 1.0f, ws.dz[l], d_out,
                  m->params + shape->w_off[l], d_out, 0.0f, dcat, 2 * d_in);
-    hs__block_transpose(blk, t_ptr, t_dst);
+    hs__nn_block_transpose(blk, t_ptr, t_dst);
     hs__ref_agg_bwd(blk, t_ptr, t_dst, dcat, (int32_t)d_in, ws.dz[l - 1]);
     hs__ref_act_bwd(ws.h[l], blk->n_src, (int32_t)d_in, scale, ws.dz[l - 1]);
   }
@@ -152,7 +152,7 @@ fail:
   return st;
 }
 
-hs_status hs__ref_train_step(hs_model *m, const hs_batch *b, uint32_t epoch, uint32_t batch,
+hs_status hs__ref_train_step(hs_model *m, const hs_nn_batch *b, uint32_t epoch, uint32_t batch,
                              hs_step_stats *stats) {
   float *grads = malloc(sizeof(float) * m->shape.n_params);
   if (!grads) return hs__fail(HS_ERR_NOMEM, "reference step: %zu gradients", m->shape.n_params);

@@ -260,26 +260,26 @@ hs_status hs__trainer_sync_model(hs_trainer *t, hs_model *m) {
 
 /* ---- batch ------------------------------------------------------------------ */
 
-hs_status hs__trainer_upload(hs_trainer *t, const hs_batch *b) {
+hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
   t->uploaded = false;
   if (b->n_layers != L)
     return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
                     b->n_layers, L);
-  hs_status st = hs__batch_validate(b, sh->dims[L]);
+  hs_status st = hs__nn_batch_validate(b, sh->dims[L]);
   if (st != HS_OK) return st;
   if (b->blocks[L - 1].n_dst < 1) return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has no seeds");
   size_t dcat_rows = 0, max_src = 0, part = 0;
   for (int l = 0; l < L; l++) {
-    const hs_block *blk = &b->blocks[l];
+    const hs_nn_block *blk = &b->blocks[l];
     /* Dropout numbers the elements of each output matrix in 32 bits. */
     if ((uint64_t)blk->n_dst * (uint64_t)sh->dims[l + 1] > UINT32_MAX)
       return hs__fail(HS_ERR_RANGE, "trainer: layer %d output of %d x %d exceeds 2^32 elements", l,
                       blk->n_dst, sh->dims[l + 1]);
     t->n_dst[l] = blk->n_dst;
     t->n_src[l] = blk->n_src;
-    t->n_edges[l] = hs__block_edges(blk);
+    t->n_edges[l] = hs__nn_block_edges(blk);
     t->transposed[l] = false;
     size_t d_in = (size_t)sh->dims[l], d_out = (size_t)sh->dims[l + 1];
     size_t nd = (size_t)blk->n_dst, ns = (size_t)blk->n_src, ne = (size_t)t->n_edges[l];

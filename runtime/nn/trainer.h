@@ -61,7 +61,7 @@ void hs__trainer_destroy(hs_trainer *t);
 hs_gemm_kind hs__trainer_gemm_kind(const hs_trainer *t);
 
 /* Copy a batch to the device (blocking; validates it against the model). */
-hs_status hs__trainer_upload(hs_trainer *t, const hs_batch *b);
+hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b);
 
 /* Enqueue one training step on the uploaded batch: gradients, then the
  * optimizer update as step t+1. Dropout keys: (model seed, epoch, batch).

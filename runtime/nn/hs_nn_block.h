@@ -27,35 +27,35 @@
 
 #define HS_NN_MAX_LAYERS 8
 
-typedef struct hs_block {
+typedef struct hs_nn_block {
   int32_t n_dst;
   int32_t n_src;
   const int32_t *row_ptr; /* n_dst + 1, row_ptr[0] == 0 */
   const int32_t *col;     /* row_ptr[n_dst] entries */
-} hs_block;
+} hs_nn_block;
 
-static inline int32_t hs__block_edges(const hs_block *b) {
+static inline int32_t hs__nn_block_edges(const hs_nn_block *b) {
   return b->row_ptr[b->n_dst];
 }
 
-typedef struct hs_batch {
+typedef struct hs_nn_batch {
   int n_layers;
-  const hs_block *blocks; /* n_layers, input side first */
+  const hs_nn_block *blocks; /* n_layers, input side first */
   const float *feat;      /* blocks[0].n_src x in_dim */
   const int32_t *labels;  /* blocks[n_layers-1].n_dst; may be NULL for inference */
-} hs_batch;
+} hs_nn_batch;
 
 /* Check one block's structure: sizes, row_ptr monotone from 0, ids in
  * range. `layer` only names the block in the message. */
-hs_status hs__block_validate(const hs_block *b, int layer);
+hs_status hs__nn_block_validate(const hs_nn_block *b, int layer);
 /* Check every block, the chaining between layers, and labels against
  * n_classes (labels skipped when NULL). */
-hs_status hs__batch_validate(const hs_batch *b, int n_classes);
+hs_status hs__nn_batch_validate(const hs_nn_batch *b, int n_classes);
 
 /* The transposed block by a stable counting sort: src s's dst list is
  * t_dst[t_ptr[s] .. t_ptr[s+1]-1] in increasing dst order (a dst appears
  * once per edge). t_ptr has n_src + 1 entries, t_dst row_ptr[n_dst]. */
-void hs__block_transpose(const hs_block *b, int32_t *t_ptr, int32_t *t_dst);
+void hs__nn_block_transpose(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_dst);
 
 /* ---- full-neighbour blocks from a whole graph --------------------------- */
 
@@ -69,15 +69,15 @@ typedef struct hs_csr_view {
 
 /* Blocks that take every neighbour (what the sampler gives with unbounded
  * fanouts), numbered like the sampler does. Owns its arrays. */
-typedef struct hs_block_set {
+typedef struct hs_nn_block_set {
   int n_layers;
-  hs_block blocks[HS_NN_MAX_LAYERS];
+  hs_nn_block blocks[HS_NN_MAX_LAYERS];
   int32_t *row_ptr[HS_NN_MAX_LAYERS];
   int32_t *col[HS_NN_MAX_LAYERS];
   int32_t *ids;        /* local -> original id, blocks[0].n_src entries */
   int32_t *seed_local; /* for each requested id, its local (dst) id */
   int32_t n_requested;
-} hs_block_set;
+} hs_nn_block_set;
 
 /* Build the L full-neighbour blocks whose output dst are `ids` (duplicates
  * allowed: they share one local id, see seed_local). Fails with
@@ -85,10 +85,10 @@ typedef struct hs_block_set {
  * edges in a block, HS_ERR_NOMEM on allocation failure. Free with
  * hs__block_set_free (also safe after a failure). */
 hs_status hs__full_blocks_build(const hs_csr_view *g, const int32_t *ids,
-                                int32_t n_ids, int n_layers, hs_block_set *out);
-void hs__block_set_free(hs_block_set *s);
+                                int32_t n_ids, int n_layers, hs_nn_block_set *out);
+void hs__block_set_free(hs_nn_block_set *s);
 
 /* Check a CSR view: indptr monotone from 0, ids in range. */
-hs_status hs__csr_validate(const hs_csr_view *g);
+hs_status hs__csr_view_validate(const hs_csr_view *g);
 
 #endif
