@@ -58,3 +58,10 @@ hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
   }
   return HS_OK;
 }
+
+void hs__queue_release(cl_command_queue *q) {
+  if (!*q) return;
+  clFinish(*q);
+  clReleaseCommandQueue(*q);
+  *q = NULL;
+}

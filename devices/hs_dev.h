@@ -98,6 +98,10 @@ enum { HS_QUEUE_PROFILING = 1, HS_QUEUE_OUT_OF_ORDER = 2 };
 hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
                            cl_command_queue *out);
 
+/* Wait for everything queued on `*q`, release it and clear it (NULL is
+ * ignored). */
+void hs__queue_release(cl_command_queue *q);
+
 /* ---- programs ------------------------------------------------------------ */
 
 /* Build a program from embedded sources (names from cl_kernels/, e.g.

@@ -41,5 +41,6 @@ void cli_json_string(FILE *f, const char *s);
 int cmd_convert(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 #endif

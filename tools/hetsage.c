@@ -15,6 +15,7 @@ static int cmd_version(int argc, char **argv) {
 static const cli_command commands[] = {
     {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
     {"place", "place the sampler and trainer on this board, and say why", cmd_place},
+    {"train", "train GraphSAGE (default: the bundled Cora)", cmd_train},
     {"version", "print the version", cmd_version},
     {"convert", "import a published graph format into a native dataset", cmd_convert},
     {"generate", "generate a synthetic dataset (R-MAT, SBM)", cmd_generate},

@@ -12,5 +12,6 @@
 #include "hetsage/runtime.h"
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
+#include "hetsage/session.h"
 
 #endif

@@ -239,6 +239,16 @@ typedef struct hs_generate_summary {
 HS_API hs_status hs_generate(const char *dst, const hs_generate_opts *opts,
                              hs_generate_summary *summary);
 
+/* The native dataset of a bundled public dataset ("cora"): imported on
+ * first use from the copy shipped with hetsage (the source tree it was
+ * built from, else the installed data folder) into the cache directory
+ * ($HETSAGE_CACHE_DIR, else $XDG_CACHE_HOME/hetsage, else ~/.cache/hetsage)
+ * and reused afterwards. Cora is symmetrised, de-duplicated and split
+ * 60/20/20, stratified by class, with seed 0. `dir` receives the dataset's
+ * path. Errors: HS_ERR_NOT_FOUND (unknown name, or the shipped copy is
+ * missing), those of hs_convert. */
+HS_API hs_status hs_dataset_bundled(const char *name, char *dir, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

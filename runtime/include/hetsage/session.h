@@ -1,0 +1,152 @@
+/* hetsage — training sessions: placement for a dataset, the pipelined
+ * sampler -> gather -> trainer loop, evaluation, prediction, checkpoints.
+ *
+ * A session owns the devices it was placed on (sub-devices, queues,
+ * programs, buffers) and a GraphSAGE model. One thread drives a session;
+ * distinct sessions are independent. */
+#ifndef HETSAGE_SESSION_H
+#define HETSAGE_SESSION_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetsage/board.h"
+#include "hetsage/dataset.h"
+#include "hetsage/runtime.h"
+#include "hetsage/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HS_MAX_LAYERS 8
+
+typedef enum hs_optimizer {
+  HS_OPTIMIZER_ADAM = 0,
+  HS_OPTIMIZER_SGD = 1,
+} hs_optimizer;
+
+typedef struct hs_session_config {
+  /* Sampling: layers, fanouts from the seeds outward (-1: every neighbour),
+   * seeds per batch. Defaults: 2 layers, 25,10, batch 1024. */
+  int n_layers;
+  int32_t fanouts[HS_MAX_LAYERS];
+  int32_t batch_size;
+  /* Model: hidden width (128), dropout (0.5), optimizer (Adam), learning
+   * rate (0.01), weight decay (5e-4, L2). */
+  int hidden;
+  float dropout;
+  hs_optimizer optimizer;
+  float lr;
+  float weight_decay;
+  /* Seeds parameter init, the per-epoch shuffles, sampling and dropout. */
+  uint64_t seed;
+  /* Placement: board profile (NULL: the default board) and role overrides
+   * ("1", "gpu", a name substring; NULL: none). Placement reads
+   * HETSAGE_SAMPLER / HETSAGE_TRAINER for overrides left NULL. */
+  const char *board;
+  const char *sampler;
+  const char *trainer;
+  /* Pipeline: HS_PIPELINE_AUTO keeps the plan's choice; depth 0 likewise. */
+  hs_pipeline_mode pipeline;
+  int depth;
+  /* Trainer-side feature cache rows: -1 the plan's, 0 none. */
+  int64_t cache_rows;
+  hs_cache_fill cache_fill;
+} hs_session_config;
+
+/* Fill `cfg` with the defaults above. */
+HS_API void hs_session_config_init(hs_session_config *cfg);
+
+typedef struct hs_session hs_session;
+
+/* Place the roles for `ds` on the devices of `rt` (see hetsage/board.h),
+ * set up the devices, build the programs, upload the topology to the
+ * sampler and initialise the model. `rt` and `ds` are borrowed and must
+ * outlive the session. Errors: HS_ERR_INVALID_ARG (bad configuration: the
+ * detail names the field), HS_ERR_FORMAT (the dataset lacks features,
+ * labels or a training split), placement errors, HS_ERR_OPENCL/BUILD. */
+HS_API hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds,
+                                   const hs_session_config *cfg, hs_session **out);
+HS_API void hs_session_destroy(hs_session *s);
+
+/* The placement plan with a reason per choice, as text (snprintf-style:
+ * returns the length it needed). */
+HS_API size_t hs_session_describe(const hs_session *s, char *buf, size_t len);
+
+/* Pipeline stages, in order, as reported in hs_epoch_stats. */
+typedef enum hs_stage {
+  HS_STAGE_SAMPLE = 0,
+  HS_STAGE_GATHER = 1,
+  HS_STAGE_TRAIN = 2,
+  HS_STAGE_COUNT_ = 3,
+} hs_stage;
+HS_API const char *hs_stage_name(hs_stage stage);
+
+typedef struct hs_epoch_stats {
+  int64_t epoch;    /* the epoch just trained (0-based) */
+  int64_t batches;  /* batches trained in this call */
+  double loss;      /* mean training loss over those batches */
+  double train_acc; /* accuracy on the training seeds, as sampled */
+  double wall_s;
+  double stage_busy_s[HS_STAGE_COUNT_]; /* time each stage was busy */
+  double stage_wait_s[HS_STAGE_COUNT_]; /* time each stage waited for input */
+  double trainer_utilisation;           /* train busy / wall */
+  double sampled_edges_per_s;
+  double gather_bytes_per_s;
+  uint64_t bytes_uploaded;
+  uint64_t cache_lookups, cache_hits; /* trainer-side cache, 0 when off */
+  uint64_t peak_rss_bytes;
+  hs_pipeline_mode pipeline;
+  int depth;
+  bool interrupted; /* the stop flag ended the epoch early */
+} hs_epoch_stats;
+
+/* Called from the driving thread after each trained batch. */
+typedef void (*hs_batch_progress_fn)(void *user, int64_t batch, int64_t n_batches,
+                                     double loss);
+HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void *user);
+
+/* While *flag is non-zero no new batch is started; batches in flight
+ * complete, the epoch call returns with stats->interrupted set, and the
+ * position is kept so that a checkpoint saved now resumes exactly. */
+HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
+
+/* Train one epoch (or the rest of an interrupted one). */
+HS_API hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats);
+
+/* Epochs completed so far. */
+HS_API int64_t hs_session_epoch(const hs_session *s);
+
+/* Accuracy on a split with sampled neighbourhoods (the training fanouts). */
+HS_API hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy);
+/* Accuracy on a split with layer-wise full-neighbour inference over all
+ * vertices (the standard way to report GraphSAGE accuracy). */
+HS_API hs_status hs_session_evaluate_full(hs_session *s, hs_split split, double *accuracy);
+
+/* Predicted class (and, if `logits` is not NULL, n x classes logits) of
+ * each vertex id, from its full neighbourhood. HS_ERR_RANGE for an id
+ * outside the graph. */
+HS_API hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n,
+                                    int32_t *classes, float *logits);
+HS_API int hs_session_num_classes(const hs_session *s);
+
+/* Model, optimizer state and training position, written atomically.
+ * Loading refuses a file of another model shape. */
+HS_API hs_status hs_session_save(hs_session *s, const char *path);
+HS_API hs_status hs_session_load(hs_session *s, const char *path);
+
+/* Fill the model part of `cfg` (layers, hidden width, dropout, optimizer,
+ * learning rate, weight decay, seed) from a checkpoint, to create a
+ * session it can be loaded into; the rest of `cfg` is left as it is. */
+HS_API hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg);
+
+/* The model's parameters (flat, layer by layer: W then b), for tests and
+ * comparison; `n` receives the count. Waits for the device. */
+HS_API hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* Internal state of a training session (see hetsage/session.h). */
+#ifndef HS_SESSION_INT_H
+#define HS_SESSION_INT_H
+
+#include "core/hs_runtime.h"
+#include "data/hs_graph.h"
+#include "hetsage/session.h"
+#include "nn/model.h"
+#include "nn/trainer.h"
+#include "pipeline/hs_pipe.h"
+#include "sample/hs_gather.h"
+#include "sample/hs_sampler.h"
+
+/* What one batch slot of the pipeline holds, allocated once. */
+typedef struct hs_slot_data {
+  hs_batch batch;        /* sampler output (ids, blocks) */
+  float *feat;           /* gathered rows, local-id order, float32 */
+  void *raw;             /* float16 rows before conversion, or NULL */
+  int32_t *labels;       /* labels of the seeds */
+  hs_nn_block nb[HS_SAMPLE_MAX_LAYERS];
+  int64_t edges;
+} hs_slot_data;
+
+struct hs_session {
+  hs_runtime *rt;
+  hs_dataset *ds;
+  const hs_graph *g;
+  hs_session_config cfg;
+  hs_placement *plan;
+
+  /* Devices: sub-devices of one device, or whole devices. */
+  hs_dev subs[2];
+  int n_subs;
+  hs_dev sdev, tdev;
+  hs_ctx sctx, tctx;
+  bool one_ctx;
+  cl_command_queue sq, tq;
+
+  hs_sample_cfg scfg;
+  hs_sampler *sampler;
+  hs_model model;
+  hs_trainer *trainer;
+  hs_gather_pool *pool;
+
+  hs_pipe_mode mode;
+  int depth;
+  hs_pipe_slot *pslots;
+  hs_slot_data *slots;
+
+  /* Training position: the epoch under way and how many of its batches
+   * are done (what a checkpoint records). */
+  int64_t epoch;
+  int64_t batch_pos;
+  int32_t *order;     /* this epoch's shuffled training seeds */
+  int64_t order_epoch; /* epoch `order` was drawn for, -1: none */
+  int64_t n_batches;
+
+  /* Per-epoch accumulators, touched only by the train stage's thread. */
+  int64_t acc_batches;
+  int64_t acc_edges;
+  uint64_t acc_gather_bytes;
+  uint64_t acc_upload_bytes;
+  hs_train_stats acc_train;
+
+  hs_batch_progress_fn progress;
+  void *progress_user;
+  volatile sig_atomic_t *stop;
+};
+
+/* Seeds of one batch of the current order. */
+static inline int32_t hs__session_batch_seeds(const hs_session *s, int64_t b,
+                                              const int32_t **seeds) {
+  int64_t first = b * s->cfg.batch_size;
+  int64_t n = s->g->split_n[HS_SPLIT_TRAIN] - first;
+  if (n > s->cfg.batch_size) n = s->cfg.batch_size;
+  *seeds = s->order + first;
+  return (int32_t)n;
+}
+
+/* The pipeline stages (session_stages.c). */
+extern const hs_pipe_stage hs__session_stages[HS_STAGE_COUNT_];
+
+/* Draw epoch `epoch`'s order of the training seeds. */
+void hs__session_shuffle(hs_session *s, int64_t epoch);
+
+/* Sample and gather one batch of `seeds` into slot 0 (evaluation). */
+hs_status hs__session_sample_gather(hs_session *s, const int32_t *seeds, int32_t n,
+                                    uint32_t epoch_key, uint32_t batch, hs_slot_data *slot);
+/* IEEE binary16 -> binary32, exact. */
+float hs__half_to_float(uint16_t h);
+
+/* The trainer's view of a sampled, gathered slot. */
+void hs__session_nn_batch(hs_slot_data *slot, hs_nn_batch *out);
+
+#endif

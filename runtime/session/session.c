@@ -1,0 +1,275 @@
+/* Session set-up: placement for the dataset, devices and queues, the
+ * sampler with the topology resident, the trainer with the model, and the
+ * pipeline's slots — everything allocated here, nothing per batch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hs_session_int.h"
+
+void hs_session_config_init(hs_session_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->n_layers = 2;
+  cfg->fanouts[0] = 25;
+  cfg->fanouts[1] = 10;
+  cfg->batch_size = 1024;
+  cfg->hidden = 128;
+  cfg->dropout = 0.5f;
+  cfg->optimizer = HS_OPTIMIZER_ADAM;
+  cfg->lr = 0.01f;
+  cfg->weight_decay = 5e-4f;
+  cfg->seed = 0;
+  cfg->pipeline = HS_PIPELINE_AUTO;
+  cfg->depth = 0;
+  cfg->cache_rows = -1;
+  cfg->cache_fill = HS_CACHE_FILL_FIRST;
+}
+
+const char *hs_stage_name(hs_stage stage) {
+  switch (stage) {
+    case HS_STAGE_SAMPLE: return "sample";
+    case HS_STAGE_GATHER: return "gather";
+    case HS_STAGE_TRAIN: return "train";
+    default: return "unknown";
+  }
+}
+
+static hs_status check_config(const hs_session_config *c) {
+  if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
+    return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
+                    HS_SAMPLE_MAX_LAYERS);
+  for (int l = 0; l < c->n_layers; l++)
+    if (c->fanouts[l] == 0 || c->fanouts[l] < -1)
+      return hs__fail(HS_ERR_INVALID_ARG, "fanout %d of layer %d: must be >= 1 or -1 (all)",
+                      c->fanouts[l], l);
+  if (c->batch_size < 1)
+    return hs__fail(HS_ERR_INVALID_ARG, "batch size %d: must be >= 1", c->batch_size);
+  if (c->hidden < 1) return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be >= 1", c->hidden);
+  if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+    return hs__fail(HS_ERR_INVALID_ARG, "dropout %g: must be in [0, 1)", (double)c->dropout);
+  if (!(c->lr > 0.0f)) return hs__fail(HS_ERR_INVALID_ARG, "learning rate %g: must be > 0", (double)c->lr);
+  if (!(c->weight_decay >= 0.0f))
+    return hs__fail(HS_ERR_INVALID_ARG, "weight decay %g: must be >= 0", (double)c->weight_decay);
+  if (c->depth < 0 || c->depth > 64)
+    return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
+  return HS_OK;
+}
+
+static hs_status check_dataset(const hs_graph *g) {
+  if (!g->feat || g->f <= 0)
+    return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy)");
+  if (!g->labels || g->num_classes < 2)
+    return hs__fail(HS_ERR_FORMAT, "the dataset has no labels with at least 2 classes");
+  if (!g->split[HS_SPLIT_TRAIN] || g->split_n[HS_SPLIT_TRAIN] == 0)
+    return hs__fail(HS_ERR_FORMAT, "the dataset has no training split (train_idx.npy)");
+  if (g->feat_dtype != HS_DTYPE_FLOAT32 && g->feat_dtype != HS_DTYPE_FLOAT16)
+    return hs__fail(HS_ERR_UNSUPPORTED, "features of type %s", hs_dtype_name(g->feat_dtype));
+  return HS_OK;
+}
+
+static hs_status place(hs_session *s, const hs_session_config *cfg) {
+  hs_board_profile *prof = NULL;
+  hs_status st = hs_board_profile_load(cfg->board, &prof);
+  if (st != HS_OK) return st;
+  hs_placement_request req;
+  memset(&req, 0, sizeof req);
+  const hs_device_info *devs;
+  hs_runtime_devices(s->rt, &devs, &req.device_count);
+  req.devices = devs;
+  req.profile = prof;
+  req.topology_bytes = s->g->topology_bytes;
+  req.feature_bytes = s->g->feature_bytes;
+  req.feature_row_bytes = s->g->feat_row_bytes;
+  req.host_cores = hs_runtime_host_cores(s->rt);
+  req.sampler = cfg->sampler;
+  req.sampler_source = "sampler option";
+  req.trainer = cfg->trainer;
+  req.trainer_source = "trainer option";
+  hs_placement_request_env(&req);
+  st = hs_placement_make(&req, &s->plan);
+  hs_board_profile_free(prof);
+  return st;
+}
+
+/* Devices, contexts and queues as the plan says. */
+static hs_status open_devices(hs_session *s) {
+  const hs_placement *p = s->plan;
+  hs_inventory *inv = &s->rt->inv;
+  const hs_dev *sd = &inv->devs[p->sampler.device];
+  const hs_dev *td = &inv->devs[p->trainer.device];
+  hs_status st;
+  if (p->link == HS_LINK_SUB_DEVICES) {
+    unsigned counts[2] = {p->sampler.cores, p->trainer.cores};
+    st = hs__subdevices_create(sd, counts, 2, s->subs);
+    if (st != HS_OK) return st;
+    s->n_subs = 2;
+    s->sdev = s->subs[0];
+    s->tdev = s->subs[1];
+  } else {
+    s->sdev = *sd;
+    s->tdev = *td;
+  }
+  if (p->link == HS_LINK_HOST) {
+    st = hs__ctx_create(&s->sdev, 1, &s->sctx);
+    if (st == HS_OK) st = hs__ctx_create(&s->tdev, 1, &s->tctx);
+  } else {
+    hs_dev both[2] = {s->sdev, s->tdev};
+    int n = p->link == HS_LINK_SAME_DEVICE ? 1 : 2;
+    st = hs__ctx_create(both, n, &s->sctx);
+    s->tctx = s->sctx;
+    s->one_ctx = true;
+  }
+  if (st != HS_OK) return st;
+  st = hs__queue_create(&s->sctx, &s->sdev, 0, &s->sq);
+  if (st == HS_OK) st = hs__queue_create(&s->tctx, &s->tdev, 0, &s->tq);
+  return st;
+}
+
+static hs_status make_model(hs_session *s) {
+  hs_model_cfg mc;
+  hs__model_cfg_defaults(&mc);
+  mc.n_layers = s->cfg.n_layers;
+  mc.in_dim = (int)s->g->f;
+  mc.hidden = s->cfg.hidden;
+  mc.n_classes = s->g->num_classes;
+  mc.dropout = s->cfg.dropout;
+  mc.seed = s->cfg.seed;
+  mc.optim.kind = s->cfg.optimizer == HS_OPTIMIZER_SGD ? HS_OPTIM_SGD : HS_OPTIM_ADAM;
+  mc.optim.lr = s->cfg.lr;
+  mc.optim.weight_decay = s->cfg.weight_decay;
+  mc.optim.wd_mode = HS_WD_L2;
+  return hs__model_create(&mc, &s->model);
+}
+
+static hs_status make_sampler(hs_session *s) {
+  memset(&s->scfg, 0, sizeof s->scfg);
+  s->scfg.n_layers = s->cfg.n_layers;
+  for (int l = 0; l < s->cfg.n_layers; l++) s->scfg.fanout[l] = s->cfg.fanouts[l];
+  s->scfg.mode = HS_SAMPLE_UNIFORM;
+  /* Sampling draws from a stream of its own, apart from dropout's. */
+  s->scfg.seed = s->cfg.seed ^ 0x9e3779b97f4a7c15ull;
+  hs_csr csr = {.n = s->g->n, .e = s->g->e, .indptr = s->g->indptr,
+                .indices = s->g->indices, .weights = s->g->weights};
+  hs_sampler_opts so = {.style = HS_STYLE_AUTO, .work_group_size = 0,
+                        .max_seeds = s->cfg.batch_size, .profile = false};
+  return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
+}
+
+static hs_status make_slots(hs_session *s) {
+  s->pslots = calloc((size_t)s->depth, sizeof *s->pslots);
+  s->slots = calloc((size_t)s->depth, sizeof *s->slots);
+  if (!s->pslots || !s->slots) return hs__fail(HS_ERR_NOMEM, "out of memory for batch slots");
+  const hs_batch_caps *caps = hs__sampler_caps(s->sampler);
+  size_t rows = (size_t)caps->vertices, feat_bytes, raw_bytes;
+  if (!hs__mul_size(rows, (size_t)s->g->f * sizeof(float), &feat_bytes) ||
+      !hs__mul_size(rows, s->g->feat_row_bytes, &raw_bytes))
+    return hs__fail(HS_ERR_RANGE, "a batch of %zu vertices x %lld features overflows", rows,
+                    (long long)s->g->f);
+  for (int i = 0; i < s->depth; i++) {
+    hs_slot_data *d = &s->slots[i];
+    hs_status st = hs__batch_alloc(caps, &d->batch);
+    if (st != HS_OK) return st;
+    d->feat = malloc(feat_bytes ? feat_bytes : 1);
+    d->labels = malloc((size_t)caps->seeds * sizeof *d->labels + 1);
+    if (s->g->feat_dtype == HS_DTYPE_FLOAT16) d->raw = malloc(raw_bytes ? raw_bytes : 1);
+    if (!d->feat || !d->labels || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !d->raw))
+      return hs__fail(HS_ERR_NOMEM, "out of memory for batch slot %d (%zu bytes of features)",
+                      i, feat_bytes);
+    s->pslots[i].user = d;
+  }
+  return HS_OK;
+}
+
+hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_config *cfg,
+                            hs_session **out) {
+  if (!rt || !ds || !out)
+    return hs__fail(HS_ERR_INVALID_ARG, "hs_session_create: NULL argument");
+  *out = NULL;
+  hs_session_config defaults;
+  if (!cfg) {
+    hs_session_config_init(&defaults);
+    cfg = &defaults;
+  }
+  hs_status st = check_config(cfg);
+  if (st != HS_OK) return st;
+  hs_session *s = calloc(1, sizeof *s);
+  if (!s) return hs__fail(HS_ERR_NOMEM, "out of memory for a session");
+  s->rt = rt;
+  s->ds = ds;
+  s->g = hs__dataset_graph(ds);
+  s->cfg = *cfg;
+  s->cfg.board = NULL; /* borrowed strings are used during creation only */
+  s->cfg.sampler = s->cfg.trainer = NULL;
+  s->order_epoch = -1;
+  if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  if ((st = place(s, cfg)) != HS_OK) goto fail;
+  switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
+    case HS_PIPELINE_THREADS: s->mode = HS_PIPE_THREADS; break;
+    case HS_PIPELINE_OFF: s->mode = HS_PIPE_OFF; break;
+    default: s->mode = HS_PIPE_ASYNC; break;
+  }
+  s->depth = cfg->depth > 0 ? cfg->depth : s->plan->depth;
+  if (s->mode == HS_PIPE_OFF) s->depth = 1;
+  if (s->depth < 1) s->depth = 1;
+
+  if ((st = open_devices(s)) != HS_OK) goto fail;
+  if ((st = make_model(s)) != HS_OK) goto fail;
+  if ((st = make_sampler(s)) != HS_OK) goto fail;
+  hs_trainer_opts to = {.wg = 0, .gemm = HS_GEMM_AUTO,
+                        .gemm_threads = (int)s->tdev.info.compute_units, .profile = false};
+  if ((st = hs__trainer_create(&s->tctx, &s->tdev, s->tq, &s->model, &to, &s->trainer)) != HS_OK)
+    goto fail;
+  if ((st = hs__gather_pool_create(s->plan->gather_threads > 0 ? s->plan->gather_threads : 1,
+                                   &s->pool)) != HS_OK)
+    goto fail;
+  if ((st = make_slots(s)) != HS_OK) goto fail;
+  s->order = malloc((size_t)s->g->split_n[HS_SPLIT_TRAIN] * sizeof *s->order);
+  if (!s->order) {
+    st = hs__fail(HS_ERR_NOMEM, "out of memory for the training order");
+    goto fail;
+  }
+  s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
+  *out = s;
+  return HS_OK;
+fail:
+  hs_session_destroy(s);
+  return st;
+}
+
+void hs_session_destroy(hs_session *s) {
+  if (!s) return;
+  hs__queue_release(&s->sq);
+  hs__queue_release(&s->tq);
+  for (int i = 0; s->slots && i < s->depth; i++) {
+    hs__batch_free(&s->slots[i].batch);
+    free(s->slots[i].feat);
+    free(s->slots[i].raw);
+    free(s->slots[i].labels);
+  }
+  free(s->slots);
+  free(s->pslots);
+  free(s->order);
+  hs__gather_pool_destroy(s->pool);
+  hs__trainer_destroy(s->trainer);
+  hs__sampler_destroy(s->sampler);
+  hs__model_destroy(&s->model);
+  if (!s->one_ctx) hs__ctx_release(&s->tctx);
+  hs__ctx_release(&s->sctx);
+  hs__subdevices_release(s->subs, s->n_subs);
+  hs_placement_free(s->plan);
+  free(s);
+}
+
+size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
+  return hs_placement_describe(s->plan, buf, len);
+}
+
+void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void *user) {
+  s->progress = fn;
+  s->progress_user = user;
+}
+
+void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag) { s->stop = flag; }
+
+int64_t hs_session_epoch(const hs_session *s) { return s->epoch; }
+
+int hs_session_num_classes(const hs_session *s) { return s->g->num_classes; }

@@ -1,0 +1,202 @@
+/* One training epoch: the seeds of the epoch shuffled, then every batch
+ * through SAMPLE -> GATHER -> TRAIN on the pipeline engine. */
+#include <math.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "hs_launch.h"
+#include "hs_session_int.h"
+#include "rng/philox.h"
+
+/* Purpose tag 5 of the sampler's stream layout is free for shuffles
+ * (cl_kernels/hs_sample_rng.h). */
+#define SHUFFLE_TAG (5u << 24)
+
+void hs__session_shuffle(hs_session *s, int64_t epoch) {
+  int64_t n = s->g->split_n[HS_SPLIT_TRAIN];
+  memcpy(s->order, s->g->split[HS_SPLIT_TRAIN], (size_t)n * sizeof *s->order);
+  for (int64_t i = n - 1; i > 0; i--) {
+    hs_philox_ctr r = hs_philox_draw(s->scfg.seed, (uint32_t)epoch, 0xffffffffu, SHUFFLE_TAG,
+                                     (uint32_t)i);
+    int64_t j = (int64_t)hs_philox_below(r.v[0], (uint32_t)(i + 1));
+    int32_t t = s->order[i];
+    s->order[i] = s->order[j];
+    s->order[j] = t;
+  }
+  s->order_epoch = epoch;
+}
+
+float hs__half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else { /* subnormal: renormalise */
+      exp = 113;
+      while (!(man & 0x400)) {
+        man <<= 1;
+        exp--;
+      }
+      bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static hs_status sample_into(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
+                             uint32_t batch, hs_slot_data *d) {
+  hs_status st = hs__sampler_run(s->sampler, seeds, n, epoch_key, batch, &d->batch);
+  if (st != HS_OK) return st;
+  d->edges = 0;
+  for (int l = 0; l < d->batch.n_layers; l++)
+    d->edges += d->batch.blocks[l].row_ptr[d->batch.blocks[l].n_dst];
+  return HS_OK;
+}
+
+/* Feature rows of the slot's vertices (float16 widened to float32) and the
+ * labels of its seeds. */
+static hs_status gather_into(hs_session *s, hs_slot_data *d) {
+  bool half = s->g->feat_dtype == HS_DTYPE_FLOAT16;
+  hs_gather_req req = {.table = s->g->feat, .row_bytes = s->g->feat_row_bytes,
+                       .n_rows = s->g->n, .ids = d->batch.ids, .n = d->batch.n_vertices,
+                       .out = half ? d->raw : (void *)d->feat, .labels = s->g->labels,
+                       .n_labels = d->batch.n_seeds, .labels_out = d->labels};
+  hs_status st = hs__gather(s->pool, &req);
+  if (st != HS_OK || !half) return st;
+  size_t count = (size_t)d->batch.n_vertices * (size_t)s->g->f;
+  const uint16_t *src = d->raw;
+  for (size_t i = 0; i < count; i++) d->feat[i] = hs__half_to_float(src[i]);
+  return HS_OK;
+}
+
+hs_status hs__session_sample_gather(hs_session *s, const int32_t *seeds, int32_t n,
+                                    uint32_t epoch_key, uint32_t batch, hs_slot_data *d) {
+  hs_status st = sample_into(s, seeds, n, epoch_key, batch, d);
+  return st == HS_OK ? gather_into(s, d) : st;
+}
+
+void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
+  for (int l = 0; l < d->batch.n_layers; l++) {
+    const hs_block *b = &d->batch.blocks[l];
+    d->nb[l] = (hs_nn_block){.n_dst = b->n_dst, .n_src = b->n_src, .row_ptr = b->row_ptr,
+                             .col = b->col};
+  }
+  *out = (hs_nn_batch){.n_layers = d->batch.n_layers, .blocks = d->nb, .feat = d->feat,
+                       .labels = d->labels};
+}
+
+/* ---- stages ------------------------------------------------------------------ */
+
+static hs_status sample_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
+  (void)ev;
+  *n_ev = 0;
+  hs_session *s = ctx;
+  const int32_t *seeds;
+  int32_t n = hs__session_batch_seeds(s, slot->batch, &seeds);
+  return sample_into(s, seeds, n, (uint32_t)s->epoch, (uint32_t)slot->batch, slot->user);
+}
+
+static hs_status gather_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
+  (void)ev;
+  *n_ev = 0;
+  return gather_into(ctx, slot->user);
+}
+
+static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
+  hs_session *s = ctx;
+  hs_slot_data *d = slot->user;
+  hs_nn_batch nb;
+  hs__session_nn_batch(d, &nb);
+  hs_status st = hs__trainer_upload(s->trainer, &nb);
+  if (st != HS_OK) return st;
+  st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, (uint32_t)slot->batch);
+  if (st != HS_OK) return st;
+  st = hs__queue_marker(s->tq, 0, NULL, &ev[0]);
+  *n_ev = st == HS_OK ? 1 : 0;
+  return st;
+}
+
+static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
+  hs_session *s = ctx;
+  hs_slot_data *d = slot->user;
+  s->acc_batches++;
+  s->batch_pos = slot->batch + 1;
+  s->acc_edges += d->edges;
+  s->acc_gather_bytes += (uint64_t)d->batch.n_vertices * s->g->feat_row_bytes;
+  s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->g->f * sizeof(float);
+  for (int l = 0; l < d->batch.n_layers; l++)
+    s->acc_upload_bytes += 4u * ((uint64_t)d->batch.blocks[l].n_dst + 1 +
+                                 (uint64_t)d->batch.blocks[l].row_ptr[d->batch.blocks[l].n_dst]);
+  if (s->progress) {
+    /* Reading the loss waits for the device: only every few batches. */
+    int64_t every = s->n_batches / 20 > 0 ? s->n_batches / 20 : 1;
+    if (slot->batch % every == every - 1 || slot->batch + 1 == s->n_batches) {
+      hs_status st = hs__trainer_drain_stats(s->trainer, &s->acc_train);
+      if (st != HS_OK) return st;
+      double loss = s->acc_train.steps ? s->acc_train.loss_sum / s->acc_train.steps : NAN;
+      s->progress(s->progress_user, slot->batch, s->n_batches, loss);
+    }
+  }
+  return HS_OK;
+}
+
+const hs_pipe_stage hs__session_stages[HS_STAGE_COUNT_] = {
+    {"sample", sample_begin, NULL},
+    {"gather", gather_begin, NULL},
+    {"train", train_begin, train_finish},
+};
+
+hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
+  if (!s) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_train_epoch: NULL session");
+  hs_epoch_stats local;
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof *stats);
+  if (s->order_epoch != s->epoch) hs__session_shuffle(s, s->epoch);
+  s->acc_batches = s->acc_edges = 0;
+  s->acc_gather_bytes = s->acc_upload_bytes = 0;
+  memset(&s->acc_train, 0, sizeof s->acc_train);
+
+  hs_pipe p = {.stages = hs__session_stages, .n_stages = HS_STAGE_COUNT_, .ctx = s,
+               .slots = s->pslots, .depth = s->depth, .mode = s->mode, .stop = s->stop};
+  hs_pipe_stats ps;
+  hs_status st = hs__pipe_run(&p, s->batch_pos, s->n_batches - s->batch_pos, &ps);
+  hs_status st2 = hs__trainer_drain_stats(s->trainer, &s->acc_train);
+  if (st == HS_OK) st = st2;
+
+  stats->epoch = s->epoch;
+  stats->batches = s->acc_batches;
+  stats->loss = s->acc_train.steps ? s->acc_train.loss_sum / s->acc_train.steps : NAN;
+  stats->train_acc = s->acc_train.seeds ? (double)s->acc_train.correct / (double)s->acc_train.seeds : NAN;
+  stats->wall_s = ps.wall_s;
+  for (int i = 0; i < HS_STAGE_COUNT_; i++) {
+    stats->stage_busy_s[i] = ps.busy_s[i];
+    stats->stage_wait_s[i] = ps.wait_s[i];
+  }
+  stats->trainer_utilisation = ps.wall_s > 0 ? ps.busy_s[HS_STAGE_TRAIN] / ps.wall_s : 0;
+  stats->sampled_edges_per_s =
+      ps.busy_s[HS_STAGE_SAMPLE] > 0 ? (double)s->acc_edges / ps.busy_s[HS_STAGE_SAMPLE] : 0;
+  stats->gather_bytes_per_s = ps.busy_s[HS_STAGE_GATHER] > 0
+                                  ? (double)s->acc_gather_bytes / ps.busy_s[HS_STAGE_GATHER]
+                                  : 0;
+  stats->bytes_uploaded = s->acc_upload_bytes;
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024u;
+  stats->pipeline = s->mode == HS_PIPE_THREADS ? HS_PIPELINE_THREADS
+                    : s->mode == HS_PIPE_OFF   ? HS_PIPELINE_OFF
+                                               : HS_PIPELINE_ASYNC;
+  stats->depth = s->depth;
+  if (st != HS_OK) return st;
+  if (s->batch_pos >= s->n_batches) {
+    s->epoch++;
+    s->batch_pos = 0;
+  } else {
+    stats->interrupted = true;
+  }
+  return HS_OK;
+}
