@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nn/infer.h"
+
 #include "nn/ref_nn.h"
 
 enum { INFER_CHUNK_ROWS = 1024 };
@@ -44,11 +45,16 @@ hs_status hs__infer_full(const hs_model_shape *shape, const float *params, const
         float *row = cat + i * 2 * d_in;
         memcpy(row, in + v * d_in, sizeof(float) * d_in);
         int64_t lo = g->indptr[v], hi = g->indptr[v + 1];
-        for (size_t k = 0; k < d_in; k++) {
-          float sum = 0.0f;
-          for (int64_t e = lo; e < hi; e++) sum += in[(size_t)g->indices[e] * d_in + k];
-          row[d_in + k] = hi > lo ? sum / (float)(hi - lo) : 0.0f;
+        /* Neighbour rows are summed in edge order for every column, as the
+         * column-at-a-time form would, but reading whole rows. */
+        float *mean = row + d_in;
+        memset(mean, 0, sizeof(float) * d_in);
+        for (int64_t e = lo; e < hi; e++) {
+          const float *nb = in + (size_t)g->indices[e] * d_in;
+          for (size_t k = 0; k < d_in; k++) mean[k] += nb[k];
         }
+        if (hi > lo)
+          for (size_t k = 0; k < d_in; k++) mean[k] /= (float)(hi - lo);
       }
       float *dst = out + r0 * d_out;
       hs__ref_gemm(false, false, rows, d_out, 2 * d_in, 1.0f, cat, 2 * d_in,

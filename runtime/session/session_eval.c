@@ -4,7 +4,6 @@
 
 #include "hs_session_int.h"
 #include "nn/checkpoint.h"
-#include "nn/infer.h"
 
 /* Evaluation batches are keyed apart from every training epoch. */
 #define EVAL_EPOCH_KEY 0xfffffff0u
@@ -45,53 +44,76 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   return st;
 }
 
-/* Float32 features of the whole graph: the mapped array itself, or a
- * widened copy (freed by the caller when *owned). */
-static hs_status full_features(const hs_session *s, const float **out, float **owned) {
-  *owned = NULL;
-  if (s->g->feat_dtype == HS_DTYPE_FLOAT32) {
-    *out = s->g->feat;
-    return HS_OK;
+/* Logits (n x classes) of `ids` from their full neighbourhoods, computed
+ * on the trainer device chunk by chunk: each chunk's receptive field is
+ * built as full-neighbour blocks (every neighbour, numbered as the sampler
+ * numbers them) and run through the trainer's forward pass. */
+static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float *logits) {
+  const int classes = s->g->num_classes;
+  const size_t f = (size_t)s->g->f;
+  hs_csr_view g = {.n_vertices = s->g->n, .indptr = s->g->indptr, .indices = s->g->indices};
+  float *feat = NULL, *out = NULL;
+  void *raw = NULL;
+  size_t cap_rows = 0;
+  hs_status st = HS_OK;
+  out = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *out);
+  if (!out) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
+  for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
+    int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
+    hs_nn_block_set set = {0};
+    if ((st = hs__full_blocks_build(&g, ids + first, m, s->model.shape.n_layers, &set)) != HS_OK)
+      break;
+    size_t rows = (size_t)set.blocks[0].n_src;
+    if (rows > cap_rows) {
+      free(feat);
+      free(raw);
+      feat = malloc(rows * f * sizeof *feat + 1);
+      raw = s->g->feat_dtype == HS_DTYPE_FLOAT16 ? malloc(rows * s->g->feat_row_bytes + 1) : NULL;
+      cap_rows = rows;
+      if (!feat || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !raw)) {
+        st = hs__fail(HS_ERR_NOMEM, "out of memory for %zu feature rows", rows);
+        hs__block_set_free(&set);
+        break;
+      }
+    }
+    bool half = raw != NULL;
+    hs_gather_req req = {.table = s->g->feat, .row_bytes = s->g->feat_row_bytes,
+                         .n_rows = s->g->n, .ids = set.ids, .n = (int32_t)rows,
+                         .out = half ? raw : (void *)feat};
+    st = hs__gather(s->pool, &req);
+    if (st == HS_OK && half)
+      for (size_t i = 0; i < rows * f; i++) feat[i] = hs__half_to_float(((uint16_t *)raw)[i]);
+    hs_nn_batch nb = {.n_layers = set.n_layers, .blocks = set.blocks, .feat = feat, .labels = NULL};
+    if (st == HS_OK) st = hs__trainer_upload(s->trainer, &nb);
+    if (st == HS_OK) st = hs__trainer_predict(s->trainer, out);
+    for (int32_t i = 0; st == HS_OK && i < m; i++)
+      memcpy(logits + (size_t)(first + i) * classes, out + (size_t)set.seed_local[i] * classes,
+             sizeof(float) * (size_t)classes);
+    hs__block_set_free(&set);
   }
-  size_t count;
-  if (!hs__mul_size((size_t)s->g->n, (size_t)s->g->f, &count))
-    return hs__fail(HS_ERR_RANGE, "feature matrix too large");
-  float *f = malloc(count * sizeof *f + 1);
-  if (!f) return hs__fail(HS_ERR_NOMEM, "out of memory widening %zu features", count);
-  const uint16_t *h = s->g->feat;
-  for (size_t i = 0; i < count; i++) f[i] = hs__half_to_float(h[i]);
-  *out = f;
-  *owned = f;
-  return HS_OK;
-}
-
-static hs_csr_view csr_view(const hs_session *s) {
-  return (hs_csr_view){.n_vertices = s->g->n, .indptr = s->g->indptr, .indices = s->g->indices};
+  free(out);
+  free(feat);
+  free(raw);
+  return st;
 }
 
 hs_status hs_session_evaluate_full(hs_session *s, hs_split split, double *accuracy) {
   if (!s || !accuracy || split < 0 || split >= HS_SPLIT_COUNT_)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate_full: bad argument");
-  if (!s->g->split[split] || s->g->split_n[split] == 0)
-    return hs__fail(HS_ERR_FORMAT, "the dataset has no such split");
-  hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
-  if (st != HS_OK) return st;
-  const float *feat;
-  float *owned;
-  if ((st = full_features(s, &feat, &owned)) != HS_OK) return st;
-  size_t count = (size_t)s->g->n * (size_t)s->g->num_classes;
-  float *logits = malloc(count * sizeof *logits);
-  if (!logits) {
-    free(owned);
-    return hs__fail(HS_ERR_NOMEM, "out of memory for %zu logits", count);
+  const int32_t *ids = s->g->split[split];
+  int64_t n = s->g->split_n[split];
+  if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no such split");
+  const int classes = s->g->num_classes;
+  float *logits = malloc((size_t)n * (size_t)classes * sizeof *logits);
+  if (!logits) return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)n, classes);
+  hs_status st = full_logits(s, ids, n, logits);
+  if (st == HS_OK) {
+    int64_t correct = 0;
+    for (int64_t i = 0; i < n; i++)
+      correct += argmax(logits + (size_t)i * classes, classes) == s->g->labels[ids[i]];
+    *accuracy = (double)correct / (double)n;
   }
-  hs_csr_view g = csr_view(s);
-  st = hs__infer_full(&s->model.shape, s->model.params, &g, feat, logits);
-  if (st == HS_OK)
-    *accuracy = hs__accuracy(logits, s->g->num_classes, s->g->labels, s->g->split[split],
-                             s->g->split_n[split]);
   free(logits);
-  free(owned);
   return st;
 }
 
@@ -99,35 +121,29 @@ hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n, int32
                              float *logits_out) {
   if (!s || (!ids && n > 0) || !classes || n < 0 || n > INT32_MAX)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_predict: bad argument");
-  int32_t *ids32 = malloc((size_t)n * sizeof *ids32 + 1);
-  float *logits = malloc((size_t)n * (size_t)s->g->num_classes * sizeof *logits + 1);
+  const int c = s->g->num_classes;
+  int32_t *ids32 = calloc((size_t)n + 1, sizeof *ids32);
+  float *logits = malloc((size_t)n * (size_t)c * sizeof *logits + 1);
   hs_status st = HS_OK;
-  const float *feat = NULL;
-  float *owned = NULL;
   if (!ids32 || !logits) {
     st = hs__fail(HS_ERR_NOMEM, "out of memory predicting %lld vertices", (long long)n);
     goto done;
   }
   for (int64_t i = 0; i < n; i++) {
     if (ids[i] < 0 || ids[i] >= s->g->n) {
-      st = hs__fail(HS_ERR_RANGE, "vertex id %lld (position %lld) is outside the graph of %lld vertices",
+      st = hs__fail(HS_ERR_RANGE,
+                    "vertex id %lld (position %lld) is outside the graph of %lld vertices",
                     (long long)ids[i], (long long)i, (long long)s->g->n);
       goto done;
     }
     ids32[i] = (int32_t)ids[i];
   }
-  if ((st = hs__trainer_sync_model(s->trainer, &s->model)) != HS_OK) goto done;
-  if ((st = full_features(s, &feat, &owned)) != HS_OK) goto done;
-  hs_csr_view g = csr_view(s);
-  st = hs__infer_ids(&s->model.shape, s->model.params, &g, feat, ids32, (int32_t)n, logits);
-  if (st != HS_OK) goto done;
-  for (int64_t i = 0; i < n; i++)
-    classes[i] = argmax(logits + (size_t)i * s->g->num_classes, s->g->num_classes);
-  if (logits_out) memcpy(logits_out, logits, (size_t)n * s->g->num_classes * sizeof *logits);
+  if ((st = full_logits(s, ids32, n, logits)) != HS_OK) goto done;
+  for (int64_t i = 0; i < n; i++) classes[i] = argmax(logits + (size_t)i * c, c);
+  if (logits_out) memcpy(logits_out, logits, (size_t)n * (size_t)c * sizeof *logits);
 done:
   free(ids32);
   free(logits);
-  free(owned);
   return st;
 }
 
