@@ -42,5 +42,7 @@ int cmd_convert(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 #endif

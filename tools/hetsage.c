@@ -16,6 +16,8 @@ static const cli_command commands[] = {
     {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
     {"place", "place the sampler and trainer on this board, and say why", cmd_place},
     {"train", "train GraphSAGE (default: the bundled Cora)", cmd_train},
+    {"eval", "accuracy of a saved model on a split", cmd_eval},
+    {"predict", "predict the class of vertices with a saved model", cmd_predict},
     {"version", "print the version", cmd_version},
     {"convert", "import a published graph format into a native dataset", cmd_convert},
     {"generate", "generate a synthetic dataset (R-MAT, SBM)", cmd_generate},

@@ -1,0 +1,241 @@
+/* hetsage eval / hetsage predict: a saved model on a dataset. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli_session.h"
+
+/* A checkpoint file, or a training --checkpoint folder (its best.ckpt). */
+static const char *resolve_checkpoint(const char *arg, char *buf, size_t len) {
+  struct stat st;
+  if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(buf, len, "%s/best.ckpt", arg);
+    return buf;
+  }
+  return arg;
+}
+
+static int open_from_checkpoint(const char *cmd, cli_session_args *a, const char *ckpt,
+                                hs_runtime **rt, hs_dataset **ds, hs_session **s) {
+  hs_status st = hs_session_config_from_checkpoint(ckpt, &a->cfg);
+  if (st != HS_OK) {
+    cli_report(cmd, ckpt, st);
+    return 1;
+  }
+  int rc = cli_session_open(cmd, a, rt, ds, s);
+  if (rc != 0) return rc;
+  if ((st = hs_session_load(*s, ckpt)) != HS_OK) {
+    cli_report(cmd, "loading the checkpoint", st);
+    cli_session_close(*rt, *ds, *s);
+    return 1;
+  }
+  return 0;
+}
+
+static void eval_usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage eval --checkpoint FILE|DIR [options]\n"
+          "\n"
+          "Accuracy of a saved model on a split of a dataset (a DIR is a training\n"
+          "--checkpoint folder: its best.ckpt is used).\n"
+          "\n"
+          "  --split train|valid|test   (default test)\n"
+          "  --sampled                  sampled neighbourhoods (default: full)\n"
+          "  --json                     result as JSON\n");
+  cli_session_usage(f);
+}
+
+static int parse_split(const char *v, hs_split *out) {
+  if (strcmp(v, "train") == 0) *out = HS_SPLIT_TRAIN;
+  else if (strcmp(v, "valid") == 0) *out = HS_SPLIT_VALID;
+  else if (strcmp(v, "test") == 0) *out = HS_SPLIT_TEST;
+  else return -1;
+  return 0;
+}
+
+int cmd_eval(int argc, char **argv) {
+  cli_session_args a;
+  cli_session_args_init(&a);
+  const char *ckpt_arg = NULL;
+  hs_split split = HS_SPLIT_TEST;
+  bool sampled = false, json = false;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    int r = cli_session_arg("eval", &a, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      eval_usage(stdout);
+      return 0;
+    } else if (!strcmp(o, "--checkpoint") && i + 1 < argc) {
+      ckpt_arg = argv[++i];
+    } else if (!strcmp(o, "--split") && i + 1 < argc) {
+      if (parse_split(argv[++i], &split) != 0)
+        return cli_usage_error("eval", "--split '%s': expected train, valid or test", argv[i]);
+    } else if (!strcmp(o, "--sampled")) {
+      sampled = true;
+    } else if (!strcmp(o, "--json")) {
+      json = true;
+    } else {
+      return cli_usage_error("eval", "unknown option or missing value '%s'", o);
+    }
+  }
+  if (!ckpt_arg) return cli_usage_error("eval", "--checkpoint is required");
+  char buf[1100];
+  const char *ckpt = resolve_checkpoint(ckpt_arg, buf, sizeof buf);
+  hs_runtime *rt;
+  hs_dataset *ds;
+  hs_session *s;
+  int rc = open_from_checkpoint("eval", &a, ckpt, &rt, &ds, &s);
+  if (rc) return rc;
+  double acc;
+  hs_status st = sampled ? hs_session_evaluate(s, split, &acc) : hs_session_evaluate_full(s, split, &acc);
+  const char *names[] = {"train", "valid", "test"};
+  if (st != HS_OK) {
+    cli_report("eval", "evaluation", st);
+    rc = 1;
+  } else if (json) {
+    printf("{\"checkpoint\": ");
+    cli_json_string(stdout, ckpt);
+    printf(", \"split\": \"%s\", \"neighbourhoods\": \"%s\", \"accuracy\": %.6f}\n",
+           names[split], sampled ? "sampled" : "full", acc);
+  } else {
+    printf("%s accuracy %.4f (%s neighbourhoods, %s)\n", names[split], acc,
+           sampled ? "sampled" : "full", ckpt);
+  }
+  cli_session_close(rt, ds, s);
+  return rc;
+}
+
+static void predict_usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage predict --checkpoint FILE|DIR (--ids 1,2,3 | --ids-file F) [options]\n"
+          "\n"
+          "Predicted class of each vertex id from its full neighbourhood.\n"
+          "\n"
+          "  --ids LIST       comma-separated vertex ids\n"
+          "  --ids-file F     one vertex id per line ('-': standard input)\n"
+          "  --json           one JSON object with ids, classes and logits\n");
+  cli_session_usage(f);
+}
+
+static int read_ids(const char *cmd, const char *list, const char *file, int64_t **ids, int64_t *n) {
+  size_t cap = 64;
+  *n = 0;
+  *ids = malloc(cap * sizeof **ids);
+  if (!*ids) return 1;
+  FILE *f = NULL;
+  char line[128];
+  char *save = NULL, *copy = NULL;
+  if (file) {
+    f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (!f) {
+      fprintf(stderr, "hetsage %s: cannot read %s: %s\n", cmd, file, strerror(errno));
+      return 1;
+    }
+  } else {
+    copy = strdup(list);
+    if (!copy) return 1;
+  }
+  long lineno = 0;
+  for (;;) {
+    const char *tok;
+    if (f) {
+      if (!fgets(line, sizeof line, f)) break;
+      lineno++;
+      line[strcspn(line, "\r\n")] = '\0';
+      if (!line[0]) continue;
+      tok = line;
+    } else {
+      tok = strtok_r(*n == 0 && !save ? copy : NULL, ",", &save);
+      if (!tok) break;
+      lineno++;
+    }
+    int64_t v;
+    if (!cli_parse_i64(tok, &v) || v < 0) {
+      fprintf(stderr, "hetsage %s: %s:%ld: '%s' is not a vertex id\n", cmd, file ? file : "--ids",
+              lineno, tok);
+      if (f && f != stdin) fclose(f);
+      free(copy);
+      return 2;
+    }
+    if ((size_t)*n == cap) {
+      int64_t *g = realloc(*ids, 2 * cap * sizeof *g);
+      if (!g) break;
+      *ids = g;
+      cap *= 2;
+    }
+    (*ids)[(*n)++] = v;
+  }
+  if (f && f != stdin) fclose(f);
+  free(copy);
+  return 0;
+}
+
+int cmd_predict(int argc, char **argv) {
+  cli_session_args a;
+  cli_session_args_init(&a);
+  const char *ckpt_arg = NULL, *list = NULL, *file = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    int r = cli_session_arg("predict", &a, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      predict_usage(stdout);
+      return 0;
+    } else if (!strcmp(o, "--checkpoint") && i + 1 < argc) {
+      ckpt_arg = argv[++i];
+    } else if (!strcmp(o, "--ids") && i + 1 < argc) {
+      list = argv[++i];
+    } else if (!strcmp(o, "--ids-file") && i + 1 < argc) {
+      file = argv[++i];
+    } else if (!strcmp(o, "--json")) {
+      json = true;
+    } else {
+      return cli_usage_error("predict", "unknown option or missing value '%s'", o);
+    }
+  }
+  if (!ckpt_arg) return cli_usage_error("predict", "--checkpoint is required");
+  if (!list == !file) return cli_usage_error("predict", "give exactly one of --ids and --ids-file");
+  int64_t *ids = NULL, n = 0;
+  int rc = read_ids("predict", list, file, &ids, &n);
+  if (rc) {
+    free(ids);
+    return rc;
+  }
+  char buf[1100];
+  const char *ckpt = resolve_checkpoint(ckpt_arg, buf, sizeof buf);
+  hs_runtime *rt;
+  hs_dataset *ds;
+  hs_session *s;
+  if ((rc = open_from_checkpoint("predict", &a, ckpt, &rt, &ds, &s)) != 0) {
+    free(ids);
+    return rc;
+  }
+  int c = hs_session_num_classes(s);
+  int32_t *cls = malloc((size_t)n * sizeof *cls + 1);
+  float *logits = malloc((size_t)n * (size_t)c * sizeof *logits + 1);
+  hs_status st = cls && logits ? hs_session_predict(s, ids, n, cls, logits) : HS_ERR_NOMEM;
+  if (st != HS_OK) {
+    cli_report("predict", "prediction", st);
+    rc = 1;
+  } else if (json) {
+    printf("{\"predictions\": [");
+    for (int64_t i = 0; i < n; i++) {
+      printf("%s\n  {\"id\": %lld, \"class\": %d, \"logits\": [", i ? "," : "", (long long)ids[i], cls[i]);
+      for (int k = 0; k < c; k++) printf("%s%.6g", k ? ", " : "", (double)logits[i * c + k]);
+      printf("]}");
+    }
+    printf("\n]}\n");
+  } else {
+    for (int64_t i = 0; i < n; i++) printf("%lld\t%d\n", (long long)ids[i], cls[i]);
+  }
+  free(cls);
+  free(logits);
+  free(ids);
+  cli_session_close(rt, ds, s);
+  return rc;
+}
