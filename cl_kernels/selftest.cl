@@ -11,3 +11,9 @@ __kernel void hs_selftest_fill_u32(__global uint *out, const uint value,
   uint i = get_global_id(0);
   if (i < n) out[i] = value + i;
 }
+
+#ifdef HS_SELFTEST_BROKEN
+/* Compiled only with -DHS_SELFTEST_BROKEN: proves that a failing build
+ * reports the compiler's log. */
+__kernel void hs_selftest_broken(__global float *x) { x[0] = undeclared_name; }
+#endif

@@ -155,4 +155,21 @@ hs_status hs__split_buf_read(cl_command_queue q, const hs_split_buf *buf,
 /* The device's effective max allocation (honours $HETSAGE_MAX_ALLOC). */
 size_t hs__max_alloc(const hs_dev *dev);
 
+/* ---- events ------------------------------------------------------------- */
+
+typedef enum hs_event_state {
+  HS_EVENTS_DONE = 0,    /* every event completed */
+  HS_EVENTS_PENDING = 1, /* at least one still queued or running */
+  HS_EVENTS_FAILED = 2,  /* at least one ended with an error (detail set) */
+} hs_event_state;
+
+/* Poll without blocking (clGetEventInfo; never relies on callbacks, which
+ * some drivers do not fire on error). */
+hs_event_state hs__events_poll(const cl_event *events, int n);
+/* Block until every event completed; HS_ERR_OPENCL naming the failed
+ * command's status otherwise. */
+hs_status hs__events_wait(const cl_event *events, int n);
+/* Release and clear events (NULL entries are skipped). */
+void hs__events_release(cl_event *events, int n);
+
 #endif

@@ -20,8 +20,13 @@ hs_status hs__topo_open(hs_topo **out) {
     free(topo);
     return hs__fail(HS_ERR_IO, "hwloc_topology_init failed");
   }
-  /* PCI devices let GPUs be located by bus id. */
+  /* PCI devices let GPUs be located by bus id. hwloc's own OpenCL/CUDA
+   * plugins are not wanted: discovery is ours, and they would initialise
+   * every driver a second time (and keep allocations after unloading). */
   hwloc_topology_set_io_types_filter(topo->t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  static const char *const skip[] = {"opencl", "cuda", "nvml", "rsmi", "levelzero", "gl"};
+  for (size_t i = 0; i < HS_ARRAY_LEN(skip); i++)
+    hwloc_topology_set_components(topo->t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, skip[i]);
   if (hwloc_topology_load(topo->t) != 0) {
     hwloc_topology_destroy(topo->t);
     free(topo);

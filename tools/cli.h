@@ -32,8 +32,14 @@ bool cli_parse_size(const char *s, uint64_t *out);
 
 /* Subcommands (tools/cmd_<name>.c). */
 int cmd_info(int argc, char **argv);
+int cmd_place(int argc, char **argv);
 
 /* Minimal JSON writer: strings are escaped. */
 void cli_json_string(FILE *f, const char *s);
+
+/* Subcommands (cmd_<name>.c). */
+int cmd_convert(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 
 #endif

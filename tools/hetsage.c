@@ -14,7 +14,11 @@ static int cmd_version(int argc, char **argv) {
 
 static const cli_command commands[] = {
     {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
+    {"place", "place the sampler and trainer on this board, and say why", cmd_place},
     {"version", "print the version", cmd_version},
+    {"convert", "import a published graph format into a native dataset", cmd_convert},
+    {"generate", "generate a synthetic dataset (R-MAT, SBM)", cmd_generate},
+    {"stats", "describe a native dataset", cmd_stats},
 };
 
 static void usage(FILE *f) {

@@ -10,5 +10,7 @@
 #include "hetsage/status.h"
 #include "hetsage/device.h"
 #include "hetsage/runtime.h"
+#include "hetsage/board.h"
+#include "hetsage/dataset.h"
 
 #endif

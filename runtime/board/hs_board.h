@@ -1,0 +1,133 @@
+/* Board profiles inside the library: the parsed form of a board profile file,
+ * shared by the parser, placement and (later) bring-up. The meaning of every
+ * field is documented with its key in boards/README.md. */
+#ifndef HS_BOARD_H
+#define HS_BOARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hetsage/board.h"
+
+#define HS__AUTO (-1)        /* "auto" for counts, sizes and tri-states */
+#define HS__BOARD_ID_MAX 25  /* device ids: up to 24 of [A-Za-z0-9_-] */
+#define HS__BOARD_MAX_DEVICES 16
+#define HS__BOARD_RULE_MAX 64 /* substring match rules */
+
+/* Peak figures bring-up compares against; 0 = not set. */
+typedef struct hs__thresholds {
+  double h2d_gbps;
+  double d2h_gbps;
+  double device_copy_gbps;
+  double launch_latency_us; /* an upper bound, unlike the others */
+  double sgemm_gflops;
+  double random_read_mops;
+} hs__thresholds;
+
+typedef struct hs__board_device {
+  char id[HS__BOARD_ID_MAX];
+  int line;             /* line of the [device.<id>] header */
+  int type;             /* hs_device_type, 0 = any */
+  char vendor[HS__BOARD_RULE_MAX];   /* substrings; "" = any */
+  char name[HS__BOARD_RULE_MAX];
+  char platform[HS__BOARD_RULE_MAX];
+  bool required;
+  int64_t min_memory;   /* HS__AUTO = any */
+  int unified_memory;   /* HS__AUTO = any, else 0/1 */
+  char *binary;         /* [binaries] <id>, resolved; NULL = none */
+  hs__thresholds thresholds; /* [thresholds] <id>.<metric> */
+} hs__board_device;
+
+/* Where a key was set, for messages raised after parsing. */
+typedef struct hs__board_key {
+  char section[HS__BOARD_ID_MAX + 8];
+  char key[64];
+  int line;
+} hs__board_key;
+
+struct hs_board_profile {
+  char *path; /* file (or origin label) for messages */
+  char *dir;  /* base for relative paths */
+  int last_line;
+
+  char name[64];
+  char description[256];
+
+  hs__board_device devices[HS__BOARD_MAX_DEVICES];
+  int device_count;
+
+  struct {
+    char sampler[HS__BOARD_ID_MAX]; /* "" = auto */
+    char trainer[HS__BOARD_ID_MAX];
+    int gather_threads; /* HS__AUTO or >= 1 */
+    int shared_context; /* HS__AUTO or 0/1 */
+    bool fallback;
+  } roles;
+
+  struct {
+    int sampler_cores; /* HS__AUTO or >= 1 */
+    int trainer_cores;
+    int host_cores;    /* HS__AUTO or >= 0 */
+  } split;
+
+  struct {
+    int64_t sampler; /* bytes or HS__AUTO */
+    int64_t trainer;
+    int64_t host;
+    int headroom_percent;
+    int zero_copy; /* HS__AUTO or 0/1 */
+  } memory;
+
+  struct {
+    hs_pipeline_mode mode;
+    int depth; /* HS__AUTO or 1.. */
+  } pipeline;
+
+  struct {
+    int64_t trainer_rows; /* HS__AUTO or count */
+    int trainer_percent;
+    int64_t host_bytes;   /* HS__AUTO or bytes */
+    hs_cache_fill fill;
+  } cache;
+
+  struct {
+    int64_t min_global_memory; /* 0 = none */
+    int64_t min_max_alloc;
+    int64_t min_local_memory;
+    int min_compute_units;
+    char extensions[512]; /* space-separated */
+    bool sub_devices;
+  } require;
+
+  hs__thresholds thresholds; /* for every device, unless overridden */
+
+  hs__board_key *keys; /* every key seen, with its line */
+  int key_count;
+  int key_cap;
+};
+
+/* Line where [section] key was set, 0 if it was not. */
+int hs__board_key_line(const hs_board_profile *p, const char *section,
+                       const char *key);
+/* The device rule with this id, NULL if none. */
+const hs__board_device *hs__board_device_find(const hs_board_profile *p,
+                                              const char *id);
+/* Set every setting to its built-in default (no devices, everything auto).
+ * Leaves path, dir and keys alone; the devices must own no binary path. */
+void hs__board_defaults(hs_board_profile *p);
+
+/* ---- value syntax shared by profiles and their tests ---------------------- */
+
+/* Strict parsers: the whole string must match. */
+bool hs__parse_bool(const char *s, bool *out);
+bool hs__parse_int(const char *s, long long min, long long max,
+                   long long *out);
+/* Bytes with an optional K/M/G/T suffix (powers of 1024; "Ki", "KiB", "KB"
+ * accepted), up to INT64_MAX. */
+bool hs__parse_size(const char *s, int64_t *out);
+bool hs__parse_double(const char *s, double *out);
+
+/* "512.0 MiB" style, into buf; returns buf. */
+char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,356 @@
+/* Opening a native dataset: every array is checked against every rule of
+ * dataset.h before the handle is returned. int32 arrays and int64 offsets
+ * are mapped and checked in place; int64 ids are narrowed into int32 copies
+ * (ids are int32 everywhere downstream). feat.npy is mapped but never read. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hs_dsw.h"
+#include "hs_graph.h"
+#include "hs_npy.h"
+
+enum { MAP_INDPTR, MAP_INDICES, MAP_WEIGHTS, MAP_FEAT, MAP_LABEL, MAP_SPLIT0, MAP_COUNT_ = MAP_SPLIT0 + 3 };
+
+struct hs_dataset {
+  char *dir;
+  hs_graph g;
+  hs__map maps[MAP_COUNT_];
+  void *owned[MAP_COUNT_];
+  int64_t num_labelled;
+};
+
+static const char *const split_files[HS_SPLIT_COUNT_] = {"train_idx.npy", "valid_idx.npy",
+                                                         "test_idx.npy"};
+
+#define INT_TYPES ((1u << HS_DTYPE_INT32) | (1u << HS_DTYPE_INT64))
+
+typedef struct arr {
+  char *path;
+  int fd;
+  bool present;
+  hs__npy_header h;
+} arr;
+
+static void arr_close(arr *a) {
+  if (a->fd >= 0) close(a->fd);
+  a->fd = -1;
+  free(a->path);
+  a->path = NULL;
+}
+
+static hs_status arr_open(const char *dir, const char *name, bool required,
+                          unsigned allowed, int ndim, arr *a) {
+  a->fd = -1;
+  a->present = false;
+  a->path = hs__path_join(dir, name);
+  if (!a->path) return hs__fail(HS_ERR_NOMEM, "no memory");
+  struct stat sb;
+  if (stat(a->path, &sb) != 0 && errno == ENOENT) {
+    if (!required) return HS_OK;
+    return hs__fail(HS_ERR_IO, "%s: required file missing", a->path);
+  }
+  hs_status st = hs__npy_open(a->path, &a->h, &a->fd);
+  if (st) return st;
+  if ((st = hs__npy_expect(a->path, &a->h, allowed, ndim))) return st;
+  a->present = true;
+  return HS_OK;
+}
+
+static size_t byte_of(const arr *a, uint64_t i) {
+  return a->h.data_offset + (size_t)i * a->h.elem_size;
+}
+
+/* Range check of an int32 array already in memory. */
+static hs_status check_i32(const arr *a, const int32_t *v, size_t n, int64_t lo,
+                           int64_t hi, const char *what) {
+  bool bad = false;
+  for (size_t i = 0; i < n; i++) bad |= (v[i] < lo) | (v[i] > hi);
+  if (!bad) return HS_OK;
+  for (size_t i = 0; i < n; i++)
+    if (v[i] < lo || v[i] > hi)
+      return hs__fail(HS_ERR_FORMAT,
+                      "%s: element %zu (byte %zu): %s: %" PRId32 " is outside [%" PRId64
+                      ", %" PRId64 "]",
+                      a->path, i, byte_of(a, i), what, v[i], lo, hi);
+  return HS_OK;
+}
+
+/* An int32 view of an int array: mapped if it is int32, else narrowed. */
+static hs_status load_i32(hs_dataset *ds, int slot, const arr *a, int64_t lo, int64_t hi,
+                          const char *what, const int32_t **out) {
+  size_t n = (size_t)a->h.count;
+  hs_status st;
+  if (a->h.dtype == HS_DTYPE_INT32) {
+    const void *data;
+    if ((st = hs__npy_map(a->path, a->fd, &a->h, true, &ds->maps[slot], &data))) return st;
+    *out = data;
+    return check_i32(a, data, n, lo, hi, what);
+  }
+  int32_t *buf = malloc(n ? n * sizeof *buf : 1);
+  if (!buf) return hs__fail(HS_ERR_NOMEM, "%s: no memory for %zu ids", a->path, n);
+  ds->owned[slot] = buf;
+  *out = buf;
+  return hs__npy_read_i32(a->path, a->fd, &a->h, buf, lo, hi, what);
+}
+
+static hs_status load_indptr(hs_dataset *ds, arr *a) {
+  hs_graph *g = &ds->g;
+  if (a->h.count < 1)
+    return hs__fail(HS_ERR_FORMAT,
+                    "%s: byte %zu: shape (0,): indptr needs N+1 >= 1 entries", a->path,
+                    a->h.dict_offset);
+  uint64_t n = a->h.count - 1;
+  if (n > INT32_MAX)
+    return hs__fail(HS_ERR_UNSUPPORTED,
+                    "%s: byte %zu: %" PRIu64 " vertices: vertex ids must fit in int32 "
+                    "(N < 2^31)",
+                    a->path, a->h.dict_offset, n);
+  g->n = (int64_t)n;
+  hs_status st;
+  if (a->h.dtype == HS_DTYPE_INT64) {
+    const void *data;
+    if ((st = hs__npy_map(a->path, a->fd, &a->h, true, &ds->maps[MAP_INDPTR], &data)))
+      return st;
+    g->indptr = data;
+  } else {
+    int64_t *buf = malloc((n + 1) * sizeof *buf);
+    if (!buf) return hs__fail(HS_ERR_NOMEM, "%s: no memory", a->path);
+    ds->owned[MAP_INDPTR] = buf;
+    if ((st = hs__npy_read_i64(a->path, a->fd, &a->h, buf))) return st;
+    g->indptr = buf;
+  }
+  const int64_t *p = g->indptr;
+  if (p[0] != 0)
+    return hs__fail(HS_ERR_FORMAT, "%s: element 0 (byte %zu): indptr[0] is %" PRId64
+                    ", must be 0",
+                    a->path, byte_of(a, 0), p[0]);
+  bool bad = false;
+  for (size_t i = 1; i <= n; i++) bad |= p[i] < p[i - 1];
+  if (bad)
+    for (size_t i = 1; i <= n; i++)
+      if (p[i] < p[i - 1])
+        return hs__fail(HS_ERR_FORMAT,
+                        "%s: element %zu (byte %zu): indptr decreases: %" PRId64
+                        " after %" PRId64,
+                        a->path, i, byte_of(a, i), p[i], p[i - 1]);
+  return HS_OK;
+}
+
+static hs_status load_weights(hs_dataset *ds, arr *a) {
+  hs_graph *g = &ds->g;
+  if (a->h.count != (uint64_t)g->e)
+    return hs__fail(HS_ERR_FORMAT,
+                    "%s: byte %zu: shape (%" PRIu64 ",) disagrees with indices.npy's %" PRId64
+                    " entries",
+                    a->path, a->h.dict_offset, a->h.count, g->e);
+  const void *data;
+  hs_status st = hs__npy_map(a->path, a->fd, &a->h, true, &ds->maps[MAP_WEIGHTS], &data);
+  if (st) return st;
+  const float *w = data;
+  bool bad = false;
+  for (int64_t i = 0; i < g->e; i++) bad |= !isfinite(w[i]);
+  if (bad)
+    for (int64_t i = 0; i < g->e; i++)
+      if (!isfinite(w[i]))
+        return hs__fail(HS_ERR_FORMAT, "%s: element %" PRId64 " (byte %zu): weight is %s",
+                        a->path, i, byte_of(a, (uint64_t)i), isnan(w[i]) ? "NaN" : "infinite");
+  g->weights = w;
+  return HS_OK;
+}
+
+static hs_status load_labels(hs_dataset *ds, arr *a) {
+  hs_graph *g = &ds->g;
+  if (a->h.count != (uint64_t)g->n)
+    return hs__fail(HS_ERR_FORMAT,
+                    "%s: byte %zu: shape (%" PRIu64 ",) disagrees with N = %" PRId64
+                    " from indptr.npy",
+                    a->path, a->h.dict_offset, a->h.count, g->n);
+  const int32_t *lab;
+  hs_status st = load_i32(ds, MAP_LABEL, a, -1, INT32_MAX - 1,
+                          "label (expected -1 for unlabelled, or a class >= 0)", &lab);
+  if (st) return st;
+  int32_t max = -1;
+  int64_t labelled = 0;
+  for (int64_t i = 0; i < g->n; i++) {
+    max = lab[i] > max ? lab[i] : max;
+    labelled += lab[i] >= 0;
+  }
+  g->labels = lab;
+  g->num_classes = max + 1;
+  ds->num_labelled = labelled;
+  return HS_OK;
+}
+
+/* Ids in range, no repeats within or across splits, labelled if labels
+ * exist. `owner` marks which split (1-based) took each vertex. */
+static hs_status load_split(hs_dataset *ds, int s, arr *a, uint8_t *owner, arr *owners) {
+  hs_graph *g = &ds->g;
+  const int32_t *ids;
+  hs_status st = load_i32(ds, MAP_SPLIT0 + s, a, 0, g->n - 1, "vertex id (N from indptr.npy)",
+                          &ids);
+  if (st) return st;
+  for (size_t i = 0; i < a->h.count; i++) {
+    int32_t v = ids[i];
+    if (owner[v]) {
+      int o = owner[v] - 1;
+      const int32_t *other = g->split[o] ? g->split[o] : ids;
+      size_t j = 0;
+      while (other[j] != v) j++;
+      if (o == s)
+        return hs__fail(HS_ERR_FORMAT,
+                        "%s: element %zu (byte %zu): vertex %" PRId32
+                        " appears twice (first at element %zu)",
+                        a->path, i, byte_of(a, i), v, j);
+      return hs__fail(HS_ERR_FORMAT,
+                      "%s: element %zu (byte %zu): vertex %" PRId32
+                      " is also in %s (element %zu): splits must be disjoint",
+                      a->path, i, byte_of(a, i), v, owners[o].path, j);
+    }
+    owner[v] = (uint8_t)(s + 1);
+    if (g->labels && g->labels[v] < 0)
+      return hs__fail(HS_ERR_FORMAT,
+                      "%s: element %zu (byte %zu): vertex %" PRId32
+                      " is unlabelled (label -1 in label.npy)",
+                      a->path, i, byte_of(a, i), v);
+  }
+  g->split[s] = ids;
+  g->split_n[s] = (int64_t)a->h.count;
+  return HS_OK;
+}
+
+void hs_dataset_close(hs_dataset *ds) {
+  if (!ds) return;
+  for (int i = 0; i < MAP_COUNT_; i++) {
+    hs__map_release(&ds->maps[i]);
+    free(ds->owned[i]);
+  }
+  free(ds->dir);
+  free(ds);
+}
+
+hs_status hs_dataset_open(const char *dir, hs_dataset **out) {
+  if (!dir || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_dataset_open: NULL argument");
+  *out = NULL;
+  hs_status st = HS_OK;
+  arr ip = {.fd = -1}, ix = {.fd = -1}, wt = {.fd = -1}, ft = {.fd = -1}, lb = {.fd = -1};
+  arr sp[HS_SPLIT_COUNT_] = {{.fd = -1}, {.fd = -1}, {.fd = -1}};
+  uint8_t *owner = NULL;
+  hs_dataset *ds = calloc(1, sizeof *ds);
+  if (!ds) return hs__fail(HS_ERR_NOMEM, "no memory for a dataset");
+  hs_graph *g = &ds->g;
+  double t0 = hs__now();
+  ds->dir = strdup(dir);
+  if (!ds->dir) {
+    st = hs__fail(HS_ERR_NOMEM, "no memory");
+    goto fail;
+  }
+  struct stat sb;
+  if (stat(dir, &sb) != 0) {
+    st = hs__fail(HS_ERR_IO, "%s: cannot open dataset: %s", dir, strerror(errno));
+    goto fail;
+  }
+  if (!S_ISDIR(sb.st_mode)) {
+    st = hs__fail(HS_ERR_IO, "%s: not a dataset directory", dir);
+    goto fail;
+  }
+
+  if ((st = arr_open(dir, "indptr.npy", true, INT_TYPES, 1, &ip))) goto fail;
+  if ((st = load_indptr(ds, &ip))) goto fail;
+
+  if ((st = arr_open(dir, "indices.npy", true, INT_TYPES, 1, &ix))) goto fail;
+  if (ix.h.count > INT64_MAX) {
+    st = hs__fail(HS_ERR_FORMAT, "%s: too many entries", ix.path);
+    goto fail;
+  }
+  g->e = (int64_t)ix.h.count;
+  if (g->indptr[g->n] != g->e) {
+    st = hs__fail(HS_ERR_FORMAT,
+                  "%s: element %" PRId64 " (byte %zu): indptr[N] is %" PRId64
+                  " but %s holds %" PRId64 " entries",
+                  ip.path, g->n, byte_of(&ip, (uint64_t)g->n), g->indptr[g->n], ix.path, g->e);
+    goto fail;
+  }
+  if ((st = load_i32(ds, MAP_INDICES, &ix, 0, g->n - 1, "neighbour id (N from indptr.npy)",
+                     &g->indices)))
+    goto fail;
+
+  if ((st = arr_open(dir, "weights.npy", false, 1u << HS_DTYPE_FLOAT32, 1, &wt))) goto fail;
+  if (wt.present && (st = load_weights(ds, &wt))) goto fail;
+
+  if ((st = arr_open(dir, "feat.npy", false,
+                     (1u << HS_DTYPE_FLOAT32) | (1u << HS_DTYPE_FLOAT16), 2, &ft)))
+    goto fail;
+  if (ft.present) {
+    if (ft.h.shape[0] != (uint64_t)g->n) {
+      st = hs__fail(HS_ERR_FORMAT,
+                    "%s: byte %zu: shape (%" PRIu64 ", %" PRIu64
+                    "): the first dimension must be N = %" PRId64 " from indptr.npy",
+                    ft.path, ft.h.dict_offset, ft.h.shape[0], ft.h.shape[1], g->n);
+      goto fail;
+    }
+    const void *data;
+    if ((st = hs__npy_map(ft.path, ft.fd, &ft.h, false, &ds->maps[MAP_FEAT], &data)))
+      goto fail;
+    g->feat = data;
+    g->f = (int64_t)ft.h.shape[1];
+    g->feat_dtype = ft.h.dtype;
+    g->feat_row_bytes = (size_t)ft.h.shape[1] * ft.h.elem_size;
+    g->feature_bytes = ft.h.data_bytes;
+  }
+
+  if ((st = arr_open(dir, "label.npy", false, INT_TYPES, 1, &lb))) goto fail;
+  if (lb.present && (st = load_labels(ds, &lb))) goto fail;
+
+  for (int s = 0; s < HS_SPLIT_COUNT_; s++) {
+    if ((st = arr_open(dir, split_files[s], false, INT_TYPES, 1, &sp[s]))) goto fail;
+    if (!sp[s].present) continue;
+    if (!owner && !(owner = calloc((size_t)g->n + 1, 1))) {
+      st = hs__fail(HS_ERR_NOMEM, "no memory");
+      goto fail;
+    }
+    if ((st = load_split(ds, s, &sp[s], owner, sp))) goto fail;
+  }
+
+  g->topology_bytes = (uint64_t)(g->n + 1) * 8 + (uint64_t)g->e * (g->weights ? 8 : 4);
+  hs__log(HS_LOG_DATA, "opened %s: N=%" PRId64 " E=%" PRId64 " F=%" PRId64 " in %.3f s",
+          dir, g->n, g->e, g->f, hs__now() - t0);
+  *out = ds;
+  ds = NULL;
+fail:
+  arr_close(&ip);
+  arr_close(&ix);
+  arr_close(&wt);
+  arr_close(&ft);
+  arr_close(&lb);
+  for (int s = 0; s < HS_SPLIT_COUNT_; s++) arr_close(&sp[s]);
+  free(owner);
+  hs_dataset_close(ds);
+  return st;
+}
+
+const hs_graph *hs__dataset_graph(const hs_dataset *ds) { return &ds->g; }
+
+void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {
+  const hs_graph *g = &ds->g;
+  memset(out, 0, sizeof *out);
+  out->num_vertices = g->n;
+  out->num_edges = g->e;
+  out->num_features = g->f;
+  out->num_classes = g->num_classes;
+  out->num_labelled = g->labels ? ds->num_labelled : 0;
+  out->feature_dtype = g->feat ? g->feat_dtype : HS_DTYPE_NONE;
+  out->has_weights = g->weights != NULL;
+  for (int s = 0; s < HS_SPLIT_COUNT_; s++) {
+    out->has_split[s] = g->split[s] != NULL;
+    out->split_size[s] = g->split_n[s];
+  }
+  out->topology_bytes = g->topology_bytes;
+  out->feature_bytes = g->feature_bytes;
+  out->label_bytes = g->labels ? (uint64_t)g->n * 4 : 0;
+}

@@ -1,0 +1,516 @@
+/* Synthetic datasets: R-MAT and stochastic block model graphs with
+ * class-dependent Gaussian features.
+ *
+ * Every random quantity is a pure function of (seed, what, index) through
+ * Philox, so a dataset does not depend on the thread count: edge i is drawn
+ * from counter (HS__RNG_EDGE + try, i_lo, i_hi, block), the features of
+ * vertex v from (HS__RNG_FEAT, v, block, 0). Edges are never stored as a
+ * list: pass 1 draws them to count row lengths, pass 2 draws them again to
+ * fill the CSR rows in place, so memory is the CSR plus O(N) counters.
+ *
+ * Classes are contiguous id blocks: class(v) = floor(v * K / N). In an SBM,
+ * a drawn edge has a uniform source and, with probability `homophily`, a
+ * uniform target in the source's class, else a uniform one outside it. In
+ * R-MAT the same id blocks are the classes: the recursive quadrant choice
+ * (a > d) makes ids that share high bits link more often, so the blocks are
+ * homophilous communities without any extra rule.
+ *
+ * Features: x[v][j] = r * [j == class(v)] + sigma * N(0, 1) with
+ * r = margin / sqrt(2), so any two class means are `margin` apart. With
+ * equal priors the Bayes classifier of the features alone picks the class
+ * of the largest of the first K coordinates, and is right with probability
+ *   P = integral phi(z) Phi(z + r / sigma)^(K-1) dz,
+ * which meta.json reports as "bayes_accuracy": the accuracy of the
+ * features alone; a GNN on a homophilous graph should match or beat it. */
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hs_build.h"
+#include "hs_graph.h"
+#include "rng/philox.h"
+
+#define MAX_THREADS 16
+#define RMAT_TRIES 64
+
+typedef struct gen {
+  const hs_generate_opts *o;
+  int64_t n, m; /* vertices, edges drawn */
+  int32_t k;
+  int scale;
+  double homophily;
+  uint32_t qa, qab, qabc; /* R-MAT thresholds out of 65536 */
+  int threads;
+  /* CSR being built */
+  int64_t *indptr;
+  int32_t *indices;
+  int64_t *cnt[MAX_THREADS];
+  /* feature rows being made: [chunk_v0, chunk_v1) into chunk_out */
+  int64_t chunk_v0, chunk_v1;
+  void *chunk_out;
+  float *rowbuf[MAX_THREADS];
+} gen;
+
+static inline int32_t class_of(const gen *g, int64_t v) {
+  return (int32_t)((v * (int64_t)g->k) / g->n);
+}
+
+static inline int64_t class_start(const gen *g, int32_t c) {
+  return ((int64_t)c * g->n + g->k - 1) / g->k;
+}
+
+static void draw_sbm(const gen *g, uint64_t i, int32_t *src, int32_t *dst) {
+  hs_philox_ctr r = hs_philox_draw(g->o->seed, HS__RNG_EDGE, (uint32_t)i, (uint32_t)(i >> 32), 0);
+  int64_t s = hs_philox_below(r.v[0], (uint32_t)g->n);
+  int32_t c = class_of(g, s);
+  int64_t b0 = class_start(g, c), b1 = class_start(g, c + 1);
+  int64_t size = b1 - b0, other = g->n - size;
+  int64_t d;
+  if (other == 0 || hs_philox_unit(r.v[1]) < (float)g->homophily) {
+    d = b0 + hs_philox_below(r.v[2], (uint32_t)size);
+  } else {
+    int64_t j = hs_philox_below(r.v[2], (uint32_t)other);
+    d = j < b0 ? j : j + size;
+  }
+  *src = (int32_t)s;
+  *dst = (int32_t)d;
+}
+
+static void draw_rmat(const gen *g, uint64_t i, int32_t *src, int32_t *dst) {
+  uint64_t s = 0, d = 0;
+  for (uint32_t t = 0; t < RMAT_TRIES; t++) {
+    s = d = 0;
+    hs_philox_ctr r = {{0, 0, 0, 0}};
+    for (int level = 0; level < g->scale; level++) {
+      if (level % 8 == 0)
+        r = hs_philox_draw(g->o->seed, HS__RNG_EDGE + t, (uint32_t)i, (uint32_t)(i >> 32),
+                           (uint32_t)(level / 8));
+      uint32_t w = r.v[(level % 8) / 2];
+      uint32_t u = level % 2 ? w >> 16 : w & 0xffffu;
+      unsigned bs = u >= g->qab, bd = (u >= g->qa && u < g->qab) || u >= g->qabc;
+      s = s << 1 | bs;
+      d = d << 1 | bd;
+    }
+    if ((int64_t)s < g->n && (int64_t)d < g->n) break;
+    /* Past the last try (a vanishing case), fold into range. */
+    if (t == RMAT_TRIES - 1) {
+      s %= (uint64_t)g->n;
+      d %= (uint64_t)g->n;
+    }
+  }
+  *src = (int32_t)s;
+  *dst = (int32_t)d;
+}
+
+static inline void draw(const gen *g, uint64_t i, int32_t *s, int32_t *d) {
+  if (g->o->kind == HS_GENERATE_SBM) draw_sbm(g, i, s, d);
+  else draw_rmat(g, i, s, d);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+typedef struct job {
+  gen *g;
+  int t;
+  void (*fn)(gen *g, int t);
+} job;
+
+static void *job_main(void *arg) {
+  job *j = arg;
+  j->fn(j->g, j->t);
+  return NULL;
+}
+
+/* fn(g, t) for t in [0, threads); a thread that cannot start runs inline. */
+static void run_threads(gen *g, void (*fn)(gen *g, int t)) {
+  job jobs[MAX_THREADS];
+  pthread_t tid[MAX_THREADS];
+  bool started[MAX_THREADS] = {false};
+  for (int t = 1; t < g->threads; t++) {
+    jobs[t] = (job){g, t, fn};
+    started[t] = pthread_create(&tid[t], NULL, job_main, &jobs[t]) == 0;
+  }
+  fn(g, 0);
+  for (int t = 1; t < g->threads; t++) {
+    if (started[t]) pthread_join(tid[t], NULL);
+    else fn(g, t);
+  }
+}
+
+static void edge_range(const gen *g, int t, uint64_t *lo, uint64_t *hi) {
+  *lo = (uint64_t)g->m / (uint64_t)g->threads * (uint64_t)t;
+  *hi = t == g->threads - 1 ? (uint64_t)g->m : (uint64_t)g->m / (uint64_t)g->threads * (uint64_t)(t + 1);
+}
+
+static void pass_count(gen *g, int t) {
+  uint64_t lo, hi;
+  edge_range(g, t, &lo, &hi);
+  int64_t *cnt = g->cnt[t];
+  bool und = g->o->undirected;
+  for (uint64_t i = lo; i < hi; i++) {
+    int32_t s, d;
+    draw(g, i, &s, &d);
+    cnt[s]++;
+    if (und) cnt[d]++;
+  }
+}
+
+static void pass_fill(gen *g, int t) {
+  uint64_t lo, hi;
+  edge_range(g, t, &lo, &hi);
+  int64_t *cur = g->cnt[t];
+  bool und = g->o->undirected;
+  for (uint64_t i = lo; i < hi; i++) {
+    int32_t s, d;
+    draw(g, i, &s, &d);
+    g->indices[cur[s]++] = d;
+    if (und) g->indices[cur[d]++] = s;
+  }
+}
+
+/* ---- features ----------------------------------------------------------- */
+
+static uint16_t f32_to_f16(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  uint32_t sign = (b >> 16) & 0x8000u;
+  int32_t exp = (int32_t)((b >> 23) & 0xff) - 127 + 15;
+  uint32_t man = b & 0x7fffffu;
+  if (((b >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return (uint16_t)sign;
+    man |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t h = man >> shift;
+    uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = (uint32_t)exp << 10 | man >> 13;
+  uint32_t rem = man & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; /* may carry into the exponent */
+  return (uint16_t)(sign | h);
+}
+
+static void feat_rows(gen *g, int t) {
+  int64_t rows = g->chunk_v1 - g->chunk_v0;
+  int64_t a = g->chunk_v0 + rows * t / g->threads, b = g->chunk_v0 + rows * (t + 1) / g->threads;
+  int64_t f = g->o->num_features;
+  bool half = g->o->feature_dtype == HS_DTYPE_FLOAT16;
+  float r = (float)(g->o->margin / sqrt(2.0)), sigma = (float)g->o->sigma;
+  const float two_pi = 6.283185307179586f;
+  float *row = g->rowbuf[t];
+  for (int64_t v = a; v < b; v++) {
+    for (int64_t j = 0; j < f; j += 4) {
+      hs_philox_ctr w = hs_philox_draw(g->o->seed, HS__RNG_FEAT, (uint32_t)v,
+                                       (uint32_t)(j / 4), 0);
+      for (int p = 0; p < 2; p++) {
+        float u1 = ((float)(w.v[2 * p] >> 8) + 1.0f) * (1.0f / 16777216.0f);
+        float u2 = hs_philox_unit(w.v[2 * p + 1]);
+        float rad = sqrtf(-2.0f * logf(u1));
+        row[j + 2 * p] = sigma * rad * cosf(two_pi * u2);
+        row[j + 2 * p + 1] = sigma * rad * sinf(two_pi * u2);
+      }
+    }
+    row[class_of(g, v)] += r;
+    size_t off = (size_t)(v - g->chunk_v0) * (size_t)f;
+    if (!half) {
+      memcpy((float *)g->chunk_out + off, row, (size_t)f * sizeof *row);
+    } else {
+      uint16_t *out = (uint16_t *)g->chunk_out + off;
+      for (int64_t j = 0; j < f; j++) out[j] = f32_to_f16(row[j]);
+    }
+  }
+}
+
+static hs_status write_features(gen *g, hs__dsw *w) {
+  const hs_generate_opts *o = g->o;
+  uint64_t shape[2] = {(uint64_t)g->n, (uint64_t)o->num_features};
+  size_t es = o->feature_dtype == HS_DTYPE_FLOAT16 ? 2 : 4;
+  size_t row_bytes = (size_t)o->num_features * es;
+  int64_t rows = (int64_t)((64u << 20) / row_bytes);
+  if (rows < 1) rows = 1;
+  hs_status st = HS_OK;
+  void *buf = malloc((size_t)rows * row_bytes);
+  bool ok = buf != NULL;
+  for (int t = 0; t < g->threads && ok; t++)
+    ok = (g->rowbuf[t] = malloc(((size_t)o->num_features + 4) * sizeof(float))) != NULL;
+  if (!ok) {
+    st = hs__fail(HS_ERR_NOMEM, "no memory for feature rows");
+    goto done;
+  }
+  hs__npy_out out;
+  if ((st = hs__dsw_stream(w, "feat.npy", o->feature_dtype, 2, shape, &out))) goto done;
+  double t0 = hs__now(), last = t0;
+  for (int64_t v0 = 0; v0 < g->n; v0 += rows) {
+    g->chunk_v0 = v0;
+    g->chunk_v1 = v0 + rows < g->n ? v0 + rows : g->n;
+    g->chunk_out = buf;
+    run_threads(g, feat_rows);
+    if ((st = hs__npy_out_write(&out, buf, (size_t)(g->chunk_v1 - v0) * row_bytes))) break;
+    if (hs__now() - last > 5) {
+      last = hs__now();
+      hs__progress(o->progress, o->progress_ctx, "features: %" PRId64 " / %" PRId64 " rows (%.0f s)",
+                   g->chunk_v1, g->n, last - t0);
+    }
+  }
+  if (st) hs__npy_out_discard(&out);
+  else st = hs__npy_out_close(&out);
+done:
+  free(buf);
+  for (int t = 0; t < MAX_THREADS; t++) {
+    free(g->rowbuf[t]);
+    g->rowbuf[t] = NULL;
+  }
+  return st;
+}
+
+/* ---- accuracy prediction ----------------------------------------------- */
+
+static double bayes_accuracy(int32_t k, double r_over_sigma) {
+  if (k <= 1) return 1.0;
+  /* Simpson's rule on [-12, 12]: phi is negligible outside. */
+  const int steps = 4800;
+  const double lo = -12, hi = 12, h = (hi - lo) / steps;
+  double sum = 0;
+  for (int i = 0; i <= steps; i++) {
+    double z = lo + h * i;
+    double phi = exp(-0.5 * z * z) / sqrt(2 * M_PI);
+    double cdf = 0.5 * erfc(-(z + r_over_sigma) / sqrt(2.0));
+    double f = phi * pow(cdf, k - 1);
+    sum += f * (i == 0 || i == steps ? 1 : (i % 2 ? 4 : 2));
+  }
+  return sum * h / 3;
+}
+
+/* ---- driver ------------------------------------------------------------- */
+
+void hs_generate_opts_init(hs_generate_opts *o, hs_generate_kind kind) {
+  memset(o, 0, sizeof *o);
+  o->kind = kind;
+  o->seed = 1;
+  o->scale = 16;
+  o->edge_factor = 16;
+  o->rmat_a = 0.57;
+  o->rmat_b = 0.19;
+  o->rmat_c = 0.19;
+  o->num_classes = 8;
+  o->homophily = 0.8;
+  o->num_features = 32;
+  o->feature_dtype = HS_DTYPE_FLOAT32;
+  o->margin = 1.5;
+  o->sigma = 1.0;
+  o->undirected = true;
+  o->dedup = true;
+  o->self_loops = HS_SELF_LOOPS_DROP;
+  o->split_frac[0] = 0.6;
+  o->split_frac[1] = 0.2;
+  o->split_frac[2] = 0.2;
+  o->threads = 2;
+}
+
+static hs_status check_opts(const hs_generate_opts *o, gen *g) {
+  if (o->kind != HS_GENERATE_RMAT && o->kind != HS_GENERATE_SBM)
+    return hs__fail(HS_ERR_INVALID_ARG, "unknown generator kind %d", (int)o->kind);
+  if (o->scale < 1 || o->scale > 31)
+    return hs__fail(HS_ERR_INVALID_ARG, "scale %d is not in [1, 31]", o->scale);
+  g->n = o->num_vertices ? o->num_vertices : (int64_t)1 << o->scale;
+  if (g->n < 1 || g->n > INT32_MAX)
+    return hs__fail(g->n > INT32_MAX ? HS_ERR_UNSUPPORTED : HS_ERR_INVALID_ARG,
+                    "%" PRId64 " vertices: need 1 <= N < 2^31", g->n);
+  g->scale = 1;
+  while (((int64_t)1 << g->scale) < g->n) g->scale++;
+  if (o->kind == HS_GENERATE_RMAT && o->num_vertices && o->scale > g->scale) g->scale = o->scale;
+  if (o->num_classes < 1 || o->num_classes > g->n)
+    return hs__fail(HS_ERR_INVALID_ARG, "%" PRId32 " classes for %" PRId64 " vertices",
+                    o->num_classes, g->n);
+  g->k = o->num_classes;
+  if (o->num_features < g->k)
+    return hs__fail(HS_ERR_INVALID_ARG,
+                    "%" PRId64 " features: need at least one per class (%" PRId32 ")",
+                    o->num_features, g->k);
+  if (o->feature_dtype != HS_DTYPE_FLOAT32 && o->feature_dtype != HS_DTYPE_FLOAT16)
+    return hs__fail(HS_ERR_INVALID_ARG, "features must be float32 or float16");
+  if (!(o->sigma > 0) || !(o->margin >= 0) || !isfinite(o->sigma) || !isfinite(o->margin))
+    return hs__fail(HS_ERR_INVALID_ARG, "need sigma > 0 and margin >= 0");
+  g->homophily = o->homophily;
+  g->m = o->num_edges;
+  if (o->kind == HS_GENERATE_SBM && o->p_in > 0) {
+    if (!(o->p_in <= 1) || !(o->p_out >= 0 && o->p_out <= 1))
+      return hs__fail(HS_ERR_INVALID_ARG, "p_in and p_out must be probabilities");
+    double within = 0, sq = 0;
+    for (int32_t c = 0; c < g->k; c++) {
+      double s = (double)(class_start(g, c + 1) - class_start(g, c));
+      within += s * (s - 1) / 2;
+      sq += s * s;
+    }
+    double across = ((double)g->n * (double)g->n - sq) / 2;
+    double ew = within * o->p_in, ea = across * o->p_out;
+    if (ew + ea > 9e18) return hs__fail(HS_ERR_INVALID_ARG, "p_in/p_out give too many edges");
+    g->m = llround(ew + ea);
+    g->homophily = ew + ea > 0 ? ew / (ew + ea) : 1;
+  } else if (g->m == 0) {
+    if (!(o->edge_factor >= 0) || o->edge_factor * (double)g->n > 4e18)
+      return hs__fail(HS_ERR_INVALID_ARG, "bad edge factor %g", o->edge_factor);
+    g->m = llround(o->edge_factor * (double)g->n);
+  }
+  if (g->m < 0) return hs__fail(HS_ERR_INVALID_ARG, "negative edge count");
+  if (!(g->homophily >= 0 && g->homophily <= 1))
+    return hs__fail(HS_ERR_INVALID_ARG, "homophily %g is not in [0, 1]", g->homophily);
+  if (o->kind == HS_GENERATE_RMAT) {
+    double a = o->rmat_a, b = o->rmat_b, c = o->rmat_c;
+    if (!(a >= 0 && b >= 0 && c >= 0 && a + b + c <= 1 + 1e-12))
+      return hs__fail(HS_ERR_INVALID_ARG, "R-MAT a, b, c must be >= 0 with a + b + c <= 1");
+    g->qa = (uint32_t)lround(a * 65536);
+    g->qab = (uint32_t)lround((a + b) * 65536);
+    g->qabc = (uint32_t)lround((a + b + c) * 65536);
+  }
+  uint64_t entries = (uint64_t)g->m * (o->undirected ? 2u : 1u);
+  if (entries / (o->undirected ? 2u : 1u) != (uint64_t)g->m || entries > ((uint64_t)1 << 40))
+    return hs__fail(HS_ERR_INVALID_ARG, "%" PRId64 " edges is too many", g->m);
+  g->threads = o->threads <= 0 ? 2 : o->threads > MAX_THREADS ? MAX_THREADS : o->threads;
+  return HS_OK;
+}
+
+static hs_status write_meta(const gen *g, hs__dsw *w, double measured_h, double bayes) {
+  const hs_generate_opts *o = g->o;
+  char b[2048];
+  int k = snprintf(b, sizeof b,
+                   "{\n  \"hetsage_dataset\": 1,\n  \"generator\": \"%s\",\n  \"seed\": %" PRIu64
+                   ",\n  \"vertices\": %" PRId64 ",\n  \"edges_drawn\": %" PRId64
+                   ",\n  \"undirected\": %s,\n  \"dedup\": %s,\n  \"self_loops\": \"%s\",\n",
+                   o->kind == HS_GENERATE_SBM ? "sbm" : "rmat", o->seed, g->n, g->m,
+                   o->undirected ? "true" : "false", o->dedup ? "true" : "false",
+                   o->self_loops == HS_SELF_LOOPS_DROP ? "drop" : "keep");
+  if (o->kind == HS_GENERATE_RMAT)
+    k += snprintf(b + k, sizeof b - (size_t)k,
+                  "  \"rmat\": {\"scale\": %d, \"a\": %g, \"b\": %g, \"c\": %g, \"d\": %g},\n",
+                  g->scale, o->rmat_a, o->rmat_b, o->rmat_c, 1 - o->rmat_a - o->rmat_b - o->rmat_c);
+  else
+    k += snprintf(b + k, sizeof b - (size_t)k,
+                  "  \"sbm\": {\"homophily\": %.6f, \"p_in\": %g, \"p_out\": %g},\n", g->homophily,
+                  o->p_in, o->p_out);
+  k += snprintf(b + k, sizeof b - (size_t)k,
+                "  \"classes\": %" PRId32 ",\n  \"class_rule\": \"class(v) = floor(v * classes / vertices)\",\n"
+                "  \"features\": %" PRId64 ",\n  \"feature_dtype\": \"%s\",\n"
+                "  \"feature_rule\": \"x[v][j] = margin/sqrt(2) * [j == class(v)] + sigma * N(0,1)\",\n"
+                "  \"margin\": %g,\n  \"sigma\": %g,\n"
+                "  \"homophily_measured\": %.6f,\n"
+                "  \"bayes_accuracy\": %.6f,\n"
+                "  \"predicted_accuracy\": {\"features_only\": %.6f, \"note\": \"Bayes accuracy of "
+                "the features alone; a GNN on a homophilous graph should match or beat it\"},\n"
+                "  \"split\": {\"kind\": \"stratified\", \"fractions\": [%g, %g, %g], \"seed\": %" PRIu64
+                "}\n}\n",
+                o->num_classes, o->num_features, hs_dtype_name(o->feature_dtype), o->margin,
+                o->sigma, measured_h, bayes, bayes, o->split_frac[0], o->split_frac[1],
+                o->split_frac[2], o->seed);
+  if (k >= (int)sizeof b) return hs__fail(HS_ERR_NOMEM, "meta.json too long");
+  return hs__dsw_text(w, "meta.json", b);
+}
+
+hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_summary *sum) {
+  if (!dst || !o) return hs__fail(HS_ERR_INVALID_ARG, "hs_generate: NULL argument");
+  gen g;
+  memset(&g, 0, sizeof g);
+  g.o = o;
+  hs_status st = check_opts(o, &g);
+  if (st) return st;
+  hs__dsw *w = NULL;
+  int32_t *labels = NULL, *split[HS_SPLIT_COUNT_] = {NULL, NULL, NULL};
+  int64_t split_n[HS_SPLIT_COUNT_];
+  hs_dataset *check = NULL;
+  double t0 = hs__now();
+  if ((st = hs__dsw_begin(dst, o->force, &w))) return st;
+  uint64_t entries = (uint64_t)g.m * (o->undirected ? 2u : 1u);
+  size_t nn = (size_t)g.n + 1;
+  g.indptr = calloc(nn, sizeof *g.indptr);
+  g.indices = malloc(entries ? (size_t)entries * sizeof *g.indices : 1);
+  bool ok = g.indptr && g.indices;
+  for (int t = 0; t < g.threads && ok; t++) ok = (g.cnt[t] = calloc(nn, sizeof(int64_t))) != NULL;
+  if (!ok) {
+    st = hs__fail(HS_ERR_NOMEM, "no memory for a CSR of %" PRId64 " vertices and %" PRIu64 " entries",
+                  g.n, entries);
+    goto fail;
+  }
+  hs__progress(o->progress, o->progress_ctx, "pass 1/2: counting degrees of %" PRId64 " edges (%d threads)",
+               g.m, g.threads);
+  run_threads(&g, pass_count);
+  for (int64_t v = 0; v < g.n; v++) {
+    int64_t at = g.indptr[v];
+    for (int t = 0; t < g.threads; t++) {
+      int64_t c = g.cnt[t][v];
+      g.cnt[t][v] = at; /* becomes thread t's write cursor in row v */
+      at += c;
+    }
+    g.indptr[v + 1] = at;
+  }
+  hs__progress(o->progress, o->progress_ctx, "pass 2/2: filling rows (%.1f s)", hs__now() - t0);
+  run_threads(&g, pass_fill);
+  for (int t = 0; t < g.threads; t++) {
+    free(g.cnt[t]);
+    g.cnt[t] = NULL;
+  }
+  hs__progress(o->progress, o->progress_ctx, "sorting rows (%.1f s)", hs__now() - t0);
+  hs__edge_opts eo = {o->undirected, o->dedup, o->self_loops};
+  if ((st = hs__csr_finish(g.n, g.indptr, g.indices, &eo, g.threads))) goto fail;
+  int64_t e = g.indptr[g.n];
+
+  labels = malloc((size_t)g.n * sizeof *labels);
+  if (!labels) {
+    st = hs__fail(HS_ERR_NOMEM, "no memory");
+    goto fail;
+  }
+  for (int64_t v = 0; v < g.n; v++) labels[v] = class_of(&g, v);
+  int64_t same = 0;
+  for (int64_t v = 0; v < g.n; v++)
+    for (int64_t k = g.indptr[v]; k < g.indptr[v + 1]; k++) same += labels[g.indices[k]] == labels[v];
+  double measured_h = e ? (double)same / (double)e : 0;
+  if ((st = hs__split_stratified(labels, g.n, g.k, o->split_frac, o->seed, split, split_n)))
+    goto fail;
+
+  hs__progress(o->progress, o->progress_ctx, "writing topology: %" PRId64 " entries (%.1f s)", e,
+               hs__now() - t0);
+  uint64_t s_ip[1] = {(uint64_t)g.n + 1}, s_ix[1] = {(uint64_t)e}, s_l[1] = {(uint64_t)g.n};
+  if ((st = hs__dsw_array(w, "indptr.npy", HS_DTYPE_INT64, 1, s_ip, g.indptr))) goto fail;
+  if ((st = hs__dsw_array(w, "indices.npy", HS_DTYPE_INT32, 1, s_ix, g.indices))) goto fail;
+  free(g.indices);
+  g.indices = NULL;
+  if ((st = hs__dsw_array(w, "label.npy", HS_DTYPE_INT32, 1, s_l, labels))) goto fail;
+  static const char *const names[HS_SPLIT_COUNT_] = {"train_idx.npy", "valid_idx.npy",
+                                                     "test_idx.npy"};
+  for (int s = 0; s < HS_SPLIT_COUNT_; s++) {
+    uint64_t sh[1] = {(uint64_t)split_n[s]};
+    if ((st = hs__dsw_array(w, names[s], HS_DTYPE_INT32, 1, sh, split[s]))) goto fail;
+  }
+  hs__progress(o->progress, o->progress_ctx, "writing features: %" PRId64 " x %" PRId64 " %s (%.1f s)",
+               g.n, o->num_features, hs_dtype_name(o->feature_dtype), hs__now() - t0);
+  if ((st = write_features(&g, w))) goto fail;
+  double bayes = bayes_accuracy(g.k, o->margin / sqrt(2.0) / o->sigma);
+  if ((st = write_meta(&g, w, measured_h, bayes))) goto fail;
+  if ((st = hs_dataset_open(hs__dsw_dir(w), &check))) {
+    hs__fail_context(st, "the generated dataset does not validate");
+    goto fail;
+  }
+  if (sum) {
+    hs_dataset_get_info(check, &sum->info);
+    sum->homophily = measured_h;
+    sum->bayes_accuracy = bayes;
+  }
+  hs_dataset_close(check);
+  st = hs__dsw_commit(w);
+  w = NULL;
+  if (sum) sum->seconds = hs__now() - t0;
+  if (!st) hs__progress(o->progress, o->progress_ctx, "wrote %s in %.1f s", dst, hs__now() - t0);
+fail:
+  hs__dsw_abort(w);
+  free(g.indptr);
+  free(g.indices);
+  for (int t = 0; t < MAX_THREADS; t++) free(g.cnt[t]);
+  free(labels);
+  for (int s = 0; s < HS_SPLIT_COUNT_; s++) free(split[s]);
+  return st;
+}

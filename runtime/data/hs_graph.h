@@ -1,0 +1,37 @@
+/* The in-memory view of an opened dataset that the sampler, the gather
+ * stage and the trainer read. Everything here is read-only and owned by the
+ * hs_dataset it came from; it lives until hs_dataset_close. */
+#ifndef HS_GRAPH_H
+#define HS_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetsage/dataset.h"
+
+typedef struct hs_graph {
+  int64_t n;           /* vertices, < 2^31 */
+  int64_t e;           /* stored CSR entries */
+  int64_t f;           /* features per vertex (0: no features) */
+  int32_t num_classes; /* 0: no labels */
+
+  const int64_t *indptr;  /* [n + 1], indptr[0] = 0, monotone, indptr[n] = e */
+  const int32_t *indices; /* [e], every id in [0, n) */
+  const float *weights;   /* [e] or NULL */
+
+  const void *feat;       /* [n][f] row-major, memory-mapped, or NULL */
+  hs_dtype feat_dtype;    /* HS_DTYPE_FLOAT32 / HS_DTYPE_FLOAT16 */
+  size_t feat_row_bytes;  /* f * element size */
+
+  const int32_t *labels;  /* [n] in [-1, num_classes) or NULL */
+  const int32_t *split[HS_SPLIT_COUNT_]; /* vertex ids, or NULL */
+  int64_t split_n[HS_SPLIT_COUNT_];
+
+  uint64_t topology_bytes; /* indptr (int64) + indices (int32) + weights */
+  uint64_t feature_bytes;  /* n * feat_row_bytes */
+} hs_graph;
+
+/* The view of an open dataset (never NULL for a valid handle). */
+const hs_graph *hs__dataset_graph(const hs_dataset *ds);
+
+#endif

@@ -1,0 +1,64 @@
+/* Dataset statistics: out-degree distribution, self-loops, isolated
+ * vertices, class sizes. Reads the topology and labels, never features. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hs_build.h"
+#include "hs_graph.h"
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *out) {
+  if (!ds || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_dataset_stats_compute: NULL argument");
+  const hs_graph *g = hs__dataset_graph(ds);
+  memset(out, 0, sizeof *out);
+  hs_dataset_get_info(ds, &out->info);
+  int64_t n = g->n;
+  if (n == 0) return HS_OK;
+  int64_t *deg = malloc((size_t)n * sizeof *deg);
+  uint8_t *touched = calloc((size_t)n, 1);
+  int64_t *cls = calloc((size_t)g->num_classes + 1, sizeof *cls);
+  if (!deg || !touched || !cls) {
+    free(deg);
+    free(touched);
+    free(cls);
+    return hs__fail(HS_ERR_NOMEM, "no memory for statistics of %lld vertices", (long long)n);
+  }
+  int64_t loops = 0;
+  for (int64_t v = 0; v < n; v++) {
+    int64_t b = g->indptr[v], e = g->indptr[v + 1];
+    deg[v] = e - b;
+    if (e > b) touched[v] = 1;
+    for (int64_t k = b; k < e; k++) {
+      int32_t u = g->indices[k];
+      touched[u] = 1;
+      loops += u == v;
+    }
+  }
+  int64_t isolated = 0;
+  for (int64_t v = 0; v < n; v++) isolated += !touched[v];
+  if (g->labels) {
+    for (int64_t v = 0; v < n; v++)
+      if (g->labels[v] >= 0) cls[g->labels[v]]++;
+    for (int32_t c = 0; c < g->num_classes; c++)
+      if (cls[c] > out->class_size_max) out->class_size_max = cls[c];
+  }
+  qsort(deg, (size_t)n, sizeof *deg, cmp_i64);
+  out->degree_min = deg[0];
+  out->degree_max = deg[n - 1];
+  out->degree_median = deg[(n - 1) / 2];
+  /* Smallest d with at least 99% of rows <= d: the element at rank
+   * ceil(0.99 n) - 1. */
+  int64_t r = (n * 99 + 99) / 100 - 1;
+  out->degree_p99 = deg[r < 0 ? 0 : r];
+  out->degree_mean = (double)g->e / (double)n;
+  out->self_loops = loops;
+  out->isolated = isolated;
+  free(deg);
+  free(touched);
+  free(cls);
+  return HS_OK;
+}

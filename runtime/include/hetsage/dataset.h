@@ -1,0 +1,245 @@
+/* hetsage — datasets: the native format, importers, the generator, stats.
+ *
+ * A native dataset is a directory of NumPy .npy files (DESIGN.md §6):
+ *
+ *   indptr.npy              int64 (or int32) [N+1]   CSR offsets, required
+ *   indices.npy             int32 or int64 [E]       neighbour ids, required
+ *   weights.npy             float32 [E]              optional, finite
+ *   feat.npy                float32 or float16 [N,F] optional, memory-mapped
+ *   label.npy               int32 or int64 [N]       optional; -1 = unlabelled
+ *   train_idx.npy, valid_idx.npy, test_idx.npy
+ *                           int32 or int64           optional vertex ids
+ *
+ * Row v of the CSR (indices[indptr[v] .. indptr[v+1])) lists the vertices v
+ * draws its neighbourhood from: for a directed source edge u -> w, w appears
+ * in row u (scipy.sparse.csr_matrix of A[src, dst]). Importers and the
+ * generator write each row sorted by id.
+ *
+ * Labels are in [-1, C) where C = max label + 1 is the number of classes;
+ * -1 marks an unlabelled vertex, which no split may contain. The three
+ * splits are disjoint and free of repeats.
+ *
+ * .npy files must be C order, little-endian ('<' or '|'), format version
+ * 1.0, 2.0 or 3.0 (what numpy.save writes). Vertex ids must fit in int32
+ * (N < 2^31); the edge count may not.
+ */
+#ifndef HETSAGE_DATASET_H
+#define HETSAGE_DATASET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetsage/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types of the arrays of a dataset. */
+typedef enum hs_dtype {
+  HS_DTYPE_NONE = 0,
+  HS_DTYPE_INT32 = 1,
+  HS_DTYPE_INT64 = 2,
+  HS_DTYPE_FLOAT32 = 3,
+  HS_DTYPE_FLOAT16 = 4,
+} hs_dtype;
+
+/* "int32", "int64", "float32", "float16", or "none". */
+HS_API const char *hs_dtype_name(hs_dtype dtype);
+
+/* The three vertex splits, in file order. */
+typedef enum hs_split {
+  HS_SPLIT_TRAIN = 0,
+  HS_SPLIT_VALID = 1,
+  HS_SPLIT_TEST = 2,
+  HS_SPLIT_COUNT_ = 3,
+} hs_split;
+
+/* An opened, validated dataset. */
+typedef struct hs_dataset hs_dataset;
+
+/* What a dataset holds. Byte footprints are what each role will hold:
+ * topology_bytes on the sampler device (indptr as int64 + indices as int32
+ * + weights as float32), feature_bytes in host memory or on disk (the
+ * feat.npy payload), label_bytes beside them (labels as int32). */
+typedef struct hs_dataset_info {
+  int64_t num_vertices;
+  int64_t num_edges;
+  int64_t num_features;     /* 0 when feat.npy is absent */
+  int32_t num_classes;      /* 0 when label.npy is absent */
+  int64_t num_labelled;     /* vertices whose label is not -1 */
+  hs_dtype feature_dtype;   /* HS_DTYPE_NONE when feat.npy is absent */
+  bool has_weights;
+  bool has_split[HS_SPLIT_COUNT_];
+  int64_t split_size[HS_SPLIT_COUNT_];
+  uint64_t topology_bytes;
+  uint64_t feature_bytes;
+  uint64_t label_bytes;
+} hs_dataset_info;
+
+/* Open and fully validate the native dataset in directory `dir`.
+ * The topology, labels and splits are mapped (or, for int64 ids, converted
+ * into int32 copies) and checked; feat.npy is memory-mapped read-only and
+ * never read here, so datasets whose features exceed RAM open in the time
+ * it takes to check the topology. The files must not be truncated or
+ * rewritten while the dataset is open.
+ * Ownership: `*out` belongs to the caller; release with hs_dataset_close.
+ * `dir` is copied. Threading: a dataset is immutable once open, and may be
+ * read from any number of threads.
+ * Errors: HS_ERR_IO (a file cannot be opened or read), HS_ERR_FORMAT
+ * (anything malformed: the detail names the file, the byte offset or element
+ * index, and what was wrong), HS_ERR_UNSUPPORTED (N >= 2^31, a data offset
+ * not aligned to the element size), HS_ERR_NOMEM, HS_ERR_INVALID_ARG. */
+HS_API hs_status hs_dataset_open(const char *dir, hs_dataset **out);
+
+/* Unmap and free. NULL is a no-op. */
+HS_API void hs_dataset_close(hs_dataset *ds);
+
+/* Fill `*out` with the dataset's counts and footprints. Never fails. */
+HS_API void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out);
+
+/* Degree and shape statistics of an opened dataset (out-degrees: row
+ * lengths of the CSR). */
+typedef struct hs_dataset_stats {
+  hs_dataset_info info;
+  int64_t degree_min;
+  int64_t degree_median; /* the lower median */
+  int64_t degree_p99;    /* smallest d with at least 99% of rows <= d */
+  int64_t degree_max;
+  double degree_mean;
+  int64_t self_loops;    /* entries v in row v */
+  int64_t isolated;      /* vertices with no entry in their row and in no row */
+  int64_t class_size_max; /* vertices of the largest class (0 if unlabelled) */
+} hs_dataset_stats;
+
+/* Compute statistics. Reads the whole topology once (never the features);
+ * allocates O(N) temporary memory. Threading: safe to call concurrently on
+ * the same dataset. Errors: HS_ERR_NOMEM, HS_ERR_INVALID_ARG. */
+HS_API hs_status hs_dataset_stats_compute(const hs_dataset *ds,
+                                          hs_dataset_stats *out);
+
+/* ---- writing datasets: importers and the generator ------------------- */
+
+/* Progress callback for long work: `what` is a short line ("reading
+ * edges: 12.5M lines"). Called from the calling thread only. */
+typedef void (*hs_progress_fn)(void *ctx, const char *what);
+
+typedef enum hs_import_format {
+  HS_IMPORT_LINQS = 1,    /* <name>.content + <name>.cites (LINQS Cora) */
+  HS_IMPORT_MUSAE = 2,    /* edges/, features/, target/ folders */
+  HS_IMPORT_OGB = 3,      /* OGB raw node-property directory */
+  HS_IMPORT_EDGELIST = 4, /* SNAP-style whitespace edge list */
+} hs_import_format;
+
+/* Parse "linqs", "musae", "ogb", "edgelist". HS_ERR_INVALID_ARG otherwise. */
+HS_API hs_status hs_import_format_parse(const char *name, hs_import_format *out);
+
+typedef enum hs_self_loops {
+  HS_SELF_LOOPS_KEEP = 0,
+  HS_SELF_LOOPS_DROP = 1,
+} hs_self_loops;
+
+typedef struct hs_convert_opts {
+  hs_import_format from;
+  bool undirected;        /* add the reverse of every edge */
+  bool dedup;             /* drop repeated entries within a row */
+  hs_self_loops self_loops;
+  bool keep_ids;          /* edgelist: ids are vertex ids (N = max + 1);
+                           * otherwise they are renumbered densely in order
+                           * of first appearance */
+  /* Split to make when the source has none (or always, with
+   * split_override): stratified by class, fractions of each class's
+   * labelled vertices, rounded to nearest; seeded by split_seed. A source
+   * without labels gets no split. Set make_split = false to write none. */
+  bool make_split;
+  bool split_override;
+  double split_frac[HS_SPLIT_COUNT_];
+  uint64_t split_seed;
+  bool force;             /* replace an existing destination dataset */
+  hs_progress_fn progress;
+  void *progress_ctx;
+} hs_convert_opts;
+
+/* Defaults: no undirected, no dedup, keep self-loops, renumber ids,
+ * make_split with 0.6/0.2/0.2 and seed 0, no force, no progress. */
+HS_API void hs_convert_opts_init(hs_convert_opts *opts, hs_import_format from);
+
+/* Import `src` (a file or directory, by format) into a new native dataset
+ * `dst`. The output is written to a temporary directory `dst.tmp-XXXXXX`
+ * next to `dst` and renamed into place once complete; on any failure the
+ * temporary is removed and `dst` is left as it was. An existing `dst` is an
+ * error unless opts->force, and then it is replaced only if it holds
+ * nothing but dataset files (*.npy, meta.json). Text inputs may be gzip
+ * files (read through zlib, with or without a ".gz" suffix); a missing
+ * "X" is also looked for as "X.gz".
+ * `summary` (may be NULL) receives the written dataset's info.
+ * Threading: may run concurrently with other calls on distinct paths.
+ * Errors: HS_ERR_FORMAT with "file:line:column: what" for parse errors,
+ * HS_ERR_IO, HS_ERR_UNSUPPORTED (more than 2^31-1 vertices), HS_ERR_NOMEM,
+ * HS_ERR_INVALID_ARG (bad options; dst exists without force). */
+HS_API hs_status hs_convert(const char *src, const char *dst,
+                            const hs_convert_opts *opts,
+                            hs_dataset_info *summary);
+
+typedef enum hs_generate_kind {
+  HS_GENERATE_RMAT = 1,
+  HS_GENERATE_SBM = 2,
+} hs_generate_kind;
+
+typedef struct hs_generate_opts {
+  hs_generate_kind kind;
+  uint64_t seed;
+  int64_t num_vertices;   /* R-MAT: default 2^scale */
+  int scale;              /* R-MAT: ids are drawn in [0, 2^scale) */
+  int64_t num_edges;      /* edges drawn; 0: num_vertices * edge_factor */
+  double edge_factor;
+  double rmat_a, rmat_b, rmat_c; /* d = 1 - a - b - c */
+  int32_t num_classes;
+  /* SBM: fraction of drawn edges that join two vertices of one class. If
+   * p_in > 0, the expected edge counts follow from p_in and p_out instead
+   * (num_edges and homophily are then derived). */
+  double homophily;
+  double p_in, p_out;
+  int64_t num_features;   /* >= num_classes */
+  hs_dtype feature_dtype; /* HS_DTYPE_FLOAT32 or HS_DTYPE_FLOAT16 */
+  double margin;          /* distance between class means */
+  double sigma;           /* per-coordinate noise */
+  bool undirected;        /* store both directions of each drawn edge */
+  bool dedup;
+  hs_self_loops self_loops;
+  double split_frac[HS_SPLIT_COUNT_];
+  int threads;            /* 0: 2 */
+  bool force;
+  hs_progress_fn progress;
+  void *progress_ctx;
+} hs_generate_opts;
+
+/* Defaults: scale 16 (R-MAT), 8 classes, edge factor 16, a=0.57 b=0.19
+ * c=0.19, homophily 0.8, 32 float32 features, margin 1.5, sigma 1.0,
+ * undirected, dedup, drop self-loops, split 0.6/0.2/0.2, seed 1, 2 threads. */
+HS_API void hs_generate_opts_init(hs_generate_opts *opts, hs_generate_kind kind);
+
+typedef struct hs_generate_summary {
+  hs_dataset_info info;
+  double homophily;       /* measured: fraction of stored entries joining
+                           * vertices of one class */
+  double bayes_accuracy;  /* of the features alone (the class-conditional
+                           * Gaussians are known) */
+  double seconds;
+} hs_generate_summary;
+
+/* Generate a synthetic dataset into `dst` (same temporary-and-rename
+ * contract as hs_convert), with a meta.json that records the parameters,
+ * the measured homophily and the predicted (Bayes) accuracy of the
+ * features. The result is a pure function of the options (not of
+ * `threads`): the same seed gives the same bytes.
+ * `summary` may be NULL. Errors: HS_ERR_INVALID_ARG, HS_ERR_IO,
+ * HS_ERR_NOMEM, HS_ERR_UNSUPPORTED. */
+HS_API hs_status hs_generate(const char *dst, const hs_generate_opts *opts,
+                             hs_generate_summary *summary);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

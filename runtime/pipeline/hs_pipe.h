@@ -1,0 +1,82 @@
+/* The pipeline engine: batches flow through a fixed list of stages over a
+ * fixed pool of slots (DESIGN.md §3). Each stage is a begin/finish pair:
+ * begin enqueues the stage's work for one slot (or does host work outright)
+ * and hands back the OpenCL events it produced; finish runs once those
+ * events are complete. Three drivers call the same stages:
+ *
+ *  - HS_PIPE_OFF      one batch at a time, stage after stage (the baseline);
+ *  - HS_PIPE_THREADS  one host thread per stage, bounded FIFO queues between
+ *                     them; back-pressure comes from the slot pool;
+ *  - HS_PIPE_ASYNC    one host thread advances every in-flight slot by
+ *                     polling event status (no reliance on callbacks).
+ *
+ * In every driver each stage sees batches in increasing order, one at a
+ * time, so results do not depend on the driver. Slots are the caller's and
+ * allocated once: the engine allocates nothing per batch. */
+#ifndef HS_PIPE_H
+#define HS_PIPE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "hs_dev.h"
+
+#define HS_PIPE_MAX_STAGES 8
+#define HS_PIPE_MAX_EVENTS 16
+
+typedef struct hs_pipe_slot {
+  int index;     /* position in the pool */
+  int64_t batch; /* batch it carries (set by the engine) */
+  void *user;    /* the caller's per-slot state */
+  /* engine-private */
+  cl_event events[HS_PIPE_MAX_EVENTS];
+  int n_events;
+  double t_begin;
+} hs_pipe_slot;
+
+typedef struct hs_pipe_stage {
+  const char *name;
+  /* Start this stage for slot->batch. Device work is enqueued and its
+   * events written to `events` (at most HS_PIPE_MAX_EVENTS; *n_events set;
+   * the engine releases them). Host-only stages do their work here and
+   * return no event. */
+  hs_status (*begin)(void *ctx, hs_pipe_slot *slot, cl_event *events, int *n_events);
+  /* Runs when the events are complete; may be NULL. */
+  hs_status (*finish)(void *ctx, hs_pipe_slot *slot);
+} hs_pipe_stage;
+
+typedef enum hs_pipe_mode {
+  HS_PIPE_OFF = 0,
+  HS_PIPE_THREADS = 1,
+  HS_PIPE_ASYNC = 2,
+} hs_pipe_mode;
+
+typedef struct hs_pipe_stats {
+  double wall_s;
+  /* Per stage: time from begin until its events were seen complete and
+   * finish returned (device time included), and time spent waiting for a
+   * slot to arrive (threads driver). */
+  double busy_s[HS_PIPE_MAX_STAGES];
+  double wait_s[HS_PIPE_MAX_STAGES];
+  int64_t batches; /* batches that went through every stage */
+  int max_in_flight;
+} hs_pipe_stats;
+
+typedef struct hs_pipe {
+  const hs_pipe_stage *stages;
+  int n_stages;
+  void *ctx;
+  hs_pipe_slot *slots; /* the pool, `depth` entries */
+  int depth;
+  hs_pipe_mode mode;
+  /* Optional: set non-zero (e.g. from a signal handler) to stop admitting
+   * batches; those in flight are completed. */
+  volatile sig_atomic_t *stop;
+} hs_pipe;
+
+/* Run batches [first, first + count) through every stage. On an error the
+ * engine stops admitting, drains what is in flight, and returns the first
+ * error (its detail kept). `stats` (optional) is overwritten. */
+hs_status hs__pipe_run(const hs_pipe *p, int64_t first, int64_t count, hs_pipe_stats *stats);
+
+#endif
