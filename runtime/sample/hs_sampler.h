@@ -23,7 +23,8 @@ typedef struct hs_sampler_opts {
   hs_sampler_style style;
   size_t work_group_size; /* NDRange; 0: 64, or the device's limit if lower */
   int32_t max_seeds;      /* largest batch */
-  uint32_t rows_per_item; /* NDRange rows per work-item; 0: 16 on CPUs, else 1 */
+  uint32_t rows_per_item; /* NDRange rows (and reindex claims) per work-item;
+                             0: 16 on CPUs, else 1 */
   bool profile;           /* accumulate kernel times (needs a profiling queue) */
 } hs_sampler_opts;
 

@@ -51,9 +51,10 @@ static const char *const program_sources[] = {
 /* Rows one work-item samples on CPU devices (see hs_sample_rows). */
 #define CPU_ROWS_PER_ITEM 16
 
-/* Argument positions shared by the three sampling kernels. */
+/* Argument positions of the three sampling kernels: topology (0..9),
+ * parameters, then each kernel's own (see sample.cl). */
 enum { A_SEED = 10, A_EPOCH, A_BATCH, A_HOP, A_FANOUT, A_MODE, A_REPLACE, A_TBITS,
-       A_IDS, A_NDST, A_OFF, A_NBR, A_KEYS };
+       A_IDS, A_NDST, A_OWN };
 
 struct hs_sampler {
   hs_ctx ctx;
@@ -65,7 +66,6 @@ struct hs_sampler {
   size_t wg; /* NDRange work-group size in use */
   hs_batch_caps caps;
   int64_t n_graph;
-  int32_t max_edges;
   cl_program prog;
   cl_kernel k[K_N_];
   cl_mem indptr;
@@ -259,7 +259,6 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
     if (s->caps.dst[h] > max_dst) max_dst = s->caps.dst[h];
     if (s->caps.edges[h] > max_e) max_e = s->caps.edges[h];
   }
-  s->max_edges = max_e;
   size_t E = (size_t)max_e + 1;
   bool keyed = s->cfg.mode != HS_SAMPLE_UNIFORM && !s->cfg.replace;
   hs_status st = make_buf(s, 8 * (n + 1), &s->indptr);
@@ -401,9 +400,9 @@ static hs_status hop_ndrange(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_
   cl_uint e = 0, n_new = 0, kept;
   ARG(K_COUNT, A_IDS, s->ids);
   ARG(K_COUNT, A_NDST, n);
-  ARG(K_COUNT, A_OFF, s->cnt);
-  ARG(K_COUNT, A_NBR, s->row_start);
-  ARG(K_COUNT, A_KEYS, s->row_deg);
+  ARG(K_COUNT, A_OWN, s->cnt);
+  ARG(K_COUNT, A_OWN + 1, s->row_start);
+  ARG(K_COUNT, A_OWN + 2, s->row_deg);
   if ((st = launch(s, K_COUNT, n, true)) || (st = scan(s, s->cnt, n, true)) ||
       (st = read_u32(s, s->cnt, n, &e)))
     return st;
@@ -411,13 +410,13 @@ static hs_status hop_ndrange(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_
   s->stats.edges += e;
   ARG(K_ROWS, A_IDS, s->ids);
   ARG(K_ROWS, A_NDST, n);
-  ARG(K_ROWS, A_OFF, s->cnt);
-  ARG(K_ROWS, A_NBR, s->nbr);
-  ARG(K_ROWS, A_KEYS, s->keys);
-  ARG(K_ROWS, A_KEYS + 1, s->row_start);
-  ARG(K_ROWS, A_KEYS + 2, s->row_deg);
-  ARG(K_ROWS, A_KEYS + 3, s->rows_per_item);
-  ARG(K_ROWS, A_KEYS + 4, s->sink);
+  ARG(K_ROWS, A_OWN, s->cnt);
+  ARG(K_ROWS, A_OWN + 1, s->nbr);
+  ARG(K_ROWS, A_OWN + 2, s->keys);
+  ARG(K_ROWS, A_OWN + 3, s->row_start);
+  ARG(K_ROWS, A_OWN + 4, s->row_deg);
+  ARG(K_ROWS, A_OWN + 5, s->rows_per_item);
+  ARG(K_ROWS, A_OWN + 6, s->sink);
   ARG(K_CLAIM, 0, s->nbr);
   ARG(K_CLAIM, 1, e);
   ARG(K_CLAIM, 2, s->state);
@@ -480,9 +479,9 @@ static hs_status hop_single(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_b
   hs_status st;
   ARG(K_SAMPLE_SINGLE, A_IDS, s->ids);
   ARG(K_SAMPLE_SINGLE, A_NDST, n);
-  ARG(K_SAMPLE_SINGLE, A_OFF, s->cnt);
-  ARG(K_SAMPLE_SINGLE, A_NBR, s->nbr);
-  ARG(K_SAMPLE_SINGLE, A_KEYS, s->keys);
+  ARG(K_SAMPLE_SINGLE, A_OWN, s->cnt);
+  ARG(K_SAMPLE_SINGLE, A_OWN + 1, s->nbr);
+  ARG(K_SAMPLE_SINGLE, A_OWN + 2, s->keys);
   ARG(K_REINDEX_SINGLE, 0, s->nbr);
   ARG(K_REINDEX_SINGLE, 1, s->cnt);
   ARG(K_REINDEX_SINGLE, 2, n);
