@@ -3,7 +3,8 @@
 # bounded time on its committed seed corpus.
 # usage: tests/fuzz/run.sh [SECONDS_PER_HARNESS] [HARNESS...]
 # New inputs go to build-fuzz/corpus-<harness>/, never into the committed
-# corpus; a crash leaves its input in build-fuzz/ and fails the script.
+# corpus; a crash, leak, timeout or out-of-memory leaves its input in
+# build-fuzz/ and fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-20}
@@ -48,7 +49,7 @@ for h in "${harnesses[@]}"; do
   grep -E '^stat::(number_of_executed_units|new_units_added)' "$out/log-$h.txt" || true
   if [ "$rc" -ne 0 ]; then
     grep -E 'ERROR|runtime error|SUMMARY|Test unit written|#[0-9]+ ' "$out/log-$h.txt" | head -30
-    echo "fuzz: $h failed (input saved as $out/crash-*; log $out/log-$h.txt)"
+    echo "fuzz: $h failed (input saved as $out/{crash,oom,timeout,leak}-*; log $out/log-$h.txt)"
     exit 1
   fi
 done
