@@ -67,6 +67,13 @@ void hs__text_close(hs__text *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* zlib's message names the file itself ("path: what"); keep the what. */
+static const char *gz_what(const hs__text *t, const char *msg) {
+  size_t l = strlen(t->name);
+  if (msg && strncmp(msg, t->name, l) == 0 && msg[l] == ':' && msg[l + 1] == ' ') return msg + l + 2;
+  return msg ? msg : "unknown zlib error";
+}
+
 /* Append up to `want` bytes at buf+end. */
 static hs_status text_fill(hs__text *t, size_t want) {
   if (t->gz) {
@@ -77,7 +84,7 @@ static hs_status text_fill(hs__text *t, size_t want) {
       return hs__fail(code == Z_ERRNO ? HS_ERR_IO : HS_ERR_FORMAT,
                       "%s: byte %llu: read failed: %s", t->name,
                       (unsigned long long)(t->bytes + (t->end - t->start)),
-                      code == Z_ERRNO ? strerror(errno) : msg);
+                      code == Z_ERRNO ? strerror(errno) : gz_what(t, msg));
     }
     if (r == 0) {
       /* A gzip stream cut short reads as a short file: say so. */
@@ -85,7 +92,7 @@ static hs_status text_fill(hs__text *t, size_t want) {
       const char *msg = gzerror(t->gz, &code);
       if (code != Z_OK && code != Z_STREAM_END)
         return hs__fail(HS_ERR_FORMAT, "%s: byte %llu: %s", t->name,
-                        (unsigned long long)(t->bytes + (t->end - t->start)), msg);
+                        (unsigned long long)(t->bytes + (t->end - t->start)), gz_what(t, msg));
       t->eof = true;
     }
     t->end += (size_t)r;
