@@ -90,14 +90,24 @@ static void progress(void *ctx, const char *line) {
 
 static int runs = 7;
 
+static char *join(const char *a, const char *b) {
+  size_t l = strlen(a) + strlen(b) + 2;
+  char *p = malloc(l);
+  if (!p) {
+    fprintf(stderr, "bench_data: out of memory\n");
+    exit(1);
+  }
+  snprintf(p, l, "%s/%s", a, b);
+  return p;
+}
+
 /* The files hs_dataset_open reads. */
 static int open_files(const char *dir, char **paths) {
   static const char *const names[] = {"indptr.npy", "indices.npy", "weights.npy", "label.npy",
                                       "train_idx.npy", "valid_idx.npy", "test_idx.npy"};
   int n = 0;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    char *p = malloc(strlen(dir) + strlen(names[i]) + 2);
-    sprintf(p, "%s/%s", dir, names[i]);
+    char *p = join(dir, names[i]);
     struct stat sb;
     if (stat(p, &sb) == 0) paths[n++] = p;
     else free(p);
@@ -190,12 +200,6 @@ static void bench_import(const char *name, hs_import_format fmt, const char *src
          first ? "" : ",\n", name, bytes, gz ? "true" : "false", ok, si.median, si.min, si.max,
          (double)bytes / si.median / 1e6, sp.median, sp.min, sp.max, (double)bytes / sp.median / 1e6,
          (double)bytes / sr.median / 1e6, sr.median / si.median, sr.median / sp.median);
-}
-
-static char *join(const char *a, const char *b) {
-  char *p = malloc(strlen(a) + strlen(b) + 2);
-  sprintf(p, "%s/%s", a, b);
-  return p;
 }
 
 static bool exists(const char *p) {

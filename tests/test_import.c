@@ -164,6 +164,12 @@ Test(import, linqs_error_missing_class) {
                  "no class label");
 }
 
+Test(import, linqs_without_features) {
+  cr_expect_eq(linqs_mem("1 A\n2 B\n", "1 2\n"), HS_OK, "%s", hs_last_error());
+  TU_EXPECT_FAIL(linqs_mem("1 A\n2 0 B\n", ""), HS_ERR_FORMAT, "x.content", ":2:3:",
+                 "more fields than the first line's 2");
+}
+
 Test(import, linqs_error_unknown_cited_id) {
   TU_EXPECT_FAIL(linqs_mem("1 0 A\n2 0 B\n", "1 2\n2  99\n"), HS_ERR_FORMAT, "x.cites", ":2:4:",
                  "paper id '99' is not in x.content");

@@ -47,7 +47,7 @@ static hs_status parse_content(hs__text *t, hs__strmap *ids, hs__strmap *classes
     int64_t k = 0;
     size_t row = (size_t)v;
     float *dst = NULL;
-    if (nf >= 0) { /* row 0 fixed F: room for this whole row at once */
+    if (nf > 0) { /* row 0 fixed F: room for this whole row at once */
       size_t need;
       if (!hs__mul_size(row + 1, (size_t)nf, &need))
         return hs__fail(HS_ERR_NOMEM, "too many features");

@@ -27,10 +27,17 @@ static void put(const char *name, const uint8_t *p, size_t n) {
   fclose(f);
 }
 
+static void cleanup(void) {
+  static const char *const all[4] = {"indptr.npy", "indices.npy", "label.npy", "train_idx.npy"};
+  for (int i = 0; i < 4; i++) put(all[i], NULL, 0);
+  rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!dir[0]) {
     snprintf(dir, sizeof dir, "/tmp/hs-fuzz-ds-%d", (int)getpid());
     mkdir(dir, 0700);
+    atexit(cleanup);
   }
   static const char *const names[4] = {"indptr.npy", "indices.npy", "label.npy", "train_idx.npy"};
   const uint8_t *p = data, *end = data + size;
