@@ -1,0 +1,19 @@
+/* Feature rows resident on a device -> one contiguous block in local-id
+ * order (the trainer-side cache). Rows are copied as 32-bit words when
+ * their size allows, else as bytes; dimension 0 walks a row, dimension 1
+ * the rows, both with grid strides so that one work-item (FPGA style) or
+ * any NDRange shape works. */
+
+#define HS_GATHER_KERNEL(name, T)                                                     \
+  __kernel void name(__global const T *src, const ulong row_elems,                   \
+                     __global const int *ids, const uint n, __global T *dst) {        \
+    for (uint r = get_global_id(1); r < n; r += get_global_size(1)) {                \
+      __global const T *from = src + (ulong)ids[r] * row_elems;                       \
+      __global T *to = dst + (ulong)r * row_elems;                                    \
+      for (ulong w = get_global_id(0); w < row_elems; w += get_global_size(0))        \
+        to[w] = from[w];                                                              \
+    }                                                                                 \
+  }
+
+HS_GATHER_KERNEL(hs_gather_rows_u32, uint)
+HS_GATHER_KERNEL(hs_gather_rows_u8, uchar)

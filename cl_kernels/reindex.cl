@@ -1,0 +1,129 @@
+/* Reindexing: sampled original ids -> lmap ids, seeds first, then each
+ * hop's new vertices in order of first position in the hop's neighbour
+ * list (runtime/sample/hs_sample.h). State lives in two dense per-vertex
+ * arrays on the sampler device: lmap[v] (-1: not met; -2: met this hop but
+ * over the vertex budget) and first[v] (first position this hop, INT_MAX
+ * when unset). Only the entries a batch touches are reset afterwards.
+ *
+ * The NDRange kernels find first positions with atomic_min, which makes the
+ * result independent of work-group size and timing; every kernel loops
+ * with a grid stride so any launch shape works. hs_reindex_single is the
+ * same hop as one sequential loop (FPGA style): there the first time a
+ * vertex is met is its first position. */
+
+__kernel void hs_reindex_seed(__global const int *ids, const uint n, __global int *lmap) {
+  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) lmap[ids[i]] = (int)i;
+}
+
+__kernel void hs_reindex_claim(__global const int *nbr, const uint e, __global const int *lmap,
+                               __global int *first) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    int u = nbr[p];
+    if (lmap[u] == -1) atomic_min(&first[u], (int)p);
+  }
+}
+
+/* flag[p] = 1 where position p is its vertex's first appearance. */
+__kernel void hs_reindex_mark(__global const int *nbr, const uint e, __global const int *lmap,
+                              __global const int *first, __global uint *flag) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    int u = nbr[p];
+    flag[p] = lmap[u] == -1 && first[u] == (int)p;
+  }
+}
+
+/* rank: the exclusive scan of flag (rank[e] = new vertices of the hop). */
+__kernel void hs_reindex_assign(__global const int *nbr, const uint e,
+                                __global const uint *rank, const uint n_prev, const uint limit,
+                                __global int *lmap, __global int *ids) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    if (rank[p + 1] == rank[p]) continue;
+    int u = nbr[p];
+    uint id = n_prev + rank[p];
+    if (id < limit) {
+      lmap[u] = (int)id;
+      ids[id] = u;
+    } else {
+      lmap[u] = -2;
+    }
+  }
+}
+
+/* col[p] = lmap id (-2: left out); keep[p] = 1 for edges kept. */
+__kernel void hs_reindex_emit(__global const int *nbr, const uint e, __global const int *lmap,
+                              __global int *col, __global uint *keep) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    int c = lmap[nbr[p]];
+    col[p] = c;
+    keep[p] = c >= 0;
+  }
+}
+
+/* After a hop that met vertices over the budget: forget them, so that the
+ * next hop judges them afresh (and, the budget being full, drops them). */
+__kernel void hs_reindex_forget(__global const int *nbr, const uint e,
+                                __global const uint *rank, __global int *lmap,
+                                __global int *first) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
+    if (rank[p + 1] == rank[p]) continue;
+    int u = nbr[p];
+    if (lmap[u] == -2) {
+      lmap[u] = -1;
+      first[u] = INT_MAX;
+    }
+  }
+}
+
+/* Drop left-out edges: pos is the exclusive scan of keep. */
+__kernel void hs_compact_cols(__global const int *col, const uint e, __global const uint *pos,
+                              __global int *col_out) {
+  for (uint p = get_global_id(0); p < e; p += get_global_size(0))
+    if (pos[p + 1] != pos[p]) col_out[pos[p]] = col[p];
+}
+
+__kernel void hs_compact_rows(__global uint *row_ptr, const uint n_rows_plus_1,
+                              __global const uint *pos) {
+  for (uint i = get_global_id(0); i < n_rows_plus_1; i += get_global_size(0))
+    row_ptr[i] = pos[row_ptr[i]];
+}
+
+/* End of a batch: clear the entries of every admitted vertex. */
+__kernel void hs_reindex_reset(__global const int *ids, const uint n, __global int *lmap,
+                               __global int *first) {
+  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
+    lmap[ids[i]] = -1;
+    first[ids[i]] = INT_MAX;
+  }
+}
+
+/* One hop in one loop. row_ptr (n_dst + 1, from hs_sample_single) is
+ * rewritten for the kept edges; out[0] = vertices after the hop, out[1] =
+ * kept edges, out[2] = sampled edges. */
+__kernel void hs_reindex_single(__global const int *nbr, __global uint *row_ptr,
+                                const uint n_dst, const uint n_prev, const uint limit,
+                                __global int *lmap, __global int *ids, __global int *col,
+                                __global uint *out) {
+  if (get_global_id(0) != 0) return;
+  uint n = n_prev, kept = 0, start = row_ptr[0];
+  for (uint i = 0; i < n_dst; i++) {
+    uint end = row_ptr[i + 1];
+    row_ptr[i] = kept;
+    for (uint p = start; p < end; p++) {
+      int u = nbr[p];
+      int l = lmap[u];
+      if (l == -1) {
+        l = n < limit ? (int)n : -2;
+        lmap[u] = l;
+        if (l >= 0) ids[n++] = u;
+      }
+      if (l >= 0) col[kept++] = l;
+    }
+    start = end;
+  }
+  for (uint p = 0; p < start; p++)
+    if (lmap[nbr[p]] == -2) lmap[nbr[p]] = -1;
+  row_ptr[n_dst] = kept;
+  out[0] = n;
+  out[1] = kept;
+  out[2] = start;
+}

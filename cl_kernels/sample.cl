@@ -1,0 +1,205 @@
+/* Neighbour sampling on the resident CSR. The row rules are those of
+ * runtime/sample/hs_sample.h and give the reference's bits exactly: every
+ * random choice comes from hs_sample_rng.h, and the only float arithmetic
+ * (weighted draws with replacement) is additions, one multiplication and
+ * comparisons, correctly rounded on every OpenCL device with contraction
+ * off.
+ *
+ * `indices` and `weights` may be split into up to four buffers of
+ * part_elems elements each (a device's max allocation); an edge is found by
+ * division. Needs: hs_common.h, hs_philox.h, hs_sample_rng.h before this. */
+#pragma OPENCL FP_CONTRACT OFF
+
+#define HS_MODE_UNIFORM 0u
+#define HS_MODE_WEIGHTED 1u
+#define HS_MODE_THRESHOLD 2u
+
+#define HS_TOPO_ARGS                                                             \
+  __global const hs_off_t *indptr, __global const int *ix0, __global const int *ix1, \
+      __global const int *ix2, __global const int *ix3, __global const uint *wt0,     \
+      __global const uint *wt1, __global const uint *wt2, __global const uint *wt3,   \
+      const ulong part_elems
+#define HS_TOPO indptr, ix0, ix1, ix2, ix3, wt0, wt1, wt2, wt3, part_elems
+
+/* What a row sample depends on besides the row. */
+typedef struct hs_row_params {
+  ulong seed;
+  uint epoch, batch, hop, mode, replace, tbits;
+  int fanout;
+} hs_row_params;
+
+#define HS_PARAMS_ARGS                                                          \
+  const ulong seed, const uint epoch, const uint batch, const uint hop,         \
+      const int fanout, const uint mode, const uint replace, const uint tbits
+#define HS_PARAMS_INIT(p)                                                       \
+  hs_row_params p;                                                               \
+  p.seed = seed;                                                                 \
+  p.epoch = epoch;                                                               \
+  p.batch = batch;                                                               \
+  p.hop = hop;                                                                   \
+  p.fanout = fanout;                                                             \
+  p.mode = mode;                                                                 \
+  p.replace = replace;                                                           \
+  p.tbits = tbits
+
+inline int hs_nbr(HS_TOPO_ARGS, ulong e) {
+  if (e < part_elems) return ix0[e];
+  ulong p = e / part_elems, o = e - p * part_elems;
+  return p == 1 ? ix1[o] : (p == 2 ? ix2[o] : ix3[o]);
+}
+
+inline uint hs_wbits(HS_TOPO_ARGS, ulong e) {
+  if (e < part_elems) return wt0[e];
+  ulong p = e / part_elems, o = e - p * part_elems;
+  return p == 1 ? wt1[o] : (p == 2 ? wt2[o] : wt3[o]);
+}
+
+/* Whether edge e takes part (eligible weight / above the threshold). */
+inline int hs_counts(HS_TOPO_ARGS, const hs_row_params *p, ulong e) {
+  if (p->mode == HS_MODE_UNIFORM) return 1;
+  uint w = hs_wbits(HS_TOPO, e);
+  return p->mode == HS_MODE_WEIGHTED ? hs_weight_ok(w) : hs_weight_above(w, p->tbits);
+}
+
+inline int hs_takes_whole_row(const hs_row_params *p, long d) {
+  return p->fanout < 0 || (!p->replace && d <= (long)p->fanout);
+}
+
+/* How many neighbours the row rules yield for row [start, start + d). */
+inline uint hs_row_count(HS_TOPO_ARGS, const hs_row_params *p, long start, long d) {
+  uint k = (uint)p->fanout;
+  if (p->mode == HS_MODE_UNIFORM) {
+    if (hs_takes_whole_row(p, d)) return (uint)d;
+    return p->replace ? (d > 0 ? k : 0u) : k;
+  }
+  uint m = 0;
+  for (long i = 0; i < d; i++) m += (uint)hs_counts(HS_TOPO, p, (ulong)(start + i));
+  if (hs_takes_whole_row(p, d)) return m;
+  if (p->replace) return m > 0u ? k : 0u;
+  return m < k ? m : k;
+}
+
+/* Writes the row's sampled neighbour ids to out[0 .. hs_row_count) and
+ * returns that count. `keys` (same length) is scratch for the keyed modes. */
+inline uint hs_row_sample(HS_TOPO_ARGS, const hs_row_params *p, uint v, long start, long d,
+                          __global int *out, __global ulong *keys) {
+  if (hs_takes_whole_row(p, d)) {
+    uint j = 0;
+    for (long i = 0; i < d; i++)
+      if (hs_counts(HS_TOPO, p, (ulong)(start + i))) out[j++] = hs_nbr(HS_TOPO, (ulong)(start + i));
+    return j;
+  }
+  uint k = (uint)p->fanout;
+  uint purpose;
+  if (p->mode == HS_MODE_UNIFORM) purpose = p->replace ? HS_RNG_UNIFORM_REPLACE : HS_RNG_UNIFORM;
+  else if (p->mode == HS_MODE_WEIGHTED) purpose = p->replace ? HS_RNG_WEIGHTED_REPLACE : HS_RNG_WEIGHTED;
+  else purpose = HS_RNG_THRESHOLD;
+  hs_rng_stream s = hs_rng_open(p->seed, p->epoch, p->batch, p->hop, purpose, v);
+
+  if (p->replace && p->mode == HS_MODE_UNIFORM) {
+    if (d == 0) return 0u;
+    for (uint j = 0; j < k; j++)
+      out[j] = hs_nbr(HS_TOPO, (ulong)(start + hs_philox_below(hs_rng_word(&s, j), (uint)d)));
+    return k;
+  }
+  if (p->replace) { /* weighted: inverse CDF over prefix sums in row order */
+    float total = 0.0f;
+    long last = -1;
+    for (long i = 0; i < d; i++) {
+      uint w = hs_wbits(HS_TOPO, (ulong)(start + i));
+      if (hs_weight_ok(w)) {
+        total += as_float(w);
+        last = i;
+      }
+    }
+    if (last < 0) return 0u;
+    for (uint j = 0; j < k; j++) {
+      float x = hs_philox_unit(hs_rng_word(&s, j)) * total;
+      float acc = 0.0f;
+      long pick = last;
+      for (long i = 0; i < d; i++) {
+        uint w = hs_wbits(HS_TOPO, (ulong)(start + i));
+        if (!hs_weight_ok(w)) continue;
+        acc += as_float(w);
+        if (acc > x) {
+          pick = i;
+          break;
+        }
+      }
+      out[j] = hs_nbr(HS_TOPO, (ulong)(start + pick));
+    }
+    return k;
+  }
+  if (p->mode == HS_MODE_UNIFORM) { /* Floyd; positions first, ids after */
+    for (uint j = 0; j < k; j++) {
+      uint t = (uint)d - k + j;
+      int r = (int)hs_philox_below(hs_rng_word(&s, j), t + 1u);
+      int taken = 0;
+      for (uint i = 0; i < j; i++) taken |= out[i] == r;
+      out[j] = taken ? (int)t : r;
+    }
+    for (uint j = 0; j < k; j++) out[j] = hs_nbr(HS_TOPO, (ulong)(start + out[j]));
+    return k;
+  }
+  /* Keyed: keep the k smallest (key, position) in sorted order. */
+  uint n = 0;
+  for (long i = 0; i < d; i++) {
+    if (!hs_counts(HS_TOPO, p, (ulong)(start + i))) continue;
+    uint word = hs_rng_word(&s, (uint)i);
+    ulong key = p->mode == HS_MODE_WEIGHTED
+                    ? hs_race_key(word, hs_wbits(HS_TOPO, (ulong)(start + i)))
+                    : hs_uniform_key(word);
+    /* positions grow, so an equal key goes after: compare strictly */
+    if (n == k && key >= keys[k - 1]) continue;
+    uint at = n < k ? n++ : k - 1;
+    while (at > 0 && keys[at - 1] > key) {
+      keys[at] = keys[at - 1];
+      out[at] = out[at - 1];
+      at--;
+    }
+    keys[at] = key;
+    out[at] = (int)i;
+  }
+  for (uint j = 0; j < n; j++) out[j] = hs_nbr(HS_TOPO, (ulong)(start + out[j]));
+  return n;
+}
+
+/* ---- NDRange style: one work-item per frontier vertex ------------------- */
+
+__kernel void hs_sample_count(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
+                              const uint n_dst, __global uint *cnt) {
+  HS_PARAMS_INIT(p);
+  for (uint i = get_global_id(0); i < n_dst; i += get_global_size(0)) {
+    int v = ids[i];
+    long start = indptr[v];
+    cnt[i] = hs_row_count(HS_TOPO, &p, start, indptr[v + 1] - start);
+  }
+}
+
+__kernel void hs_sample_rows(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
+                             const uint n_dst, __global const uint *off, __global int *nbr,
+                             __global ulong *keys) {
+  HS_PARAMS_INIT(p);
+  for (uint i = get_global_id(0); i < n_dst; i += get_global_size(0)) {
+    int v = ids[i];
+    long start = indptr[v];
+    hs_row_sample(HS_TOPO, &p, (uint)v, start, indptr[v + 1] - start, nbr + off[i],
+                  keys + off[i]);
+  }
+}
+
+/* ---- single work-item style: the whole hop in one loop ------------------ */
+
+__kernel void hs_sample_single(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
+                               const uint n_dst, __global uint *row_ptr, __global int *nbr,
+                               __global ulong *keys) {
+  HS_PARAMS_INIT(p);
+  uint at = 0;
+  for (uint i = 0; i < n_dst; i++) {
+    int v = ids[i];
+    long start = indptr[v], d = indptr[v + 1] - start;
+    row_ptr[i] = at;
+    at += hs_row_sample(HS_TOPO, &p, (uint)v, start, d, nbr + at, keys + at);
+  }
+  row_ptr[n_dst] = at;
+}

@@ -1,0 +1,164 @@
+/* Host gather on a small persistent thread pool (see hs_gather.h). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hs_base.h"
+#include "hs_gather.h"
+
+struct hs_gather_pool {
+  int n_threads;
+  pthread_t *threads;
+  pthread_mutex_t mu;
+  pthread_cond_t wake, done;
+  unsigned long generation;
+  int pending;
+  bool stop;
+  void (*fn)(void *, int, int);
+  void *arg;
+};
+
+typedef struct worker_arg {
+  hs_gather_pool *p;
+  int t;
+} worker_arg;
+
+static void *worker(void *a) {
+  worker_arg w = *(worker_arg *)a;
+  free(a);
+  hs_gather_pool *p = w.p;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&p->mu);
+  for (;;) {
+    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
+    if (p->stop) break;
+    seen = p->generation;
+    pthread_mutex_unlock(&p->mu);
+    p->fn(p->arg, w.t, p->n_threads);
+    pthread_mutex_lock(&p->mu);
+    if (--p->pending == 0) pthread_cond_signal(&p->done);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+hs_status hs__gather_pool_create(int n_threads, hs_gather_pool **out) {
+  *out = NULL;
+  if (n_threads < 1 || n_threads > 1024)
+    return hs__fail(HS_ERR_INVALID_ARG, "gather: %d threads", n_threads);
+  hs_gather_pool *p = calloc(1, sizeof *p);
+  if (!p) return hs__fail(HS_ERR_NOMEM, "gather pool");
+  p->n_threads = n_threads;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->done, NULL);
+  p->threads = calloc((size_t)n_threads, sizeof *p->threads);
+  if (!p->threads) {
+    hs__gather_pool_destroy(p);
+    return hs__fail(HS_ERR_NOMEM, "gather pool");
+  }
+  for (int t = 1; t < n_threads; t++) {
+    worker_arg *a = malloc(sizeof *a);
+    if (a) *a = (worker_arg){p, t};
+    if (!a || pthread_create(&p->threads[t], NULL, worker, a) != 0) {
+      free(a);
+      p->n_threads = t; /* the ones started are joined */
+      hs__gather_pool_destroy(p);
+      return hs__fail(HS_ERR_NOMEM, "gather: cannot start thread %d", t);
+    }
+  }
+  *out = p;
+  return HS_OK;
+}
+
+void hs__gather_pool_destroy(hs_gather_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  p->stop = true;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 1; t < p->n_threads && p->threads; t++) pthread_join(p->threads[t], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->wake);
+  pthread_cond_destroy(&p->done);
+  free(p->threads);
+  free(p);
+}
+
+int hs__gather_pool_threads(const hs_gather_pool *p) { return p->n_threads; }
+
+void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n), void *arg) {
+  if (p->n_threads > 1) {
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->arg = arg;
+    p->pending = p->n_threads - 1;
+    p->generation++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  fn(arg, 0, p->n_threads);
+  if (p->n_threads > 1) {
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+/* ---- the copy ------------------------------------------------------------------ */
+
+/* Rows ahead whose first bytes are prefetched: random rows are latency
+ * bound, so keep several misses in flight per thread. */
+#define PREFETCH_ROWS 8
+#define PREFETCH_BYTES 256
+
+typedef struct gather_job {
+  const hs_gather_req *req;
+  atomic_int bad; /* an id out of range was met */
+} gather_job;
+
+static void gather_slice(void *arg, int t, int n_threads) {
+  gather_job *job = arg;
+  const hs_gather_req *r = job->req;
+  const char *table = r->table;
+  char *out = r->out;
+  size_t rb = r->row_bytes;
+  int32_t b = (int32_t)((int64_t)r->n * t / n_threads);
+  int32_t e = (int32_t)((int64_t)r->n * (t + 1) / n_threads);
+  size_t pf = rb < PREFETCH_BYTES ? rb : PREFETCH_BYTES;
+  for (int32_t i = b; i < e; i++) {
+    if (i + PREFETCH_ROWS < e) {
+      int32_t ahead = r->ids[i + PREFETCH_ROWS];
+      if (ahead >= 0 && ahead < r->n_rows)
+        for (size_t o = 0; o < pf; o += 64) __builtin_prefetch(table + (size_t)ahead * rb + o);
+    }
+    int32_t id = r->ids[i];
+    if (id < 0 || id >= r->n_rows) {
+      atomic_store(&job->bad, 1);
+      continue;
+    }
+    memcpy(out + (size_t)i * rb, table + (size_t)id * rb, rb);
+  }
+  if (r->labels && t == 0)
+    for (int32_t i = 0; i < r->n_labels; i++) {
+      int32_t id = r->ids[i];
+      if (id >= 0 && id < r->n_rows) r->labels_out[i] = r->labels[id];
+    }
+}
+
+hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req) {
+  size_t bytes;
+  if (req->n < 0 || req->n_labels < 0 || req->n_labels > req->n ||
+      !hs__mul_size((size_t)req->n, req->row_bytes, &bytes))
+    return hs__fail(HS_ERR_INVALID_ARG, "gather of %d rows of %zu bytes", req->n,
+                    req->row_bytes);
+  if (req->n_labels > 0 && (!req->labels || !req->labels_out))
+    return hs__fail(HS_ERR_INVALID_ARG, "gather: labels requested without arrays");
+  gather_job job = {req, 0};
+  hs__gather_pool_run(p, gather_slice, &job);
+  if (atomic_load(&job.bad))
+    return hs__fail(HS_ERR_RANGE, "gather: an id is outside the %lld rows of the table",
+                    (long long)req->n_rows);
+  return HS_OK;
+}

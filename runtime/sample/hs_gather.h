@@ -1,0 +1,59 @@
+/* Gathering feature rows in local-id order.
+ *
+ * On the host: a fixed pool of threads (the caller's thread is one of
+ * them) copies rows table[ids[i]] into out[i], each thread a contiguous
+ * slice of the output, into a caller-provided buffer (the pipeline passes a
+ * mapped staging buffer). Rows are opaque bytes, so float32 and float16
+ * features are the same operation. On a device: the same copy from a
+ * resident table (the trainer-side cache). */
+#ifndef HS_GATHER_H
+#define HS_GATHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hs_dev.h"
+
+typedef struct hs_gather_pool hs_gather_pool;
+
+/* `n_threads` >= 1 threads in all: n_threads - 1 are started here and wait
+ * for work; the caller's thread does the first slice. */
+hs_status hs__gather_pool_create(int n_threads, hs_gather_pool **out);
+void hs__gather_pool_destroy(hs_gather_pool *p);
+int hs__gather_pool_threads(const hs_gather_pool *p);
+
+/* Run fn(arg, t, n_threads) once on every thread t of the pool and return
+ * when all have returned. One run at a time per pool. */
+void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n), void *arg);
+
+typedef struct hs_gather_req {
+  const void *table;      /* n_rows rows of row_bytes bytes */
+  size_t row_bytes;
+  int64_t n_rows;
+  const int32_t *ids;     /* n original ids (a batch's local -> original map) */
+  int32_t n;
+  void *out;              /* n * row_bytes bytes, row i = table row ids[i] */
+  const int32_t *labels;  /* optional: n_rows labels */
+  int32_t n_labels;       /* labels of ids[0 .. n_labels) (the seeds) */
+  int32_t *labels_out;
+} hs_gather_req;
+
+/* Copy the rows (and labels) of `req` on the pool's threads. HS_ERR_RANGE
+ * (nothing else written for that row) when an id is outside [0, n_rows). */
+hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req);
+
+/* ---- on a device ---------------------------------------------------------- */
+
+typedef struct hs_gather_cl hs_gather_cl;
+
+hs_status hs__gather_cl_create(const hs_ctx *ctx, const hs_dev *dev, hs_gather_cl **out);
+void hs__gather_cl_destroy(hs_gather_cl *g);
+
+/* Enqueue out[i] = table[ids[i]] for n rows of row_bytes on `q` (ids must
+ * be in range). `wg` = 0 lets the runtime choose; `single` runs one
+ * work-item (FPGA style). `ev` (optional) receives the kernel's event. */
+hs_status hs__gather_cl_enqueue(hs_gather_cl *g, cl_command_queue q, cl_mem table,
+                                size_t row_bytes, cl_mem ids, uint32_t n, cl_mem out, size_t wg,
+                                bool single, cl_event *ev);
+
+#endif

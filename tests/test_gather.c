@@ -1,0 +1,91 @@
+/* Host gather: threaded copy equals direct indexing for any thread count
+ * and row size (float32 and float16 rows alike), labels of the seeds, bad
+ * ids refused. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rng/philox.h"
+#include "sample/hs_gather.h"
+#include "sample/hs_sample.h"
+
+static void fill_table(unsigned char *t, size_t bytes) {
+  for (size_t i = 0; i < bytes; i++) t[i] = (unsigned char)(hs_philox_draw(3, 1, 0, 0, (uint32_t)(i >> 2)).v[i & 3]);
+}
+
+static void ids_of(int32_t *ids, int32_t n, int64_t n_rows) {
+  for (int32_t i = 0; i < n; i++)
+    ids[i] = (int32_t)hs_philox_below(hs_philox_draw(4, 2, 0, 0, (uint32_t)i).v[0], (uint32_t)n_rows);
+}
+
+static void expect_gather(int threads, size_t row_bytes, int64_t n_rows, int32_t n) {
+  unsigned char *table = malloc(row_bytes * (size_t)n_rows);
+  unsigned char *out = malloc(row_bytes * (size_t)n + 1);
+  unsigned char *ref = malloc(row_bytes * (size_t)n + 1);
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n + 1));
+  cr_assert(table && out && ref && ids);
+  fill_table(table, row_bytes * (size_t)n_rows);
+  ids_of(ids, n, n_rows);
+  memset(out, 0xab, row_bytes * (size_t)n + 1);
+  hs_gather_pool *p;
+  cr_assert_eq(hs__gather_pool_create(threads, &p), HS_OK);
+  cr_assert_eq(hs__gather_pool_threads(p), threads);
+  hs_gather_req req = {table, row_bytes, n_rows, ids, n, out, NULL, 0, NULL};
+  for (int rep = 0; rep < 3; rep++) cr_assert_eq(hs__gather(p, &req), HS_OK, "%s", hs_last_error());
+  for (int32_t i = 0; i < n; i++)
+    cr_assert(memcmp(out + (size_t)i * row_bytes, table + (size_t)ids[i] * row_bytes, row_bytes) == 0,
+              "row %d (threads %d, %zu bytes)", i, threads, row_bytes);
+  cr_expect_eq(out[row_bytes * (size_t)n], 0xab, "wrote past the output");
+  hs__ref_gather(table, row_bytes, ids, n, ref);
+  cr_expect(memcmp(out, ref, row_bytes * (size_t)n) == 0);
+  hs__gather_pool_destroy(p);
+  free(table);
+  free(out);
+  free(ref);
+  free(ids);
+}
+
+Test(gather, equals_direct_indexing_for_any_thread_count) {
+  const int threads[] = {1, 2, 3, 7};
+  for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+    expect_gather(threads[i], 128 * 4, 5000, 3001); /* float32 x 128 */
+    expect_gather(threads[i], 2 * 33, 700, 999);    /* float16 x 33: odd row size */
+  }
+  expect_gather(4, 4096, 300, 5);  /* slices of one or two rows */
+  expect_gather(3, 16, 10, 0);     /* empty batch */
+}
+
+Test(gather, labels_of_the_seeds) {
+  float table[40];
+  int32_t labels[40], ids[] = {7, 3, 39, 0}, out_labels[4] = {-1, -1, -1, -1};
+  for (int i = 0; i < 40; i++) {
+    table[i] = (float)i;
+    labels[i] = 100 + i;
+  }
+  float out[4];
+  hs_gather_pool *p;
+  cr_assert_eq(hs__gather_pool_create(2, &p), HS_OK);
+  hs_gather_req req = {table, sizeof(float), 40, ids, 4, out, labels, 2, out_labels};
+  cr_assert_eq(hs__gather(p, &req), HS_OK);
+  cr_expect_eq(out_labels[0], 107);
+  cr_expect_eq(out_labels[1], 103);
+  cr_expect_eq(out_labels[2], -1, "only the seeds' labels are gathered");
+  cr_expect_float_eq(out[2], 39.0f, 0.0f);
+  hs__gather_pool_destroy(p);
+}
+
+Test(gather, refuses_ids_out_of_range_and_bad_requests) {
+  float table[10] = {0}, out[3];
+  int32_t ids[] = {1, 10, 2};
+  hs_gather_pool *p;
+  cr_assert_eq(hs__gather_pool_create(2, &p), HS_OK);
+  hs_gather_req req = {table, sizeof(float), 10, ids, 3, out, NULL, 0, NULL};
+  cr_expect_eq(hs__gather(p, &req), HS_ERR_RANGE);
+  ids[1] = -1;
+  cr_expect_eq(hs__gather(p, &req), HS_ERR_RANGE);
+  ids[1] = 9;
+  req.n_labels = 1;
+  cr_expect_eq(hs__gather(p, &req), HS_ERR_INVALID_ARG);
+  hs__gather_pool_destroy(p);
+  cr_expect_eq(hs__gather_pool_create(0, &p), HS_ERR_INVALID_ARG);
+}
