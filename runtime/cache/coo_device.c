@@ -25,7 +25,10 @@ struct hs_coo_slot {
   cl_mem gidx;        /* cap: gather index per local id */
   cl_mem midx;        /* cap: local id per miss */
   int32_t *h_gidx, *h_midx; /* their host sources (written without blocking) */
-  cl_event up[3];     /* the last upload's copies */
+  /* the last upload's copies (NULL when not made): gather indices, miss
+   * local ids, miss rows; n_up of them in up[] for waiting on all */
+  cl_event ev_gidx, ev_midx, ev_stage;
+  cl_event up[3];
   int n_up;
   cl_event done[3];   /* the last assembly's commands */
   int n_done;
@@ -178,6 +181,7 @@ static hs_status slot_settle(hs_coo_slot *s) {
   hs__events_release(s->done, s->n_done);
   hs__events_release(s->up, s->n_up);
   s->n_done = s->n_up = 0;
+  s->ev_gidx = s->ev_midx = s->ev_stage = NULL;
   s->plan = NULL;
   return st;
 }
@@ -212,18 +216,18 @@ hs_status hs__coo_dev_upload(hs_coo_slot *s, cl_command_queue q, const hs_coo_pl
     /* misses read slot 0, a placeholder the miss scatter overwrites */
     for (int32_t i = 0; i < plan->n; i++) s->h_gidx[i] = plan->slot[i] >= 0 ? plan->slot[i] : 0;
     err = clEnqueueWriteBuffer(q, s->gidx, CL_FALSE, 0, sizeof(int32_t) * (size_t)plan->n,
-                               s->h_gidx, (cl_uint)n_wait, wait, &s->up[s->n_up]);
-    if (err == CL_SUCCESS) s->n_up++;
+                               s->h_gidx, (cl_uint)n_wait, wait, &s->ev_gidx);
+    if (err == CL_SUCCESS) s->up[s->n_up++] = s->ev_gidx;
   }
   if (err == CL_SUCCESS && plan->n_miss > 0) {
     memcpy(s->h_midx, plan->miss_local, sizeof(int32_t) * (size_t)plan->n_miss);
     err = clEnqueueWriteBuffer(q, s->midx, CL_FALSE, 0, sizeof(int32_t) * (size_t)plan->n_miss,
-                               s->h_midx, (cl_uint)n_wait, wait, &s->up[s->n_up]);
-    if (err == CL_SUCCESS) s->n_up++;
+                               s->h_midx, (cl_uint)n_wait, wait, &s->ev_midx);
+    if (err == CL_SUCCESS) s->up[s->n_up++] = s->ev_midx;
     if (err == CL_SUCCESS)
       err = clEnqueueWriteBuffer(q, s->staging, CL_FALSE, 0, (size_t)plan->n_miss * rb,
-                                 miss_rows, (cl_uint)n_wait, wait, &s->up[s->n_up]);
-    if (err == CL_SUCCESS) s->n_up++;
+                                 miss_rows, (cl_uint)n_wait, wait, &s->ev_stage);
+    if (err == CL_SUCCESS) s->up[s->n_up++] = s->ev_stage;
   }
   if (err == CL_SUCCESS && ev && s->n_up > 0)
     err = clEnqueueMarkerWithWaitList(q, (cl_uint)s->n_up, s->up, ev);
@@ -282,9 +286,11 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
   if (plan->n_hit > 0) {
     /* The sampler's gather enqueue takes no wait list: a barrier carries
      * the dependencies (the index upload, the cache's latest command, the
-     * caller's events) for everything enqueued after it. */
+     * caller's events) for everything enqueued after it. The miss rows are
+     * not among them: their upload may still run while the hits are
+     * gathered (given a second queue for uploads, or an out-of-order one). */
     k = 0;
-    for (int i = 0; i < s->n_up; i++) list[k++] = s->up[i];
+    list[k++] = s->ev_gidx;
     if (d->last) list[k++] = d->last;
     for (int i = 0; i < n_wait; i++) list[k++] = wait[i];
     err = clEnqueueBarrierWithWaitList(q, (cl_uint)k, k ? list : NULL, NULL);
@@ -300,7 +306,8 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
   }
   if (plan->n_miss > 0) {
     k = 0;
-    for (int i = 0; i < s->n_up; i++) list[k++] = s->up[i];
+    list[k++] = s->ev_midx;
+    list[k++] = s->ev_stage;
     if (gathered) list[k++] = gathered;
     for (int i = 0; i < n_wait; i++) list[k++] = wait[i];
     if ((st = scatter_enqueue(d, q, s->staging, s->midx, (uint32_t)plan->n_miss, x, (cl_uint)k,
@@ -309,7 +316,7 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
   }
   if (plan->n_insert > 0) {
     k = 0;
-    for (int i = 0; i < s->n_up; i++) list[k++] = s->up[i];
+    list[k++] = s->ev_stage;
     if (d->last) list[k++] = d->last;
     err = clEnqueueCopyBuffer(q, s->staging, d->cache, 0, (size_t)plan->insert_first * rb,
                               (size_t)plan->n_insert * rb, (cl_uint)k, list, &inserted);

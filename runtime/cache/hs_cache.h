@@ -35,8 +35,10 @@
  * the benchmark and the tests run it alone. The device side (hs_coo_dev)
  * borrows a core and must see the same batches, in the same order.
  *
- * Threading: a core and its device side are used by one thread at a time
- * (the pipeline stage that owns them); nothing here locks. */
+ * Threading: nothing here locks. A core is used by one thread at a time, and
+ * so is a device side with its slots. After creation and prefill the two
+ * share no mutable state, so classification and assembly may run in
+ * different pipeline stages (threads), in the same batch order. */
 #ifndef HS_CACHE_H
 #define HS_CACHE_H
 
@@ -189,7 +191,8 @@ int64_t hs__coo_dev_max_rows(const hs_dev *dev, size_t row_bytes);
  * exceeds hs__coo_dev_max_rows), HS_ERR_OPENCL, HS_ERR_BUILD, HS_ERR_NOMEM. */
 hs_status hs__coo_dev_create(const hs_ctx *ctx, const hs_dev *dev, hs_coo *core,
                              hs_coo_dev **out);
-/* Waits for the cache's outstanding commands, then frees everything. */
+/* Waits for the cache's outstanding commands, then frees everything.
+ * Destroy its slots first. */
 void hs__coo_dev_destroy(hs_coo_dev *d);
 /* The cache buffer (capacity x row bytes; row s holds slot s). */
 cl_mem hs__coo_dev_buffer(const hs_coo_dev *d);
