@@ -3,13 +3,16 @@
  * skewed access (Zipf ids, neighbour sampling on a power-law graph) by fill
  * policy, and the device assembly: the batch matrix equals direct indexing
  * bit for bit, pipelined over two slots on in-order and out-of-order
- * queues, with and without prefill, for word and byte rows. */
+ * queues, with and without prefill, for word and byte rows, with rows
+ * read from memory or through the host tier. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache/hs_cache.h"
+#include "cache/hs_host_tier.h"
+#include "data/hs_npy.h"
 #include "hs_test_cl.h"
 #include "rng/philox.h"
 #include "sample/hs_sample.h"
@@ -486,10 +489,13 @@ static void dev_close(dev_env *e) {
 }
 
 static unsigned char *make_table(int64_t n, size_t rb) {
-  unsigned char *t = malloc((size_t)n * rb);
+  size_t bytes = (size_t)n * rb;
+  unsigned char *t = malloc(bytes);
   cr_assert(t);
-  for (size_t i = 0; i < (size_t)n * rb; i++)
-    t[i] = (unsigned char)(hs_philox_draw(8, (uint32_t)(i >> 2), 0, 0, 0).v[i & 3]);
+  for (size_t i = 0; i < bytes; i += 16) {
+    hs_philox_ctr r = hs_philox_draw(8, (uint32_t)(i >> 36), (uint32_t)(i >> 4), 0, 0);
+    memcpy(t + i, r.v, bytes - i < 16 ? bytes - i : 16);
+  }
   return t;
 }
 
@@ -525,11 +531,27 @@ static void check_x(dev_env *e, pslot *ps, const unsigned char *table, size_t rb
  * the previous one is checked, so that one batch's insertions and the next
  * batch's hits are in flight together. */
 static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_cache_fill fill,
-                       bool upload_prefill) {
+                       bool upload_prefill, bool via_host_tier) {
   dev_env e;
   dev_open(&e, queue_flags);
   unsigned char *table = make_table(n, rb);
   hs_row_table rt = {table, rb, n};
+  /* rows come from the table in memory, or from the same bytes written to
+   * a feat.npy read through a host tier that keeps a quarter of it */
+  hs_row_source rows = hs__row_table_source(&rt);
+  hs_host_tier *tier = NULL;
+  char *dir = NULL, *feat = NULL;
+  if (via_host_tier) {
+    dir = tu_mkdtemp();
+    feat = tu_path(dir, "feat.npy");
+    bool f32 = rb % 4 == 0;
+    uint64_t shape[2] = {(uint64_t)n, f32 ? rb / 4 : rb / 2};
+    cr_assert_eq(hs__npy_write(feat, f32 ? HS_DTYPE_FLOAT32 : HS_DTYPE_FLOAT16, 2, shape, table),
+                 HS_OK, "%s", hs_last_error());
+    hs_host_tier_cfg tc = {feat, (uint64_t)n * rb / 4, 256u << 10, 0};
+    cr_assert_eq(hs__host_tier_open(&tc, &tier), HS_OK, "%s", hs_last_error());
+    rows = hs__host_tier_source(tier);
+  }
   hs_coo *c = make_cache(n, cap, rb, fill);
   if (fill != HS_CACHE_FILL_FIRST) {
     uint64_t *score = malloc(sizeof *score * (size_t)n);
@@ -541,7 +563,7 @@ static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_ca
   hs_coo_dev *d;
   cr_assert_eq(hs__coo_dev_create(&e.ctx, e.dev, c, &d), HS_OK, "%s", hs_last_error());
   if (upload_prefill)
-    cr_assert_eq(hs__coo_dev_prefill(d, e.q, hs__coo_table_source(&rt), 3 * rb + 1), HS_OK,
+    cr_assert_eq(hs__coo_dev_prefill(d, e.q, rows, 3 * rb + 1), HS_OK,
                  "%s", hs_last_error());
   pslot ps[2];
   memset(ps, 0, sizeof ps);
@@ -567,7 +589,8 @@ static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_ca
     cur->n = s.size;
     cr_assert_eq(hs__coo_classify(c, cur->ids, cur->n, &cur->plan), HS_OK, "%s", hs_last_error());
     hits += cur->plan.n_hit;
-    hs__ref_gather(table, rb, cur->plan.miss_ids, cur->plan.n_miss, cur->stage);
+    cr_assert_eq(rows.read(rows.ctx, cur->plan.miss_ids, cur->plan.n_miss, cur->stage), HS_OK,
+                 "%s", hs_last_error());
     cl_event up;
     cr_assert_eq(hs__coo_dev_upload(cur->cs, e.q, &cur->plan, cur->stage, NULL, 0, &up), HS_OK,
                  "%s", hs_last_error());
@@ -589,15 +612,15 @@ static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_ca
     if (cap > 0) cr_expect_gt(hits, 0);
     /* the cache buffer holds row vertex[s] in slot s */
     cr_assert_eq(clFinish(e.q), CL_SUCCESS);
-    int64_t rows = hs__coo_rows(c);
-    unsigned char *cache = malloc((size_t)(rows ? rows : 1) * rb);
+    int64_t held = hs__coo_rows(c);
+    unsigned char *cache = malloc((size_t)(held ? held : 1) * rb);
     cr_assert(cache);
-    if (rows)
-      cr_assert_eq(clEnqueueReadBuffer(e.q, hs__coo_dev_buffer(d), CL_TRUE, 0, (size_t)rows * rb,
+    if (held)
+      cr_assert_eq(clEnqueueReadBuffer(e.q, hs__coo_dev_buffer(d), CL_TRUE, 0, (size_t)held * rb,
                                        cache, 0, NULL, NULL),
                    CL_SUCCESS);
     const int32_t *vertex = hs__coo_slot_vertices(c);
-    for (int64_t k = 0; k < rows; k++)
+    for (int64_t k = 0; k < held; k++)
       cr_assert(memcmp(cache + (size_t)k * rb, table + (size_t)vertex[k] * rb, rb) == 0,
                 "slot %lld", (long long)k);
     free(cache);
@@ -612,6 +635,9 @@ static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_ca
   }
   hs__coo_dev_destroy(d);
   hs__coo_destroy(c);
+  hs__host_tier_close(tier);
+  free(feat);
+  if (dir) tu_rmtree(dir);
   free(table);
   free(got);
   free(want);
@@ -619,28 +645,34 @@ static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_ca
 }
 
 Test(coo_dev, first_fill_word_rows, .timeout = 300) {
-  device_run(0, 6000, 2500, 4 * 37, HS_CACHE_FILL_FIRST, true);
+  device_run(0, 6000, 2500, 4 * 37, HS_CACHE_FILL_FIRST, true, false);
 }
 
 Test(coo_dev, first_fill_byte_rows_out_of_order_queue, .timeout = 300) {
-  device_run(HS_QUEUE_OUT_OF_ORDER, 6000, 2500, 2 * 7, HS_CACHE_FILL_FIRST, true);
+  device_run(HS_QUEUE_OUT_OF_ORDER, 6000, 2500, 2 * 7, HS_CACHE_FILL_FIRST, true, false);
 }
 
 Test(coo_dev, degree_prefill_uploaded_in_chunks, .timeout = 300) {
-  device_run(HS_QUEUE_OUT_OF_ORDER, 5000, 1200, 4 * 16, HS_CACHE_FILL_DEGREE, true);
+  device_run(HS_QUEUE_OUT_OF_ORDER, 5000, 1200, 4 * 16, HS_CACHE_FILL_DEGREE, true, false);
 }
 
 Test(coo_dev, everything_cached_every_row_a_hit, .timeout = 300) {
   /* capacity N: the later batches have no miss (the gather alone) */
-  device_run(0, 3000, 3000, 4 * 8, HS_CACHE_FILL_FIRST, true);
+  device_run(0, 3000, 3000, 4 * 8, HS_CACHE_FILL_FIRST, true, false);
 }
 
 Test(coo_dev, no_capacity_every_row_a_miss, .timeout = 300) {
-  device_run(0, 4000, 0, 4 * 8, HS_CACHE_FILL_FIRST, true);
+  device_run(0, 4000, 0, 4 * 8, HS_CACHE_FILL_FIRST, true, false);
 }
 
 Test(coo_dev, prefill_not_uploaded_is_an_error, .timeout = 300) {
-  device_run(0, 4000, 500, 4 * 8, HS_CACHE_FILL_PRESAMPLE, false);
+  device_run(0, 4000, 500, 4 * 8, HS_CACHE_FILL_PRESAMPLE, false, false);
+}
+
+Test(coo_dev, rows_through_the_host_tier, .timeout = 300) {
+  /* the two tiers together: prefill and misses read from disk */
+  device_run(0, 20000, 3000, 4 * 32, HS_CACHE_FILL_DEGREE, true, true);
+  device_run(HS_QUEUE_OUT_OF_ORDER, 20000, 3000, 2 * 9, HS_CACHE_FILL_FIRST, true, true);
 }
 
 Test(coo_dev, capacity_beyond_one_allocation) {

@@ -1,5 +1,5 @@
-/* Choosing the rows of a prefill (DEGREE, PRESAMPLE) and the row source
- * that reads them (see hs_cache.h). */
+/* Choosing the rows of a prefill (DEGREE, PRESAMPLE), and the row source
+ * over a host table (see hs_cache.h, hs_rows.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +77,6 @@ static hs_status table_read(void *ctx, const int32_t *ids, int32_t n, void *out)
   return HS_OK;
 }
 
-hs_row_source hs__coo_table_source(const hs_row_table *t) {
+hs_row_source hs__row_table_source(const hs_row_table *t) {
   return (hs_row_source){table_read, (void *)t};
 }

@@ -242,3 +242,9 @@ hs_status hs__host_tier_gather(hs_host_tier *t, const int32_t *ids, int32_t n, v
   }
   return HS_OK;
 }
+
+static hs_status source_read(void *ctx, const int32_t *ids, int32_t n, void *out) {
+  return hs__host_tier_gather(ctx, ids, n, out);
+}
+
+hs_row_source hs__host_tier_source(hs_host_tier *t) { return (hs_row_source){source_read, t}; }

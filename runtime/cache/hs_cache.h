@@ -48,6 +48,7 @@
 
 #include "hetsage/board.h"
 #include "hs_dev.h"
+#include "hs_rows.h"
 #include "sample/hs_csr.h"
 
 /* ---- the host-side core -------------------------------------------------- */
@@ -155,25 +156,6 @@ hs_status hs__coo_rank(const uint64_t *score, int64_t n, int64_t count, int32_t 
 hs_status hs__coo_prefill(hs_coo *c, const int32_t *ids, int64_t k);
 /* Rank by score (N entries) and prefill the whole capacity. */
 hs_status hs__coo_prefill_by_score(hs_coo *c, const uint64_t *score);
-
-/* ---- rows for a prefill ---------------------------------------------------- */
-
-/* Where prefill rows come from: read rows ids[0..n) into out (n x row
- * bytes, in id-list order). A dataset's mapped feature matrix
- * (hs__coo_table_source) or a host tier (hs__host_tier_gather) fit. */
-typedef struct hs_row_source {
-  hs_status (*read)(void *ctx, const int32_t *ids, int32_t n, void *out);
-  void *ctx;
-} hs_row_source;
-
-/* A source over a host table of rows (e.g. hs_graph.feat, float32 or
- * float16: rows are opaque bytes). `t` must outlive the source. */
-typedef struct hs_row_table {
-  const void *rows;
-  size_t row_bytes;
-  int64_t n_rows;
-} hs_row_table;
-hs_row_source hs__coo_table_source(const hs_row_table *t);
 
 /* ---- the device side --------------------------------------------------------- */
 

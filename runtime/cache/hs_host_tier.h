@@ -27,6 +27,7 @@
 
 #include "hetsage/dataset.h"
 #include "hs_base.h"
+#include "hs_rows.h"
 
 typedef struct hs_host_tier hs_host_tier;
 
@@ -65,6 +66,10 @@ void hs__host_tier_info(const hs_host_tier *t, hs_host_tier_info *out);
  * HS_ERR_IO (a read failed or came back short: the detail gives the file
  * and offset). */
 hs_status hs__host_tier_gather(hs_host_tier *t, const int32_t *ids, int32_t n, void *out_rows);
+
+/* The tier as a row source (hs_rows.h): hs__host_tier_gather. `t` must
+ * outlive it. */
+hs_row_source hs__host_tier_source(hs_host_tier *t);
 
 /* Counts since open (or the last hs__host_tier_stats_reset). */
 typedef struct hs_host_tier_stats {
