@@ -1,9 +1,10 @@
-/* Reindexing: sampled original ids -> lmap ids, seeds first, then each
+/* Reindexing: sampled original ids -> local ids, seeds first, then each
  * hop's new vertices in order of first position in the hop's neighbour
- * list (runtime/sample/hs_sample.h). State lives in two dense per-vertex
- * arrays on the sampler device: lmap[v] (-1: not met; -2: met this hop but
- * over the vertex budget) and first[v] (first position this hop, INT_MAX
- * when unset). Only the entries a batch touches are reset afterwards.
+ * list (runtime/sample/hs_sample.h). The state is one dense per-vertex
+ * array of pairs on the sampler device, side by side so that a vertex
+ * costs one cache miss: LOCAL(v) (-1: not met; -2: met this hop but over
+ * the vertex budget) and FIRST(v) (first position this hop, INT_MAX when
+ * unset). Only the entries a batch touches are reset afterwards.
  *
  * The NDRange kernels find first positions with atomic_min, which makes the
  * result independent of work-group size and timing; every kernel loops
@@ -11,49 +12,64 @@
  * same hop as one sequential loop (FPGA style): there the first time a
  * vertex is met is its first position. */
 
-__kernel void hs_reindex_seed(__global const int *ids, const uint n, __global int *lmap) {
-  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) lmap[ids[i]] = (int)i;
+#define LOCAL(v) st[2 * (ulong)(v)]
+#define FIRST(v) st[2 * (ulong)(v) + 1]
+
+__kernel void hs_reindex_seed(__global const int *ids, const uint n, __global int *st) {
+  for (uint i = get_global_id(0); i < n; i += get_global_size(0)) LOCAL(ids[i]) = (int)i;
 }
 
-__kernel void hs_reindex_claim(__global const int *nbr, const uint e, __global const int *lmap,
-                               __global int *first) {
-  for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
-    int u = nbr[p];
-    if (lmap[u] == -1) atomic_min(&first[u], (int)p);
+/* Each work-item claims `per_item` consecutive positions: plain loads of
+ * their states first (misses that overlap), then atomic_min only where the
+ * position can still win. Atomics are locked operations on CPUs that
+ * would otherwise take their misses one at a time. A plain read may see a
+ * stale FIRST, but FIRST only decreases, so skipping when p >= the value
+ * read never skips a winner. */
+__kernel void hs_reindex_claim(__global const int *nbr, const uint e, __global int *st,
+                               const uint per_item, __global int *sink) {
+  for (uint g = get_global_id(0); g < (e + per_item - 1) / per_item; g += get_global_size(0)) {
+    uint b = g * per_item, end = min(e, b + per_item);
+    int touched = 0;
+    for (uint p = b; p < end; p++) touched ^= FIRST(nbr[p]);
+    for (uint p = b; p < end; p++) {
+      int u = nbr[p];
+      if (LOCAL(u) == -1 && (int)p < FIRST(u)) atomic_min(&FIRST(u), (int)p);
+    }
+    if (touched == 0x5eed5eed) *sink = touched;
   }
 }
 
 /* flag[p] = 1 where position p is its vertex's first appearance. */
-__kernel void hs_reindex_mark(__global const int *nbr, const uint e, __global const int *lmap,
-                              __global const int *first, __global uint *flag) {
+__kernel void hs_reindex_mark(__global const int *nbr, const uint e, __global const int *st,
+                              __global uint *flag) {
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
     int u = nbr[p];
-    flag[p] = lmap[u] == -1 && first[u] == (int)p;
+    flag[p] = LOCAL(u) == -1 && FIRST(u) == (int)p;
   }
 }
 
 /* rank: the exclusive scan of flag (rank[e] = new vertices of the hop). */
 __kernel void hs_reindex_assign(__global const int *nbr, const uint e,
                                 __global const uint *rank, const uint n_prev, const uint limit,
-                                __global int *lmap, __global int *ids) {
+                                __global int *st, __global int *ids) {
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
     if (rank[p + 1] == rank[p]) continue;
     int u = nbr[p];
     uint id = n_prev + rank[p];
     if (id < limit) {
-      lmap[u] = (int)id;
+      LOCAL(u) = (int)id;
       ids[id] = u;
     } else {
-      lmap[u] = -2;
+      LOCAL(u) = -2;
     }
   }
 }
 
-/* col[p] = lmap id (-2: left out); keep[p] = 1 for edges kept. */
-__kernel void hs_reindex_emit(__global const int *nbr, const uint e, __global const int *lmap,
+/* col[p] = local id (-2: left out); keep[p] = 1 for edges kept. */
+__kernel void hs_reindex_emit(__global const int *nbr, const uint e, __global const int *st,
                               __global int *col, __global uint *keep) {
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
-    int c = lmap[nbr[p]];
+    int c = LOCAL(nbr[p]);
     col[p] = c;
     keep[p] = c >= 0;
   }
@@ -62,14 +78,13 @@ __kernel void hs_reindex_emit(__global const int *nbr, const uint e, __global co
 /* After a hop that met vertices over the budget: forget them, so that the
  * next hop judges them afresh (and, the budget being full, drops them). */
 __kernel void hs_reindex_forget(__global const int *nbr, const uint e,
-                                __global const uint *rank, __global int *lmap,
-                                __global int *first) {
+                                __global const uint *rank, __global int *st) {
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
     if (rank[p + 1] == rank[p]) continue;
     int u = nbr[p];
-    if (lmap[u] == -2) {
-      lmap[u] = -1;
-      first[u] = INT_MAX;
+    if (LOCAL(u) == -2) {
+      LOCAL(u) = -1;
+      FIRST(u) = INT_MAX;
     }
   }
 }
@@ -88,11 +103,10 @@ __kernel void hs_compact_rows(__global uint *row_ptr, const uint n_rows_plus_1,
 }
 
 /* End of a batch: clear the entries of every admitted vertex. */
-__kernel void hs_reindex_reset(__global const int *ids, const uint n, __global int *lmap,
-                               __global int *first) {
+__kernel void hs_reindex_reset(__global const int *ids, const uint n, __global int *st) {
   for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
-    lmap[ids[i]] = -1;
-    first[ids[i]] = INT_MAX;
+    LOCAL(ids[i]) = -1;
+    FIRST(ids[i]) = INT_MAX;
   }
 }
 
@@ -101,7 +115,7 @@ __kernel void hs_reindex_reset(__global const int *ids, const uint n, __global i
  * kept edges, out[2] = sampled edges. */
 __kernel void hs_reindex_single(__global const int *nbr, __global uint *row_ptr,
                                 const uint n_dst, const uint n_prev, const uint limit,
-                                __global int *lmap, __global int *ids, __global int *col,
+                                __global int *st, __global int *ids, __global int *col,
                                 __global uint *out) {
   if (get_global_id(0) != 0) return;
   uint n = n_prev, kept = 0, start = row_ptr[0];
@@ -110,18 +124,19 @@ __kernel void hs_reindex_single(__global const int *nbr, __global uint *row_ptr,
     row_ptr[i] = kept;
     for (uint p = start; p < end; p++) {
       int u = nbr[p];
-      int l = lmap[u];
+      int l = LOCAL(u);
       if (l == -1) {
         l = n < limit ? (int)n : -2;
-        lmap[u] = l;
+        LOCAL(u) = l;
         if (l >= 0) ids[n++] = u;
       }
       if (l >= 0) col[kept++] = l;
     }
     start = end;
   }
-  for (uint p = 0; p < start; p++)
-    if (lmap[nbr[p]] == -2) lmap[nbr[p]] = -1;
+  if (n >= limit) /* only a full budget drops vertices */
+    for (uint p = 0; p < start; p++)
+      if (LOCAL(nbr[p]) == -2) LOCAL(nbr[p]) = -1;
   row_ptr[n_dst] = kept;
   out[0] = n;
   out[1] = kept;

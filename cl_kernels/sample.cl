@@ -164,27 +164,46 @@ inline uint hs_row_sample(HS_TOPO_ARGS, const hs_row_params *p, uint v, long sta
   return n;
 }
 
-/* ---- NDRange style: one work-item per frontier vertex ------------------- */
+/* ---- NDRange style -------------------------------------------------------- */
 
+/* Row counts, and each row's start and degree for hs_sample_rows. */
 __kernel void hs_sample_count(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
-                              const uint n_dst, __global uint *cnt) {
+                              const uint n_dst, __global uint *cnt, __global long *row_start,
+                              __global uint *row_deg) {
   HS_PARAMS_INIT(p);
   for (uint i = get_global_id(0); i < n_dst; i += get_global_size(0)) {
     int v = ids[i];
-    long start = indptr[v];
-    cnt[i] = hs_row_count(HS_TOPO, &p, start, indptr[v + 1] - start);
+    long start = indptr[v], d = indptr[v + 1] - start;
+    row_start[i] = start;
+    row_deg[i] = (uint)d;
+    cnt[i] = hs_row_count(HS_TOPO, &p, start, d);
   }
 }
 
+/* Each work-item samples `per_item` consecutive rows. It first touches
+ * every one of them (first and last edge): on cores that run work-items
+ * one after another (CPU devices) these independent loads are the only
+ * misses that can overlap, the sampling in between being long. GPUs hide
+ * latency with other work-items and use per_item = 1. `sink` only keeps
+ * the touching loads from being optimised away. */
 __kernel void hs_sample_rows(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
                              const uint n_dst, __global const uint *off, __global int *nbr,
-                             __global ulong *keys) {
+                             __global ulong *keys, __global const long *row_start,
+                             __global const uint *row_deg, const uint per_item,
+                             __global int *sink) {
   HS_PARAMS_INIT(p);
-  for (uint i = get_global_id(0); i < n_dst; i += get_global_size(0)) {
-    int v = ids[i];
-    long start = indptr[v];
-    hs_row_sample(HS_TOPO, &p, (uint)v, start, indptr[v + 1] - start, nbr + off[i],
-                  keys + off[i]);
+  for (uint g = get_global_id(0); g < (n_dst + per_item - 1) / per_item;
+       g += get_global_size(0)) {
+    uint b = g * per_item, e = min(n_dst, b + per_item);
+    int touched = 0;
+    for (uint i = b; i < e; i++)
+      if (row_deg[i] > 0u)
+        touched ^= hs_nbr(HS_TOPO, (ulong)row_start[i]) ^
+                   hs_nbr(HS_TOPO, (ulong)row_start[i] + row_deg[i] - 1u);
+    for (uint i = b; i < e; i++)
+      hs_row_sample(HS_TOPO, &p, (uint)ids[i], row_start[i], (long)row_deg[i], nbr + off[i],
+                    keys + off[i]);
+    if (touched == 0x5eed5eed) *sink = touched;
   }
 }
 

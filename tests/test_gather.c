@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/hs_graph.h"
+#include "hs_test_util.h"
 #include "rng/philox.h"
 #include "sample/hs_gather.h"
 #include "sample/hs_sample.h"
@@ -88,4 +90,57 @@ Test(gather, refuses_ids_out_of_range_and_bad_requests) {
   cr_expect_eq(hs__gather(p, &req), HS_ERR_INVALID_ARG);
   hs__gather_pool_destroy(p);
   cr_expect_eq(hs__gather_pool_create(0, &p), HS_ERR_INVALID_ARG);
+}
+
+/* A dataset from the generator, sampled through the sampler's view of it,
+ * its features and the seeds' labels gathered in local-id order. */
+Test(gather, a_generated_dataset_end_to_end) {
+  char *dir = tu_mkdtemp();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/ds", dir);
+  hs_generate_opts g;
+  hs_generate_opts_init(&g, HS_GENERATE_SBM);
+  g.num_vertices = 600;
+  g.edge_factor = 6;
+  g.num_features = 12;
+  g.feature_dtype = HS_DTYPE_FLOAT16;
+  g.threads = 1;
+  cr_assert_eq(hs_generate(path, &g, NULL), HS_OK, "%s", hs_last_error());
+  hs_dataset *ds;
+  cr_assert_eq(hs_dataset_open(path, &ds), HS_OK, "%s", hs_last_error());
+  const hs_graph *gr = hs__dataset_graph(ds);
+  hs_csr csr = hs__csr_of_graph(gr);
+  cr_assert_eq(hs__csr_validate(&csr), HS_OK, "%s", hs_last_error());
+
+  hs_sample_cfg cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.n_layers = 2;
+  cfg.fanout[0] = 5;
+  cfg.fanout[1] = 3;
+  int32_t seeds[16];
+  for (int i = 0; i < 16; i++) seeds[i] = gr->split[HS_SPLIT_TRAIN][i];
+  hs_batch_caps caps;
+  hs_batch b;
+  cr_assert_eq(hs__batch_caps(&cfg, &csr, hs__csr_max_degree(&csr), 16, &caps), HS_OK);
+  cr_assert_eq(hs__batch_alloc(&caps, &b), HS_OK);
+  cr_assert_eq(hs__ref_sample_batch(&csr, &cfg, seeds, 16, 0, 0, &b), HS_OK, "%s",
+               hs_last_error());
+  cr_assert_gt(b.n_vertices, 16);
+
+  size_t rb = gr->feat_row_bytes;
+  cr_assert_eq(rb, 12 * 2);
+  unsigned char *out = malloc(rb * (size_t)b.n_vertices);
+  int32_t labels[16];
+  hs_gather_pool *p;
+  cr_assert_eq(hs__gather_pool_create(2, &p), HS_OK);
+  hs_gather_req req = {gr->feat, rb, gr->n, b.ids, b.n_vertices, out, gr->labels, 16, labels};
+  cr_assert_eq(hs__gather(p, &req), HS_OK, "%s", hs_last_error());
+  for (int32_t i = 0; i < b.n_vertices; i++)
+    cr_assert(memcmp(out + (size_t)i * rb, (const char *)gr->feat + (size_t)b.ids[i] * rb, rb) == 0);
+  for (int i = 0; i < 16; i++) cr_expect_eq(labels[i], gr->labels[seeds[i]]);
+  hs__gather_pool_destroy(p);
+  free(out);
+  hs__batch_free(&b);
+  hs_dataset_close(ds);
+  tu_rmtree(dir);
 }

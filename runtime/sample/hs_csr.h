@@ -1,11 +1,13 @@
 /* The sampler's view of a graph: compressed sparse rows, one row per
  * vertex listing the vertices it aggregates from. The arrays are borrowed
- * (typically mapped from a dataset's .npy files); nothing here owns them. */
+ * (from an open dataset, hs__csr_of_graph, or built by a caller); nothing
+ * here owns them. */
 #ifndef HS_CSR_H
 #define HS_CSR_H
 
 #include <stdint.h>
 
+#include "data/hs_graph.h"
 #include "hetsage/status.h"
 
 typedef struct hs_csr {
@@ -15,6 +17,12 @@ typedef struct hs_csr {
   const int32_t *indices; /* e neighbour ids in [0, n) */
   const float *weights;   /* e edge weights, or NULL for an unweighted graph */
 } hs_csr;
+
+/* The sampler's view of an open dataset's graph (borrowed from it). */
+static inline hs_csr hs__csr_of_graph(const hs_graph *g) {
+  hs_csr c = {g->n, g->e, g->indptr, g->indices, g->weights};
+  return c;
+}
 
 /* Check the invariants above (O(n + e)); HS_ERR_FORMAT with the first
  * offending position otherwise. */

@@ -4,7 +4,7 @@
  *
  * Device memory: indptr (8 (n+1) bytes, one allocation), indices and
  * weights (4 e bytes each, split into up to 4 allocations at the device's
- * max allocation or $HETSAGE_MAX_ALLOC), two per-vertex reindex arrays
+ * max allocation or $HETSAGE_MAX_ALLOC), a per-vertex reindex array
  * (8 n bytes) and per-batch work arrays sized by hs__batch_caps. Nothing is
  * allocated per batch. */
 #ifndef HS_SAMPLER_H
@@ -21,8 +21,10 @@ typedef enum hs_sampler_style {
 
 typedef struct hs_sampler_opts {
   hs_sampler_style style;
-  size_t work_group_size; /* NDRange: 0 lets the OpenCL runtime choose */
+  size_t work_group_size; /* NDRange; 0: 64, or the device's limit if lower */
   int32_t max_seeds;      /* largest batch */
+  uint32_t rows_per_item; /* NDRange rows (and reindex claims) per work-item;
+                             0: 16 on CPUs, else 1 */
   bool profile;           /* accumulate kernel times (needs a profiling queue) */
 } hs_sampler_opts;
 
@@ -49,7 +51,8 @@ void hs__sampler_destroy(hs_sampler *s);
 /* Capacities for hs__batch_alloc of batches this sampler fills. */
 const hs_batch_caps *hs__sampler_caps(const hs_sampler *s);
 hs_sampler_style hs__sampler_style(const hs_sampler *s);
-/* Change the NDRange work-group size (0: runtime's choice). */
+/* Change the NDRange work-group size (0: the default); HS_ERR_UNSUPPORTED
+ * above what the device and kernels allow. */
 hs_status hs__sampler_set_work_group(hs_sampler *s, size_t wg);
 void hs__sampler_stats(const hs_sampler *s, hs_sampler_stats *out);
 

@@ -44,10 +44,17 @@ static const char *const program_sources[] = {
 #define SCAN_MIN_CHUNK 256   /* elements per partial sum, at least */
 #define MAX_GLOBAL (1u << 22) /* grid-stride kernels need no more items */
 #define MAX_EVENTS 256
+/* Work-group size when none is asked for. Always passing one matters: a
+ * runtime left to choose (PoCL) picks a divisor of each global size and
+ * compiles the kernel again for every new one. */
+#define DEFAULT_WG 64
+/* Rows one work-item samples on CPU devices (see hs_sample_rows). */
+#define CPU_ROWS_PER_ITEM 16
 
-/* Argument positions shared by the three sampling kernels. */
+/* Argument positions of the three sampling kernels: topology (0..9),
+ * parameters, then each kernel's own (see sample.cl). */
 enum { A_SEED = 10, A_EPOCH, A_BATCH, A_HOP, A_FANOUT, A_MODE, A_REPLACE, A_TBITS,
-       A_IDS, A_NDST, A_OFF, A_NBR, A_KEYS };
+       A_IDS, A_NDST, A_OWN };
 
 struct hs_sampler {
   hs_ctx ctx;
@@ -56,18 +63,20 @@ struct hs_sampler {
   hs_sample_cfg cfg;
   hs_sampler_opts opts;
   hs_sampler_style style;
+  size_t wg; /* NDRange work-group size in use */
   hs_batch_caps caps;
   int64_t n_graph;
-  int32_t max_edges;
   cl_program prog;
   cl_kernel k[K_N_];
   cl_mem indptr;
   hs_split_buf idx, wt;
   cl_mem wt_dummy;
   /* per batch */
-  cl_mem ids, cnt, nbr, keys, flag, col, keep, col_out, part, single_out;
-  /* per vertex of the graph */
-  cl_mem local, first;
+  cl_mem ids, cnt, row_start, row_deg, nbr, keys, flag, col, keep, col_out, part, single_out,
+      sink;
+  /* per vertex of the graph: (local id, first position) pairs */
+  cl_mem state;
+  cl_uint rows_per_item;
   int32_t *seed_scratch;
   cl_event ev[MAX_EVENTS];
   bool ev_sample[MAX_EVENTS];
@@ -113,25 +122,23 @@ static hs_status flush_events(hs_sampler *s) {
  * work-items covers them). Single work-item style launches one item. */
 static hs_status launch(hs_sampler *s, int kid, size_t n, bool sample_phase) {
   if (n == 0) return HS_OK;
-  size_t global = n < MAX_GLOBAL ? n : MAX_GLOBAL, local = 1, *lp = NULL;
+  size_t global = n < MAX_GLOBAL ? n : MAX_GLOBAL, local = 1;
   bool one = s->style == HS_STYLE_SINGLE || kid == K_SCAN_SPINE || kid == K_SAMPLE_SINGLE ||
              kid == K_REINDEX_SINGLE;
   if (one) {
     global = 1;
-    lp = &local;
-  } else if (s->opts.work_group_size) {
-    local = s->opts.work_group_size;
+  } else {
+    local = s->wg;
     global = (global + local - 1) / local * local;
-    lp = &local;
   }
   if (s->opts.profile && s->n_ev == MAX_EVENTS) flush_events(s);
   cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(s->q, s->k[kid], 1, NULL, &global, lp, 0, NULL,
+  cl_int err = clEnqueueNDRangeKernel(s->q, s->k[kid], 1, NULL, &global, &local, 0, NULL,
                                       s->opts.profile ? &ev : NULL);
   if (err != CL_SUCCESS) {
     hs__cl_fail(err, "clEnqueueNDRangeKernel", s->dev.id);
     return hs__fail_context(HS_ERR_OPENCL, "%s over %zu items (local %zu)", kernel_names[kid],
-                            global, lp ? local : 0);
+                            global, local);
   }
   if (ev) {
     s->ev[s->n_ev] = ev;
@@ -189,10 +196,12 @@ static hs_status make_buf(hs_sampler *s, size_t bytes, cl_mem *out) {
   return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clCreateBuffer", s->dev.id);
 }
 
-static hs_status fill_i32(hs_sampler *s, cl_mem b, int32_t value, size_t n) {
-  if (n == 0) return HS_OK;
-  cl_int err = clEnqueueFillBuffer(s->q, b, &value, sizeof value, 0, n * sizeof value, 0, NULL,
-                                   NULL);
+/* Every vertex: not met (-1), no first position (INT_MAX). */
+static hs_status clear_state(hs_sampler *s) {
+  cl_int pair[2] = {-1, INT_MAX};
+  if (s->n_graph == 0) return HS_OK;
+  cl_int err = clEnqueueFillBuffer(s->q, s->state, pair, sizeof pair, 0,
+                                   sizeof pair * (size_t)s->n_graph, 0, NULL, NULL);
   return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueFillBuffer", s->dev.id);
 }
 
@@ -239,7 +248,7 @@ static hs_status build(hs_sampler *s) {
                                    (int)HS_ARRAY_LEN(program_sources), "", &s->prog, NULL);
   for (int i = 0; i < K_N_ && st == HS_OK; i++)
     st = hs__kernel_create(s->prog, kernel_names[i], &s->dev, &s->k[i]);
-  if (st != HS_OK || s->style == HS_STYLE_SINGLE || !s->opts.work_group_size) return st;
+  if (st != HS_OK) return st;
   return hs__sampler_set_work_group(s, s->opts.work_group_size);
 }
 
@@ -250,7 +259,6 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
     if (s->caps.dst[h] > max_dst) max_dst = s->caps.dst[h];
     if (s->caps.edges[h] > max_e) max_e = s->caps.edges[h];
   }
-  s->max_edges = max_e;
   size_t E = (size_t)max_e + 1;
   bool keyed = s->cfg.mode != HS_SAMPLE_UNIFORM && !s->cfg.replace;
   hs_status st = make_buf(s, 8 * (n + 1), &s->indptr);
@@ -264,6 +272,9 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
   if (st == HS_OK && !g->weights) st = make_buf(s, 4, &s->wt_dummy);
   if (st == HS_OK) st = make_buf(s, 4 * (size_t)s->caps.vertices, &s->ids);
   if (st == HS_OK) st = make_buf(s, 4 * ((size_t)max_dst + 1), &s->cnt);
+  if (st == HS_OK) st = make_buf(s, 8 * ((size_t)max_dst + 1), &s->row_start);
+  if (st == HS_OK) st = make_buf(s, 4 * ((size_t)max_dst + 1), &s->row_deg);
+  if (st == HS_OK) st = make_buf(s, 4, &s->sink);
   if (st == HS_OK) st = make_buf(s, 4 * E, &s->nbr);
   if (st == HS_OK) st = make_buf(s, keyed ? 8 * E : 8, &s->keys);
   if (st == HS_OK) st = make_buf(s, 4 * E, &s->flag);
@@ -272,10 +283,8 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
   if (st == HS_OK) st = make_buf(s, s->cfg.max_vertices > 0 ? 4 * E : 4, &s->col_out);
   if (st == HS_OK) st = make_buf(s, 4 * (SCAN_MAX_PARTS + 1), &s->part);
   if (st == HS_OK) st = make_buf(s, 4 * 4, &s->single_out);
-  if (st == HS_OK) st = make_buf(s, 4 * n, &s->local);
-  if (st == HS_OK) st = make_buf(s, 4 * n, &s->first);
-  if (st == HS_OK) st = fill_i32(s, s->local, -1, n);
-  if (st == HS_OK) st = fill_i32(s, s->first, INT_MAX, n);
+  if (st == HS_OK) st = make_buf(s, 8 * n, &s->state);
+  if (st == HS_OK) st = clear_state(s);
   if (st == HS_OK) {
     s->seed_scratch = malloc(sizeof(int32_t) * (size_t)s->caps.seeds);
     if (!s->seed_scratch) st = hs__fail(HS_ERR_NOMEM, "sampler");
@@ -302,6 +311,9 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   s->style = opts->style;
   if (s->style == HS_STYLE_AUTO)
     s->style = dev->info.type == HS_DEVICE_ACCELERATOR ? HS_STYLE_SINGLE : HS_STYLE_NDRANGE;
+  s->rows_per_item = opts->rows_per_item;
+  if (s->rows_per_item == 0)
+    s->rows_per_item = dev->info.type == HS_DEVICE_CPU ? CPU_ROWS_PER_ITEM : 1;
   hs_status st = hs__csr_validate(g);
   if (st == HS_OK) st = hs__sample_cfg_check(cfg, g);
   if (st == HS_OK)
@@ -324,9 +336,10 @@ void hs__sampler_destroy(hs_sampler *s) {
   if (!s) return;
   if (s->q) clFinish(s->q);
   flush_events(s);
-  cl_mem bufs[] = {s->indptr, s->wt_dummy, s->ids,  s->cnt,        s->nbr,   s->keys,
-                   s->flag,   s->col,      s->keep, s->col_out,    s->part,  s->single_out,
-                   s->local,  s->first};
+  cl_mem bufs[] = {s->indptr,     s->wt_dummy, s->ids,  s->cnt,     s->row_start,
+                   s->row_deg,    s->nbr,      s->keys, s->flag,    s->col,
+                   s->keep,       s->col_out,  s->part, s->single_out, s->sink,
+                   s->state};
   for (size_t i = 0; i < HS_ARRAY_LEN(bufs); i++)
     if (bufs[i]) clReleaseMemObject(bufs[i]);
   hs__split_buf_release(&s->idx);
@@ -343,19 +356,19 @@ const hs_batch_caps *hs__sampler_caps(const hs_sampler *s) { return &s->caps; }
 hs_sampler_style hs__sampler_style(const hs_sampler *s) { return s->style; }
 
 hs_status hs__sampler_set_work_group(hs_sampler *s, size_t wg) {
-  if (wg > s->dev.info.max_work_group_size)
-    return hs__fail(HS_ERR_UNSUPPORTED, "work-group size %zu > %zu on '%s'", wg,
-                    s->dev.info.max_work_group_size, s->dev.info.name);
-  for (int i = 0; i < K_N_ && wg; i++) {
-    size_t lim = 0;
+  size_t lim = s->dev.info.max_work_group_size;
+  for (int i = 0; i < K_N_; i++) {
+    size_t k_lim = 0;
     cl_int err = clGetKernelWorkGroupInfo(s->k[i], s->dev.id, CL_KERNEL_WORK_GROUP_SIZE,
-                                          sizeof lim, &lim, NULL);
+                                          sizeof k_lim, &k_lim, NULL);
     if (err != CL_SUCCESS) return hs__cl_fail(err, "clGetKernelWorkGroupInfo", s->dev.id);
-    if (wg > lim)
-      return hs__fail(HS_ERR_UNSUPPORTED, "work-group size %zu > %zu for %s on '%s'", wg, lim,
-                      kernel_names[i], s->dev.info.name);
+    if (k_lim < lim) lim = k_lim;
   }
-  s->opts.work_group_size = wg;
+  if (wg == 0) wg = DEFAULT_WG < lim ? DEFAULT_WG : lim;
+  if (wg == 0 || wg > lim)
+    return hs__fail(HS_ERR_UNSUPPORTED, "work-group size %zu: '%s' allows 1 to %zu here", wg,
+                    s->dev.info.name, lim);
+  s->wg = wg;
   return HS_OK;
 }
 
@@ -387,7 +400,9 @@ static hs_status hop_ndrange(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_
   cl_uint e = 0, n_new = 0, kept;
   ARG(K_COUNT, A_IDS, s->ids);
   ARG(K_COUNT, A_NDST, n);
-  ARG(K_COUNT, A_NDST + 1, s->cnt);
+  ARG(K_COUNT, A_OWN, s->cnt);
+  ARG(K_COUNT, A_OWN + 1, s->row_start);
+  ARG(K_COUNT, A_OWN + 2, s->row_deg);
   if ((st = launch(s, K_COUNT, n, true)) || (st = scan(s, s->cnt, n, true)) ||
       (st = read_u32(s, s->cnt, n, &e)))
     return st;
@@ -395,19 +410,24 @@ static hs_status hop_ndrange(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_
   s->stats.edges += e;
   ARG(K_ROWS, A_IDS, s->ids);
   ARG(K_ROWS, A_NDST, n);
-  ARG(K_ROWS, A_OFF, s->cnt);
-  ARG(K_ROWS, A_NBR, s->nbr);
-  ARG(K_ROWS, A_KEYS, s->keys);
+  ARG(K_ROWS, A_OWN, s->cnt);
+  ARG(K_ROWS, A_OWN + 1, s->nbr);
+  ARG(K_ROWS, A_OWN + 2, s->keys);
+  ARG(K_ROWS, A_OWN + 3, s->row_start);
+  ARG(K_ROWS, A_OWN + 4, s->row_deg);
+  ARG(K_ROWS, A_OWN + 5, s->rows_per_item);
+  ARG(K_ROWS, A_OWN + 6, s->sink);
   ARG(K_CLAIM, 0, s->nbr);
   ARG(K_CLAIM, 1, e);
-  ARG(K_CLAIM, 2, s->local);
-  ARG(K_CLAIM, 3, s->first);
+  ARG(K_CLAIM, 2, s->state);
+  ARG(K_CLAIM, 3, s->rows_per_item);
+  ARG(K_CLAIM, 4, s->sink);
   ARG(K_MARK, 0, s->nbr);
   ARG(K_MARK, 1, e);
-  ARG(K_MARK, 2, s->local);
-  ARG(K_MARK, 3, s->first);
-  ARG(K_MARK, 4, s->flag);
-  if ((st = launch(s, K_ROWS, n, true)) || (st = launch(s, K_CLAIM, e, false)) ||
+  ARG(K_MARK, 2, s->state);
+  ARG(K_MARK, 3, s->flag);
+  cl_uint items = (n + s->rows_per_item - 1) / s->rows_per_item;
+  if ((st = launch(s, K_ROWS, items, true)) || (st = launch(s, K_CLAIM, (e + s->rows_per_item - 1) / s->rows_per_item, false)) ||
       (st = launch(s, K_MARK, e, false)) || (st = scan(s, s->flag, e, false)) ||
       (st = read_u32(s, s->flag, e, &n_new)))
     return st;
@@ -417,11 +437,11 @@ static hs_status hop_ndrange(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_
   ARG(K_ASSIGN, 2, s->flag);
   ARG(K_ASSIGN, 3, n);
   ARG(K_ASSIGN, 4, limit);
-  ARG(K_ASSIGN, 5, s->local);
+  ARG(K_ASSIGN, 5, s->state);
   ARG(K_ASSIGN, 6, s->ids);
   ARG(K_EMIT, 0, s->nbr);
   ARG(K_EMIT, 1, e);
-  ARG(K_EMIT, 2, s->local);
+  ARG(K_EMIT, 2, s->state);
   ARG(K_EMIT, 3, s->col);
   ARG(K_EMIT, 4, s->keep);
   if ((st = launch(s, K_ASSIGN, e, false)) || (st = launch(s, K_EMIT, e, false))) return st;
@@ -432,8 +452,7 @@ static hs_status hop_ndrange(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_
     ARG(K_FORGET, 0, s->nbr);
     ARG(K_FORGET, 1, e);
     ARG(K_FORGET, 2, s->flag);
-    ARG(K_FORGET, 3, s->local);
-    ARG(K_FORGET, 4, s->first);
+    ARG(K_FORGET, 3, s->state);
     ARG(K_COMPACT_COLS, 0, s->col);
     ARG(K_COMPACT_COLS, 1, e);
     ARG(K_COMPACT_COLS, 2, s->keep);
@@ -460,15 +479,15 @@ static hs_status hop_single(hs_sampler *s, int h, cl_uint n, cl_uint limit, hs_b
   hs_status st;
   ARG(K_SAMPLE_SINGLE, A_IDS, s->ids);
   ARG(K_SAMPLE_SINGLE, A_NDST, n);
-  ARG(K_SAMPLE_SINGLE, A_OFF, s->cnt);
-  ARG(K_SAMPLE_SINGLE, A_NBR, s->nbr);
-  ARG(K_SAMPLE_SINGLE, A_KEYS, s->keys);
+  ARG(K_SAMPLE_SINGLE, A_OWN, s->cnt);
+  ARG(K_SAMPLE_SINGLE, A_OWN + 1, s->nbr);
+  ARG(K_SAMPLE_SINGLE, A_OWN + 2, s->keys);
   ARG(K_REINDEX_SINGLE, 0, s->nbr);
   ARG(K_REINDEX_SINGLE, 1, s->cnt);
   ARG(K_REINDEX_SINGLE, 2, n);
   ARG(K_REINDEX_SINGLE, 3, n);
   ARG(K_REINDEX_SINGLE, 4, limit);
-  ARG(K_REINDEX_SINGLE, 5, s->local);
+  ARG(K_REINDEX_SINGLE, 5, s->state);
   ARG(K_REINDEX_SINGLE, 6, s->ids);
   ARG(K_REINDEX_SINGLE, 7, s->col);
   ARG(K_REINDEX_SINGLE, 8, s->single_out);
@@ -506,7 +525,7 @@ hs_status hs__sampler_run(hs_sampler *s, const int32_t *seeds, int32_t n_seeds, 
   if (err != CL_SUCCESS) return hs__cl_fail(err, "clEnqueueWriteBuffer", s->dev.id);
   ARG(K_SEED, 0, s->ids);
   ARG(K_SEED, 1, n);
-  ARG(K_SEED, 2, s->local);
+  ARG(K_SEED, 2, s->state);
   st = launch(s, K_SEED, n, false);
   for (int h = 0; h < cfg->n_layers && st == HS_OK; h++) {
     hs_block *blk = hs__batch_hop(out, h);
@@ -526,13 +545,9 @@ hs_status hs__sampler_run(hs_sampler *s, const int32_t *seeds, int32_t n_seeds, 
   if (st == HS_OK) st = read_buf(s, s->ids, 0, 4 * (size_t)n, out->ids, false);
   ARG(K_RESET, 0, s->ids);
   ARG(K_RESET, 1, n);
-  ARG(K_RESET, 2, s->local);
-  ARG(K_RESET, 3, s->first);
+  ARG(K_RESET, 2, s->state);
   hs_status st2 = launch(s, K_RESET, n, false);
-  if (st != HS_OK) { /* state past n may be dirty: clear it all */
-    fill_i32(s, s->local, -1, (size_t)s->n_graph);
-    fill_i32(s, s->first, INT_MAX, (size_t)s->n_graph);
-  }
+  if (st != HS_OK) clear_state(s); /* state past n may be dirty */
   err = clFinish(s->q);
   if (st == HS_OK) st = st2;
   if (st == HS_OK && err != CL_SUCCESS) st = hs__cl_fail(err, "clFinish", s->dev.id);
