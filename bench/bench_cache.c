@@ -104,7 +104,7 @@ static void graph_run(const char *name, const char *dir, const opts *o, bool *fi
   hs_dataset *ds;
   if (hs_dataset_open(dir, &ds) != HS_OK) die(dir);
   const hs_graph *gr = hs__dataset_graph(ds);
-  sampler s = {.g = {gr->n, gr->e, gr->indptr, gr->indices, gr->weights}, .per_batch = o->batch};
+  sampler s = {.g = hs__csr_of_graph(gr), .per_batch = o->batch};
   s.cfg.n_layers = 3;
   s.cfg.fanout[0] = 15;
   s.cfg.fanout[1] = 10;

@@ -407,7 +407,7 @@ Test(coo_rate, neighbour_sampling_on_rmat_graph, .timeout = 120) {
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(path, &ds), HS_OK, "%s", hs_last_error());
   const hs_graph *gr = hs__dataset_graph(ds);
-  hs_csr csr = {gr->n, gr->e, gr->indptr, gr->indices, gr->weights};
+  hs_csr csr = hs__csr_of_graph(gr);
   const hs_csr *g = &csr;
   const int64_t cap = g->n / 10;
   sampled sm = {.g = g, .per_batch = 128};
