@@ -548,7 +548,8 @@ static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_ca
     uint64_t shape[2] = {(uint64_t)n, f32 ? rb / 4 : rb / 2};
     cr_assert_eq(hs__npy_write(feat, f32 ? HS_DTYPE_FLOAT32 : HS_DTYPE_FLOAT16, 2, shape, table),
                  HS_OK, "%s", hs_last_error());
-    hs_host_tier_cfg tc = {feat, (uint64_t)n * rb / 4, 256u << 10, 0};
+    hs_host_tier_cfg tc = {.path = feat, .budget_bytes = (uint64_t)n * rb / 4,
+                           .block_bytes = 256u << 10};
     cr_assert_eq(hs__host_tier_open(&tc, &tier), HS_OK, "%s", hs_last_error());
     rows = hs__host_tier_source(tier);
   }

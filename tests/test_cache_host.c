@@ -14,10 +14,22 @@
 #include "data/hs_npy.h"
 #include "hs_test_util.h"
 #include "rng/philox.h"
+#include "sample/hs_gather.h"
 
 /* The word at (row, word) of a generated feature file. */
 static uint32_t pattern(int64_t row, int64_t w) {
   return (uint32_t)(row * 2654435761u) ^ (uint32_t)(w * 40503u + 0x5bd1e995u);
+}
+
+/* Row r as the file holds it: pattern words, little-endian, the last one
+ * cut to the row size. */
+static void expected_row(int64_t r, size_t rb, unsigned char *out) {
+  for (size_t b = 0; b < rb; b += 4) {
+    uint32_t w = pattern(r, (int64_t)(b / 4));
+    unsigned char le[4] = {(unsigned char)w, (unsigned char)(w >> 8), (unsigned char)(w >> 16),
+                           (unsigned char)(w >> 24)};
+    memcpy(out + b, le, rb - b < 4 ? rb - b : 4);
+  }
 }
 
 /* A feat.npy of n rows x f columns of `dtype` in `dir`, written in pieces
@@ -34,9 +46,7 @@ static char *write_feat(const char *dir, const char *name, hs_dtype dtype, int64
   cr_assert(buf);
   for (int64_t r0 = 0; r0 < n; r0 += per) {
     int64_t k = n - r0 < per ? n - r0 : per;
-    for (int64_t r = 0; r < k; r++)
-      for (size_t b = 0; b < rb; b++)
-        buf[(size_t)r * rb + b] = (unsigned char)(pattern(r0 + r, (int64_t)(b / 4)) >> (8 * (b % 4)));
+    for (int64_t r = 0; r < k; r++) expected_row(r0 + r, rb, buf + (size_t)r * rb);
     cr_assert_eq(hs__npy_out_write(&o, buf, (size_t)k * rb), HS_OK, "%s", hs_last_error());
   }
   cr_assert_eq(hs__npy_out_close(&o), HS_OK, "%s", hs_last_error());
@@ -44,10 +54,6 @@ static char *write_feat(const char *dir, const char *name, hs_dtype dtype, int64
   return path;
 }
 
-/* Row r as the file holds it. */
-static void expected_row(int64_t r, size_t rb, unsigned char *out) {
-  for (size_t b = 0; b < rb; b++) out[b] = (unsigned char)(pattern(r, (int64_t)(b / 4)) >> (8 * (b % 4)));
-}
 
 /* A Philox permutation of 0..n-1 (the order of one pass). */
 static int32_t *permutation(int64_t n, uint64_t seed) {
@@ -83,18 +89,22 @@ static void full_pass_check(hs_host_tier *t, const int32_t *order, int64_t n, in
   free(want);
 }
 
-/* What the tier may hold beyond its kept blocks: one block of scratch, the
- * sort workspace, the block table, and a few hundred bytes of handle. */
-static uint64_t overhead_bound(const hs_host_tier_info *info, int32_t max_ids) {
-  return info->block_bytes + 8u * (uint64_t)max_ids + 4u * (uint64_t)info->n_blocks + 1024;
+/* What the tier may hold beyond its kept blocks: a block of scratch and a
+ * few hundred bytes per thread, the sort workspace, the block table, and a
+ * few hundred bytes of handle. */
+static uint64_t overhead_bound(const hs_host_tier_info *info, int32_t max_ids, int threads) {
+  return (info->block_bytes + 512) * (uint64_t)threads + 24u * (uint64_t)max_ids +
+         4u * (uint64_t)info->n_blocks + 1024;
 }
 
 static void identity_under_budget(hs_dtype dtype, int64_t n, int64_t f, uint64_t budget,
-                                  size_t block, int32_t max_ids, int32_t batch) {
+                                  size_t block, int32_t max_ids, int32_t batch,
+                                  hs_gather_pool *pool) {
   char *dir = tu_mkdtemp();
   char *path = write_feat(dir, "feat.npy", dtype, n, f);
   hs_host_tier *t;
-  hs_host_tier_cfg cfg = {path, budget, block, max_ids};
+  hs_host_tier_cfg cfg = {.path = path, .budget_bytes = budget, .block_bytes = block,
+                          .max_ids = max_ids, .pool = pool};
   cr_assert_eq(hs__host_tier_open(&cfg, &t), HS_OK, "%s", hs_last_error());
   hs_host_tier_info info;
   hs__host_tier_info(t, &info);
@@ -111,7 +121,8 @@ static void identity_under_budget(hs_dtype dtype, int64_t n, int64_t f, uint64_t
   cr_expect_eq(st.lookups, n);
   cr_expect_eq(st.blocks_kept, info.block_capacity, "COO: the first blocks read fill the budget");
   cr_expect_leq(st.cache_bytes, budget);
-  cr_expect_leq(st.memory_bytes, budget + overhead_bound(&info, max_ids ? max_ids : 65536));
+  cr_expect_leq(st.memory_bytes, budget + overhead_bound(&info, max_ids ? max_ids : 65536,
+                                                        pool ? hs__gather_pool_threads(pool) : 1));
   /* a second pass in another order: kept blocks answer, nothing is evicted */
   hs__host_tier_stats_reset(t);
   free(order);
@@ -139,27 +150,36 @@ static void identity_under_budget(hs_dtype dtype, int64_t n, int64_t f, uint64_t
 
 Test(host_tier, float32_budget_below_features) {
   /* 6 MiB of features, 2 MiB budget, 256 KiB blocks: 8 of 24 blocks kept */
-  identity_under_budget(HS_DTYPE_FLOAT32, 24576, 64, 2u << 20, 256u << 10, 0, 4096);
+  identity_under_budget(HS_DTYPE_FLOAT32, 24576, 64, 2u << 20, 256u << 10, 0, 4096, NULL);
+}
+
+Test(host_tier, threads_share_the_reads) {
+  hs_gather_pool *pool;
+  cr_assert_eq(hs__gather_pool_create(3, &pool), HS_OK);
+  identity_under_budget(HS_DTYPE_FLOAT32, 24576, 64, 2u << 20, 256u << 10, 0, 4096, pool);
+  identity_under_budget(HS_DTYPE_FLOAT16, 30011, 5, 256u << 10, 0, 2000, 2500, pool);
+  hs__gather_pool_destroy(pool);
 }
 
 Test(host_tier, float16_odd_rows_partial_block) {
   /* 14-byte rows, a partial last block, pieces of 1000 ids per sort */
-  identity_under_budget(HS_DTYPE_FLOAT16, 100003, 7, 600u << 10, 0, 1000, 3000);
+  identity_under_budget(HS_DTYPE_FLOAT16, 100003, 7, 600u << 10, 0, 1000, 3000, NULL);
 }
 
 Test(host_tier, budget_above_features_keeps_everything) {
-  identity_under_budget(HS_DTYPE_FLOAT32, 5000, 100, 8u << 20, 0, 0, 512);
+  identity_under_budget(HS_DTYPE_FLOAT32, 5000, 100, 8u << 20, 0, 0, 512, NULL);
 }
 
 Test(host_tier, zero_budget_reads_rows_only) {
-  identity_under_budget(HS_DTYPE_FLOAT32, 20000, 33, 0, 0, 0, 700);
+  identity_under_budget(HS_DTYPE_FLOAT32, 20000, 33, 0, 0, 0, 700, NULL);
 }
 
 Test(host_tier, repeats_and_first_kept_blocks) {
   char *dir = tu_mkdtemp();
   char *path = write_feat(dir, "feat.npy", HS_DTYPE_FLOAT32, 4096, 64); /* 1 MiB */
   hs_host_tier *t;
-  hs_host_tier_cfg cfg = {path, 256u << 10, 256u << 10, 0}; /* 4 blocks, keeps 1 */
+  /* 4 blocks, keeps 1 */
+  hs_host_tier_cfg cfg = {.path = path, .budget_bytes = 256u << 10, .block_bytes = 256u << 10};
   cr_assert_eq(hs__host_tier_open(&cfg, &t), HS_OK, "%s", hs_last_error());
   hs_host_tier_info info;
   hs__host_tier_info(t, &info);
@@ -200,7 +220,7 @@ Test(host_tier, errors) {
   char *dir = tu_mkdtemp();
   hs_host_tier *t = NULL;
   char *missing = tu_path(dir, "none.npy");
-  hs_host_tier_cfg cfg = {missing, 1 << 20, 0, 0};
+  hs_host_tier_cfg cfg = {.path = missing, .budget_bytes = 1 << 20};
   TU_EXPECT_FAIL(hs__host_tier_open(&cfg, &t), HS_ERR_IO, "none.npy", "none.npy", "none.npy");
   cr_expect_null(t);
   /* integers are not features */
@@ -241,6 +261,50 @@ Test(host_tier, errors) {
   cr_expect(strstr(hs_last_error(), "feat.npy") && strstr(hs_last_error(), "byte"), "%s",
             hs_last_error());
   hs__host_tier_close(t);
+  /* the same from a pool's thread: the error and its detail come back */
+  hs_gather_pool *pool;
+  cr_assert_eq(hs__gather_pool_create(2, &pool), HS_OK);
+  /* 40000 rows of 32 B: 5 blocks of 8192 rows, 4 kept, half of it cut */
+  char *path2 = write_feat(dir, "feat2.npy", HS_DTYPE_FLOAT32, 40000, 8);
+  cfg = (hs_host_tier_cfg){.path = path2, .budget_bytes = 1 << 20, .block_bytes = 256u << 10,
+                           .pool = pool};
+  cr_assert_eq(hs__host_tier_open(&cfg, &t), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(truncate(path2, 128 + 32 * 20000), 0);
+  int32_t spread[10] = {3, 39999, 9000, 25000, 17000, 33000, 100, 12000, 30000, 21000};
+  unsigned char wide[10 * 32];
+  hs__clear_error();
+  cr_expect_eq(hs__host_tier_gather(t, spread, 10, wide), HS_ERR_IO);
+  cr_expect(strstr(hs_last_error(), "feat2.npy") && strstr(hs_last_error(), "byte"), "%s",
+            hs_last_error());
+  /* blocks that failed to load (or that the threads never came to) are
+   * not served later: rows past the cut fail, rows before it read right */
+  unsigned char want[32];
+  for (int i = 0; i < 10; i++) {
+    hs_status st_i = hs__host_tier_gather(t, &spread[i], 1, wide);
+    if (spread[i] >= 20000) {
+      cr_expect_eq(st_i, HS_ERR_IO, "row %d is past the cut", spread[i]);
+    } else {
+      cr_expect_eq(st_i, HS_OK, "%s", hs_last_error());
+      expected_row(spread[i], 32, want);
+      cr_expect(memcmp(wide, want, 32) == 0, "row %d", spread[i]);
+    }
+  }
+  /* the same with one thread, where the first failure stops the call */
+  hs__host_tier_close(t);
+  free(path2);
+  path2 = write_feat(dir, "feat3.npy", HS_DTYPE_FLOAT32, 40000, 8);
+  cfg.path = path2;
+  cfg.pool = NULL;
+  cr_assert_eq(hs__host_tier_open(&cfg, &t), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(truncate(path2, 128 + 32 * 20000), 0);
+  cr_expect_eq(hs__host_tier_gather(t, spread, 10, wide), HS_ERR_IO);
+  for (int i = 0; i < 10; i++) {
+    hs_status st_i = hs__host_tier_gather(t, &spread[i], 1, wide);
+    cr_expect_eq(st_i, spread[i] >= 20000 ? HS_ERR_IO : HS_OK, "row %d", spread[i]);
+  }
+  hs__host_tier_close(t);
+  hs__gather_pool_destroy(pool);
+  free(path2);
   free(missing);
   free(ints);
   free(flat);
@@ -291,7 +355,7 @@ Test(host_tier, child_peak_rss_within_budget, .timeout = 120) {
     if (out && reset_peak()) {
       res[0] = status_kib("VmHWM");
       hs_host_tier *t;
-      hs_host_tier_cfg cfg = {path, budget, 0, 0};
+      hs_host_tier_cfg cfg = {.path = path, .budget_bytes = budget};
       bool ok = hs__host_tier_open(&cfg, &t) == HS_OK;
       for (int pass = 0; ok && pass < 2; pass++)
         for (int64_t i0 = 0; ok && i0 < n; i0 += batch)
@@ -328,7 +392,7 @@ Test(host_tier, child_peak_rss_within_budget, .timeout = 120) {
   cr_expect_leq(grew, (long)budget + slack,
                 "peak RSS grew %ld B over a 64 MiB file with a %llu B budget", grew,
                 (unsigned long long)budget);
-  cr_expect_leq(res[2], (long)budget + (2l << 20));
+  cr_expect_leq(res[2], (long)budget + (3l << 20)); /* a block, the workspace */
   /* the budget was used: the kept blocks are resident */
   cr_expect_geq(grew, (long)budget / 2);
   free(order);
@@ -410,7 +474,8 @@ Test(block_order, fewer_disk_bytes_than_random_order, .timeout = 60) {
   double rate[2];
   for (int mode = 0; mode < 2; mode++) {
     hs_host_tier *t;
-    hs_host_tier_cfg cfg = {path, 1u << 20, 256u << 10, 0}; /* keeps 4 of 16 blocks */
+    /* keeps 4 of 16 blocks */
+    hs_host_tier_cfg cfg = {.path = path, .budget_bytes = 1u << 20, .block_bytes = 256u << 10};
     cr_assert_eq(hs__host_tier_open(&cfg, &t), HS_OK, "%s", hs_last_error());
     hs_host_tier_info info;
     hs__host_tier_info(t, &info);

@@ -2,12 +2,15 @@
  * within a byte budget (see hs_host_tier.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "data/hs_npy.h"
 #include "hs_host_tier.h"
+#include "sample/hs_gather.h"
 
 #define MIN_BLOCK ((size_t)256 << 10)
 #define MAX_BLOCK ((size_t)4 << 20)
@@ -15,6 +18,22 @@
 /* Rows of an unkept block closer than this share one read: reading a gap
  * this small costs less than another system call and disk request. */
 #define MERGE_GAP ((size_t)16 << 10)
+
+/* What one call does with the rows it needs from one block. */
+typedef enum group_kind { G_KEPT, G_KEEP, G_RUNS } group_kind;
+typedef struct group {
+  int32_t i0, i1; /* work[i0..i1) */
+  int32_t block;  /* blocks <= rows < 2^31 */
+  group_kind kind;
+} group;
+
+/* One thread's share of a call: its counts, and its first error. */
+typedef struct thread_out {
+  int64_t reads;
+  uint64_t bytes;
+  hs_status st;
+  char detail[256];
+} thread_out;
 
 struct hs_host_tier {
   char *path;
@@ -28,8 +47,12 @@ struct hs_host_tier {
   int64_t capacity, kept;
   char *arena;      /* capacity blocks, touched as they are kept */
   int32_t *where;   /* [n_blocks]: arena index of a kept block, or -1 */
-  char *scratch;    /* one block: runs of rows from unkept blocks */
+  hs_gather_pool *pool; /* borrowed; NULL: the caller's thread alone */
+  int n_threads;
+  char *scratch;    /* one block per thread: runs of rows from unkept blocks */
   uint64_t *work;   /* [max_ids]: (id << 32 | position), sorted per call */
+  group *groups;    /* [max_ids]: the call's rows, block by block */
+  thread_out *to;   /* [n_threads] */
   int32_t max_ids;
   int64_t lookups, hits, reads;
   uint64_t bytes_read;
@@ -79,10 +102,14 @@ hs_status hs__host_tier_open(const hs_host_tier_cfg *cfg, hs_host_tier **out) {
                   t->block_bytes);
     goto fail;
   }
+  t->pool = cfg->pool;
+  t->n_threads = cfg->pool ? hs__gather_pool_threads(cfg->pool) : 1;
   t->where = malloc(sizeof *t->where * (size_t)t->n_blocks);
-  t->scratch = malloc(t->block_bytes);
+  t->scratch = malloc(t->block_bytes * (size_t)t->n_threads);
   t->work = malloc(sizeof *t->work * (size_t)t->max_ids);
-  if (!t->where || !t->scratch || !t->work) {
+  t->groups = malloc(sizeof *t->groups * (size_t)t->max_ids);
+  t->to = malloc(sizeof *t->to * (size_t)t->n_threads);
+  if (!t->where || !t->scratch || !t->work || !t->groups || !t->to) {
     st = hs__fail(HS_ERR_NOMEM, "host tier");
     goto fail;
   }
@@ -109,6 +136,8 @@ void hs__host_tier_close(hs_host_tier *t) {
   free(t->where);
   free(t->scratch);
   free(t->work);
+  free(t->groups);
+  free(t->to);
   free(t);
 }
 
@@ -133,9 +162,10 @@ void hs__host_tier_stats(const hs_host_tier *t, hs_host_tier_stats *out) {
   out->reads = t->reads;
   out->blocks_kept = t->kept;
   out->cache_bytes = (uint64_t)t->capacity * t->block_bytes;
-  out->overhead_bytes = sizeof *t + strlen(t->path) + 1 + t->block_bytes +
+  out->overhead_bytes = sizeof *t + strlen(t->path) + 1 +
+                        ((uint64_t)t->block_bytes + sizeof *t->to) * (uint64_t)t->n_threads +
                         sizeof *t->where * (uint64_t)t->n_blocks +
-                        sizeof *t->work * (uint64_t)t->max_ids;
+                        (sizeof *t->work + sizeof *t->groups) * (uint64_t)t->max_ids;
   out->memory_bytes = out->cache_bytes + out->overhead_bytes;
 }
 
@@ -145,7 +175,8 @@ void hs__host_tier_stats_reset(hs_host_tier *t) {
 }
 
 /* Rows [r0, r0 + k) of the file into buf. */
-static hs_status read_rows(hs_host_tier *t, int64_t r0, int64_t k, void *buf) {
+static hs_status read_rows(const hs_host_tier *t, thread_out *o, int64_t r0, int64_t k,
+                           void *buf) {
   size_t len = (size_t)k * t->rb, done = 0;
   uint64_t off = t->data_offset + (uint64_t)r0 * t->rb;
   while (done < len) {
@@ -157,8 +188,8 @@ static hs_status read_rows(hs_host_tier *t, int64_t r0, int64_t k, void *buf) {
                       got < 0 ? strerror(errno) : "file ends early (truncated?)");
     done += (size_t)got;
   }
-  t->reads++;
-  t->bytes_read += len;
+  o->reads++;
+  o->bytes += len;
   return HS_OK;
 }
 
@@ -170,25 +201,28 @@ static int cmp_u64(const void *a, const void *b) {
 #define ROW(w) ((int64_t)((w) >> 32))
 #define POS(w) ((size_t)((w) & 0xffffffffu))
 
-/* Rows of one unkept block, work[i0..i1) (sorted), read in runs. */
-static hs_status read_runs(hs_host_tier *t, const uint64_t *w, int32_t i0, int32_t i1, char *out) {
+/* Rows of one unkept block, work[i0..i1) (sorted), read in runs through
+ * `scratch` (one block). */
+static hs_status read_runs(const hs_host_tier *t, thread_out *o, const group *g, char *scratch,
+                           char *out) {
+  const uint64_t *w = t->work;
   size_t rb = t->rb;
-  for (int32_t j = i0; j < i1;) {
+  for (int32_t j = g->i0; j < g->i1;) {
     int64_t r0 = ROW(w[j]), end = r0;
     int32_t k = j + 1;
-    while (k < i1 && (size_t)(ROW(w[k]) - end) * rb <= MERGE_GAP + rb) end = ROW(w[k++]);
+    while (k < g->i1 && (size_t)(ROW(w[k]) - end) * rb <= MERGE_GAP + rb) end = ROW(w[k++]);
     char *first = out + POS(w[j]) * rb;
     const char *from;
     hs_status st;
     if (end == r0) { /* one row (perhaps asked for several times) */
-      if ((st = read_rows(t, r0, 1, first))) return st;
+      if ((st = read_rows(t, o, r0, 1, first))) return st;
       from = first;
     } else {
-      if ((st = read_rows(t, r0, end - r0 + 1, t->scratch))) return st;
+      if ((st = read_rows(t, o, r0, end - r0 + 1, scratch))) return st;
       from = NULL;
     }
     for (int32_t i = j; i < k; i++) {
-      const char *src = from ? from : t->scratch + (size_t)(ROW(w[i]) - r0) * rb;
+      const char *src = from ? from : scratch + (size_t)(ROW(w[i]) - r0) * rb;
       char *dst = out + POS(w[i]) * rb;
       if (dst != src) memcpy(dst, src, rb);
     }
@@ -197,36 +231,83 @@ static hs_status read_runs(hs_host_tier *t, const uint64_t *w, int32_t i0, int32
   return HS_OK;
 }
 
+static hs_status run_group(hs_host_tier *t, thread_out *o, group *g, char *scratch, char *out) {
+  if (g->kind == G_RUNS) return read_runs(t, o, g, scratch, out);
+  int64_t r0 = (int64_t)g->block * t->per_block;
+  char *blk = t->arena + (size_t)t->where[g->block] * t->block_bytes;
+  if (g->kind == G_KEEP) {
+    int64_t k = t->n - r0 < t->per_block ? t->n - r0 : t->per_block;
+    hs_status st = read_rows(t, o, r0, k, blk);
+    if (st != HS_OK) return st;
+    g->kind = G_KEPT; /* loaded: gather_piece's clean-up leaves it kept */
+  }
+  for (int32_t i = g->i0; i < g->i1; i++)
+    memcpy(out + POS(t->work[i]) * t->rb, blk + (size_t)(ROW(t->work[i]) - r0) * t->rb, t->rb);
+  return HS_OK;
+}
+
+/* One piece of a call, shared by the pool's threads. */
+typedef struct piece {
+  hs_host_tier *t;
+  int32_t n_groups;
+  atomic_int next; /* groups are taken one at a time: reads vary in cost */
+  char *out;
+  thread_out *to;
+} piece;
+
+static void piece_worker(void *arg, int th, int n_threads) {
+  (void)n_threads;
+  piece *p = arg;
+  thread_out *o = &p->to[th];
+  char *scratch = p->t->scratch + (size_t)th * p->t->block_bytes;
+  while (o->st == HS_OK) {
+    int g = atomic_fetch_add(&p->next, 1);
+    if (g >= p->n_groups) break;
+    o->st = run_group(p->t, o, &p->t->groups[g], scratch, p->out);
+    if (o->st != HS_OK) snprintf(o->detail, sizeof o->detail, "%s", hs_last_error());
+  }
+}
+
+/* Sort the piece's ids, decide per block (kept, keep now, read in runs) on
+ * this thread, then read and copy on the pool. */
 static hs_status gather_piece(hs_host_tier *t, const int32_t *ids, int32_t m, char *out) {
   uint64_t *w = t->work;
   for (int32_t i = 0; i < m; i++) w[i] = (uint64_t)(uint32_t)ids[i] << 32 | (uint32_t)i;
   qsort(w, (size_t)m, sizeof *w, cmp_u64);
-  size_t rb = t->rb;
+  int32_t n_groups = 0;
   for (int32_t i0 = 0; i0 < m;) {
     int64_t b = ROW(w[i0]) / t->per_block;
     int32_t i1 = i0 + 1;
     while (i1 < m && ROW(w[i1]) / t->per_block == b) i1++;
+    group *g = &t->groups[n_groups++];
+    *g = (group){i0, i1, (int32_t)b, G_RUNS};
     t->lookups += i1 - i0;
-    hs_status st;
-    if (t->where[b] < 0 && t->kept < t->capacity) {
-      int64_t r0 = b * t->per_block;
-      int64_t k = t->n - r0 < t->per_block ? t->n - r0 : t->per_block;
-      if ((st = read_rows(t, r0, k, t->arena + (size_t)t->kept * t->block_bytes))) return st;
-      t->where[b] = (int32_t)t->kept++;
-    } else if (t->where[b] >= 0) {
-      t->hits += i1 - i0;
-    }
     if (t->where[b] >= 0) {
-      const char *blk = t->arena + (size_t)t->where[b] * t->block_bytes;
-      int64_t r0 = b * t->per_block;
-      for (int32_t i = i0; i < i1; i++)
-        memcpy(out + POS(w[i]) * rb, blk + (size_t)(ROW(w[i]) - r0) * rb, rb);
-    } else if ((st = read_runs(t, w, i0, i1, out))) {
-      return st;
+      g->kind = G_KEPT;
+      t->hits += i1 - i0;
+    } else if (t->kept < t->capacity) {
+      g->kind = G_KEEP;
+      t->where[b] = (int32_t)t->kept++;
     }
     i0 = i1;
   }
-  return HS_OK;
+  thread_out *to = t->to;
+  memset(to, 0, sizeof *to * (size_t)t->n_threads);
+  piece p = {t, n_groups, 0, out, to};
+  if (t->pool && n_groups > 1) hs__gather_pool_run(t->pool, piece_worker, &p);
+  else piece_worker(&p, 0, 1);
+  hs_status st = HS_OK;
+  for (int th = 0; th < t->n_threads; th++) {
+    t->reads += to[th].reads;
+    t->bytes_read += to[th].bytes;
+    if (st == HS_OK && to[th].st != HS_OK) st = hs__fail(to[th].st, "%s", to[th].detail);
+  }
+  /* After an error, blocks meant to be kept but not loaded (their read
+   * failed, or no thread came to them) are never served; their share of
+   * the budget stays spent. */
+  for (int32_t i = 0; st != HS_OK && i < n_groups; i++)
+    if (t->groups[i].kind == G_KEEP) t->where[t->groups[i].block] = -1;
+  return st;
 }
 
 hs_status hs__host_tier_gather(hs_host_tier *t, const int32_t *ids, int32_t n, void *out_rows) {

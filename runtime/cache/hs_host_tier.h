@@ -15,10 +15,14 @@
  * area, isolated rows go straight to the output), never the whole block.
  *
  * Memory: the kept blocks never exceed the budget; on top of them the tier
- * holds a fixed overhead (the scratch area, a sort workspace for
- * `max_ids` ids, and 4 bytes per block), reported by hs__host_tier_stats.
+ * holds a fixed overhead (a block of scratch per thread, a sort workspace
+ * of 24 bytes per id of `max_ids`, and 4 bytes per block), reported by
+ * hs__host_tier_stats.
  *
- * Threading: one call at a time per tier (calls may come from any thread). */
+ * Threading: one call at a time per tier (calls may come from any thread);
+ * with a pool, a call decides what to read on the calling thread, then the
+ * pool's threads read and copy, block by block. The pool must not be
+ * running other work during the call. */
 #ifndef HS_HOST_TIER_H
 #define HS_HOST_TIER_H
 
@@ -30,6 +34,7 @@
 #include "hs_rows.h"
 
 typedef struct hs_host_tier hs_host_tier;
+typedef struct hs_gather_pool hs_gather_pool; /* sample/hs_gather.h */
 
 typedef struct hs_host_tier_cfg {
   const char *path;      /* a feat.npy: float32 or float16, [N, F], C order */
@@ -37,6 +42,9 @@ typedef struct hs_host_tier_cfg {
   size_t block_bytes;    /* wanted block size; 0: 1 MiB */
   int32_t max_ids;       /* ids sorted at once by a gather (larger calls go
                             in pieces); 0: 65536 */
+  hs_gather_pool *pool;  /* optional, borrowed: its threads share the reads
+                            and copies of a gather (several reads in flight
+                            keep a disk busy); NULL: the calling thread */
 } hs_host_tier_cfg;
 
 /* Open and validate the file (hs__npy_open: header, dtype, rank, size) and
@@ -64,7 +72,8 @@ void hs__host_tier_info(const hs_host_tier *t, hs_host_tier_info *out);
  * bytes, in id-list order). Blocks not yet kept are kept while the budget
  * allows. Errors: HS_ERR_RANGE (an id outside [0, N); nothing is read),
  * HS_ERR_IO (a read failed or came back short: the detail gives the file
- * and offset). */
+ * and offset; a block that failed to load is not kept, and its budget share
+ * stays spent). */
 hs_status hs__host_tier_gather(hs_host_tier *t, const int32_t *ids, int32_t n, void *out_rows);
 
 /* The tier as a row source (hs_rows.h): hs__host_tier_gather. `t` must
