@@ -11,8 +11,14 @@
  * measured. PRESAMPLE counts accesses over sampling-only epochs keyed apart
  * from the measured ones; DEGREE ranks by in-degree.
  *
+ * Then the host tier on the graph's feat.npy, with a budget of a quarter
+ * of the features, seeds in random and in block order: hit rate beside the
+ * kept fraction, disk bytes beside the bytes of the missed rows, memory
+ * beside the budget.
+ *
  * usage: bench_cache [--scale S] [--dataset DIR] [--no-facebook]
- *                    [--batch B] [--presample-epochs P] [--seed X] */
+ *                    [--batch B] [--presample-epochs P] [--seed X]
+ *                    [--no-host-tier] */
 #include <ftw.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -23,9 +29,11 @@
 #include <unistd.h>
 
 #include "cache/hs_cache.h"
+#include "cache/hs_host_tier.h"
 #include "data/hs_graph.h"
 #include "hetsage.h"
 #include "rng/philox.h"
+#include "sample/hs_gather.h"
 #include "sample/hs_sample.h"
 
 #define N_FILLS 3
@@ -41,6 +49,7 @@ typedef struct opts {
   int32_t batch;
   int presample_epochs;
   uint64_t seed;
+  bool host_tier;
 } opts;
 
 typedef struct sampler {
@@ -98,6 +107,84 @@ static const int32_t *uniform_batch(int64_t n, int32_t size, uint64_t seed, uint
     out[i] = v;
   }
   return out;
+}
+
+/* The host tier on this graph's feat.npy with a budget of a quarter of the
+ * features, serving every row of the sampled batches (no trainer cache in
+ * front), seeds in random order vs block order; epoch 1 measured. Limits:
+ * the kept fraction of the blocks (hit rate); for disk bytes, the 4 KiB
+ * pages holding the missed rows (what any reader must fetch) and, looser,
+ * the missed rows' own bytes. */
+static void host_tier_run(sampler *s, const char *dir, const opts *o, int32_t max_rows) {
+  char feat[4200];
+  snprintf(feat, sizeof feat, "%s/feat.npy", dir);
+  hs_gather_pool *pool;
+  if (hs__gather_pool_create(2, &pool) != HS_OK) die("pool");
+  int32_t *order = malloc(sizeof *order * (size_t)s->n_seeds);
+  int32_t *saved = malloc(sizeof *saved * (size_t)s->n_seeds);
+  if (!order || !saved) die("memory");
+  memcpy(saved, s->seeds, sizeof *saved * (size_t)s->n_seeds);
+  printf(",\n      \"host_tier\": [\n");
+  for (int mode = 0; mode < 2; mode++) {
+    hs_host_tier_info info;
+    hs_host_tier *t;
+    hs_host_tier_cfg probe = {.path = feat, .budget_bytes = 0, .pool = pool};
+    if (hs__host_tier_open(&probe, &t) != HS_OK) die(feat);
+    hs__host_tier_info(t, &info);
+    hs__host_tier_close(t);
+    uint64_t budget = (uint64_t)info.n_rows * info.row_bytes / 4;
+    hs_host_tier_cfg cfg = {.path = feat, .budget_bytes = budget, .pool = pool};
+    if (hs__host_tier_open(&cfg, &t) != HS_OK) die(feat);
+    char *rows = malloc((size_t)max_rows * info.row_bytes);
+    if (!rows) die("memory");
+    int64_t looked = 0;
+    for (uint32_t epoch = 0; epoch < 2; epoch++) {
+      memcpy(s->seeds, saved, sizeof *saved * (size_t)s->n_seeds);
+      epoch_begin(s, 2000u + epoch, o->seed);
+      if (mode == 1) {
+        if (hs__block_order_seeds(s->seeds, s->n_seeds, info.rows_per_block, o->seed, epoch,
+                                  order) != HS_OK)
+          die("block order");
+        memcpy(s->seeds, order, sizeof *order * (size_t)s->n_seeds);
+      }
+      hs__host_tier_stats_reset(t);
+      s->epoch = 2000u + epoch;
+      s->next = 0;
+      const int32_t *ids;
+      int32_t n;
+      looked = 0;
+      while ((n = next_batch(s, &ids)) > 0) {
+        if (hs__host_tier_gather(t, ids, n, rows) != HS_OK) die("host tier gather");
+        looked += n;
+      }
+      if (n < 0) die("sampling");
+    }
+    hs_host_tier_stats st;
+    hs__host_tier_stats(t, &st);
+    double need = (double)(st.lookups - st.hits) * (double)info.row_bytes;
+    double pages = (double)st.page_bytes_missed;
+    printf("        {\"seed_order\": \"%s\", \"budget_bytes\": %" PRIu64
+           ", \"feature_bytes\": %" PRIu64 ", \"block_bytes\": %zu, \"blocks_kept\": %" PRId64
+           " , \"blocks\": %" PRId64 ", \"hit_rate\": %.4f, \"limit_kept_fraction\": %.4f, "
+           "\"ratio_to_limit\": %.3f, \"disk_bytes_per_epoch\": %" PRIu64
+           ", \"missed_row_bytes\": %.0f, \"missed_page_bytes\": %.0f, "
+           "\"ratio_to_missed_pages\": %.3f, \"ratio_to_missed_rows\": %.3f, \"reads\": %" PRId64
+           ", \"memory_bytes\": %" PRIu64 ", \"memory_to_budget\": %.3f}%s\n",
+           mode ? "block" : "random", budget, (uint64_t)info.n_rows * info.row_bytes,
+           info.block_bytes, st.blocks_kept, info.n_blocks, st.hit_rate, st.limit,
+           st.limit > 0 ? st.hit_rate / st.limit : 0.0, st.bytes_read, need,
+           pages, pages > 0 ? (double)st.bytes_read / pages : 0.0,
+           need > 0 ? (double)st.bytes_read / need : 0.0, st.reads, st.memory_bytes,
+           (double)st.memory_bytes / (double)budget, mode ? "" : ",");
+    (void)looked;
+    free(rows);
+    hs__host_tier_close(t);
+  }
+  printf("      ]");
+  memcpy(s->seeds, saved, sizeof *saved * (size_t)s->n_seeds);
+  free(order);
+  free(saved);
+  hs__gather_pool_destroy(pool);
 }
 
 static void graph_run(const char *name, const char *dir, const opts *o, bool *first_graph) {
@@ -213,7 +300,9 @@ static void graph_run(const char *name, const char *dir, const opts *o, bool *fi
              ust[1][z].hit_rate > 0 ? a->hit_rate / ust[1][z].hit_rate : 0.0, a0->hit_rate,
              a->bytes_saved, z == N_SIZES - 1 && f == N_FILLS - 1 ? "" : ",");
     }
-  printf("      ]}");
+  printf("      ]");
+  if (gr->feat && o->host_tier) host_tier_run(&s, dir, o, caps.vertices);
+  printf("}");
   fflush(stdout);
 
   for (int z = 0; z < N_SIZES; z++) {
@@ -242,22 +331,26 @@ static void rm_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_P
 static void usage(void) {
   fprintf(stderr,
           "usage: bench_cache [--scale S] [--dataset DIR] [--no-facebook] [--batch B]\n"
-          "                   [--presample-epochs P] [--seed X]\n"
+          "                   [--presample-epochs P] [--seed X] [--no-host-tier]\n"
           "  --scale S             R-MAT graph of 2^S vertices, generated (default 17)\n"
           "  --dataset DIR         also a native dataset\n"
           "  --no-facebook         skip Facebook ($HS_SHARED_DATASETS, else the shared/datasets\n"
           "                        folder beside the source tree)\n"
           "  --batch B             seeds per batch (default 1024)\n"
-          "  --presample-epochs P  sampling-only epochs for PRESAMPLE (default 2)\n");
+          "  --seed X              sampling and shuffling seed (default 1)\n"
+          "  --presample-epochs P  sampling-only epochs for PRESAMPLE (default 2)\n"
+          "  --no-host-tier        skip the host tier runs (feat.npy, budget 1/4)\n");
 }
 
 int main(int argc, char **argv) {
-  opts o = {.scale = 17, .facebook = true, .batch = 1024, .presample_epochs = 2, .seed = 1};
+  opts o = {.scale = 17, .facebook = true, .batch = 1024, .presample_epochs = 2, .seed = 1,
+            .host_tier = true};
   static const struct option lo[] = {
       {"scale", required_argument, NULL, 's'},   {"dataset", required_argument, NULL, 'd'},
       {"no-facebook", no_argument, NULL, 'F'},   {"batch", required_argument, NULL, 'b'},
       {"presample-epochs", required_argument, NULL, 'p'},
       {"seed", required_argument, NULL, 'x'},    {"help", no_argument, NULL, 'h'},
+      {"no-host-tier", no_argument, NULL, 'H'},
       {NULL, 0, NULL, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -268,6 +361,7 @@ int main(int argc, char **argv) {
     case 'b': o.batch = atoi(optarg); break;
     case 'p': o.presample_epochs = atoi(optarg); break;
     case 'x': o.seed = strtoull(optarg, NULL, 0); break;
+    case 'H': o.host_tier = false; break;
     case 'h': usage(); return 0;
     default: usage(); return 2;
     }

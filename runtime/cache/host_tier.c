@@ -31,6 +31,7 @@ typedef struct group {
 typedef struct thread_out {
   int64_t reads;
   uint64_t bytes;
+  uint64_t page_bytes;
   hs_status st;
   char detail[256];
 } thread_out;
@@ -55,8 +56,12 @@ struct hs_host_tier {
   thread_out *to;   /* [n_threads] */
   int32_t max_ids;
   int64_t lookups, hits, reads;
-  uint64_t bytes_read;
+  uint64_t bytes_read, page_bytes;
 };
+
+/* The page size a disk read cannot go below, for the lower bound of what
+ * missed rows cost (hs_host_tier_stats.page_bytes_missed). */
+#define PAGE ((uint64_t)4096)
 
 hs_status hs__host_tier_open(const hs_host_tier_cfg *cfg, hs_host_tier **out) {
   *out = NULL;
@@ -159,6 +164,7 @@ void hs__host_tier_stats(const hs_host_tier *t, hs_host_tier_stats *out) {
   out->hit_rate = t->lookups ? (double)t->hits / (double)t->lookups : 0.0;
   out->limit = (double)t->capacity / (double)t->n_blocks;
   out->bytes_read = t->bytes_read;
+  out->page_bytes_missed = t->page_bytes;
   out->reads = t->reads;
   out->blocks_kept = t->kept;
   out->cache_bytes = (uint64_t)t->capacity * t->block_bytes;
@@ -171,7 +177,7 @@ void hs__host_tier_stats(const hs_host_tier *t, hs_host_tier_stats *out) {
 
 void hs__host_tier_stats_reset(hs_host_tier *t) {
   t->lookups = t->hits = t->reads = 0;
-  t->bytes_read = 0;
+  t->bytes_read = t->page_bytes = 0;
 }
 
 /* Rows [r0, r0 + k) of the file into buf. */
@@ -231,7 +237,21 @@ static hs_status read_runs(const hs_host_tier *t, thread_out *o, const group *g,
   return HS_OK;
 }
 
+/* Bytes of the distinct pages holding the group's rows (sorted). */
+static uint64_t group_pages(const hs_host_tier *t, const group *g) {
+  uint64_t total = 0, last = UINT64_MAX;
+  for (int32_t i = g->i0; i < g->i1; i++) {
+    uint64_t off = t->data_offset + (uint64_t)ROW(t->work[i]) * t->rb;
+    uint64_t p0 = off / PAGE, p1 = (off + t->rb - 1) / PAGE;
+    if (last != UINT64_MAX && p0 <= last) p0 = last + 1;
+    if (p1 >= p0) total += (p1 - p0 + 1) * PAGE;
+    if (last == UINT64_MAX || p1 > last) last = p1;
+  }
+  return total;
+}
+
 static hs_status run_group(hs_host_tier *t, thread_out *o, group *g, char *scratch, char *out) {
+  if (g->kind != G_KEPT) o->page_bytes += group_pages(t, g);
   if (g->kind == G_RUNS) return read_runs(t, o, g, scratch, out);
   int64_t r0 = (int64_t)g->block * t->per_block;
   char *blk = t->arena + (size_t)t->where[g->block] * t->block_bytes;
@@ -300,6 +320,7 @@ static hs_status gather_piece(hs_host_tier *t, const int32_t *ids, int32_t m, ch
   for (int th = 0; th < t->n_threads; th++) {
     t->reads += to[th].reads;
     t->bytes_read += to[th].bytes;
+    t->page_bytes += to[th].page_bytes;
     if (st == HS_OK && to[th].st != HS_OK) st = hs__fail(to[th].st, "%s", to[th].detail);
   }
   /* After an error, blocks meant to be kept but not loaded (their read

@@ -88,6 +88,11 @@ typedef struct hs_host_tier_stats {
   double limit;            /* kept fraction of the file: capacity / blocks,
                               the hit rate uniform access gives once full */
   uint64_t bytes_read;     /* from the file */
+  uint64_t page_bytes_missed; /* the 4 KiB pages holding the missed rows:
+                              what any reader of them must fetch from a
+                              disk (bytes_read above it is amplification:
+                              whole blocks loaded to be kept, gaps merged
+                              into runs) */
   int64_t reads;           /* pread calls */
   int64_t blocks_kept;
   uint64_t cache_bytes;    /* kept blocks' storage reserved (<= budget) */
