@@ -287,8 +287,9 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
     /* The sampler's gather enqueue takes no wait list: a barrier carries
      * the dependencies (the index upload, the cache's latest command, the
      * caller's events) for everything enqueued after it. The miss rows are
-     * not among them: their upload may still run while the hits are
-     * gathered (given a second queue for uploads, or an out-of-order one). */
+     * not among them: uploaded on a second queue, they may still be in
+     * flight while the hits are gathered (a barrier also waits for every
+     * earlier command of its own queue). */
     k = 0;
     list[k++] = s->ev_gidx;
     if (d->last) list[k++] = d->last;

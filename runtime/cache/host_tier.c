@@ -188,10 +188,14 @@ static hs_status read_rows(const hs_host_tier *t, thread_out *o, int64_t r0, int
   while (done < len) {
     ssize_t got = pread(t->fd, (char *)buf + done, len - done, (off_t)(off + done));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0)
-      return hs__fail(HS_ERR_IO, "%s: byte %llu: %s", t->path,
-                      (unsigned long long)(off + done),
-                      got < 0 ? strerror(errno) : "file ends early (truncated?)");
+    if (got <= 0) {
+      /* pool threads read too: strerror's buffer is not theirs to share */
+      char msg[128];
+      const char *why = got < 0 ? strerror_r(errno, msg, sizeof msg)
+                                : "file ends early (truncated?)";
+      return hs__fail(HS_ERR_IO, "%s: byte %llu: %s", t->path, (unsigned long long)(off + done),
+                      why);
+    }
     done += (size_t)got;
   }
   o->reads++;
