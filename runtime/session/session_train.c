@@ -152,6 +152,26 @@ const hs_pipe_stage hs__session_stages[HS_STAGE_COUNT_] = {
     {"train", train_begin, train_finish},
 };
 
+/* The host cores kept off the roles' sub-devices (PoCL numbers a CPU
+ * device's compute units from the first core, so they are the last ones):
+ * *n = 0 when host threads share the roles' cores. */
+static void host_cores(const hs_session *s, int *first, int *n) {
+  const hs_placement *p = s->plan;
+  *first = 0;
+  *n = 0;
+  if (p->link != HS_LINK_SUB_DEVICES || p->host_reserved_cores <= 0) return;
+  *first = (int)(p->sampler.cores + p->trainer.cores);
+  *n = p->host_reserved_cores;
+}
+
+static void bind_host_thread(void *ctx) {
+  hs_session *s = ctx;
+  int first, n;
+  host_cores(s, &first, &n);
+  if (n > 0 && hs__topo_bind_thread(s->rt->topo, first, n) != HS_OK)
+    hs__log(HS_LOG_PIPELINE, "host thread not bound: %s", hs_last_error());
+}
+
 hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   if (!s) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_train_epoch: NULL session");
   hs_epoch_stats local;
@@ -162,10 +182,20 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   s->acc_gather_bytes = s->acc_upload_bytes = 0;
   memset(&s->acc_train, 0, sizeof s->acc_train);
 
+  int first_core, n_cores;
+  host_cores(s, &first_core, &n_cores);
   hs_pipe p = {.stages = hs__session_stages, .n_stages = HS_STAGE_COUNT_, .ctx = s,
-               .slots = s->pslots, .depth = s->depth, .mode = s->mode, .stop = s->stop};
+               .slots = s->pslots, .depth = s->depth, .mode = s->mode, .stop = s->stop,
+               .thread_init = n_cores > 0 ? bind_host_thread : NULL};
+  /* Drivers that run on the caller's thread bind it for the epoch only. */
+  void *saved = NULL;
+  if (n_cores > 0 && s->mode != HS_PIPE_THREADS) {
+    saved = hs__topo_binding_save(s->rt->topo);
+    bind_host_thread(s);
+  }
   hs_pipe_stats ps;
   hs_status st = hs__pipe_run(&p, s->batch_pos, s->n_batches - s->batch_pos, &ps);
+  hs__topo_binding_restore(s->rt->topo, saved);
   hs_status st2 = hs__trainer_drain_stats(s->trainer, &s->acc_train);
   if (st == HS_OK) st = st2;
 
