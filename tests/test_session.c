@@ -2,11 +2,13 @@
  * interrupt and resume, accuracy, evaluation paths, and bad input. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "hetsage.h"
+#include "sample/hs_sampler.h"
 
 static hs_runtime *rt;
 static hs_dataset *ds;
@@ -217,4 +219,62 @@ Test(session, missing_dataset_is_a_clear_error) {
   cr_expect_neq(hs_dataset_open("/nonexistent/dataset", &none), HS_OK);
   cr_expect(strstr(hs_last_error(), "/nonexistent/dataset") != NULL, "%s", hs_last_error());
   cr_expect_null(none);
+}
+
+/* A board profile naming a prebuilt sampler binary (what an FPGA board
+ * ships): the session loads it instead of building, with the same results;
+ * a binary that is not one is refused by name. */
+Test(session, sampler_from_a_prebuilt_binary) {
+  char dir[] = "/tmp/hs-binboard-XXXXXX";
+  cr_assert(mkdtemp(dir));
+  char bin[256], ini[256];
+  snprintf(bin, sizeof bin, "%s/sampler.bin", dir);
+  snprintf(ini, sizeof ini, "%s/cpu-binary.ini", dir);
+  /* The binary, built for the CPU device as an offline compiler would. */
+  hs_inventory inv;
+  cr_assert_eq(hs__inventory_discover(&inv), HS_OK);
+  const hs_dev *cpu = NULL;
+  for (int i = 0; i < inv.n_devs; i++)
+    if (inv.devs[i].info.type == HS_DEVICE_CPU) cpu = &inv.devs[i];
+  if (!cpu) cr_skip_test("no CPU device");
+  hs_ctx ctx;
+  cr_assert_eq(hs__ctx_create(cpu, 1, &ctx), HS_OK);
+  cr_assert_eq(hs__sampler_save_binary(&ctx, cpu, bin), HS_OK, "%s", hs_last_error());
+  hs__ctx_release(&ctx);
+  hs__inventory_release(&inv);
+
+  FILE *f = fopen(ini, "w");
+  fprintf(f, "[board]\nname = cpu-binary\n[device.cpu]\ntype = cpu\nrequired = true\n"
+             "[roles]\nsampler = cpu\ntrainer = cpu\n"
+             "[binaries]\ncpu = sampler.bin\n");
+  fclose(f);
+
+  hs_session_config c = small_cfg(HS_PIPELINE_OFF);
+  c.board = ini;
+  hs_session *s;
+  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_train_epoch(s, NULL), HS_OK, "%s", hs_last_error());
+  size_t n;
+  cr_assert_eq(hs_session_parameters(s, NULL, 0, &n), HS_OK);
+  float *with_bin = malloc(n * sizeof *with_bin);
+  cr_assert_eq(hs_session_parameters(s, with_bin, n, &n), HS_OK);
+  hs_session_destroy(s);
+  size_t n_ref;
+  c.board = NULL;
+  float *ref = train(&c, 1, &n_ref);
+  cr_assert_eq(n, n_ref);
+  cr_expect_arr_eq(with_bin, ref, n * sizeof(float), "sampling from the binary changed the result");
+  free(with_bin);
+  free(ref);
+
+  /* Not a program binary: refused, naming the file. */
+  f = fopen(bin, "w");
+  fputs("not a binary", f);
+  fclose(f);
+  c.board = ini;
+  cr_expect_neq(hs_session_create(rt, ds, &c, &s), HS_OK);
+  cr_expect(strstr(hs_last_error(), "sampler.bin") != NULL, "%s", hs_last_error());
+  unlink(bin);
+  unlink(ini);
+  rmdir(dir);
 }

@@ -26,6 +26,8 @@ typedef struct hs_sampler_opts {
   uint32_t rows_per_item; /* NDRange rows (and reindex claims) per work-item;
                              0: 16 on CPUs, else 1 */
   bool profile;           /* accumulate kernel times (needs a profiling queue) */
+  const char *binary;     /* a prebuilt program binary to load instead of building
+                             from source (devices without a compiler); NULL: build */
 } hs_sampler_opts;
 
 /* Kernel time (seconds, from OpenCL profiling events) of everything run
@@ -47,6 +49,11 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
                              const hs_csr *g, const hs_sample_cfg *cfg,
                              const hs_sampler_opts *opts, hs_sampler **out);
 void hs__sampler_destroy(hs_sampler *s);
+
+/* Build the sampler's program for `dev` and write its binary to `path`: what
+ * a board profile's [binaries] entry names for a device that cannot build
+ * kernels itself (on such devices the vendor's offline compiler makes it). */
+hs_status hs__sampler_save_binary(const hs_ctx *ctx, const hs_dev *dev, const char *path);
 
 /* Capacities for hs__batch_alloc of batches this sampler fills. */
 const hs_batch_caps *hs__sampler_caps(const hs_sampler *s);

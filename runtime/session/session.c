@@ -150,7 +150,8 @@ static hs_status make_sampler(hs_session *s) {
   hs_csr csr = {.n = s->g->n, .e = s->g->e, .indptr = s->g->indptr,
                 .indices = s->g->indices, .weights = s->g->weights};
   hs_sampler_opts so = {.style = HS_STYLE_AUTO, .work_group_size = 0,
-                        .max_seeds = s->cfg.batch_size, .profile = false};
+                        .max_seeds = s->cfg.batch_size, .profile = false,
+                        .binary = s->plan->sampler.binary};
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
 }
 
