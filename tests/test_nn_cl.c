@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cl_fixture.h"
+#include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/nn_rng.h"
 #include "nn/ref_nn.h"
@@ -109,7 +111,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
   const hs_block *b = &fb.blocks[0];
   uint64_t s = 5;
   for (int di = 0; di < 2; di++) {
-    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__block_edges(b);
+    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__block_edges(b), zero = 0;
     size_t nh = (size_t)n_src * d, nc = (size_t)n_dst * 2 * d;
     float *h = malloc(4 * nh), *want = malloc(4 * nc), *got = malloc(4 * nc), *dcat = malloc(4 * nc);
     float *want_dh = malloc(4 * nh), *got_dh = malloc(4 * nh), *act = malloc(4 * nh);
@@ -124,7 +126,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
       cl_mem dh = clf_upload(&k.f, h, 4 * nh), dcatb = clf_upload(&k.f, NULL, 4 * nc);
       size_t vecs = ((size_t)d + 7) / 8;
       launch(&k, "hs_agg_fwd", wg_sizes[w], vecs, (size_t)n_dst,
-             (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(n_dst), HS_KARG(d), HS_KARG(dcatb)}, 6);
+             (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(zero), HS_KARG(n_dst), HS_KARG(d), HS_KARG(dcatb)}, 7);
       clf_download(&k.f, dcatb, got, 4 * nc);
       expect_close("agg_fwd", got, want, nc, 1e-6f);
       /* Backward, plain and with the ReLU/dropout mask folded in. */
@@ -403,6 +405,52 @@ Test(nn_cl, same_seed_same_device_is_bit_identical_at_every_work_group_size) {
   clf_close(&f);
 }
 
+/* Train 2 steps, checkpoint, train 2 more; a fresh trainer resumed from
+ * the checkpoint must end with the very same parameters. */
+Test(nn_cl, resume_from_checkpoint_is_bit_identical) {
+  cl_fixture f;
+  clf_open(&f);
+  char path[] = "/tmp/hs-nn-cl-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  int fan[2] = {4, 3};
+  fx_batch fb[4];
+  for (int i = 0; i < 4; i++) fx_batch_make(&fb[i], 2, 32, fan, 24, 5, 70 + (uint64_t)i);
+  hs_model a, b;
+  small_model(&a, HS_OPTIM_ADAM, 2, 31);
+  small_model(&b, HS_OPTIM_ADAM, 2, 99); /* other weights until the checkpoint loads */
+  hs_trainer *ta, *tb;
+  open_trainer(&f, &a, 0, false, &ta);
+  for (uint32_t i = 0; i < 4; i++) {
+    if (i == 2) {
+      cr_assert_eq(hs__trainer_sync_model(ta, &a), HS_OK);
+      a.rng_counter = i;
+      cr_assert_eq(hs__checkpoint_save(&a, path), HS_OK, "%s", hs_last_error());
+    }
+    hs_batch batch = fx_batch_view(&fb[i]);
+    cr_assert_eq(hs__trainer_upload(ta, &batch), HS_OK);
+    cr_assert_eq(hs__trainer_step(ta, 0, i), HS_OK);
+  }
+  cr_assert_eq(hs__checkpoint_load(path, &b), HS_OK, "%s", hs_last_error());
+  open_trainer(&f, &b, 0, false, &tb);
+  for (uint32_t i = (uint32_t)b.rng_counter; i < 4; i++) {
+    hs_batch batch = fx_batch_view(&fb[i]);
+    cr_assert_eq(hs__trainer_upload(tb, &batch), HS_OK);
+    cr_assert_eq(hs__trainer_step(tb, 0, i), HS_OK);
+  }
+  cr_assert_eq(hs__trainer_sync_model(ta, &a), HS_OK);
+  cr_assert_eq(hs__trainer_sync_model(tb, &b), HS_OK);
+  cr_expect_arr_eq(b.params, a.params, 4 * a.shape.n_params);
+  cr_expect_arr_eq(b.v, a.v, 4 * a.shape.n_params);
+  cr_expect_eq(b.step, 4u);
+  unlink(path);
+  for (int i = 0; i < 4; i++) fx_batch_free(&fb[i]);
+  hs__trainer_destroy(ta), hs__trainer_destroy(tb);
+  hs__model_destroy(&a), hs__model_destroy(&b);
+  clf_close(&f);
+}
+
 Test(nn_cl, predict_matches_reference_forward) {
   cl_fixture f;
   clf_open(&f);
@@ -489,8 +537,12 @@ Test(nn_cl, device_trainer_learns_a_planted_partition) {
   cr_assert_eq(hs__trainer_sync_model(t, &m), HS_OK);
   float *all = malloc(4 * 600 * 4);
   cr_assert_eq(hs__infer_full(&m.shape, m.params, &cv, g.feat, all), HS_OK);
-  expect_rel("device vs host inference", logits, all + 400 * 4, 200 * 4, 1e-5);
-  free(all), free(x);
+  expect_rel("device predict vs host inference", logits, all + 400 * 4, 200 * 4, 1e-5);
+  /* Layer-wise inference on the device over the whole graph. */
+  float *dev_all = malloc(4 * 600 * 4);
+  cr_assert_eq(hs__trainer_infer_full(t, &cv, g.feat, dev_all), HS_OK, "%s", hs_last_error());
+  expect_rel("device vs host layer-wise inference", dev_all, all, 600 * 4, 1e-5);
+  free(all), free(x), free(dev_all);
   hs__block_set_free(&set);
   hs__trainer_destroy(t);
   hs__model_destroy(&m);
@@ -625,9 +677,16 @@ Test(nn_cl, cora_full_neighbour_training_reaches_published_accuracy, .timeout = 
     }
   cr_assert_eq(hs__trainer_sync_model(t, &m), HS_OK);
   double train_s = hs__now() - t0;
-  float *logits = malloc(4 * (size_t)g.n * (size_t)g.c);
-  cr_assert_eq(hs__infer_full(&m.shape, m.params, &cv, g.x, logits), HS_OK);
+  float *logits = malloc(4 * (size_t)g.n * (size_t)g.c), *host = malloc(4 * (size_t)g.n * (size_t)g.c);
+  t0 = hs__now();
+  cr_assert_eq(hs__trainer_infer_full(t, &cv, g.x, logits), HS_OK, "%s", hs_last_error());
+  double infer_s = hs__now() - t0;
+  cr_assert_eq(hs__infer_full(&m.shape, m.params, &cv, g.x, host), HS_OK);
+  expect_rel("cora logits, device vs host", logits, host, (size_t)g.n * (size_t)g.c, 1e-5);
   double acc = hs__accuracy(logits, g.c, g.y, test_ids, n_test);
+  cr_expect_eq(acc, hs__accuracy(host, g.c, g.y, test_ids, n_test));
+  cr_log_info("cora: device layer-wise inference of %d vertices in %.3f s", g.n, infer_s);
+  free(host);
   cr_log_info("cora: test accuracy %.4f after 20 epochs (%.1f s of training, GEMM %s)", acc, train_s,
               hs__gemm_kind_name(hs__trainer_gemm_kind(t)));
   cr_expect_geq(acc, 0.84, "Cora full-neighbour test accuracy %.4f", acc);

@@ -85,6 +85,15 @@ hs_status hs__trainer_load_model(hs_trainer *t, const hs_model *m);
  * of the output dst, n_dst x n_classes. Waits. */
 hs_status hs__trainer_predict(hs_trainer *t, float *logits);
 
+/* Layer-wise full-neighbour inference over every vertex of `g` on the
+ * device (dropout off): logits with bias, n_vertices x n_classes, from
+ * `feat` (n_vertices x in_dim). Device memory: the CSR, the features, two
+ * n_vertices x hidden activations and the logits, allocated for the call
+ * and released after it. HS_ERR_RANGE when the graph has 2^31 or more
+ * edges. Waits. */
+hs_status hs__trainer_infer_full(hs_trainer *t, const hs_csr_view *g, const float *feat,
+                                 float *logits);
+
 /* Device time per phase since the last call (needs opts.profile). Waits. */
 hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out);
 
