@@ -50,7 +50,7 @@ hs_status hs__trainer_infer_full(hs_trainer *t, const hs_csr_view *g, const floa
       cl_int base = (cl_int)r0, rows = (cl_int)(n - r0 < CHUNK_ROWS ? n - r0 : CHUNK_ROWS);
       hs_karg agg[] = {HS_KARG(rp.m), HS_KARG(col.m), HS_KARG(in), HS_KARG(base), HS_KARG(rows),
                        HS_KARG(d_in), HS_KARG(cat.m)};
-      if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_FWD, ((size_t)d_in + 7) / 8, (size_t)rows,
+      if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_FWD, ((size_t)d_in + VW - 1) / VW, (size_t)rows,
                                 agg, 7)) != HS_OK)
         goto fail;
       hs_gemm_op op = {.m = (size_t)rows, .n = (size_t)d_out, .k = 2 * (size_t)d_in,

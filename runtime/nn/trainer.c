@@ -8,9 +8,14 @@
 #include "nn/trainer_internal.h"
 
 static const char *const kernel_names[K_COUNT] = {
-    "hs_agg_fwd",   "hs_agg_bwd",  "hs_tr_count",   "hs_scan_sums",    "hs_scan_offsets",
-    "hs_scan_apply", "hs_tr_fill", "hs_tr_sort",    "hs_bias_act_fwd", "hs_colsum_part", "hs_colsum_final",
-    "hs_softmax_ce", "hs_loss_reduce", "hs_adam",   "hs_sgd",
+    [K_AGG_FWD] = "hs_agg_fwd",         [K_AGG_BWD] = "hs_agg_bwd",
+    [K_TR_COUNT] = "hs_tr_count",       [K_SCAN_SUMS] = "hs_scan_sums",
+    [K_SCAN_OFFSETS] = "hs_scan_offsets", [K_SCAN_APPLY] = "hs_scan_apply",
+    [K_TR_FILL] = "hs_tr_fill",         [K_TR_SORT] = "hs_tr_sort",
+    [K_BIAS_ACT] = "hs_bias_act_fwd",   [K_COLSUM_PART] = "hs_colsum_part",
+    [K_COLSUM_FINAL] = "hs_colsum_final", [K_SOFTMAX_CE] = "hs_softmax_ce",
+    [K_LOSS_REDUCE] = "hs_loss_reduce", [K_ADAM] = "hs_adam",
+    [K_SGD] = "hs_sgd",
 };
 
 /* One program for every training kernel: PoCL's compiler is slow. */

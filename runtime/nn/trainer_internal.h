@@ -3,6 +3,7 @@
 #ifndef HS_NN_TRAINER_INTERNAL_H
 #define HS_NN_TRAINER_INTERNAL_H
 
+#include "hs_launch.h"
 #include "nn/trainer.h"
 
 enum {
