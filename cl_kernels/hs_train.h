@@ -3,8 +3,10 @@
  * this file), so that a dropout mask or an initial weight is the same bits
  * everywhere.
  *
- * Counter layout of a training draw: (a, b, c, d) with the purpose tag in
- * the top byte of c, which the sampler's streams leave zero:
+ * Counter layout of a training draw: (a, b, c, d) with a purpose tag in
+ * the top byte of c, so that training's draws never meet another stream
+ * keyed by the same seed as long as that stream keeps these two tags out
+ * of c's top byte (layer numbers there are small):
  *   dropout: a = epoch, b = batch, c = DROPOUT<<24 | layer, d = element/4
  *   init:    a = 0,     b = 0,     c = INIT<<24 | layer,    d = element/4
  * One draw gives four words; element e takes word e % 4. Elements are the
