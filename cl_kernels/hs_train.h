@@ -22,6 +22,10 @@
  * association of the sum for the kernel and the reference alike. */
 #define HS_COLSUM_ROWS 256
 
+/* Elements per work-item of the bias/ReLU/dropout kernel: eight Philox
+ * draws' worth, computed as vectors. */
+#define HS_ACT_ELEMS 32
+
 #define HS_RNG_PURPOSE_DROPOUT 0x44u
 #define HS_RNG_PURPOSE_INIT 0x49u
 

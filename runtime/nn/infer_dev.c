@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "hs_launch.h"
+#include "nn/nn_rng.h"
 #include "nn/trainer_internal.h"
 
 enum { CHUNK_ROWS = 4096 };
@@ -68,8 +69,8 @@ hs_status hs__trainer_infer_full(hs_trainer *t, const hs_csr_view *g, const floa
     hs_karg act_args[] = {HS_KARG(dst), HS_KARG(rows_all), HS_KARG(d_out), HS_KARG(t->params.m),
                           HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale),
                           HS_KARG(seed), HS_KARG(zero), HS_KARG(zero), HS_KARG(zero)};
-    if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, (n * (size_t)d_out + 3) / 4, 0,
-                              act_args, 12)) != HS_OK)
+    size_t groups = (n * (size_t)d_out + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
+    if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act_args, 12)) != HS_OK)
       goto fail;
     in = dst;
   }

@@ -312,7 +312,7 @@ static hs_status forward(hs_trainer *t, float p, uint32_t epoch, uint32_t batch)
     hs_karg act[] = {HS_KARG(out), HS_KARG(n_dst), HS_KARG(d_out), HS_KARG(t->params.m),
                      HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale),
                      HS_KARG(seed), HS_KARG(ep), HS_KARG(ba), HS_KARG(layer)};
-    size_t groups = ((size_t)n_dst * (size_t)d_out + 3) / 4;
+    size_t groups = ((size_t)n_dst * (size_t)d_out + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
     if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act, 12)) != HS_OK) return st;
   }
   return HS_OK;
@@ -431,7 +431,8 @@ hs_status hs__trainer_predict(hs_trainer *t, float *logits) {
   hs_karg act[] = {HS_KARG(t->logits.m), HS_KARG(n), HS_KARG(c), HS_KARG(t->params.m),
                    HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale),
                    HS_KARG(seed), HS_KARG(zero), HS_KARG(zero), HS_KARG(zero)};
-  if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, ((size_t)n * (size_t)c + 3) / 4, 0, act, 12)) != HS_OK)
+  size_t groups = ((size_t)n * (size_t)c + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
+  if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act, 12)) != HS_OK)
     return st;
   return hs__mem_read(t->q, t->logits.m, true, 0, (size_t)n * (size_t)c * 4, logits, 0, NULL, NULL);
 }
