@@ -66,7 +66,13 @@ hs_status hs__trainer_run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, s
   if (st != HS_OK) return st;
   cl_event mark, ev = NULL;
   if ((st = span_open(t, &mark)) != HS_OK) return st;
+  /* A narrow first dimension (few feature vectors per row) must not leave
+   * most of each work-group idle: the rest of the group goes to rows. */
   size_t global[2] = {g0, g1}, local[2] = {t->wg[id], 1};
+  if (g1 && g0 < local[0]) {
+    local[0] = g0 ? g0 : 1;
+    local[1] = t->wg[id] / local[0];
+  }
   st = hs__launch(t->q, t->k[id], g1 ? 2 : 1, global, local, 0, NULL, t->opts.profile ? &ev : NULL);
   if (st != HS_OK) {
     hs__events_release(&mark, 1);
