@@ -37,12 +37,16 @@ static hs_session_config small_cfg(hs_pipeline_mode mode) {
   return c;
 }
 
-static float *train(const hs_session_config *c, int epochs, size_t *n) {
+/* Train `epochs` epochs; the parameters, and each epoch's stats into
+ * `stats` (optional, `epochs` entries). */
+static float *train_stats(const hs_session_config *c, int epochs, size_t *n,
+                          hs_epoch_stats *stats) {
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, ds, c, &s), HS_OK, "%s", hs_last_error());
   for (int e = 0; e < epochs; e++) {
     hs_epoch_stats st;
     cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
+    if (stats) stats[e] = st;
     cr_assert_not(st.interrupted);
     cr_expect_eq(st.batches, (1624 + 127) / 128);
     cr_expect(isfinite(st.loss));
@@ -52,6 +56,10 @@ static float *train(const hs_session_config *c, int epochs, size_t *n) {
   cr_assert_eq(hs_session_parameters(s, p, *n, n), HS_OK);
   hs_session_destroy(s);
   return p;
+}
+
+static float *train(const hs_session_config *c, int epochs, size_t *n) {
+  return train_stats(c, epochs, n, NULL);
 }
 
 Test(session, drivers_and_sequential_give_bit_identical_parameters) {
@@ -76,6 +84,81 @@ Test(session, drivers_and_sequential_give_bit_identical_parameters) {
   free(thr);
   free(async);
   free(other);
+}
+
+/* ---- the trainer-side feature cache ----------------------------------------- */
+
+#define CORA_N 2708
+
+/* A cache of a quarter of the rows, under each fill policy and both
+ * drivers, changes nothing but what crosses the link. */
+Test(session, trainer_cache_gives_bit_identical_parameters) {
+  hs_session_config c = small_cfg(HS_PIPELINE_ASYNC);
+  size_t n_ref;
+  hs_epoch_stats ref_st[2];
+  float *ref = train_stats(&c, 2, &n_ref, ref_st);
+  cr_expect_eq(ref_st[1].cache_lookups, 0, "no cache, yet lookups were counted");
+  static const hs_cache_fill fills[] = {HS_CACHE_FILL_FIRST, HS_CACHE_FILL_DEGREE,
+                                        HS_CACHE_FILL_PRESAMPLE};
+  for (int k = 0; k < 4; k++) {
+    c = small_cfg(k == 3 ? HS_PIPELINE_THREADS : HS_PIPELINE_ASYNC);
+    c.cache_rows = CORA_N / 4;
+    c.cache_fill = fills[k % 3];
+    const char *name = hs_cache_fill_name(c.cache_fill);
+    size_t n;
+    hs_epoch_stats st[2];
+    float *got = train_stats(&c, 2, &n, st);
+    cr_assert_eq(n, n_ref);
+    cr_expect_arr_eq(got, ref, n * sizeof(float), "cache (%s fill) changed the parameters", name);
+    cr_expect_eq(st[1].loss, ref_st[1].loss, "%s: loss differs", name);
+    double rate = st[1].cache_lookups ? (double)st[1].cache_hits / (double)st[1].cache_lookups : 0;
+    cr_log_info("cache %d rows, %s fill: epoch 2 hit rate %.4f (C/N %.4f)", CORA_N / 4, name,
+                rate, 0.25);
+    cr_expect_gt(st[1].cache_lookups, 0, "%s: no lookups", name);
+    cr_expect_gt(rate, 0.0, "%s: epoch 2 hit rate is 0", name);
+    cr_expect_eq(st[1].cache_rows, CORA_N / 4, "%s: the cache is not full after 2 epochs", name);
+    cr_expect_eq(st[1].cache_bytes_saved, st[1].cache_hits * 1433u * sizeof(float));
+    cr_expect_lt(st[1].bytes_uploaded, ref_st[1].bytes_uploaded, "%s: hits still uploaded", name);
+    free(got);
+  }
+  free(ref);
+}
+
+/* With every row cached, epochs after the cache holds them all hit always. */
+Test(session, trainer_cache_of_every_row_hits_every_row) {
+  hs_session_config c = small_cfg(HS_PIPELINE_ASYNC);
+  c.cache_rows = CORA_N;
+  size_t n;
+  /* DEGREE and PRESAMPLE prefill all N rows (ranked, zero scores last). */
+  for (int k = 0; k < 2; k++) {
+    c.cache_fill = k ? HS_CACHE_FILL_PRESAMPLE : HS_CACHE_FILL_DEGREE;
+    hs_epoch_stats st[2];
+    free(train_stats(&c, 2, &n, st));
+    for (int e = 0; e < 2; e++) {
+      cr_expect_gt(st[e].cache_lookups, 0);
+      cr_expect_eq(st[e].cache_hits, st[e].cache_lookups, "%s fill, epoch %d: %llu of %llu hit",
+                   hs_cache_fill_name(c.cache_fill), e + 1,
+                   (unsigned long long)st[e].cache_hits, (unsigned long long)st[e].cache_lookups);
+      cr_expect_eq(st[e].cache_rows, CORA_N);
+    }
+  }
+  /* FIRST fills as it goes: a row misses only the first time it is seen,
+   * so from epoch 2 on the misses are exactly the rows newly inserted (a
+   * row reached for the first time in a late epoch still misses once). */
+  c.cache_fill = HS_CACHE_FILL_FIRST;
+  hs_epoch_stats f[3];
+  free(train_stats(&c, 3, &n, f));
+  cr_expect_lt(f[0].cache_hits, f[0].cache_lookups);
+  for (int e = 1; e < 3; e++) {
+    uint64_t misses = f[e].cache_lookups - f[e].cache_hits;
+    cr_expect_eq(misses, f[e].cache_rows - f[e - 1].cache_rows,
+                 "first fill, epoch %d: %llu misses but %llu rows inserted", e + 1,
+                 (unsigned long long)misses,
+                 (unsigned long long)(f[e].cache_rows - f[e - 1].cache_rows));
+    cr_log_info("first fill, every row: epoch %d hit rate %.5f", e + 1,
+                (double)f[e].cache_hits / (double)f[e].cache_lookups);
+  }
+  cr_expect_gt((double)f[2].cache_hits / (double)f[2].cache_lookups, 0.99);
 }
 
 typedef struct stopper {
