@@ -1,9 +1,13 @@
 /* Training sessions end to end on the bundled Cora: driver agreement,
- * interrupt and resume, accuracy, evaluation paths, and bad input. */
+ * interrupt and resume, accuracy, evaluation paths, bad input, the
+ * trainer cache, and features larger than the memory budget. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hetsage.h"
@@ -300,4 +304,164 @@ Test(session, missing_dataset_is_a_clear_error) {
   cr_expect_neq(hs_dataset_open("/nonexistent/dataset", &none), HS_OK);
   cr_expect(strstr(hs_last_error(), "/nonexistent/dataset") != NULL, "%s", hs_last_error());
   cr_expect_null(none);
+}
+
+/* ---- features larger than the memory budget --------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+#define MiB (1024u * 1024u)
+
+typedef struct budget_run {
+  int ok;
+  double loss;
+  uint64_t hwm;          /* the child's peak resident set (VmHWM) */
+  uint64_t host_memory;  /* the host tier's memory, 0 when not in use */
+  uint64_t host_lookups, host_hits, host_bytes_read;
+  char err[256];
+} budget_run;
+
+static uint64_t vm_hwm(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  uint64_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %lu kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb * 1024u;
+}
+
+/* Train 2 epochs on `dir` within `budget` in a child process, so that its
+ * peak resident set is the run's own. The parent never touches OpenCL
+ * (this suite has no fixture), so the child starts clean. */
+static budget_run run_in_child(const char *dir, uint64_t budget) {
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    budget_run r = {0};
+    hs_runtime *crt = NULL;
+    hs_dataset *cds = NULL;
+    hs_session *s = NULL;
+    hs_session_config c;
+    hs_session_config_init(&c);
+    c.batch_size = 32;
+    c.fanouts[0] = 4;
+    c.fanouts[1] = 3;
+    c.hidden = 16;
+    c.seed = 3;
+    c.memory_budget = budget;
+    hs_status st = hs_runtime_open(&crt, NULL);
+    if (st == HS_OK) st = hs_dataset_open(dir, &cds);
+    if (st == HS_OK) st = hs_session_create(crt, cds, &c, &s);
+    hs_epoch_stats es = {0};
+    for (int e = 0; e < 2 && st == HS_OK; e++) st = hs_session_train_epoch(s, &es);
+    r.ok = st == HS_OK;
+    if (st != HS_OK) snprintf(r.err, sizeof r.err, "%s: %s", hs_strerror(st), hs_last_error());
+    r.loss = es.loss;
+    r.host_memory = es.host_memory_bytes;
+    r.host_lookups = es.host_lookups;
+    r.host_hits = es.host_hits;
+    r.host_bytes_read = es.host_bytes_read;
+    r.hwm = vm_hwm();
+    hs_session_destroy(s);
+    hs_dataset_close(cds);
+    hs_runtime_close(crt);
+    ssize_t w = write(fds[1], &r, sizeof r);
+    _exit(w == (ssize_t)sizeof r ? 0 : 1);
+  }
+  close(fds[1]);
+  budget_run r = {0};
+  ssize_t got = read(fds[0], &r, sizeof r);
+  close(fds[0]);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == (ssize_t)sizeof r,
+            "the child training %s failed (status %d)", dir, status);
+  return r;
+}
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char path[1200];
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  closedir(d);
+  rmdir(dir);
+}
+
+static void generate(const char *dir, int64_t features) {
+  hs_generate_opts o;
+  hs_generate_opts_init(&o, HS_GENERATE_SBM);
+  o.num_vertices = 40000;
+  o.edge_factor = 8;
+  o.num_features = features;
+  o.split_frac[HS_SPLIT_TRAIN] = 0.05; /* 2000 seeds: 63 batches an epoch */
+  o.split_frac[HS_SPLIT_VALID] = 0.05;
+  o.split_frac[HS_SPLIT_TEST] = 0.05;
+  cr_assert_eq(hs_generate(dir, &o, NULL), HS_OK, "%s", hs_last_error());
+}
+
+TestSuite(session_budget, .timeout = 600);
+
+/* 40000 x 1024 float32 features (156 MiB) trained within a 32 MiB budget:
+ * read through the host tier, the process's peak resident set stays within
+ * the same run's on 16 features plus the budget plus the batches' larger
+ * rows, and far below the feature size. */
+Test(session_budget, features_larger_than_the_budget_stay_on_disk) {
+  if (getenv("HS_UNDER_VALGRIND")) cr_skip_test("too slow under valgrind");
+  char root[] = "/tmp/hs-budget-XXXXXX";
+  cr_assert_not_null(mkdtemp(root));
+  char big[1100], tiny[1100];
+  snprintf(big, sizeof big, "%s/big", root);
+  snprintf(tiny, sizeof tiny, "%s/tiny", root);
+  generate(big, 1024);
+  generate(tiny, 16);
+  const uint64_t budget = 32u * MiB, feature_bytes = 40000u * 1024u * 4u;
+
+  budget_run t = run_in_child(tiny, budget);
+  budget_run b = run_in_child(big, budget);
+  remove_dir(big);
+  remove_dir(tiny);
+  rmdir(root);
+  cr_assert(t.ok, "%s", t.err);
+  cr_assert(b.ok, "%s", b.err);
+  cr_expect(isfinite(t.loss) && isfinite(b.loss), "loss %g / %g", t.loss, b.loss);
+  cr_expect_eq(t.host_memory, 0, "16 features fit the budget, yet the host tier was used");
+  cr_expect_gt(b.host_memory, 0, "the host tier was not used");
+  cr_expect_leq(b.host_memory, budget, "the host tier holds %llu B", (unsigned long long)b.host_memory);
+  cr_expect_gt(b.host_lookups, 0);
+  cr_log_info("peak RSS: 16 features %.1f MiB, 1024 features in a %u MiB budget %.1f MiB "
+              "(features %.1f MiB); host tier %.1f MiB, epoch 2 hit rate %.3f, %.1f MiB read",
+              (double)t.hwm / MiB, (unsigned)(budget / MiB), (double)b.hwm / MiB,
+              (double)feature_bytes / MiB, (double)b.host_memory / MiB,
+              (double)b.host_hits / (double)b.host_lookups, (double)b.host_bytes_read / MiB);
+#ifdef UNDER_ASAN
+  cr_log_info("ASan: resident-set bounds not checked (shadow memory and quarantine)");
+#else
+  /* The fixed overhead is the same run on 16 features (runtime, PoCL,
+   * programs, topology, model: about 93 MiB here); on top of it the budget
+   * covers the host tier (16 MiB kept + its overhead) and the batches'
+   * wider rows: measured +25 MiB. The slack absorbs allocator variance. */
+  const uint64_t slack = 4u * MiB;
+  cr_expect_leq(b.hwm, t.hwm + budget + slack, "peak RSS %.1f MiB > %.1f + %u + %u MiB",
+                (double)b.hwm / MiB, (double)t.hwm / MiB, (unsigned)(budget / MiB),
+                (unsigned)(slack / MiB));
+  cr_expect_lt(b.hwm, feature_bytes, "peak RSS %.1f MiB", (double)b.hwm / MiB);
+  cr_expect_lt(b.hwm - t.hwm, feature_bytes / 4, "peak RSS %.1f MiB above the baseline",
+               (double)(b.hwm - t.hwm) / MiB);
+#endif
 }
