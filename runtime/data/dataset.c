@@ -354,6 +354,8 @@ fail:
 
 const hs_graph *hs__dataset_graph(const hs_dataset *ds) { return &ds->g; }
 
+const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
+
 void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {
   const hs_graph *g = &ds->g;
   memset(out, 0, sizeof *out);

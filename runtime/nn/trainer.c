@@ -204,7 +204,12 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   if (b->n_layers != L)
     return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
                     b->n_layers, L);
-  hs_status st = hs__nn_batch_validate(b, sh->dims[L]);
+  /* feat NULL: the caller assembles the features on the device
+   * (hs__trainer_feat_buffer); the rest of the batch is checked as usual. */
+  static const float no_feat = 0.0f;
+  hs_nn_batch checked = *b;
+  if (!checked.feat) checked.feat = &no_feat;
+  hs_status st = hs__nn_batch_validate(&checked, sh->dims[L]);
   if (st != HS_OK) return st;
   if (b->blocks[L - 1].n_dst < 1) return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has no seeds");
   size_t dcat_rows = 0, max_src = 0, part = 0;
@@ -252,7 +257,8 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
       (st = hs__trainer_reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->scan_sums, max_src / SCAN_CHUNK + 1, 4)) != HS_OK)
     return st;
-  if ((st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, b->feat, 0, NULL, NULL)) != HS_OK)
+  if (b->feat &&
+      (st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, b->feat, 0, NULL, NULL)) != HS_OK)
     return st;
   t->has_labels = b->labels != NULL;
   if (b->labels &&
@@ -260,6 +266,12 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
     return st;
   t->uploaded = true;
   return HS_OK;
+}
+
+hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out) {
+  hs_status st = hs__trainer_reserve(t, &t->feat, n_rows, (size_t)t->shape.dims[0] * 4);
+  if (st == HS_OK) *out = t->feat.m;
+  return st;
 }
 
 /* ---- the step --------------------------------------------------------------- */

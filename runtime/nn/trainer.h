@@ -61,8 +61,15 @@ void hs__trainer_destroy(hs_trainer *t);
 /* The GEMM provider in use. */
 hs_gemm_kind hs__trainer_gemm_kind(const hs_trainer *t);
 
-/* Copy a batch to the device (blocking; validates it against the model). */
+/* Copy a batch to the device (blocking; validates it against the model).
+ * b->feat NULL leaves the feature matrix to the caller, who writes it into
+ * hs__trainer_feat_buffer on the trainer's queue before the step. */
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b);
+
+/* The device feature matrix (n_rows x in_dim float32), grown to n_rows if
+ * needed; valid until the next upload or feat_buffer call that grows it.
+ * Commands that write it must go to the trainer's (in-order) queue. */
+hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out);
 
 /* Enqueue one training step on the uploaded batch: gradients, then the
  * optimizer update as step t+1. Dropout keys: (model seed, epoch, batch).

@@ -229,6 +229,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     goto fail;
   }
   s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
+  if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
   *out = s;
   return HS_OK;
 fail:
@@ -238,6 +239,7 @@ fail:
 
 void hs_session_destroy(hs_session *s) {
   if (!s) return;
+  hs__session_cache_close(s);
   hs__queue_release(&s->sq);
   hs__queue_release(&s->tq);
   for (int i = 0; s->slots && i < s->depth; i++) {
