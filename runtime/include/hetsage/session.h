@@ -54,6 +54,9 @@ typedef struct hs_session_config {
   /* Trainer-side feature cache rows: -1 the plan's, 0 none. */
   int64_t cache_rows;
   hs_cache_fill cache_fill;
+  /* A profile already loaded, used instead of `board` when not NULL
+   * (borrowed during hs_session_create only). */
+  const hs_board_profile *profile;
 } hs_session_config;
 
 /* Fill `cfg` with the defaults above. */
