@@ -18,6 +18,8 @@ static const cli_command commands[] = {
     {"train", "train GraphSAGE (default: the bundled Cora)", cmd_train},
     {"eval", "accuracy of a saved model on a split", cmd_eval},
     {"predict", "predict the class of vertices with a saved model", cmd_predict},
+    {"bringup", "check every kernel on every device of this board against its reference",
+     cmd_bringup},
     {"version", "print the version", cmd_version},
     {"convert", "import a published graph format into a native dataset", cmd_convert},
     {"generate", "generate a synthetic dataset (R-MAT, SBM)", cmd_generate},

@@ -13,5 +13,6 @@
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
 #include "hetsage/session.h"
+#include "hetsage/bringup.h"
 
 #endif
