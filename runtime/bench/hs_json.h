@@ -46,7 +46,7 @@ void hs__json_free(hs_json *v);
 const hs_json *hs__json_get(const hs_json *obj, const char *key);
 /* Typed members: the fallback when absent or of another type. */
 double hs__json_number(const hs_json *obj, const char *key, double fallback);
-const char *hs__json_string_of(const hs_json *obj, const char *key, const char *fallback);
+const char *hs__json_text(const hs_json *obj, const char *key, const char *fallback);
 
 /* Write `s` as a JSON string literal (quotes and escapes). */
 void hs__json_write_string(FILE *f, const char *s);

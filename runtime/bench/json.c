@@ -349,7 +349,7 @@ double hs__json_number(const hs_json *obj, const char *key, double fallback) {
   return v && v->type == HS_JSON_NUMBER ? v->number : fallback;
 }
 
-const char *hs__json_string_of(const hs_json *obj, const char *key, const char *fallback) {
+const char *hs__json_text(const hs_json *obj, const char *key, const char *fallback) {
   const hs_json *v = hs__json_get(obj, key);
   return v && v->type == HS_JSON_STRING ? v->string : fallback;
 }
