@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/hs_json.h"
 #include "hetsage.h"
+#include "tool_run.h"
 #include "xml_check.h"
 
 static hs_runtime *open_rt(void) {
@@ -61,25 +61,6 @@ static void expect_all_pass(const hs_bringup_report *r) {
     cr_expect_neq(c->result, HS_CHECK_FAIL, "%s failed: %s", c->name, c->detail);
     cr_expect_gt(strlen(c->detail), 0, "%s has no detail", c->name);
   }
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  cr_assert_not_null(f, "cannot open %s", path);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  cr_assert_not_null(buf);
-  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
-static void tmp_path(char *buf, size_t cap, const char *name) {
-  const char *dir = getenv("TMPDIR");
-  snprintf(buf, cap, "%s/hs-bringup-%d-%s", dir && *dir ? dir : "/tmp", (int)getpid(), name);
 }
 
 Test(bringup, quick_passes_on_generic_cpu) {
@@ -158,7 +139,7 @@ static void check_json(const char *path, const hs_bringup_report *r, int n_devic
 }
 
 static void check_junit(const char *path, const hs_bringup_report *r) {
-  char *xml = slurp(path);
+  char *xml = tool_slurp(path);
   xml_counts c = {.names = {"testsuites", "testsuite", "testcase", "failure", "skipped"},
                   .n_names = 5};
   const char *why = xml_check(xml, &c);
@@ -208,8 +189,8 @@ Test(bringup, standard_passes_and_its_reports_validate, .timeout = 300) {
   expect_result(r, name, HS_CHECK_PASS);
 
   char json[512], junit[512];
-  tmp_path(json, sizeof json, "report.json");
-  tmp_path(junit, sizeof junit, "report.xml");
+  tool_tmp(json, sizeof json, "report.json");
+  tool_tmp(junit, sizeof junit, "report.xml");
   FILE *f = fopen(json, "w");
   cr_assert_not_null(f);
   cr_assert_eq(hs_bringup_report_write_json(r, f), HS_OK);
@@ -277,12 +258,12 @@ Test(bringup, absent_optional_device_skips_and_absent_required_fails) {
   hs_bringup_report_counts(r, NULL, NULL, &skip);
   cr_expect_eq(skip, 1);
   char path[512];
-  tmp_path(path, sizeof path, "absent.xml");
+  tool_tmp(path, sizeof path, "absent.xml");
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
   cr_assert_eq(hs_bringup_report_write_junit(r, f), HS_OK);
   fclose(f);
-  char *xml = slurp(path);
+  char *xml = tool_slurp(path);
   xml_counts c = {.names = {"skipped", "failure"}, .n_names = 2};
   const char *why = xml_check(xml, &c);
   cr_expect_null(why, "%s", why);
@@ -290,7 +271,7 @@ Test(bringup, absent_optional_device_skips_and_absent_required_fails) {
   cr_expect_eq(c.by_name[1], 0);
   cr_expect_not_null(strstr(xml, "cpu&lt;&amp;&gt;&quot;gpu&apos;"));
   free(xml);
-  tmp_path(path, sizeof path, "absent.json");
+  tool_tmp(path, sizeof path, "absent.json");
   f = fopen(path, "w");
   cr_assert_eq(hs_bringup_report_write_json(r, f), HS_OK);
   fclose(f);
@@ -316,21 +297,17 @@ Test(bringup, absent_optional_device_skips_and_absent_required_fails) {
 /* ---- the command ------------------------------------------------------------ */
 
 static int command(const char *env, const char *args) {
-  const char *exe = getenv("HS_HETSAGE");
-  if (!exe) cr_skip_test("HS_HETSAGE (the hetsage executable) is not set");
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s %s bringup %s >/dev/null 2>&1", env, exe, args);
-  int rc = system(cmd);
-  cr_assert(WIFEXITED(rc), "%s: did not exit", cmd);
-  return WEXITSTATUS(rc);
+  char full[1200];
+  snprintf(full, sizeof full, "bringup %s", args);
+  return tool_run(env, full, NULL, 0);
 }
 
 Test(bringup, command_exit_status_and_files) {
   hs_runtime *rt = open_rt();
   hs_runtime_close(rt);
   char json[512], junit[512], args[1200];
-  tmp_path(json, sizeof json, "cli.json");
-  tmp_path(junit, sizeof junit, "cli.xml");
+  tool_tmp(json, sizeof json, "cli.json");
+  tool_tmp(junit, sizeof junit, "cli.xml");
   snprintf(args, sizeof args, "--level quick --json %s --junit %s", json, junit);
   cr_expect_eq(command("", args), 0);
   hs_json *doc = NULL;
@@ -338,7 +315,7 @@ Test(bringup, command_exit_status_and_files) {
   cr_expect_str_eq(hs__json_text(doc, "level", ""), "quick");
   cr_expect_str_eq(hs__json_text(hs__json_get(doc, "results"), "dev0.selftest", ""), "pass");
   hs__json_free(doc);
-  char *xml = slurp(junit);
+  char *xml = tool_slurp(junit);
   xml_counts c = {.names = {"testcase"}, .n_names = 1};
   cr_expect_null(xml_check(xml, &c));
   cr_expect_gt(c.by_name[0], 5);

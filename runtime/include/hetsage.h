@@ -14,5 +14,6 @@
 #include "hetsage/dataset.h"
 #include "hetsage/session.h"
 #include "hetsage/bringup.h"
+#include "hetsage/bench.h"
 
 #endif
