@@ -225,3 +225,47 @@ Test(bench, html_report_has_a_chart_per_workload_and_nothing_external, .timeout 
   rmdir(dir);
   unlink(a);
 }
+
+Test(bench, peer_column_from_an_importable_module, .timeout = 300) {
+  skip_without_device();
+  const char *data = getenv("HS_TEST_DATA");
+  if (!data) cr_skip_test("HS_TEST_DATA is not set");
+  if (system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) cr_skip_test("no python3 numpy");
+  char a[512], env[1024], args[1024], out[16384];
+  tool_tmp(a, sizeof a, "peer.json");
+  snprintf(args, sizeof args,
+           "bench --quick --runs 2 --workload sample --devices 0 --no-sub-devices --json %s", a);
+  /* Stand-in dgl and torch modules (tests/data/fake_peer) make the column. */
+  snprintf(env, sizeof env, "PYTHONPATH=%s/fake_peer", data);
+  cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+  hs_bench_results *r = NULL;
+  cr_assert_eq(hs_bench_results_load(a, &r), HS_OK, "%s", hs_last_error());
+  const hs_bench_figure *peer = NULL, *ours = NULL;
+  for (size_t i = 0; i < hs_bench_results_count(r); i++) {
+    const hs_bench_figure *f = hs_bench_results_figure(r, i);
+    if (!strcmp(f->device, "peer.dgl")) peer = f;
+    if (!strcmp(f->device, "dev0") && !strcmp(f->name, "sampled_edges_per_s")) ours = f;
+  }
+  cr_assert_not_null(ours, "%s", out);
+  cr_assert_not_null(peer, "no peer column: %s", out);
+  cr_expect_str_eq(peer->workload, "sample");
+  cr_expect_gt(peer->median, 0);
+  cr_expect_eq(peer->runs, 2);
+  cr_expect_not_null(strstr(peer->device_name, "0.0-test"));
+  hs_bench_results_free(r);
+  /* Without the modules the column is skipped, and said so (where no real
+   * peer is installed). */
+  if (system("python3 -c 'import dgl' >/dev/null 2>&1") == 0 ||
+      system("python3 -c 'import torch_geometric' >/dev/null 2>&1") == 0) {
+    unlink(a);
+    return;
+  }
+  snprintf(env, sizeof env, "PYTHONPATH=/nonexistent");
+  cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+  cr_expect_not_null(strstr(out, "peer column skipped"), "%s", out);
+  cr_assert_eq(hs_bench_results_load(a, &r), HS_OK);
+  for (size_t i = 0; i < hs_bench_results_count(r); i++)
+    cr_expect_str_neq(hs_bench_results_figure(r, i)->device, "peer.dgl");
+  hs_bench_results_free(r);
+  unlink(a);
+}
