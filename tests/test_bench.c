@@ -236,7 +236,7 @@ Test(bench, peer_column_from_an_importable_module, .timeout = 300) {
   snprintf(args, sizeof args,
            "bench --quick --runs 2 --workload sample --devices 0 --no-sub-devices --json %s", a);
   /* Stand-in dgl and torch modules (tests/data/fake_peer) make the column. */
-  snprintf(env, sizeof env, "PYTHONPATH=%s/fake_peer", data);
+  snprintf(env, sizeof env, "PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=%s/fake_peer", data);
   cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
   hs_bench_results *r = NULL;
   cr_assert_eq(hs_bench_results_load(a, &r), HS_OK, "%s", hs_last_error());
