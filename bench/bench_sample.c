@@ -20,12 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/hs_measure.h"
 #include "hs_base.h"
-#include "sample/hs_gather.h"
-#include "sample/hs_sampler.h"
 #include "sample_graphs.h"
-
-#define MAX_RUNS 64
 
 typedef struct opts {
   bool small;
@@ -36,237 +33,36 @@ typedef struct opts {
   const char *datasets;
 } opts;
 
-/* ---- statistics -------------------------------------------------------------- */
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-typedef struct summary {
-  double median, min, max;
-} summary;
-
-static summary summarize(const double *v, int n) {
-  double s[MAX_RUNS];
-  memcpy(s, v, sizeof *v * (size_t)n);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  summary r = {n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1]};
-  return r;
-}
-
-static void print_summary(const char *name, summary s, const char *tail) {
+static void print_summary(const char *name, hs_summary s, const char *tail) {
   printf("\"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g}%s", name, s.median, s.min,
          s.max, tail);
 }
 
-/* ---- limits: random-read probes ------------------------------------------------- */
-
-/* Host probe on one thread: 8 independent address streams interleaved, so
- * the core keeps several misses in flight (what the sampler's loads can
- * hope for), never a dependent chase. */
-static double host_probe(const uint64_t *a, uint64_t n_words, uint64_t reads, uint32_t salt) {
-  uint32_t x[8];
-  for (int j = 0; j < 8; j++) x[j] = (uint32_t)j * 0x9E3779B9u ^ salt;
-  uint64_t acc = 0;
-  double t0 = hs__now();
-  for (uint64_t r = 0; r < reads / 8; r++)
-    for (int j = 0; j < 8; j++) {
-      x[j] = x[j] * 1664525u + 1013904223u;
-      acc += a[((uint64_t)x[j] * n_words) >> 32];
-    }
-  double dt = hs__now() - t0;
-  if (acc == 42) fputc(' ', stderr); /* keep the loads */
-  return (double)reads / dt;
-}
-
-typedef struct cl_probe {
-  cl_program prog;
-  cl_kernel k;
-  cl_mem arr, out;
-  uint64_t n_words;
-} cl_probe;
-
-#define PROBE_ITEMS (1u << 16)
-#define PROBE_READS 256u
-
-static hs_status cl_probe_open(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
-                               const uint64_t *host_arr, uint64_t n_words, cl_probe *p) {
-  memset(p, 0, sizeof *p);
-  const char *src[] = {"probe.cl"};
-  hs_status st = hs__program_build(ctx, dev, src, 1, "", &p->prog, NULL);
-  if (st == HS_OK) st = hs__kernel_create(p->prog, "hs_probe_random_read", dev, &p->k);
-  if (st != HS_OK) return st;
-  cl_int err;
-  p->n_words = n_words;
-  p->arr = clCreateBuffer(ctx->ctx, CL_MEM_READ_ONLY, 8 * n_words, NULL, &err);
-  if (err == CL_SUCCESS)
-    err = clEnqueueWriteBuffer(q, p->arr, CL_TRUE, 0, 8 * n_words, host_arr, 0, NULL, NULL);
-  if (err == CL_SUCCESS)
-    p->out = clCreateBuffer(ctx->ctx, CL_MEM_WRITE_ONLY, 8 * PROBE_ITEMS, NULL, &err);
-  return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "probe buffers", dev->id);
-}
-
-static double cl_probe_run(cl_probe *p, cl_command_queue q, uint32_t salt) {
-  cl_uint reads = PROBE_READS;
-  clSetKernelArg(p->k, 0, sizeof p->arr, &p->arr);
-  clSetKernelArg(p->k, 1, sizeof p->n_words, &p->n_words);
-  clSetKernelArg(p->k, 2, sizeof reads, &reads);
-  clSetKernelArg(p->k, 3, sizeof salt, &salt);
-  clSetKernelArg(p->k, 4, sizeof p->out, &p->out);
-  size_t global = PROBE_ITEMS;
-  double t0 = hs__now();
-  if (clEnqueueNDRangeKernel(q, p->k, 1, NULL, &global, NULL, 0, NULL, NULL) != CL_SUCCESS)
-    return 0;
-  clFinish(q);
-  return (double)PROBE_ITEMS * PROBE_READS / (hs__now() - t0);
-}
-
-static void cl_probe_close(cl_probe *p) {
-  if (p->k) clReleaseKernel(p->k);
-  if (p->prog) clReleaseProgram(p->prog);
-  if (p->arr) clReleaseMemObject(p->arr);
-  if (p->out) clReleaseMemObject(p->out);
-}
-
 /* ---- sampling ------------------------------------------------------------------- */
 
-static void batch_seeds(int32_t *seeds, int32_t n, int64_t n_vertices, uint32_t batch,
-                        char *used) {
-  for (int32_t i = 0, j = 0; i < n; j++) {
-    int32_t v = (int32_t)hs_philox_below(hs_philox_draw(77, 0, batch, (uint32_t)j, 0).v[0],
-                                         (uint32_t)n_vertices);
-    if (!used[v]) {
-      used[v] = 1;
-      seeds[i++] = v;
-    }
-  }
-  for (int32_t i = 0; i < n; i++) used[seeds[i]] = 0;
-}
-
-typedef struct sample_fig {
-  double edges_s[MAX_RUNS];     /* sampled edges / wall time of whole batches */
-  double kern_edges_s[MAX_RUNS]; /* sampled edges / sampling kernel time */
-  double reindex_v_s[MAX_RUNS]; /* vertices / reindex kernel time */
-  double probe_s[MAX_RUNS];     /* random reads / s */
-  double vertices_per_batch;
-  double edges_per_batch;
-} sample_fig;
-
-static void print_sample_fig(const char *name, const sample_fig *f, int runs, bool kernels,
+static void print_sample_fig(const char *name, const hs_sample_runs *f, bool kernels,
                              const char *tail) {
-  double ratio[MAX_RUNS], kratio[MAX_RUNS];
-  for (int r = 0; r < runs; r++) {
-    ratio[r] = f->edges_s[r] / f->probe_s[r];
-    kratio[r] = f->kern_edges_s[r] / f->probe_s[r];
-  }
+  int runs = f->runs;
   printf("    \"%s\": {\"edges_per_batch\": %.0f, \"vertices_per_batch\": %.0f,\n      ", name,
          f->edges_per_batch, f->vertices_per_batch);
-  print_summary("sampled_edges_per_s", summarize(f->edges_s, runs), ",\n      ");
-  print_summary("random_reads_per_s", summarize(f->probe_s, runs), ",\n      ");
-  print_summary("ratio_to_random_reads", summarize(ratio, runs), kernels ? ",\n      " : "");
+  print_summary("sampled_edges_per_s", hs__summarize(f->edges_s, runs), ",\n      ");
+  print_summary("random_reads_per_s", hs__summarize(f->probe_s, runs), ",\n      ");
+  print_summary("ratio_to_random_reads", hs__summarize_ratio(f->edges_s, f->probe_s, runs),
+                kernels ? ",\n      " : "");
   if (kernels) {
-    print_summary("sampling_kernel_edges_per_s", summarize(f->kern_edges_s, runs), ",\n      ");
-    print_summary("sampling_kernel_ratio_to_random_reads", summarize(kratio, runs), ",\n      ");
-    print_summary("reindex_vertices_per_s", summarize(f->reindex_v_s, runs), "");
+    print_summary("sampling_kernel_edges_per_s", hs__summarize(f->kern_edges_s, runs), ",\n      ");
+    print_summary("sampling_kernel_ratio_to_random_reads",
+                  hs__summarize_ratio(f->kern_edges_s, f->probe_s, runs), ",\n      ");
+    print_summary("reindex_vertices_per_s", hs__summarize(f->reindex_v_s, runs), "");
   }
   printf("}%s\n", tail);
 }
 
-static int run_reference(const hs_csr *g, const hs_sample_cfg *cfg, const opts *o,
-                         const uint64_t *probe_arr, uint64_t probe_words, sample_fig *f) {
-  hs_batch_caps caps;
-  hs_batch b;
-  if (hs__batch_caps(cfg, g, hs__csr_max_degree(g), o->batch, &caps) != HS_OK ||
-      hs__batch_alloc(&caps, &b) != HS_OK)
-    return 1;
-  int32_t *seeds = malloc(sizeof *seeds * (size_t)o->batch);
-  char *used = calloc((size_t)g->n, 1);
-  for (int r = -o->warmup; r < o->runs; r++) {
-    batch_seeds(seeds, o->batch, g->n, (uint32_t)(r + o->warmup), used);
-    double t0 = hs__now();
-    if (hs__ref_sample_batch(g, cfg, seeds, o->batch, 0, (uint32_t)(r + 100), &b) != HS_OK)
-      return 1;
-    double dt = hs__now() - t0;
-    double edges = 0;
-    for (int h = 0; h < cfg->n_layers; h++) {
-      const hs_block *blk = hs__batch_hop(&b, h);
-      edges += blk->row_ptr[blk->n_dst];
-    }
-    double probe = host_probe(probe_arr, probe_words, 1u << 24, (uint32_t)r);
-    if (r < 0) continue;
-    f->edges_s[r] = edges / dt;
-    f->probe_s[r] = probe;
-    f->edges_per_batch = edges;
-    f->vertices_per_batch = b.n_vertices;
-  }
-  free(seeds);
-  free(used);
-  hs__batch_free(&b);
-  return 0;
-}
-
-static int run_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *cfg,
-                      const opts *o, hs_sampler_style style, const uint64_t *probe_arr,
-                      uint64_t probe_words, sample_fig *f) {
-  hs_ctx ctx;
-  cl_command_queue q = NULL;
-  hs_sampler *s = NULL;
-  cl_probe probe;
-  memset(&probe, 0, sizeof probe);
-  hs_batch b;
-  memset(&b, 0, sizeof b);
-  int rc = 1;
-  int32_t *seeds = malloc(sizeof *seeds * (size_t)o->batch);
-  char *used = calloc((size_t)g->n, 1);
-  if (hs__ctx_create(dev, 1, &ctx) != HS_OK) goto fail;
-  hs_sampler_opts so = {.style = style, .max_seeds = o->batch, .profile = true,
-                        .rows_per_item = o->rows_per_item};
-  if (hs__queue_create(&ctx, dev, HS_QUEUE_PROFILING, &q) != HS_OK ||
-      hs__sampler_create(&ctx, dev, q, g, cfg, &so, &s) != HS_OK ||
-      hs__batch_alloc(hs__sampler_caps(s), &b) != HS_OK ||
-      cl_probe_open(&ctx, dev, q, probe_arr, probe_words, &probe) != HS_OK)
-    goto fail;
-  for (int r = -o->warmup; r < o->runs; r++) {
-    batch_seeds(seeds, o->batch, g->n, (uint32_t)(r + o->warmup), used);
-    hs_sampler_stats before, after;
-    hs__sampler_stats(s, &before);
-    double t0 = hs__now();
-    if (hs__sampler_run(s, seeds, o->batch, 0, (uint32_t)(r + 100), &b) != HS_OK) goto fail;
-    double dt = hs__now() - t0;
-    hs__sampler_stats(s, &after);
-    double pr = cl_probe_run(&probe, q, (uint32_t)r);
-    if (r < 0) continue;
-    double edges = (double)(after.edges - before.edges);
-    f->edges_s[r] = edges / dt;
-    f->kern_edges_s[r] = edges / (after.sample_s - before.sample_s);
-    f->reindex_v_s[r] = (double)b.n_vertices / (after.reindex_s - before.reindex_s);
-    f->probe_s[r] = pr;
-    f->edges_per_batch = edges;
-    f->vertices_per_batch = b.n_vertices;
-  }
-  rc = 0;
-fail:
-  if (rc) fprintf(stderr, "bench_sample: %s: %s\n", dev->info.name, hs_last_error());
-  hs__batch_free(&b);
-  hs__sampler_destroy(s);
-  cl_probe_close(&probe);
-  if (q) clReleaseCommandQueue(q);
-  hs__ctx_release(&ctx);
-  free(seeds);
-  free(used);
-  return rc;
-}
-
-/* The topology as one array of 8-byte words for the probes: same size as
- * indptr + indices, filled so that reads cannot be folded away. */
-static uint64_t *probe_array(const hs_csr *g, uint64_t *n_words) {
-  size_t bytes = 8 * ((size_t)g->n + 1) + 4 * (size_t)g->e;
-  *n_words = bytes / 8;
-  uint64_t *a = malloc(8 * *n_words);
-  if (a)
-    for (uint64_t i = 0; i < *n_words; i++) a[i] = i * 0x9E3779B97F4A7C15ull;
-  return a;
+static int report(const char *what, const hs_dev *dev, hs_status st) {
+  if (st == HS_OK) return 0;
+  fprintf(stderr, "bench_sample: %s%s%s: %s\n", what, dev ? " on " : "", dev ? dev->info.name : "",
+          hs_last_error());
+  return 1;
 }
 
 static int bench_graph(const char *name, const hs_csr *g, const opts *o, const hs_dev *dev,
@@ -278,22 +74,30 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
   memcpy(cfg.fanout, fan, sizeof fan);
   cfg.seed = 1;
   uint64_t words;
-  uint64_t *arr = probe_array(g, &words);
+  uint64_t *arr = hs__probe_array(8 * ((uint64_t)g->n + 1) + 4 * (uint64_t)g->e, &words);
   if (!arr) return 1;
   printf("  \"%s\": {\"vertices\": %lld, \"edges\": %lld, \"fanouts\": [15, 10, 5], "
          "\"batch\": %d, \"probe_bytes\": %llu,\n",
          name, (long long)g->n, (long long)g->e, o->batch, (unsigned long long)(8 * words));
-  sample_fig ref = {0}, whole = {0}, one = {0}, single = {0};
-  int rc = run_reference(g, &cfg, o, arr, words, &ref);
-  print_sample_fig("host_reference_1_thread", &ref, o->runs, false, dev ? "," : "");
+  hs_sample_runs ref, whole, one, single;
+  int rc = report("reference sampling", NULL,
+                  hs__measure_sample_ref(g, &cfg, o->batch, o->warmup, o->runs, arr, words, &ref));
+  if (rc == 0) print_sample_fig("host_reference_1_thread", &ref, false, dev ? "," : "");
   if (dev && rc == 0) {
-    rc = run_device(dev, g, &cfg, o, HS_STYLE_NDRANGE, arr, words, &whole);
-    if (rc == 0) print_sample_fig("device_ndrange", &whole, o->runs, true, ",");
-    if (rc == 0) rc = run_device(dev, g, &cfg, o, HS_STYLE_SINGLE, arr, words, &single);
-    if (rc == 0) print_sample_fig("device_single_work_item", &single, o->runs, true, sub ? "," : "");
+    rc = report("sampling", dev,
+                hs__measure_sample_device(dev, g, &cfg, HS_STYLE_NDRANGE, o->rows_per_item,
+                                          o->batch, o->warmup, o->runs, &whole));
+    if (rc == 0) print_sample_fig("device_ndrange", &whole, true, ",");
+    if (rc == 0)
+      rc = report("single work-item sampling", dev,
+                  hs__measure_sample_device(dev, g, &cfg, HS_STYLE_SINGLE, 0, o->batch, o->warmup,
+                                            o->runs, &single));
+    if (rc == 0) print_sample_fig("device_single_work_item", &single, true, sub ? "," : "");
     if (rc == 0 && sub) {
-      rc = run_device(sub, g, &cfg, o, HS_STYLE_NDRANGE, arr, words, &one);
-      if (rc == 0) print_sample_fig("sub_device_1cu_ndrange", &one, o->runs, true, "");
+      rc = report("sampling", sub,
+                  hs__measure_sample_device(sub, g, &cfg, HS_STYLE_NDRANGE, o->rows_per_item,
+                                            o->batch, o->warmup, o->runs, &one));
+      if (rc == 0) print_sample_fig("sub_device_1cu_ndrange", &one, true, "");
     }
   }
   printf("  }%s\n", last ? "" : ",");
@@ -302,18 +106,6 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
 }
 
 /* ---- gather ------------------------------------------------------------------------ */
-
-typedef struct copy_job {
-  const char *src;
-  char *dst;
-  size_t bytes;
-} copy_job;
-
-static void copy_slice(void *arg, int t, int n) {
-  copy_job *j = arg;
-  size_t b = j->bytes * (size_t)t / (size_t)n, e = j->bytes * (size_t)(t + 1) / (size_t)n;
-  memcpy(j->dst + b, j->src + b, e - b);
-}
 
 #define TABLE_BYTES ((size_t)1 << 30)
 #define OUT_BYTES ((size_t)256 << 20)
@@ -332,7 +124,8 @@ static int bench_gather(const opts *o) {
   printf("  \"gather\": {\"threads\": %d, \"table_bytes\": %zu, \"copy_bytes\": %zu, "
          "\"rows\": [\n", o->threads, TABLE_BYTES, 2 * OUT_BYTES);
   const size_t row_sizes[] = {128, 256, 512, 1024, 2048, 4096};
-  for (size_t s = 0; s < HS_ARRAY_LEN(row_sizes); s++) {
+  int rc = 0;
+  for (size_t s = 0; s < HS_ARRAY_LEN(row_sizes) && rc == 0; s++) {
     size_t rb = row_sizes[s];
     int64_t n_rows = (int64_t)(TABLE_BYTES / rb);
     int32_t n = (int32_t)(OUT_BYTES / rb);
@@ -340,24 +133,14 @@ static int bench_gather(const opts *o) {
       ids[i] = (int32_t)hs_philox_below(hs_philox_draw(9, (uint32_t)s, 0, 0, (uint32_t)i).v[0],
                                         (uint32_t)n_rows);
     hs_gather_req req = {table, rb, n_rows, ids, n, out, NULL, 0, NULL};
-    copy_job cj = {a, b2, 2 * OUT_BYTES};
-    double gbs[MAX_RUNS], cbs[MAX_RUNS], ratio[MAX_RUNS];
-    for (int r = -o->warmup; r < o->runs; r++) {
-      double t0 = hs__now();
-      if (hs__gather(pool, &req) != HS_OK) return 1;
-      double tg = hs__now() - t0;
-      t0 = hs__now();
-      hs__gather_pool_run(pool, copy_slice, &cj);
-      double tc = hs__now() - t0;
-      if (r < 0) continue;
-      gbs[r] = 2.0 * (double)n * (double)rb / tg;   /* rows read + written */
-      cbs[r] = 2.0 * (double)cj.bytes / tc;         /* read + written */
-      ratio[r] = gbs[r] / cbs[r];
-    }
+    hs_gather_runs gr;
+    rc = report("gather", NULL,
+                hs__measure_gather_host(pool, &req, a, b2, 2 * OUT_BYTES, o->warmup, o->runs, &gr));
+    if (rc) break;
     printf("    {\"row_bytes\": %zu, ", rb);
-    print_summary("gather_bytes_per_s", summarize(gbs, o->runs), ", ");
-    print_summary("copy_bytes_per_s", summarize(cbs, o->runs), ", ");
-    print_summary("ratio_to_copy", summarize(ratio, o->runs), "");
+    print_summary("gather_bytes_per_s", hs__summarize(gr.gather_bps, gr.runs), ", ");
+    print_summary("copy_bytes_per_s", hs__summarize(gr.copy_bps, gr.runs), ", ");
+    print_summary("ratio_to_copy", hs__summarize_ratio(gr.gather_bps, gr.copy_bps, gr.runs), "");
     printf("}%s\n", s + 1 < HS_ARRAY_LEN(row_sizes) ? "," : "");
   }
   printf("  ]}");
@@ -367,7 +150,7 @@ static int bench_gather(const opts *o) {
   free(a);
   free(b2);
   free(ids);
-  return 0;
+  return rc;
 }
 
 /* ---- main ------------------------------------------------------------------------- */
@@ -401,7 +184,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--skip-sample")) o.skip_sample = true;
     else return usage();
   }
-  if (o.runs < 1 || o.runs > MAX_RUNS || o.warmup < 0 || o.threads < 1 || o.batch < 1)
+  if (o.runs < 1 || o.runs > HS_MEASURE_MAX_RUNS || o.warmup < 0 || o.threads < 1 || o.batch < 1)
     return usage();
 
   hs_inventory inv;

@@ -4,6 +4,16 @@
  * the rows, both with grid strides so that one work-item (FPGA style) or
  * any NDRange shape works. */
 
+/* HS_INJECT_FAULT builds the deliberately wrong variant that bring-up
+ * runs when asked to prove it catches a broken kernel
+ * (HETSAGE_BRINGUP_INJECT=gather): the middle output row has its lowest
+ * bit flipped. Only bring-up passes the option, to a program of its own. */
+#ifdef HS_INJECT_FAULT
+#define HS_GATHER_FAULT(r, n) ((r) == (n) / 2u ? 1u : 0u)
+#else
+#define HS_GATHER_FAULT(r, n) 0u
+#endif
+
 #define HS_GATHER_KERNEL(name, T)                                                     \
   __kernel void name(__global const T *src, const ulong row_elems,                   \
                      __global const int *ids, const uint n, __global T *dst) {        \
@@ -11,7 +21,7 @@
       __global const T *from = src + (ulong)ids[r] * row_elems;                       \
       __global T *to = dst + (ulong)r * row_elems;                                    \
       for (ulong w = get_global_id(0); w < row_elems; w += get_global_size(0))        \
-        to[w] = from[w];                                                              \
+        to[w] = from[w] ^ (T)HS_GATHER_FAULT(r, n);                                   \
     }                                                                                 \
   }
 

@@ -201,6 +201,44 @@ Test(placement, unpartitionable_cpu_shares_one_device) {
   hs_board_profile_free(p);
 }
 
+Test(placement, split_sub_devices_false_keeps_the_cpu_whole) {
+  hs_device_info d[1] = {dev_cpu(8, GiB(4))};
+  number(d, 1);
+  hs_board_profile *p = from_text("[board]\nname = t\n[device.cpu]\ntype = cpu\n"
+                                  "[split]\nsub_devices = false\n");
+  hs_placement_request rq = {.devices = d, .device_count = 1, .profile = p};
+  hs_placement *pl = place_ok(&rq);
+  cr_expect_eq(pl->link, HS_LINK_SAME_DEVICE);
+  cr_expect_eq(pl->sampler.cores, 0);
+  cr_expect_eq(pl->trainer.cores, 0);
+  EXPECT_REASON(pl, "split", "sub_devices = false", "whole", NULL);
+  hs_placement_free(pl);
+  /* a single role on a CPU also keeps all of it */
+  hs_device_info two[2] = {dev_gpu("G", 40, 1500, GiB(8)), dev_cpu(8, GiB(16))};
+  number(two, 2);
+  rq = (hs_placement_request){.devices = two, .device_count = 2, .profile = p,
+                              .sampler = "cpu", .trainer = "gpu"};
+  pl = place_ok(&rq);
+  cr_expect_eq(pl->sampler.device, 1);
+  cr_expect_eq(pl->sampler.cores, 0);
+  hs_placement_free(pl);
+  hs_board_profile_free(p);
+}
+
+Test(placement, board_match_reports_each_rule) {
+  hs_device_info d[1] = {dev_cpu(2, GiB(4))};
+  number(d, 1);
+  hs_board_profile *p = from_text("[board]\nname = t\n[device.gpu]\ntype = gpu\n"
+                                  "required = false\n[device.cpu]\ntype = cpu\n"
+                                  "[device.acc]\ntype = accelerator\n");
+  int match[HS__BOARD_MAX_DEVICES];
+  cr_assert_eq(hs__board_match(p, d, 1, match), HS_OK);
+  cr_expect_eq(match[0], -1); /* optional gpu: absent */
+  cr_expect_eq(match[1], 0);
+  cr_expect_eq(match[2], -1); /* required accelerator: absent, no failure here */
+  hs_board_profile_free(p);
+}
+
 Test(placement, explicit_split_must_fit) {
   hs_device_info d[1] = {dev_cpu(2, GiB(4))};
   number(d, 1);

@@ -44,5 +44,8 @@ int cmd_stats(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_bringup(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
 
 #endif

@@ -74,14 +74,6 @@ static void print_human(const hs_runtime *rt, const hs_device_info *devs, int n)
   }
 }
 
-static void json_kv_str(const char *k, const char *v, bool comma) {
-  printf("      ");
-  cli_json_string(stdout, k);
-  printf(": ");
-  cli_json_string(stdout, v);
-  printf("%s\n", comma ? "," : "");
-}
-
 static void print_json(const hs_runtime *rt, const hs_device_info *devs, int n) {
   hs_host_topology topo;
   hs_runtime_topology(rt, &topo);
@@ -103,52 +95,8 @@ static void print_json(const hs_runtime *rt, const hs_device_info *devs, int n) 
   }
   printf("  ],\n  \"devices\": [\n");
   for (int i = 0; i < n; i++) {
-    const hs_device_info *d = &devs[i];
-    printf("    {\n");
-    printf("      \"index\": %d,\n      \"platform_index\": %d,\n", d->index, d->platform_index);
-    json_kv_str("platform", d->platform_name, true);
-    json_kv_str("type", hs_device_type_name(d->type), true);
-    json_kv_str("name", d->name, true);
-    json_kv_str("vendor", d->vendor, true);
-    printf("      \"vendor_id\": %u,\n", d->vendor_id);
-    json_kv_str("driver_version", d->driver_version, true);
-    json_kv_str("device_version", d->device_version, true);
-    json_kv_str("opencl_c_version", d->opencl_c_version, true);
-    printf("      \"compute_units\": %u,\n      \"clock_mhz\": %u,\n", d->compute_units,
-           d->clock_mhz);
-    printf("      \"global_mem_bytes\": %" PRIu64 ",\n      \"local_mem_bytes\": %" PRIu64
-           ",\n",
-           d->global_mem_bytes, d->local_mem_bytes);
-    printf("      \"max_alloc_bytes\": %" PRIu64 ",\n      \"global_cache_bytes\": %" PRIu64
-           ",\n",
-           d->max_alloc_bytes, d->global_cache_bytes);
-    printf("      \"max_work_group_size\": %zu,\n      \"max_work_item_sizes\": [%zu, %zu, %zu],\n",
-           d->max_work_group_size, d->max_work_item_sizes[0], d->max_work_item_sizes[1],
-           d->max_work_item_sizes[2]);
-    printf("      \"int64_atomics\": %s,\n      \"fp16\": %s,\n      \"fp64\": %s,\n",
-           d->int64_atomics ? "true" : "false", d->fp16 ? "true" : "false",
-           d->fp64 ? "true" : "false");
-    printf("      \"queue_out_of_order\": %s,\n      \"queue_profiling\": %s,\n",
-           d->queue_out_of_order ? "true" : "false", d->queue_profiling ? "true" : "false");
-    printf("      \"native_kernels\": %s,\n", d->native_kernels ? "true" : "false");
-    printf("      \"partition\": {\"max_sub_devices\": %u, \"equally\": %s, \"by_counts\": %s, "
-           "\"by_affinity\": %s},\n",
-           d->max_sub_devices, d->partition_equally ? "true" : "false",
-           d->partition_by_counts ? "true" : "false",
-           d->partition_by_affinity ? "true" : "false");
-    printf("      \"unified_memory\": %s,\n      \"compiler_available\": %s,\n"
-           "      \"available\": %s,\n",
-           d->unified_memory ? "true" : "false", d->compiler_available ? "true" : "false",
-           d->available ? "true" : "false");
-    printf("      \"pci_bus_id\": ");
-    if (d->has_pci_bus_id) cli_json_string(stdout, d->pci_bus_id);
-    else printf("null");
-    printf(",\n      \"cpuset\": ");
-    if (d->cpuset[0]) cli_json_string(stdout, d->cpuset);
-    else printf("null");
-    printf(",\n");
-    json_kv_str("extensions", d->extensions, false);
-    printf("    }%s\n", i + 1 < n ? "," : "");
+    hs_device_info_write_json(stdout, &devs[i], 4);
+    printf("%s\n", i + 1 < n ? "," : "");
   }
   printf("  ]\n}\n");
 }

@@ -68,6 +68,7 @@ struct hs_board_profile {
     int sampler_cores; /* HS__AUTO or >= 1 */
     int trainer_cores;
     int host_cores;    /* HS__AUTO or >= 0 */
+    bool sub_devices;  /* false: roles sharing a CPU use the whole device */
   } split;
 
   struct {
@@ -112,6 +113,12 @@ int hs__board_key_line(const hs_board_profile *p, const char *section,
 /* The device rule with this id, NULL if none. */
 const hs__board_device *hs__board_device_find(const hs_board_profile *p,
                                               const char *id);
+/* Match the profile's device rules against an inventory as placement
+ * does (required rules first, then optional ones; each device to at most
+ * one rule) without failing: match[r] receives the inventory index of rule
+ * r, or -1 when no device is left for it. HS_ERR_NOMEM only. */
+hs_status hs__board_match(const hs_board_profile *p, const hs_device_info *devs, int n,
+                          int match[HS__BOARD_MAX_DEVICES]);
 /* Set every setting to its built-in default (no devices, everything auto).
  * Leaves path, dir and keys alone; the devices must own no binary path. */
 void hs__board_defaults(hs_board_profile *p);

@@ -98,6 +98,30 @@ static void inventory_text(const hs__placer *pc, char *buf, size_t cap) {
   if (pc->n == 0) snprintf(buf, cap, "no device");
 }
 
+hs_status hs__board_match(const hs_board_profile *p, const hs_device_info *devs, int n,
+                          int match[HS__BOARD_MAX_DEVICES]) {
+  hs__placer pc = {.prof = p, .devs = devs, .n = n};
+  for (int r = 0; r < HS__BOARD_MAX_DEVICES; r++) pc.match[r] = match[r] = -1;
+  pc.owner = malloc(((size_t)n + 1) * sizeof *pc.owner);
+  bool *seen = calloc((size_t)n + 1, sizeof *seen);
+  if (!pc.owner || !seen) {
+    free(pc.owner);
+    free(seen);
+    return hs__fail(HS_ERR_NOMEM, "device rules: no memory");
+  }
+  for (int i = 0; i < n; i++) pc.owner[i] = -1;
+  for (int pass = 0; pass < 2; pass++)
+    for (int r = 0; r < p->device_count; r++) {
+      if (p->devices[r].required != (pass == 0)) continue;
+      memset(seen, 0, (size_t)n * sizeof *seen);
+      augment(&pc, r, seen);
+    }
+  for (int r = 0; r < p->device_count; r++) match[r] = pc.match[r];
+  free(pc.owner);
+  free(seen);
+  return HS_OK;
+}
+
 static hs_status match_rules(hs__placer *pc) {
   const hs_board_profile *p = pc->prof;
   bool *seen = calloc((size_t)pc->n + 1, sizeof *seen);
@@ -500,7 +524,7 @@ static void shrink_single_cpu_role(hs__placer *pc, role r,
   if (want == HS__AUTO) want = c - (h != HS__AUTO ? h : c >= 4 ? c / 4 : 0);
   char dev[HS_NAME_MAX + 48];
   hs__place_dev(d, dev, sizeof dev);
-  if (want >= c || want < 1 || !can_split(d)) {
+  if (want >= c || want < 1 || !can_split(d) || !pc->prof->split.sub_devices) {
     pl->host_reserved_cores = 0;
     hs__place_reason(pc, "split",
                      "the %s uses the whole of %s (%d compute unit(s)); host "
@@ -526,7 +550,7 @@ static hs_status place_link(hs__placer *pc) {
   hs__place_dev(td, b, sizeof b);
   pl->host_reserved_cores = pc->host_cores;
   if (sd == td) {
-    if (sd->type == HS_DEVICE_CPU && can_split(sd)) {
+    if (sd->type == HS_DEVICE_CPU && can_split(sd) && pc->prof->split.sub_devices) {
       hs_status st = split_cpu(pc, sd);
       if (st != HS_OK) return st;
       hs__place_reason(pc, "link",
@@ -535,7 +559,12 @@ static hs_status place_link(hs__placer *pc) {
     } else {
       pl->link = HS_LINK_SAME_DEVICE;
       if (sd->type == HS_DEVICE_CPU) pl->host_reserved_cores = 0;
-      if (sd->type == HS_DEVICE_CPU)
+      if (sd->type == HS_DEVICE_CPU && !pc->prof->split.sub_devices)
+        hs__place_reason(pc, "split",
+                         "the profile sets [split] sub_devices = false: both "
+                         "roles share the whole of %s with two queues",
+                         a);
+      else if (sd->type == HS_DEVICE_CPU)
         hs__place_reason(pc, "split",
                          "%s cannot be partitioned by counts into two (max "
                          "sub-devices %" PRIu32 ", %" PRIu32 " compute "

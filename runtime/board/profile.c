@@ -71,6 +71,7 @@ static const key_spec split_keys[] = {
     {"sampler_cores", V_COUNT, P(split.sampler_cores), 0, 1, 4096, NULL},
     {"trainer_cores", V_COUNT, P(split.trainer_cores), 0, 1, 4096, NULL},
     {"host_cores", V_COUNT, P(split.host_cores), 0, 0, 4096, NULL},
+    {"sub_devices", V_BOOL, P(split.sub_devices), 0, 0, 0, NULL},
 };
 static const key_spec memory_keys[] = {
     {"sampler", V_SIZE_AUTO, P(memory.sampler), 0, 0, 0, NULL},
@@ -160,6 +161,7 @@ void hs__board_defaults(hs_board_profile *p) {
   p->split.sampler_cores = HS__AUTO;
   p->split.trainer_cores = HS__AUTO;
   p->split.host_cores = HS__AUTO;
+  p->split.sub_devices = true;
   p->memory.sampler = HS__AUTO;
   p->memory.trainer = HS__AUTO;
   p->memory.host = HS__AUTO;

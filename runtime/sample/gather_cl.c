@@ -12,11 +12,17 @@ struct hs_gather_cl {
 static const char *const gather_sources[] = {"hs_common.h", "gather.cl"};
 
 hs_status hs__gather_cl_create(const hs_ctx *ctx, const hs_dev *dev, hs_gather_cl **out) {
+  return hs__gather_cl_create_opts(ctx, dev, "", out);
+}
+
+hs_status hs__gather_cl_create_opts(const hs_ctx *ctx, const hs_dev *dev, const char *options,
+                                    hs_gather_cl **out) {
   *out = NULL;
   hs_gather_cl *g = calloc(1, sizeof *g);
   if (!g) return hs__fail(HS_ERR_NOMEM, "device gather");
   g->dev = *dev;
-  hs_status st = hs__program_build(ctx, dev, gather_sources, 2, "", &g->prog, NULL);
+  hs_status st =
+      hs__program_build(ctx, dev, gather_sources, 2, options ? options : "", &g->prog, NULL);
   if (st == HS_OK) st = hs__kernel_create(g->prog, "hs_gather_rows_u32", dev, &g->k32);
   if (st == HS_OK) st = hs__kernel_create(g->prog, "hs_gather_rows_u8", dev, &g->k8);
   if (st != HS_OK) {

@@ -47,6 +47,10 @@ hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req);
 typedef struct hs_gather_cl hs_gather_cl;
 
 hs_status hs__gather_cl_create(const hs_ctx *ctx, const hs_dev *dev, hs_gather_cl **out);
+/* The same with extra program build options (bring-up's fault injection
+ * passes -DHS_INJECT_FAULT; "" or NULL: none). */
+hs_status hs__gather_cl_create_opts(const hs_ctx *ctx, const hs_dev *dev, const char *options,
+                                    hs_gather_cl **out);
 void hs__gather_cl_destroy(hs_gather_cl *g);
 
 /* Enqueue out[i] = table[ids[i]] for n rows of row_bytes on `q` (ids must

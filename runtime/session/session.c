@@ -68,14 +68,14 @@ static hs_status check_dataset(const hs_graph *g) {
 
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
-  hs_status st = hs_board_profile_load(cfg->board, &prof);
-  if (st != HS_OK) return st;
+  hs_status st = HS_OK;
+  if (!cfg->profile && (st = hs_board_profile_load(cfg->board, &prof)) != HS_OK) return st;
   hs_placement_request req;
   memset(&req, 0, sizeof req);
   const hs_device_info *devs;
   hs_runtime_devices(s->rt, &devs, &req.device_count);
   req.devices = devs;
-  req.profile = prof;
+  req.profile = cfg->profile ? cfg->profile : prof;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
   req.feature_row_bytes = s->g->feat_row_bytes;
@@ -200,6 +200,8 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg = *cfg;
   s->cfg.board = NULL; /* borrowed strings are used during creation only */
   s->cfg.sampler = s->cfg.trainer = NULL;
+  s->cfg.profile = NULL;
+  s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
   if ((st = place(s, cfg)) != HS_OK) goto fail;

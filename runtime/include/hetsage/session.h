@@ -66,6 +66,9 @@ typedef struct hs_session_config {
    * order changes the SGD order: batches draw their seeds from a few id
    * ranges, so they are less independent than under a full shuffle. */
   uint64_t memory_budget;
+  /* A profile already loaded, used instead of `board` when not NULL
+   * (borrowed during hs_session_create only). */
+  const hs_board_profile *profile;
 } hs_session_config;
 
 /* Fill `cfg` with the defaults above. */

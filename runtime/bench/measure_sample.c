@@ -1,0 +1,138 @@
+/* Sampling throughput beside the random-read probe (see hs_measure.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/hs_measure.h"
+#include "rng/philox.h"
+
+void hs__bench_seeds(int32_t *seeds, int32_t n, int64_t n_vertices, uint32_t batch, char *used) {
+  for (int32_t i = 0, j = 0; i < n; j++) {
+    int32_t v = (int32_t)hs_philox_below(hs_philox_draw(77, 0, batch, (uint32_t)j, 0).v[0],
+                                         (uint32_t)n_vertices);
+    if (!used[v]) {
+      used[v] = 1;
+      seeds[i++] = v;
+    }
+  }
+  for (int32_t i = 0; i < n; i++) used[seeds[i]] = 0;
+}
+
+static hs_status check_args(const hs_csr *g, int32_t batch, int runs) {
+  if (runs < 1 || runs > HS_MEASURE_MAX_RUNS)
+    return hs__fail(HS_ERR_INVALID_ARG, "sampling benchmark: %d runs (1..%d)", runs,
+                    HS_MEASURE_MAX_RUNS);
+  if (batch < 1 || batch > g->n)
+    return hs__fail(HS_ERR_INVALID_ARG, "sampling benchmark: batch %d of a %lld-vertex graph",
+                    batch, (long long)g->n);
+  return HS_OK;
+}
+
+static double batch_edges(const hs_sample_cfg *cfg, hs_batch *b) {
+  double edges = 0;
+  for (int h = 0; h < cfg->n_layers; h++) {
+    const hs_block *blk = hs__batch_hop(b, h);
+    edges += blk->row_ptr[blk->n_dst];
+  }
+  return edges;
+}
+
+hs_status hs__measure_sample_ref(const hs_csr *g, const hs_sample_cfg *cfg, int32_t batch,
+                                 int warmup, int runs, const uint64_t *probe_arr,
+                                 uint64_t probe_words, hs_sample_runs *out) {
+  memset(out, 0, sizeof *out);
+  hs_status st = check_args(g, batch, runs);
+  if (st != HS_OK) return st;
+  out->runs = runs;
+  hs_batch_caps caps;
+  hs_batch b;
+  memset(&b, 0, sizeof b);
+  int32_t *seeds = malloc(sizeof *seeds * (size_t)batch);
+  char *used = calloc((size_t)g->n, 1);
+  if (!seeds || !used) {
+    st = hs__fail(HS_ERR_NOMEM, "sampling benchmark");
+    goto done;
+  }
+  if ((st = hs__batch_caps(cfg, g, hs__csr_max_degree(g), batch, &caps)) != HS_OK ||
+      (st = hs__batch_alloc(&caps, &b)) != HS_OK)
+    goto done;
+  for (int r = -warmup; r < runs; r++) {
+    hs__bench_seeds(seeds, batch, g->n, (uint32_t)(r + warmup), used);
+    double t0 = hs__now();
+    if ((st = hs__ref_sample_batch(g, cfg, seeds, batch, 0, (uint32_t)(r + 100), &b)) != HS_OK)
+      goto done;
+    double dt = hs__now() - t0;
+    double probe = hs__host_probe(probe_arr, probe_words, 1u << 22, (uint32_t)r);
+    if (r < 0) continue;
+    double edges = batch_edges(cfg, &b);
+    out->edges_s[r] = edges / dt;
+    out->probe_s[r] = probe;
+    out->edges_per_batch = edges;
+    out->vertices_per_batch = b.n_vertices;
+  }
+done:
+  free(seeds);
+  free(used);
+  hs__batch_free(&b);
+  return st;
+}
+
+hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *cfg,
+                                    hs_sampler_style style, uint32_t rows_per_item, int32_t batch,
+                                    int warmup, int runs, hs_sample_runs *out) {
+  memset(out, 0, sizeof *out);
+  hs_status st = check_args(g, batch, runs);
+  if (st != HS_OK) return st;
+  out->runs = runs;
+  hs_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  cl_command_queue q = NULL;
+  hs_sampler *s = NULL;
+  hs_probe probe;
+  memset(&probe, 0, sizeof probe);
+  hs_batch b;
+  memset(&b, 0, sizeof b);
+  int32_t *seeds = malloc(sizeof *seeds * (size_t)batch);
+  char *used = calloc((size_t)g->n, 1);
+  if (!seeds || !used) {
+    st = hs__fail(HS_ERR_NOMEM, "sampling benchmark");
+    goto done;
+  }
+  uint64_t topo_bytes = 8 * ((uint64_t)g->n + 1) + 4 * (uint64_t)g->e;
+  hs_sampler_opts so = {.style = style, .max_seeds = batch, .profile = true,
+                        .rows_per_item = rows_per_item};
+  if ((st = hs__ctx_create(dev, 1, &ctx)) != HS_OK ||
+      (st = hs__queue_create(&ctx, dev, HS_QUEUE_PROFILING, &q)) != HS_OK ||
+      (st = hs__sampler_create(&ctx, dev, q, g, cfg, &so, &s)) != HS_OK ||
+      (st = hs__batch_alloc(hs__sampler_caps(s), &b)) != HS_OK ||
+      (st = hs__probe_open(&ctx, dev, q, topo_bytes, &probe)) != HS_OK)
+    goto done;
+  for (int r = -warmup; r < runs; r++) {
+    hs__bench_seeds(seeds, batch, g->n, (uint32_t)(r + warmup), used);
+    hs_sampler_stats before, after;
+    hs__sampler_stats(s, &before);
+    double t0 = hs__now();
+    if ((st = hs__sampler_run(s, seeds, batch, 0, (uint32_t)(r + 100), &b)) != HS_OK) goto done;
+    double dt = hs__now() - t0;
+    hs__sampler_stats(s, &after);
+    double pr;
+    if ((st = hs__probe_run(&probe, q, (uint32_t)r, &pr)) != HS_OK) goto done;
+    if (r < 0) continue;
+    double edges = (double)(after.edges - before.edges);
+    double ks = after.sample_s - before.sample_s, kr = after.reindex_s - before.reindex_s;
+    out->edges_s[r] = edges / dt;
+    out->kern_edges_s[r] = ks > 0 ? edges / ks : 0.0;
+    out->reindex_v_s[r] = kr > 0 ? (double)b.n_vertices / kr : 0.0;
+    out->probe_s[r] = pr;
+    out->edges_per_batch = edges;
+    out->vertices_per_batch = b.n_vertices;
+  }
+done:
+  hs__batch_free(&b);
+  hs__sampler_destroy(s);
+  hs__probe_close(&probe);
+  hs__queue_release(&q);
+  if (ctx.ctx) hs__ctx_release(&ctx);
+  free(seeds);
+  free(used);
+  return st;
+}

@@ -1,0 +1,271 @@
+/* Benchmarks: summaries; saved runs load back; comparison
+ * flags a regression beyond the spread (and only that); `hetsage bench
+ * --compare` on two saved runs; the self-contained HTML report. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench/hs_json.h"
+#include "bench/hs_measure.h"
+#include "hetsage.h"
+#include "tool_run.h"
+
+Test(bench, summaries_are_median_min_max) {
+  double v[] = {5, 1, 4, 2, 3};
+  hs_summary s = hs__summarize(v, 5);
+  cr_expect_eq(s.median, 3);
+  cr_expect_eq(s.min, 1);
+  cr_expect_eq(s.max, 5);
+  cr_expect_eq(v[0], 5, "the input is left alone");
+  s = hs__summarize(v, 4);
+  cr_expect_eq(s.median, 3.0); /* (2 + 4) / 2 */
+  double lim[] = {10, 2, 8, 4, 6};
+  s = hs__summarize_ratio(v, lim, 5);
+  cr_expect_eq(s.median, 0.5);
+  cr_expect_eq(s.min, 0.5);
+  cr_expect_eq(s.max, 0.5);
+  unsigned w;
+  cr_expect_eq(hs_bench_workloads_parse("sample,gemm", &w), HS_OK);
+  cr_expect_eq(w, (unsigned)(HS_BENCH_SAMPLE | HS_BENCH_GEMM));
+  cr_expect_eq(hs_bench_workloads_parse("all", &w), HS_OK);
+  cr_expect_eq(w, (unsigned)HS_BENCH_ALL);
+  cr_expect_eq(hs_bench_workloads_parse("gemm,bogus", &w), HS_ERR_INVALID_ARG);
+}
+
+/* ---- saved runs and comparison ---------------------------------------------------- */
+
+/* A saved run with two figures; `ratios` and `epoch` fill in the
+ * sampling figure's ratios and the epoch figure's median, min, max. */
+static const char run_template[] =
+    "{\"hetsage_bench\": 1, \"runs\": 3, \"warmup\": 1, \"batch\": 256, \"fanouts\": [15, 10, 5],"
+    " \"dataset\": \"/x\", \"figures\": [\n"
+    " {\"workload\": \"sample\", \"device\": \"dev0\", \"figure\": \"sampled_edges_per_s\","
+    "  \"unit\": \"edges/s\", \"better\": \"higher\", \"runs\": 3, \"median\": 100, \"min\": 90,"
+    "  \"max\": 110, \"limit\": \"random_reads_per_s\", \"limit_median\": 1000, \"limit_min\": 900,"
+    "  \"limit_max\": 1100, %s},\n"
+    " {\"workload\": \"train\", \"device\": \"dev0\", \"figure\": \"epoch_s\", \"unit\": \"s\","
+    "  \"better\": \"lower\", %s, \"limit\": null,"
+    "  \"ratio_median\": null}]}\n";
+
+static const char base_ratios[] = "\"ratio_median\": 0.1, \"ratio_min\": 0.09, \"ratio_max\": 0.11";
+static const char base_epoch[] = "\"median\": 2, \"min\": 1.9, \"max\": 2.1";
+
+static hs_bench_results *load_text(const char *text) {
+  char path[512];
+  tool_tmp(path, sizeof path, "run.json");
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(text, f);
+  fclose(f);
+  hs_bench_results *r = NULL;
+  hs_status st = hs_bench_results_load(path, &r);
+  unlink(path);
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  return r;
+}
+
+Test(bench, saved_runs_load_and_compare) {
+  char text[sizeof run_template + 256];
+  snprintf(text, sizeof text, run_template, base_ratios, base_epoch);
+  hs_bench_results *base = load_text(text);
+  cr_assert_eq(hs_bench_results_count(base), 2);
+  const hs_bench_figure *f = hs_bench_results_figure(base, 0);
+  cr_expect_str_eq(f->limit, "random_reads_per_s");
+  cr_expect_eq(f->ratio_max, 0.11);
+  cr_expect(hs_bench_results_figure(base, 1)->lower_is_better);
+  cr_expect(isnan(hs_bench_results_figure(base, 1)->ratio_median));
+  int fan[4];
+  cr_expect_eq(hs_bench_results_fanouts(base, fan, 4), 3);
+  cr_expect_eq(fan[2], 5);
+
+  /* The sampling figure's ratio drops beyond the spread; the epoch gets a
+   * little slower, within the spread. */
+  snprintf(text, sizeof text, run_template,
+           "\"ratio_median\": 0.05, \"ratio_min\": 0.04, \"ratio_max\": 0.06",
+           "\"median\": 2.1, \"min\": 2.0, \"max\": 2.2");
+  hs_bench_results *cur = load_text(text);
+  hs_bench_delta d[2];
+  cr_assert_eq(hs_bench_compare(cur, base, d, 2), 2);
+  cr_expect(d[0].regression);
+  cr_expect(!d[0].improvement);
+  cr_expect_float_eq(d[0].limit_ratio, 0.5, 1e-9);
+  cr_expect(!d[1].regression, "overlapping spreads are not a regression");
+  /* the other way round it is an improvement */
+  cr_assert_eq(hs_bench_compare(base, cur, d, 2), 2);
+  cr_expect(d[0].improvement && !d[0].regression);
+  /* a slower epoch beyond the spread regresses (lower is better) */
+  hs_bench_results_free(cur);
+  snprintf(text, sizeof text, run_template, base_ratios,
+           "\"median\": 3, \"min\": 2.9, \"max\": 3.1");
+  cur = load_text(text);
+  cr_assert_eq(hs_bench_compare(cur, base, d, 2), 2);
+  cr_expect(d[1].regression);
+  cr_expect(!d[0].regression);
+  cr_expect_float_eq(d[1].figure_ratio, 1.5, 1e-9);
+  hs_bench_results_free(cur);
+  hs_bench_results_free(base);
+
+  /* not a saved run, or a broken one */
+  char path[512];
+  tool_tmp(path, sizeof path, "bad.json");
+  static const char *const bad[] = {
+      "{\"figures\": []}",
+      "{\"hetsage_bench\": 1, \"figures\": [{\"workload\": \"x\"}]}",
+      "{\"hetsage_bench\": 1, \"figures\": [{\"workload\": \"a\", \"device\": \"d\", \"figure\": "
+      "\"f\", \"unit\": \"u\", \"better\": \"sideways\", \"median\": 1, \"min\": 1, \"max\": 1}]}",
+      "{\"hetsage_bench\": 1, \"figures\": [",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    FILE *fh = fopen(path, "w");
+    fputs(bad[i], fh);
+    fclose(fh);
+    hs_bench_results *r = NULL;
+    cr_expect_eq(hs_bench_results_load(path, &r), HS_ERR_FORMAT, "accepted %s", bad[i]);
+    cr_expect_null(r);
+  }
+  unlink(path);
+}
+
+/* ---- the command ---------------------------------------------------------------- */
+
+static void skip_without_device(void) {
+  hs_runtime *rt = NULL;
+  if (hs_runtime_open(&rt, NULL) != HS_OK) cr_skip_test("no OpenCL device: %s", hs_last_error());
+  hs_runtime_close(rt);
+}
+
+/* A real quick run of two workloads on device 0, saved to `path`. */
+static void measure_run(const char *path) {
+  char args[1024], out[16384];
+  snprintf(args, sizeof args,
+           "bench --quick --runs 3 --workload gather,gemm --devices 0 --no-sub-devices "
+           "--no-peer --json %s",
+           path);
+  int rc = tool_run("", args, out, sizeof out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_expect_not_null(strstr(out, "sgemm_flops_per_s"), "%s", out);
+}
+
+Test(bench, compare_flags_an_injected_regression, .timeout = 300) {
+  skip_without_device();
+  char a[512], b[512], args[2048], out[65536];
+  tool_tmp(a, sizeof a, "a.json");
+  tool_tmp(b, sizeof b, "b.json");
+  measure_run(a);
+  hs_bench_results *run = NULL;
+  cr_assert_eq(hs_bench_results_load(a, &run), HS_OK, "%s", hs_last_error());
+  size_t n = hs_bench_results_count(run);
+  cr_assert_geq(n, 3);
+  /* The injected regression: the host gather at a third of its rate,
+   * figure and ratio alike. */
+  size_t victim = n;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(hs_bench_results_figure(run, i)->name, "gather_bytes_per_s")) victim = i;
+  cr_assert_lt(victim, n);
+  hs_bench_results *copy = NULL;
+  cr_assert_eq(hs_bench_results_load(a, &copy), HS_OK);
+  hs_bench_figure *v = (hs_bench_figure *)hs_bench_results_figure(copy, victim);
+  double k = 1.0 / 3.0 * v->ratio_min / v->ratio_max;
+  v->median *= k, v->min *= k, v->max *= k;
+  v->ratio_median *= k, v->ratio_min *= k, v->ratio_max *= k;
+  FILE *f = fopen(b, "w");
+  cr_assert_eq(hs_bench_results_write_json(copy, f), HS_OK);
+  fclose(f);
+  snprintf(args, sizeof args, "bench --load %s --compare %s", b, a);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 1, "%s", out);
+  cr_expect_not_null(strstr(out, "REGRESSION"), "%s", out);
+  cr_expect_not_null(strstr(out, "1 of "), "exactly one figure regressed: %s", out);
+  /* a run against itself: nothing regressed */
+  snprintf(args, sizeof args, "bench --load %s --compare %s", a, a);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  cr_expect_null(strstr(out, "REGRESSION"), "%s", out);
+  cr_expect_eq(tool_run("", "bench --compare /nonexistent.json --load /nonexistent.json", NULL, 0),
+               2);
+  cr_expect_eq(tool_run("", "bench --workload nothing", NULL, 0), 2);
+  cr_expect_eq(tool_run("", "bench --runs 0", NULL, 0), 2);
+  hs_bench_results_free(run);
+  hs_bench_results_free(copy);
+  unlink(a);
+  unlink(b);
+}
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+  return n;
+}
+
+Test(bench, html_report_has_a_chart_per_workload_and_nothing_external, .timeout = 300) {
+  skip_without_device();
+  char a[512], dir[512], args[2048], out[16384], index[600];
+  tool_tmp(a, sizeof a, "r.json");
+  tool_tmp(dir, sizeof dir, "report");
+  measure_run(a);
+  snprintf(args, sizeof args, "bench --load %s --compare %s --report %s", a, a, dir);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  snprintf(index, sizeof index, "%s/index.html", dir);
+  char *html = tool_slurp(index);
+  cr_expect_eq(count(html, "<svg"), 2, "one chart per workload (gather, gemm)");
+  cr_expect_eq(count(html, "</svg>"), 2);
+  cr_expect_eq(count(html, "<h2>gather</h2>"), 1);
+  cr_expect_eq(count(html, "<h2>gemm</h2>"), 1);
+  cr_expect_gt(count(html, "<rect"), 3, "bars");
+  cr_expect_gt(count(html, "class=\"limit\""), 0, "the limit line");
+  static const char *const external[] = {"http", "src=", "href=", "<script", "<link",
+                                         "@import", "url(", "<img", "<iframe"};
+  for (size_t i = 0; i < sizeof external / sizeof external[0]; i++)
+    cr_expect_eq(count(html, external[i]), 0, "the page refers outside itself: %s", external[i]);
+  cr_expect_not_null(strstr(html, "vs baseline"));
+  free(html);
+  unlink(index);
+  rmdir(dir);
+  unlink(a);
+}
+
+Test(bench, peer_column_from_an_importable_module, .timeout = 300) {
+  skip_without_device();
+  const char *data = getenv("HS_TEST_DATA");
+  if (!data) cr_skip_test("HS_TEST_DATA is not set");
+  if (system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) cr_skip_test("no python3 numpy");
+  char a[512], env[1024], args[1024], out[16384];
+  tool_tmp(a, sizeof a, "peer.json");
+  snprintf(args, sizeof args,
+           "bench --quick --runs 2 --workload sample --devices 0 --no-sub-devices --json %s", a);
+  /* Stand-in dgl and torch modules (tests/data/fake_peer) make the column. */
+  snprintf(env, sizeof env, "PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=%s/fake_peer", data);
+  cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+  hs_bench_results *r = NULL;
+  cr_assert_eq(hs_bench_results_load(a, &r), HS_OK, "%s", hs_last_error());
+  const hs_bench_figure *peer = NULL, *ours = NULL;
+  for (size_t i = 0; i < hs_bench_results_count(r); i++) {
+    const hs_bench_figure *f = hs_bench_results_figure(r, i);
+    if (!strcmp(f->device, "peer.dgl")) peer = f;
+    if (!strcmp(f->device, "dev0") && !strcmp(f->name, "sampled_edges_per_s")) ours = f;
+  }
+  cr_assert_not_null(ours, "%s", out);
+  cr_assert_not_null(peer, "no peer column: %s", out);
+  cr_expect_str_eq(peer->workload, "sample");
+  cr_expect_gt(peer->median, 0);
+  cr_expect_eq(peer->runs, 2);
+  cr_expect_not_null(strstr(peer->device_name, "0.0-test"));
+  hs_bench_results_free(r);
+  /* Without the modules the column is skipped, and said so (where no real
+   * peer is installed). */
+  if (system("python3 -c 'import dgl' >/dev/null 2>&1") == 0 ||
+      system("python3 -c 'import torch_geometric' >/dev/null 2>&1") == 0) {
+    unlink(a);
+    return;
+  }
+  snprintf(env, sizeof env, "PYTHONPATH=/nonexistent");
+  cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+  cr_expect_not_null(strstr(out, "peer column skipped"), "%s", out);
+  cr_assert_eq(hs_bench_results_load(a, &r), HS_OK);
+  for (size_t i = 0; i < hs_bench_results_count(r); i++)
+    cr_expect_str_neq(hs_bench_results_figure(r, i)->device, "peer.dgl");
+  hs_bench_results_free(r);
+  unlink(a);
+}

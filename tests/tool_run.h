@@ -1,0 +1,57 @@
+/* Running the hetsage command from a test: $HS_HETSAGE (set by
+ * tests/meson.build) with arguments, its output captured. Header-only. */
+#ifndef HS_TEST_TOOL_RUN_H
+#define HS_TEST_TOOL_RUN_H
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* Run "env $HS_HETSAGE args" (env: "VAR=value ..." or ""), stdout and
+ * stderr into `out` (cap bytes, may be NULL). Returns the exit status. */
+static inline int tool_run(const char *env, const char *args, char *out, size_t cap) {
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE (the hetsage executable) is not set");
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", env, exe, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p, "cannot run %s", cmd);
+  size_t n = 0;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) {
+    if (out && n + 1 < cap) {
+      size_t take = got < cap - 1 - n ? got : cap - 1 - n;
+      memcpy(out + n, buf, take);
+      n += take;
+    }
+  }
+  if (out && cap) out[n] = '\0';
+  int rc = pclose(p);
+  cr_assert(WIFEXITED(rc), "%s: did not exit", cmd);
+  return WEXITSTATUS(rc);
+}
+
+/* A path for a scratch file of this test process. */
+static inline void tool_tmp(char *buf, size_t cap, const char *name) {
+  const char *dir = getenv("TMPDIR");
+  snprintf(buf, cap, "%s/hs-test-%d-%s", dir && *dir ? dir : "/tmp", (int)getpid(), name);
+}
+
+static inline char *tool_slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "cannot open %s", path);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  cr_assert_not_null(buf);
+  cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+#endif
