@@ -61,14 +61,17 @@ float hs__half_to_float(uint16_t h) {
   return f;
 }
 
-hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
-                             uint32_t batch, hs_slot_data *d) {
-  hs_status st = hs__sampler_run(s->sampler, seeds, n, epoch_key, batch, &d->batch);
-  if (st != HS_OK) return st;
+static void count_edges(hs_slot_data *d) {
   d->edges = 0;
   for (int l = 0; l < d->batch.n_layers; l++)
     d->edges += d->batch.blocks[l].row_ptr[d->batch.blocks[l].n_dst];
-  return HS_OK;
+}
+
+hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
+                             uint32_t batch, hs_slot_data *d) {
+  hs_status st = hs__sampler_run(s->sampler, seeds, n, epoch_key, batch, &d->batch);
+  if (st == HS_OK) count_edges(d);
+  return st;
 }
 
 hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, float *out,
@@ -119,13 +122,27 @@ void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
 
 /* ---- stages ------------------------------------------------------------------ */
 
+/* The whole batch is enqueued on the sampler's queue; the engine polls its
+ * event (the async driver gathers and trains meanwhile) and then calls
+ * sample_finish. The engine runs a stage for one slot at a time, so the
+ * sampler never has two batches in flight. */
 static hs_status sample_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
-  (void)ev;
-  *n_ev = 0;
   hs_session *s = ctx;
+  hs_slot_data *d = slot->user;
   const int32_t *seeds;
   int32_t n = hs__session_batch_seeds(s, slot->batch, &seeds);
-  return hs__session_sample(s, seeds, n, (uint32_t)s->epoch, (uint32_t)slot->batch, slot->user);
+  hs_status st = hs__sampler_begin(s->sampler, seeds, n, (uint32_t)s->epoch,
+                                   (uint32_t)slot->batch, &d->batch, &ev[0]);
+  *n_ev = st == HS_OK ? 1 : 0;
+  return st;
+}
+
+static hs_status sample_finish(void *ctx, hs_pipe_slot *slot) {
+  hs_session *s = ctx;
+  hs_slot_data *d = slot->user;
+  hs_status st = hs__sampler_finish(s->sampler, &d->batch);
+  if (st == HS_OK) count_edges(d);
+  return st;
 }
 
 static hs_status gather_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
@@ -199,7 +216,7 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
 }
 
 const hs_pipe_stage hs__session_stages[HS_STAGE_COUNT_] = {
-    {"sample", sample_begin, NULL},
+    {"sample", sample_begin, sample_finish},
     {"gather", gather_begin, NULL},
     {"train", train_begin, train_finish},
 };
