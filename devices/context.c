@@ -1,6 +1,7 @@
 /* clCreateCommandQueue is the only queue constructor on OpenCL 1.x devices. */
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <string.h>
+#include <time.h>
 
 #include "hs_dev.h"
 
@@ -62,6 +63,12 @@ hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
 void hs__queue_release(cl_command_queue *q) {
   if (!*q) return;
   clFinish(*q);
+  /* PoCL 3.1's pthread device drops its own event references on a worker
+   * thread just after it reports completion; a context or sub-device
+   * released in that window crashes the worker (seen at process exit). Give
+   * the worker its moment: 2 ms once per queue, outside any hot path. */
+  struct timespec settle = {0, 2000000};
+  nanosleep(&settle, NULL);
   clReleaseCommandQueue(*q);
   *q = NULL;
 }
