@@ -637,6 +637,36 @@ static hs_check_result gemm_builtin(hs__bu *b, hs__scope *s, hs__out *o) {
 
 /* ---- the full step ---------------------------------------------------------------------- */
 
+static const int32_t step_fanouts[] = {10, 5};
+
+/* The device side of step_on again, on a fresh model and trainer with
+ * work-group size `wg`: its parameters after the 3 steps into *out. */
+static hs_status replay(hs__scope *s, const hs_model_cfg *cfg, const hs_graph *g,
+                        const hs_csr *csr, size_t wg, hs_model *out) {
+  hs_trainer *t = NULL;
+  hs_trainer_opts to = {.wg = wg};
+  hs_status st = hs__model_create(cfg, out);
+  if (st == HS_OK) st = hs__trainer_create(&s->ctx, &s->dev, s->q, out, &to, &t);
+  for (uint32_t k = 0; st == HS_OK && k < 3; k++) {
+    sbatch sb;
+    if ((st = sbatch_make(g, csr, 2, step_fanouts, 64, 40 + k, &sb)) != HS_OK) break;
+    hs_nn_batch nb = sbatch_view(&sb);
+    if (k == 0) { /* as step_on does: gradients first, then the step */
+      hs_train_stats skip = {0};
+      if ((st = hs__trainer_upload(t, &nb)) == HS_OK &&
+          (st = hs__trainer_gradients(t, 1, k, true)) == HS_OK)
+        st = hs__trainer_drain_stats(t, &skip);
+    }
+    if (st == HS_OK) st = hs__trainer_upload(t, &nb);
+    if (st == HS_OK) st = hs__trainer_step(t, 1, k);
+    if (st == HS_OK) st = hs__queue_finish(s->q);
+    sbatch_free(&sb);
+  }
+  if (st == HS_OK) st = hs__trainer_sync_model(t, out);
+  hs__trainer_destroy(t);
+  return st;
+}
+
 /* Three training steps through the device trainer and the reference on
  * batches sampled from `g`: parameters after each within 1e-5 relative. */
 static hs_check_result step_on(hs__bu *b, hs__scope *s, hs__out *o, const hs_graph *g,
@@ -654,9 +684,10 @@ static hs_check_result step_on(hs__bu *b, hs__scope *s, hs__out *o, const hs_gra
   cfg.optim.weight_decay = 5e-4f;
   cfg.optim.momentum = kind == HS_OPTIM_SGD ? 0.9f : 0.0f;
   cfg.optim.lr = kind == HS_OPTIM_SGD ? 0.1f : 0.01f;
-  hs_model ref, dev;
+  hs_model ref, dev, again;
   memset(&ref, 0, sizeof ref);
   memset(&dev, 0, sizeof dev);
+  memset(&again, 0, sizeof again);
   hs_trainer *t = NULL;
   hs_check_result res = HS_CHECK_FAIL;
   hs_status st = hs__model_create(&cfg, &ref);
@@ -667,11 +698,10 @@ static hs_check_result step_on(hs__bu *b, hs__scope *s, hs__out *o, const hs_gra
     hs__bu_error(o, gname, st);
     goto done;
   }
-  static const int32_t fan[] = {10, 5};
   char what[96];
   for (uint32_t k = 0; k < 3; k++) {
     sbatch sb;
-    if ((st = sbatch_make(g, csr, 2, fan, 64, 40 + k, &sb)) != HS_OK) {
+    if ((st = sbatch_make(g, csr, 2, step_fanouts, 64, 40 + k, &sb)) != HS_OK) {
       hs__bu_error(o, gname, st);
       goto done;
     }
@@ -715,10 +745,23 @@ static hs_check_result step_on(hs__bu *b, hs__scope *s, hs__out *o, const hs_gra
     hs__bu_error(o, gname, st);
     goto done;
   }
+  /* The same steps at another work-group size give the same bits. */
+  if ((st = replay(s, &cfg, g, csr, 16, &again)) != HS_OK) {
+    hs__bu_error(o, gname, st);
+    goto done;
+  }
+  if (memcmp(again.params, dev.params, sizeof(float) * dev.shape.n_params) != 0) {
+    snprintf(o->detail, sizeof o->detail,
+             "%s: parameters after 3 steps differ between work-group sizes 64 and 16 (the step "
+             "must be bit-identical)",
+             gname);
+    goto done;
+  }
   o->digest = hs__fnv(HS__FNV_SEED, dev.params, sizeof(float) * dev.shape.n_params);
   snprintf(o->detail, sizeof o->detail,
            "%s: gradients, then 3 %s steps of a 2-layer model (%d -> 32 -> %d) on sampled "
-           "batches of 64 seeds, gemm %s: within 1e-5 relative of the reference; last loss %.4f",
+           "batches of 64 seeds, gemm %s: within 1e-5 relative of the reference, and "
+           "bit-identical at work-group sizes 64 and 16; last loss %.4f",
            gname, kind == HS_OPTIM_ADAM ? "Adam" : "SGD", (int)g->f, g->num_classes,
            hs__gemm_kind_name(hs__trainer_gemm_kind(t)), (double)ts.last_loss);
   res = HS_CHECK_PASS;
@@ -726,6 +769,7 @@ done:
   hs__trainer_destroy(t);
   hs__model_destroy(&ref);
   hs__model_destroy(&dev);
+  hs__model_destroy(&again);
   return res;
 }
 
