@@ -210,6 +210,7 @@ static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
   req.feature_bytes = b->data.cora->feature_bytes;
   req.feature_row_bytes = b->data.cora->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(b->rt);
+  hs_placement_request_env(&req); /* as the sessions place roles */
   hs_placement *pl = NULL;
   hs_status st = hs_placement_make(&req, &pl);
   bool role[64] = {false};
