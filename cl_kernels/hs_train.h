@@ -3,8 +3,10 @@
  * this file), so that a dropout mask or an initial weight is the same bits
  * everywhere.
  *
- * Counter layout of a training draw: (a, b, c, d) with the purpose tag in
- * the top byte of c, which the sampler's streams leave zero:
+ * Counter layout of a training draw: (a, b, c, d) with a purpose tag in
+ * the top byte of c, so that training's draws never meet another stream
+ * keyed by the same seed as long as that stream keeps these two tags out
+ * of c's top byte (layer numbers there are small):
  *   dropout: a = epoch, b = batch, c = DROPOUT<<24 | layer, d = element/4
  *   init:    a = 0,     b = 0,     c = INIT<<24 | layer,    d = element/4
  * One draw gives four words; element e takes word e % 4. Elements are the
@@ -19,6 +21,10 @@
 /* Rows per chunk of the two-stage column sums (bias gradients): fixes the
  * association of the sum for the kernel and the reference alike. */
 #define HS_COLSUM_ROWS 256
+
+/* Elements per work-item of the bias/ReLU/dropout kernel: eight Philox
+ * draws' worth, computed as vectors. */
+#define HS_ACT_ELEMS 32
 
 #define HS_RNG_PURPOSE_DROPOUT 0x44u
 #define HS_RNG_PURPOSE_INIT 0x49u

@@ -9,14 +9,23 @@
  * The NDRange kernels find first positions with atomic_min, which makes the
  * result independent of work-group size and timing; every kernel loops
  * with a grid stride so any launch shape works. hs_reindex_single is the
- * same hop as one sequential loop (FPGA style): there the first time a
- * vertex is met is its first position. */
+ * same hop as one sequential loop (FPGA style, and CPU devices with few
+ * cores): there the first time a vertex is met is its first position.
+ *
+ * Counts come from `meta` (hs_sample_meta.h), written by the kernels
+ * before: launches cover the batch's capacity and work-items past the
+ * real count do nothing. */
 
 #define LOCAL(v) st[2 * (ulong)(v)]
 #define FIRST(v) st[2 * (ulong)(v) + 1]
 
-__kernel void hs_reindex_seed(__global const int *ids, const uint n, __global int *st) {
+__kernel void hs_reindex_seed(__global const int *ids, const uint n, __global int *st,
+                              __global uint *meta) {
   for (uint i = get_global_id(0); i < n; i += get_global_size(0)) LOCAL(ids[i]) = (int)i;
+  if (get_global_id(0) == 0) {
+    meta[HS_META_N(0)] = n;
+    meta[HS_META_OVERFLOW] = 0u;
+  }
 }
 
 /* Each work-item claims `per_item` consecutive positions: plain loads of
@@ -25,8 +34,10 @@ __kernel void hs_reindex_seed(__global const int *ids, const uint n, __global in
  * would otherwise take their misses one at a time. A plain read may see a
  * stale FIRST, but FIRST only decreases, so skipping when p >= the value
  * read never skips a winner. */
-__kernel void hs_reindex_claim(__global const int *nbr, const uint e, __global int *st,
-                               const uint per_item, __global int *sink) {
+__kernel void hs_reindex_claim(__global const int *nbr, __global const uint *meta,
+                               const uint hop, __global int *st, const uint per_item,
+                               __global int *sink) {
+  const uint e = meta[HS_META_E(hop)];
   for (uint g = get_global_id(0); g < (e + per_item - 1) / per_item; g += get_global_size(0)) {
     uint b = g * per_item, end = min(e, b + per_item);
     int touched = 0;
@@ -40,18 +51,22 @@ __kernel void hs_reindex_claim(__global const int *nbr, const uint e, __global i
 }
 
 /* flag[p] = 1 where position p is its vertex's first appearance. */
-__kernel void hs_reindex_mark(__global const int *nbr, const uint e, __global const int *st,
-                              __global uint *flag) {
+__kernel void hs_reindex_mark(__global const int *nbr, __global const uint *meta,
+                              const uint hop, __global const int *st, __global uint *flag) {
+  const uint e = meta[HS_META_E(hop)];
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
     int u = nbr[p];
     flag[p] = LOCAL(u) == -1 && FIRST(u) == (int)p;
   }
 }
 
-/* rank: the exclusive scan of flag (rank[e] = new vertices of the hop). */
-__kernel void hs_reindex_assign(__global const int *nbr, const uint e,
-                                __global const uint *rank, const uint n_prev, const uint limit,
-                                __global int *st, __global int *ids) {
+/* rank: the exclusive scan of flag (rank[e] = meta NEW = new vertices of
+ * the hop). Also records the vertices known after the hop and, until a
+ * budget cut says otherwise, the kept edges. */
+__kernel void hs_reindex_assign(__global const int *nbr, __global uint *meta, const uint hop,
+                                __global const uint *rank, const uint limit, __global int *st,
+                                __global int *ids) {
+  const uint e = meta[HS_META_E(hop)], n_prev = meta[HS_META_N(hop)];
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
     if (rank[p + 1] == rank[p]) continue;
     int u = nbr[p];
@@ -63,11 +78,18 @@ __kernel void hs_reindex_assign(__global const int *nbr, const uint e,
       LOCAL(u) = -2;
     }
   }
+  if (get_global_id(0) == 0) {
+    uint fresh = meta[HS_META_NEW(hop)], room = limit - n_prev;
+    meta[HS_META_N(hop + 1)] = n_prev + min(fresh, room);
+    meta[HS_META_KEPT(hop)] = e;
+  }
 }
 
 /* col[p] = local id (-2: left out); keep[p] = 1 for edges kept. */
-__kernel void hs_reindex_emit(__global const int *nbr, const uint e, __global const int *st,
-                              __global int *col, __global uint *keep) {
+__kernel void hs_reindex_emit(__global const int *nbr, __global const uint *meta,
+                              const uint hop, __global const int *st, __global int *col,
+                              __global uint *keep) {
+  const uint e = meta[HS_META_E(hop)];
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
     int c = LOCAL(nbr[p]);
     col[p] = c;
@@ -76,9 +98,11 @@ __kernel void hs_reindex_emit(__global const int *nbr, const uint e, __global co
 }
 
 /* After a hop that met vertices over the budget: forget them, so that the
- * next hop judges them afresh (and, the budget being full, drops them). */
-__kernel void hs_reindex_forget(__global const int *nbr, const uint e,
-                                __global const uint *rank, __global int *st) {
+ * next hop judges them afresh (and, the budget being full, drops them).
+ * Without a cut no vertex is marked -2 and nothing changes. */
+__kernel void hs_reindex_forget(__global const int *nbr, __global const uint *meta,
+                                const uint hop, __global const uint *rank, __global int *st) {
+  const uint e = meta[HS_META_E(hop)];
   for (uint p = get_global_id(0); p < e; p += get_global_size(0)) {
     if (rank[p + 1] == rank[p]) continue;
     int u = nbr[p];
@@ -90,37 +114,42 @@ __kernel void hs_reindex_forget(__global const int *nbr, const uint e,
 }
 
 /* Drop left-out edges: pos is the exclusive scan of keep. */
-__kernel void hs_compact_cols(__global const int *col, const uint e, __global const uint *pos,
-                              __global int *col_out) {
+__kernel void hs_compact_cols(__global const int *col, __global const uint *meta,
+                              const uint hop, __global const uint *pos, __global int *col_out) {
+  const uint e = meta[HS_META_E(hop)];
   for (uint p = get_global_id(0); p < e; p += get_global_size(0))
     if (pos[p + 1] != pos[p]) col_out[pos[p]] = col[p];
 }
 
-__kernel void hs_compact_rows(__global uint *row_ptr, const uint n_rows_plus_1,
-                              __global const uint *pos) {
-  for (uint i = get_global_id(0); i < n_rows_plus_1; i += get_global_size(0))
+__kernel void hs_compact_rows(__global uint *row_ptr, __global const uint *meta,
+                              const uint hop, __global const uint *pos) {
+  const uint rows = meta[HS_META_N(hop)] + 1u;
+  for (uint i = get_global_id(0); i < rows; i += get_global_size(0))
     row_ptr[i] = pos[row_ptr[i]];
 }
 
-/* End of a batch: clear the entries of every admitted vertex. */
-__kernel void hs_reindex_reset(__global const int *ids, const uint n, __global int *st) {
+/* End of a batch: clear the entries of every admitted vertex (meta N at
+ * index `n_at`: the vertices after the last hop). */
+__kernel void hs_reindex_reset(__global const int *ids, __global const uint *meta,
+                               const uint n_at, __global int *st) {
+  const uint n = meta[n_at];
   for (uint i = get_global_id(0); i < n; i += get_global_size(0)) {
     LOCAL(ids[i]) = -1;
     FIRST(ids[i]) = INT_MAX;
   }
 }
 
-/* One hop in one loop. row_ptr (n_dst + 1, from hs_sample_single) is
- * rewritten for the kept edges; out[0] = vertices after the hop, out[1] =
- * kept edges, out[2] = sampled edges. */
+/* One hop in one loop. row_ptr (n_dst + 1 offsets into nbr, from
+ * hs_sample_single or a scan of the row counts) is rewritten for the kept
+ * edges. Offsets are clamped to meta E, which an overflow set to 0. */
 __kernel void hs_reindex_single(__global const int *nbr, __global uint *row_ptr,
-                                const uint n_dst, const uint n_prev, const uint limit,
-                                __global int *st, __global int *ids, __global int *col,
-                                __global uint *out) {
+                                __global uint *meta, const uint hop, const uint limit,
+                                __global int *st, __global int *ids, __global int *col) {
   if (get_global_id(0) != 0) return;
-  uint n = n_prev, kept = 0, start = row_ptr[0];
+  const uint n_dst = meta[HS_META_N(hop)], e = meta[HS_META_E(hop)];
+  uint n = n_dst, kept = 0, start = 0;
   for (uint i = 0; i < n_dst; i++) {
-    uint end = row_ptr[i + 1];
+    uint end = min(row_ptr[i + 1], e);
     row_ptr[i] = kept;
     for (uint p = start; p < end; p++) {
       int u = nbr[p];
@@ -132,13 +161,12 @@ __kernel void hs_reindex_single(__global const int *nbr, __global uint *row_ptr,
       }
       if (l >= 0) col[kept++] = l;
     }
-    start = end;
+    start = max(start, end);
   }
   if (n >= limit) /* only a full budget drops vertices */
     for (uint p = 0; p < start; p++)
       if (LOCAL(nbr[p]) == -2) LOCAL(nbr[p]) = -1;
   row_ptr[n_dst] = kept;
-  out[0] = n;
-  out[1] = kept;
-  out[2] = start;
+  meta[HS_META_N(hop + 1)] = n;
+  meta[HS_META_KEPT(hop)] = kept;
 }

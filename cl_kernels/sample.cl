@@ -166,11 +166,15 @@ inline uint hs_row_sample(HS_TOPO_ARGS, const hs_row_params *p, uint v, long sta
 
 /* ---- NDRange style -------------------------------------------------------- */
 
+/* Sizes come from `meta` (hs_sample_meta.h): the launch covers the
+ * batch's capacity and work-items past the hop's real count do nothing. */
+
 /* Row counts, and each row's start and degree for hs_sample_rows. */
 __kernel void hs_sample_count(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
-                              const uint n_dst, __global uint *cnt, __global long *row_start,
-                              __global uint *row_deg) {
+                              __global const uint *meta, __global uint *cnt,
+                              __global long *row_start, __global uint *row_deg) {
   HS_PARAMS_INIT(p);
+  const uint n_dst = meta[HS_META_N(hop)];
   for (uint i = get_global_id(0); i < n_dst; i += get_global_size(0)) {
     int v = ids[i];
     long start = indptr[v], d = indptr[v + 1] - start;
@@ -185,13 +189,15 @@ __kernel void hs_sample_count(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *
  * one after another (CPU devices) these independent loads are the only
  * misses that can overlap, the sampling in between being long. GPUs hide
  * latency with other work-items and use per_item = 1. `sink` only keeps
- * the touching loads from being optimised away. */
+ * the touching loads from being optimised away. Rows ending past `cap`
+ * (only when the offsets overflowed, see hs_scan_apply) are skipped. */
 __kernel void hs_sample_rows(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
-                             const uint n_dst, __global const uint *off, __global int *nbr,
-                             __global ulong *keys, __global const long *row_start,
-                             __global const uint *row_deg, const uint per_item,
-                             __global int *sink) {
+                             __global const uint *meta, __global const uint *off,
+                             __global int *nbr, __global ulong *keys,
+                             __global const long *row_start, __global const uint *row_deg,
+                             const uint per_item, const uint cap, __global int *sink) {
   HS_PARAMS_INIT(p);
+  const uint n_dst = meta[HS_META_N(hop)];
   for (uint g = get_global_id(0); g < (n_dst + per_item - 1) / per_item;
        g += get_global_size(0)) {
     uint b = g * per_item, e = min(n_dst, b + per_item);
@@ -201,24 +207,41 @@ __kernel void hs_sample_rows(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *i
         touched ^= hs_nbr(HS_TOPO, (ulong)row_start[i]) ^
                    hs_nbr(HS_TOPO, (ulong)row_start[i] + row_deg[i] - 1u);
     for (uint i = b; i < e; i++)
-      hs_row_sample(HS_TOPO, &p, (uint)ids[i], row_start[i], (long)row_deg[i], nbr + off[i],
-                    keys + off[i]);
+      if (off[i + 1] <= cap)
+        hs_row_sample(HS_TOPO, &p, (uint)ids[i], row_start[i], (long)row_deg[i], nbr + off[i],
+                      keys + off[i]);
     if (touched == 0x5eed5eed) *sink = touched;
   }
 }
 
 /* ---- single work-item style: the whole hop in one loop ------------------ */
 
+/* row_ptr: n_dst + 1 offsets. A row is sampled only when at most `cap`
+ * edges result (`row_max` bounds any row's yield, so the exact count is
+ * needed only near the end); past it the hop is emptied and flagged. */
 __kernel void hs_sample_single(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
-                               const uint n_dst, __global uint *row_ptr, __global int *nbr,
+                               __global uint *meta, const uint cap, const uint row_max,
+                               __global uint *row_ptr, __global int *nbr,
                                __global ulong *keys) {
   HS_PARAMS_INIT(p);
+  const uint n_dst = meta[HS_META_N(hop)];
   uint at = 0;
   for (uint i = 0; i < n_dst; i++) {
     int v = ids[i];
     long start = indptr[v], d = indptr[v + 1] - start;
     row_ptr[i] = at;
+    if (at + row_max > cap) {
+      ulong need = (ulong)at + hs_row_count(HS_TOPO, &p, start, d);
+      if (need > cap) {
+        for (uint j = 0; j <= n_dst; j++) row_ptr[j] = 0u;
+        meta[HS_META_OVERFLOW] = HS_META_E(hop) + 1u;
+        meta[HS_META_OVERFLOW_VALUE] = (uint)min(need, (ulong)UINT_MAX);
+        meta[HS_META_E(hop)] = 0u;
+        return;
+      }
+    }
     at += hs_row_sample(HS_TOPO, &p, (uint)v, start, d, nbr + at, keys + at);
   }
   row_ptr[n_dst] = at;
+  meta[HS_META_E(hop)] = at;
 }

@@ -11,16 +11,19 @@
  * the edges in order for every feature, as in the reference. */
 #define HS_VW 8
 
-/* cat (n_dst x 2d) = [h_dst | mean of h over the dst's neighbours].
- * Work-item (kv, i): features HS_VW kv .. of dst i. */
+/* cat (n_dst x 2d) = [h_dst | mean of h over the dst's neighbours], for
+ * dst base .. base + n_dst - 1 (base 0 for a block; row chunks of a whole
+ * graph in layer-wise inference). Work-item (kv, i): features HS_VW kv ..
+ * of dst base + i, written to row i of cat. */
 __kernel void hs_agg_fwd(__global const int *row_ptr, __global const int *col,
-                         __global const float *h, int n_dst, int d, __global float *cat) {
+                         __global const float *h, int base, int n_dst, int d,
+                         __global float *cat) {
   int k = (int)get_global_id(0) * HS_VW, i = (int)get_global_id(1);
   if (k >= d || i >= n_dst) return;
-  int lo = row_ptr[i], hi = row_ptr[i + 1];
+  int lo = row_ptr[base + i], hi = row_ptr[base + i + 1];
   float deg = (float)(hi - lo);
   __global float *self = cat + (size_t)i * 2 * d, *mean = self + d;
-  __global const float *hi_row = h + (size_t)i * d;
+  __global const float *hi_row = h + (size_t)(base + i) * d;
   if (k + HS_VW <= d) {
     float8 sum = (float8)(0.0f);
     for (int e = lo; e < hi; e++) sum += vload8(0, h + (size_t)col[e] * d + k);

@@ -66,7 +66,12 @@ hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
   span(op->b_off, op->trans_b ? op->n : op->k, op->trans_b ? op->k : op->n, op->ldb, &first[1], &count[1]);
   span(op->c_off, op->m, op->n, op->ldc, &first[2], &count[2]);
   cl_mem mems[3] = {op->a, op->b, op->c};
-  cl_map_flags flags[3] = {CL_MAP_READ, CL_MAP_READ, CL_MAP_READ | CL_MAP_WRITE};
+  /* With beta 0 and no padding between C's rows nothing in the mapped span
+   * needs its old contents: a copying implementation may then skip reading
+   * them. */
+  bool overwrite = op->beta == 0.0f && op->ldc == op->n;
+  cl_map_flags flags[3] = {CL_MAP_READ, CL_MAP_READ,
+                           overwrite ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ | CL_MAP_WRITE};
   void *ptr[3] = {NULL, NULL, NULL};
   int mapped = 0;
   cl_int err = CL_SUCCESS;

@@ -71,6 +71,10 @@ hs_status hs__topo_cores_cpuset(const hs_topo *topo, int first_core,
 /* Bind the calling thread to the PUs of the given cores. */
 hs_status hs__topo_bind_thread(const hs_topo *topo, int first_core,
                                int n_cores);
+/* The calling thread's binding, to restore later (NULL on failure; free
+ * with hs__topo_binding_restore, which also applies it). */
+void *hs__topo_binding_save(const hs_topo *topo);
+void hs__topo_binding_restore(const hs_topo *topo, void *saved);
 
 /* ---- sub-devices -------------------------------------------------------- */
 

@@ -126,3 +126,18 @@ void hs__topo_locate(const hs_topo *topo, hs_device_info *info) {
   if (parent && parent->cpuset)
     hwloc_bitmap_list_snprintf(info->cpuset, sizeof info->cpuset, parent->cpuset);
 }
+
+void *hs__topo_binding_save(const hs_topo *topo) {
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  if (set && hwloc_get_cpubind(topo->t, set, HWLOC_CPUBIND_THREAD) != 0) {
+    hwloc_bitmap_free(set);
+    set = NULL;
+  }
+  return set;
+}
+
+void hs__topo_binding_restore(const hs_topo *topo, void *saved) {
+  if (!saved) return;
+  hwloc_set_cpubind(topo->t, saved, HWLOC_CPUBIND_THREAD);
+  hwloc_bitmap_free(saved);
+}

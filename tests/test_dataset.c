@@ -541,3 +541,43 @@ Test(dataset, writer_force_replaces_dataset) {
   free(dst);
   tu_rmtree(root);
 }
+
+/* ---- statistics ------------------------------------------------------- */
+
+Test(dataset, stats_of_small_graph) {
+  char *dir = good_dataset();
+  hs_dataset *ds;
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  hs_dataset_stats s;
+  cr_assert_eq(hs_dataset_stats_compute(ds, &s), HS_OK);
+  /* Row lengths 2 1 2 0 1. */
+  cr_expect_eq(s.degree_min, 0);
+  cr_expect_eq(s.degree_median, 1);
+  cr_expect_eq(s.degree_p99, 2);
+  cr_expect_eq(s.degree_max, 2);
+  cr_expect_float_eq(s.degree_mean, 1.2, 1e-9);
+  cr_expect_eq(s.self_loops, 0);
+  cr_expect_eq(s.isolated, 0); /* vertex 3 has no row but is in row 2 */
+  cr_expect_eq(s.class_size_max, 2);
+  cr_expect_eq(s.info.num_edges, 6);
+  hs_dataset_close(ds);
+  /* A self-loop, an isolated vertex, and class ids far above N. */
+  int64_t ip[6] = {0, 1, 1, 1, 1, 1};
+  int32_t ix[1] = {0};
+  int32_t lab[5] = {0, 2000000000, 2000000000, -1, 5};
+  put_i64(dir, "indptr.npy", ip, 6);
+  put_i32(dir, "indices.npy", ix, 1);
+  put_i32(dir, "label.npy", lab, 5);
+  int32_t tr[1] = {0}, va[1] = {1}, te[1] = {4};
+  put_i32(dir, "train_idx.npy", tr, 1);
+  put_i32(dir, "valid_idx.npy", va, 1);
+  put_i32(dir, "test_idx.npy", te, 1);
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_stats_compute(ds, &s), HS_OK);
+  cr_expect_eq(s.self_loops, 1);
+  cr_expect_eq(s.isolated, 4);
+  cr_expect_eq(s.info.num_classes, 2000000001);
+  cr_expect_eq(s.class_size_max, 2);
+  hs_dataset_close(ds);
+  tu_rmtree(dir);
+}

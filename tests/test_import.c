@@ -2,6 +2,7 @@
  * features, splits), parse errors with file:line:column, options, the
  * stratified split, and Cora / MUSAE Facebook when the shared copies exist. */
 #include <stdint.h>
+#include <zlib.h>
 
 #include "data/hs_build.h"
 #include "data/hs_graph.h"
@@ -161,6 +162,12 @@ Test(import, linqs_error_repeated_id) {
 Test(import, linqs_error_missing_class) {
   TU_EXPECT_FAIL(linqs_mem("1 0 A\n7\n", ""), HS_ERR_FORMAT, "x.content", ":2:2:",
                  "no class label");
+}
+
+Test(import, linqs_without_features) {
+  cr_expect_eq(linqs_mem("1 A\n2 B\n", "1 2\n"), HS_OK, "%s", hs_last_error());
+  TU_EXPECT_FAIL(linqs_mem("1 A\n2 0 B\n", ""), HS_ERR_FORMAT, "x.content", ":2:3:",
+                 "more fields than the first line's 2");
 }
 
 Test(import, linqs_error_unknown_cited_id) {
@@ -580,6 +587,53 @@ Test(import, musae_facebook_shared_copy, .timeout = 300) {
   /* 170823 undirected non-loop pairs (SOURCE.md), both directions. */
   cr_expect_eq(info.num_edges, 2 * 170823);
   free(src);
+  free(dst);
+  tu_rmtree(root);
+}
+
+static void write_gz(const char *path, const char *text, int cut) {
+  gzFile f = gzopen(path, "wb9");
+  cr_assert(f);
+  gzwrite(f, text, (unsigned)strlen(text));
+  gzclose(f);
+  if (cut) {
+    struct stat sb;
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_assert_eq(truncate(path, sb.st_size - cut), 0);
+  }
+}
+
+Test(import, gzip_truncated_or_corrupt_is_a_format_error) {
+  char *root = tu_mkdtemp();
+  char *p = tu_path(root, "g.txt.gz");
+  char text[4096] = "";
+  for (int i = 0; i < 200; i++) sprintf(text + strlen(text), "%d %d\n", i, i + 1);
+  write_gz(p, text, 0);
+  hs_convert_opts o;
+  hs_convert_opts_init(&o, HS_IMPORT_EDGELIST);
+  char *dst = tu_path(root, "out");
+  hs_dataset_info info;
+  /* Named without ".gz": the twin is found. */
+  char *plain = tu_path(root, "g.txt");
+  cr_assert_eq(hs_convert(plain, dst, &o, &info), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(info.num_vertices, 201);
+  write_gz(p, text, 12); /* cut the trailer and some data */
+  o.force = true;
+  TU_EXPECT_FAIL(hs_convert(p, dst, &o, NULL), HS_ERR_FORMAT, "g.txt.gz", "byte", "unexpected end");
+  /* The existing dataset survives a failed replacement. */
+  hs_dataset *ds;
+  cr_expect_eq(hs_dataset_open(dst, &ds), HS_OK, "%s", hs_last_error());
+  hs_dataset_close(ds);
+  write_gz(p, text, 0);
+  FILE *f = fopen(p, "r+b");
+  cr_assert(f);
+  fseek(f, -6, SEEK_END); /* inside the CRC-32 */
+  fputc(0x5a, f);
+  fclose(f);
+  TU_EXPECT_FAIL(hs_convert(p, dst, &o, NULL), HS_ERR_FORMAT, "g.txt.gz", "byte", "check");
+  cr_expect_eq(tu_count_prefix(root, "out.tmp-"), 0);
+  free(p);
+  free(plain);
   free(dst);
   tu_rmtree(root);
 }

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cl_fixture.h"
+#include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/nn_rng.h"
 #include "nn/ref_nn.h"
@@ -109,7 +111,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
   const hs_nn_block *b = &fb.blocks[0];
   uint64_t s = 5;
   for (int di = 0; di < 2; di++) {
-    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__nn_block_edges(b);
+    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__nn_block_edges(b), zero = 0;
     size_t nh = (size_t)n_src * d, nc = (size_t)n_dst * 2 * d;
     float *h = malloc(4 * nh), *want = malloc(4 * nc), *got = malloc(4 * nc), *dcat = malloc(4 * nc);
     float *want_dh = malloc(4 * nh), *got_dh = malloc(4 * nh), *act = malloc(4 * nh);
@@ -124,7 +126,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
       cl_mem dh = clf_upload(&k.f, h, 4 * nh), dcatb = clf_upload(&k.f, NULL, 4 * nc);
       size_t vecs = ((size_t)d + 7) / 8;
       launch(&k, "hs_agg_fwd", wg_sizes[w], vecs, (size_t)n_dst,
-             (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(n_dst), HS_KARG(d), HS_KARG(dcatb)}, 6);
+             (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(zero), HS_KARG(n_dst), HS_KARG(d), HS_KARG(dcatb)}, 7);
       clf_download(&k.f, dcatb, got, 4 * nc);
       expect_close("agg_fwd", got, want, nc, 1e-6f);
       /* Backward, plain and with the ReLU/dropout mask folded in. */
@@ -149,29 +151,53 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
   kfix_close(&k);
 }
 
+/* Shapes for the fast path (rows a multiple of the 32-element group), rows
+ * shorter than a group, and groups straddling rows. */
+Test(nn_cl, bias_relu_dropout_kernel_matches_reference) {
+  kfix k;
+  kfix_open(&k);
+  const int shapes[][2] = {{20, 64}, {37, 13}, {9, 40}};
+  uint64_t s = 19;
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (size_t w = 0; w < N_WG; w++)
+      for (int with_p = 0; with_p < 2; with_p++) {
+        cl_int n = shapes[si][0], d = shapes[si][1], relu = 1;
+        size_t total = (size_t)n * (size_t)d;
+        float *z = malloc(4 * total), *want = malloc(4 * total), *got = malloc(4 * total), params[3 + 64];
+        fx_fill(z, total, &s, 1.0f);
+        fx_fill(params, 3 + 64, &s, 0.5f);
+        float p = with_p ? 0.4f : 0.0f, scale = hs__dropout_scale(p);
+        memcpy(want, z, 4 * total);
+        hs__ref_bias_act_fwd(want, n, d, params + 3, true, p, 1234, 3, 7, 1);
+        cl_mem dz = clf_upload(&k.f, z, 4 * total), dp = clf_upload(&k.f, params, sizeof params);
+        cl_ulong off = 3, seed = 1234;
+        cl_uint ep = 3, ba = 7, layer = 1;
+        launch(&k, "hs_bias_act_fwd", wg_sizes[w], (total + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS, 0,
+               (hs_karg[]){HS_KARG(dz), HS_KARG(n), HS_KARG(d), HS_KARG(dp), HS_KARG(off), HS_KARG(relu), HS_KARG(p),
+                           HS_KARG(scale), HS_KARG(seed), HS_KARG(ep), HS_KARG(ba), HS_KARG(layer)}, 12);
+        clf_download(&k.f, dz, got, 4 * total);
+        /* The same bits as the reference: the same kept set, the same values. */
+        cr_expect_arr_eq(got, want, 4 * total, "%dx%d, wg %zu, p %g", n, d, wg_sizes[w], (double)p);
+        int dropped = 0;
+        for (size_t e = 0; e < total; e++) dropped += want[e] == 0.0f && z[e] + params[3 + e % (size_t)d] > 0.0f;
+        if (with_p) cr_expect_gt(dropped, 0, "dropout must drop something");
+        hs__mem_release(&dz), hs__mem_release(&dp);
+        free(z), free(want), free(got);
+      }
+  kfix_close(&k);
+}
+
 Test(nn_cl, elementwise_and_loss_kernels_match_reference) {
   kfix k;
   kfix_open(&k);
   enum { N = 37, D = 13, C = 6, OFF = 5 };
   uint64_t s = 9;
-  float z[N * D], params[OFF + D], want[N * D], got[N * D];
-  fx_fill(z, N * D, &s, 1.0f);
+  float params[OFF + D];
   fx_fill(params, OFF + D, &s, 0.5f);
   for (size_t w = 0; w < N_WG; w++) {
-    /* bias + ReLU + dropout: the kept set must be exactly the reference's. */
-    memcpy(want, z, sizeof z);
-    hs__ref_bias_act_fwd(want, N, D, params + OFF, true, 0.4f, 1234, 3, 7, 1);
-    cl_mem dz = clf_upload(&k.f, z, sizeof z), dp = clf_upload(&k.f, params, sizeof params);
-    cl_int n = N, d = D, relu = 1;
-    cl_ulong off = OFF, seed = 1234;
-    cl_uint ep = 3, ba = 7, layer = 1;
-    float p = 0.4f, scale = hs__dropout_scale(p);
-    launch(&k, "hs_bias_act_fwd", wg_sizes[w], (N * D + 3) / 4, 0,
-           (hs_karg[]){HS_KARG(dz), HS_KARG(n), HS_KARG(d), HS_KARG(dp), HS_KARG(off), HS_KARG(relu), HS_KARG(p),
-                       HS_KARG(scale), HS_KARG(seed), HS_KARG(ep), HS_KARG(ba), HS_KARG(layer)}, 12);
-    clf_download(&k.f, dz, got, sizeof got);
-    for (int e = 0; e < N * D; e++) cr_expect_eq(got[e] == 0.0f, want[e] == 0.0f, "mask differs at %d", e);
-    expect_close("bias_act", got, want, N * D, 1e-6f);
+    cl_int n = N, d = D;
+    cl_ulong off = OFF;
+    cl_mem dp = clf_upload(&k.f, params, sizeof params);
     /* column sums, in two stages, into an offset of a larger buffer; enough
      * rows for several chunks */
     enum { R = 600 };
@@ -218,7 +244,7 @@ Test(nn_cl, elementwise_and_loss_kernels_match_reference) {
     cr_expect_arr_eq(gc, wc, sizeof wc);
     expect_close("loss mean", &loss_g[2], &loss_w, 1, 1e-5f);
     cr_expect_eq(correct_g[2], correct_w);
-    cl_mem all[] = {dz, dp, dx, dpart, dcs, dl, dy, ddz, drows, dhits, dsl, dsc};
+    cl_mem all[] = {dp, dx, dpart, dcs, dl, dy, ddz, drows, dhits, dsl, dsc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) hs__mem_release(&all[i]);
   }
   kfix_close(&k);
@@ -403,6 +429,52 @@ Test(nn_cl, same_seed_same_device_is_bit_identical_at_every_work_group_size) {
   clf_close(&f);
 }
 
+/* Train 2 steps, checkpoint, train 2 more; a fresh trainer resumed from
+ * the checkpoint must end with the very same parameters. */
+Test(nn_cl, resume_from_checkpoint_is_bit_identical) {
+  cl_fixture f;
+  clf_open(&f);
+  char path[] = "/tmp/hs-nn-cl-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  int fan[2] = {4, 3};
+  fx_batch fb[4];
+  for (int i = 0; i < 4; i++) fx_batch_make(&fb[i], 2, 32, fan, 24, 5, 70 + (uint64_t)i);
+  hs_model a, b;
+  small_model(&a, HS_OPTIM_ADAM, 2, 31);
+  small_model(&b, HS_OPTIM_ADAM, 2, 99); /* other weights until the checkpoint loads */
+  hs_trainer *ta, *tb;
+  open_trainer(&f, &a, 0, false, &ta);
+  for (uint32_t i = 0; i < 4; i++) {
+    if (i == 2) {
+      cr_assert_eq(hs__trainer_sync_model(ta, &a), HS_OK);
+      a.rng_counter = i;
+      cr_assert_eq(hs__checkpoint_save(&a, path), HS_OK, "%s", hs_last_error());
+    }
+    hs_nn_batch batch = fx_batch_view(&fb[i]);
+    cr_assert_eq(hs__trainer_upload(ta, &batch), HS_OK);
+    cr_assert_eq(hs__trainer_step(ta, 0, i), HS_OK);
+  }
+  cr_assert_eq(hs__checkpoint_load(path, &b), HS_OK, "%s", hs_last_error());
+  open_trainer(&f, &b, 0, false, &tb);
+  for (uint32_t i = (uint32_t)b.rng_counter; i < 4; i++) {
+    hs_nn_batch batch = fx_batch_view(&fb[i]);
+    cr_assert_eq(hs__trainer_upload(tb, &batch), HS_OK);
+    cr_assert_eq(hs__trainer_step(tb, 0, i), HS_OK);
+  }
+  cr_assert_eq(hs__trainer_sync_model(ta, &a), HS_OK);
+  cr_assert_eq(hs__trainer_sync_model(tb, &b), HS_OK);
+  cr_expect_arr_eq(b.params, a.params, 4 * a.shape.n_params);
+  cr_expect_arr_eq(b.v, a.v, 4 * a.shape.n_params);
+  cr_expect_eq(b.step, 4u);
+  unlink(path);
+  for (int i = 0; i < 4; i++) fx_batch_free(&fb[i]);
+  hs__trainer_destroy(ta), hs__trainer_destroy(tb);
+  hs__model_destroy(&a), hs__model_destroy(&b);
+  clf_close(&f);
+}
+
 Test(nn_cl, predict_matches_reference_forward) {
   cl_fixture f;
   clf_open(&f);
@@ -489,8 +561,12 @@ Test(nn_cl, device_trainer_learns_a_planted_partition) {
   cr_assert_eq(hs__trainer_sync_model(t, &m), HS_OK);
   float *all = malloc(4 * 600 * 4);
   cr_assert_eq(hs__infer_full(&m.shape, m.params, &cv, g.feat, all), HS_OK);
-  expect_rel("device vs host inference", logits, all + 400 * 4, 200 * 4, 1e-5);
-  free(all), free(x);
+  expect_rel("device predict vs host inference", logits, all + 400 * 4, 200 * 4, 1e-5);
+  /* Layer-wise inference on the device over the whole graph. */
+  float *dev_all = malloc(4 * 600 * 4);
+  cr_assert_eq(hs__trainer_infer_full(t, &cv, g.feat, dev_all), HS_OK, "%s", hs_last_error());
+  expect_rel("device vs host layer-wise inference", dev_all, all, 600 * 4, 1e-5);
+  free(all), free(x), free(dev_all);
   hs__block_set_free(&set);
   hs__trainer_destroy(t);
   hs__model_destroy(&m);
@@ -625,9 +701,16 @@ Test(nn_cl, cora_full_neighbour_training_reaches_published_accuracy, .timeout = 
     }
   cr_assert_eq(hs__trainer_sync_model(t, &m), HS_OK);
   double train_s = hs__now() - t0;
-  float *logits = malloc(4 * (size_t)g.n * (size_t)g.c);
-  cr_assert_eq(hs__infer_full(&m.shape, m.params, &cv, g.x, logits), HS_OK);
+  float *logits = malloc(4 * (size_t)g.n * (size_t)g.c), *host = malloc(4 * (size_t)g.n * (size_t)g.c);
+  t0 = hs__now();
+  cr_assert_eq(hs__trainer_infer_full(t, &cv, g.x, logits), HS_OK, "%s", hs_last_error());
+  double infer_s = hs__now() - t0;
+  cr_assert_eq(hs__infer_full(&m.shape, m.params, &cv, g.x, host), HS_OK);
+  expect_rel("cora logits, device vs host", logits, host, (size_t)g.n * (size_t)g.c, 1e-5);
   double acc = hs__accuracy(logits, g.c, g.y, test_ids, n_test);
+  cr_expect_eq(acc, hs__accuracy(host, g.c, g.y, test_ids, n_test));
+  cr_log_info("cora: device layer-wise inference of %d vertices in %.3f s", g.n, infer_s);
+  free(host);
   cr_log_info("cora: test accuracy %.4f after 20 epochs (%.1f s of training, GEMM %s)", acc, train_s,
               hs__gemm_kind_name(hs__trainer_gemm_kind(t)));
   cr_expect_geq(acc, 0.84, "Cora full-neighbour test accuracy %.4f", acc);

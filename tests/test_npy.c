@@ -263,6 +263,8 @@ Test(npy, rule_descr_syntax) {
   char b[512];
   size_t n = make_v1(b, "{'descr': '<4', 'fortran_order': False, 'shape': (3,)}");
   TU_EXPECT_FAIL(parse_text(b, n), HS_ERR_FORMAT, "hand.npy", "byte 20", "simple dtype");
+  n = make_v1(b, "{'descr': '<i0', 'fortran_order': False, 'shape': (0,)}");
+  TU_EXPECT_FAIL(parse_text(b, n), HS_ERR_FORMAT, "hand.npy", "byte 20", "item size of 0");
 }
 
 Test(npy, rule_big_endian_rejected) {

@@ -244,3 +244,24 @@ Test(pipeline, rejects_bad_shapes) {
   cr_expect_eq(run(&c, (hs_pipe_mode)7, 2, 4, NULL), HS_ERR_INVALID_ARG);
   cr_expect_eq(run(&c, HS_PIPE_THREADS, 2, 0, NULL), HS_OK);
 }
+
+static atomic_int inits;
+static void count_init(void *user) {
+  (void)user;
+  atomic_fetch_add(&inits, 1);
+}
+
+Test(pipeline, thread_init_runs_once_on_every_stage_thread) {
+  for (int m = 0; m < 3; m++) {
+    run_ctx c = fresh(0.0005, -0.0005, 0.0005);
+    hs_pipe_slot slots[3];
+    memset(slots, 0, sizeof slots);
+    c.cl = ctx.ctx;
+    atomic_store(&inits, 0);
+    hs_pipe p = {.stages = STAGES, .n_stages = 3, .ctx = &c, .slots = slots, .depth = 3,
+                 .mode = (hs_pipe_mode)m, .thread_init = count_init};
+    cr_assert_eq(hs__pipe_run(&p, 0, 5, NULL), HS_OK, "%s", hs_last_error());
+    /* Only the threads driver starts threads; the others run on the caller's. */
+    cr_expect_eq(atomic_load(&inits), m == HS_PIPE_THREADS ? 3 : 0, "mode %d", m);
+  }
+}

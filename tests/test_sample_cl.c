@@ -1,7 +1,8 @@
 /* The device sampler (both kernel styles) against the plain-C reference,
  * bit for bit: every mode, several work-group sizes, a CPU sub-device,
- * indices split across buffers, consecutive batches (state reset), and the
- * real graphs when present. Runs on whatever OpenCL device is found (PoCL
+ * indices split across buffers, consecutive batches (state reset), batches
+ * begun before earlier ones finish, read-back at finish, and the real
+ * graphs when present. Runs on whatever OpenCL device is found (PoCL
  * in CI); no device is a skip. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -93,14 +94,17 @@ static void make_seeds(int32_t *seeds, int32_t n, int64_t n_vertices, uint32_t s
 
 /* Run `batches` consecutive batches through the device sampler and the
  * reference; every one must be identical and valid. */
-static void expect_same_as_reference_rows(cl_env *e, const hs_csr *g, const hs_sample_cfg *cfg,
-                                          hs_sampler_style style, const size_t *wgs, int n_wgs,
-                                          int32_t n_seeds, int batches, uint32_t rows_per_item) {
-  hs_sampler_opts opts = {.style = style, .max_seeds = n_seeds, .profile = true,
-                          .rows_per_item = rows_per_item};
+static void expect_same_with_reindex(cl_env *e, const hs_csr *g, const hs_sample_cfg *cfg,
+                                     hs_sampler_style style, hs_reindex_style reindex,
+                                     const size_t *wgs, int n_wgs, int32_t n_seeds, int batches,
+                                     uint32_t rows_per_item, size_t eager_read_limit) {
+  hs_sampler_opts opts = {.style = style, .reindex = reindex, .max_seeds = n_seeds,
+                          .profile = true, .rows_per_item = rows_per_item,
+                          .eager_read_limit = eager_read_limit};
   hs_sampler *s = NULL;
   hs_status st = hs__sampler_create(&e->ctx, env_dev(e), e->q, g, cfg, &opts, &s);
   cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  if (reindex != HS_REINDEX_AUTO) cr_assert_eq(hs__sampler_reindex(s), reindex);
   hs_batch dev_b, ref_b;
   cr_assert_eq(hs__batch_alloc(hs__sampler_caps(s), &dev_b), HS_OK);
   cr_assert_eq(hs__batch_alloc(hs__sampler_caps(s), &ref_b), HS_OK);
@@ -119,8 +123,9 @@ static void expect_same_as_reference_rows(cl_env *e, const hs_csr *g, const hs_s
       cr_assert_eq(hs__ref_sample_batch(g, cfg, seeds, n_seeds, 2, (uint32_t)b, &ref_b), HS_OK,
                    "%s", hs_last_error());
       const char *why = sc_same_batch(&dev_b, &ref_b);
-      cr_assert_null(why, "mode %d replace %d budget %lld style %d wg %zu rows %u batch %d: %s",
-                     (int)cfg->mode, cfg->replace, (long long)cfg->max_vertices, (int)style,
+      cr_assert_null(why, "mode %d replace %d budget %lld style %d reindex %d wg %zu rows %u "
+                     "batch %d: %s", (int)cfg->mode, cfg->replace, (long long)cfg->max_vertices,
+                     (int)style, (int)hs__sampler_reindex(s),
                      style == HS_STYLE_SINGLE ? (size_t)1 : wgs[w], rows_per_item, b, why);
       why = sc_check_batch(g, cfg, seeds, n_seeds, &dev_b);
       cr_assert_null(why, "%s", why);
@@ -135,6 +140,28 @@ static void expect_same_as_reference_rows(cl_env *e, const hs_csr *g, const hs_s
   hs__batch_free(&dev_b);
   hs__batch_free(&ref_b);
   hs__sampler_destroy(s);
+}
+
+/* NDRange: with both reindexes (whatever the device would pick). */
+static void expect_same_as_reference_opts(cl_env *e, const hs_csr *g, const hs_sample_cfg *cfg,
+                                          hs_sampler_style style, const size_t *wgs, int n_wgs,
+                                          int32_t n_seeds, int batches, uint32_t rows_per_item,
+                                          size_t eager_read_limit) {
+  if (style == HS_STYLE_SINGLE) {
+    expect_same_with_reindex(e, g, cfg, style, HS_REINDEX_AUTO, wgs, n_wgs, n_seeds, batches,
+                             rows_per_item, eager_read_limit);
+    return;
+  }
+  const hs_reindex_style both[] = {HS_REINDEX_PARALLEL, HS_REINDEX_SEQUENTIAL};
+  for (size_t r = 0; r < HS_ARRAY_LEN(both); r++)
+    expect_same_with_reindex(e, g, cfg, style, both[r], wgs, n_wgs, n_seeds, batches,
+                             rows_per_item, eager_read_limit);
+}
+
+static void expect_same_as_reference_rows(cl_env *e, const hs_csr *g, const hs_sample_cfg *cfg,
+                                          hs_sampler_style style, const size_t *wgs, int n_wgs,
+                                          int32_t n_seeds, int batches, uint32_t rows_per_item) {
+  expect_same_as_reference_opts(e, g, cfg, style, wgs, n_wgs, n_seeds, batches, rows_per_item, 0);
 }
 
 /* rows_per_item 0: the device's default */
@@ -260,4 +287,186 @@ static void real_graph(const char *rel) {
 Test(sample_cl, cora, .timeout = 600) { real_graph("cora/cora.cites"); }
 Test(sample_cl, facebook, .timeout = 600) {
   real_graph("musae_facebook/edges/facebook_edges.csv");
+}
+
+/* ---- begin / finish ----------------------------------------------------------- */
+
+typedef struct flight {
+  hs_sampler *s;
+  hs_batch dev[3], ref;
+  int32_t *seeds[3];
+  int32_t n_seeds;
+} flight;
+
+static void flight_open(flight *f, cl_env *e, const hs_csr *g, const hs_sample_cfg *cfg,
+                        hs_sampler_style style, hs_reindex_style reindex, int32_t n_seeds,
+                        size_t eager_read_limit) {
+  memset(f, 0, sizeof *f);
+  hs_sampler_opts opts = {.style = style, .reindex = reindex, .max_seeds = n_seeds,
+                          .profile = true, .eager_read_limit = eager_read_limit};
+  cr_assert_eq(hs__sampler_create(&e->ctx, env_dev(e), e->q, g, cfg, &opts, &f->s), HS_OK, "%s",
+               hs_last_error());
+  for (int i = 0; i < 3; i++) {
+    cr_assert_eq(hs__batch_alloc(hs__sampler_caps(f->s), &f->dev[i]), HS_OK);
+    f->seeds[i] = malloc(sizeof(int32_t) * (size_t)n_seeds);
+    cr_assert_not_null(f->seeds[i]);
+    make_seeds(f->seeds[i], n_seeds, g->n, 900u + (uint32_t)i);
+  }
+  cr_assert_eq(hs__batch_alloc(hs__sampler_caps(f->s), &f->ref), HS_OK);
+  f->n_seeds = n_seeds;
+}
+
+static void flight_close(flight *f) {
+  for (int i = 0; i < 3; i++) {
+    hs__batch_free(&f->dev[i]);
+    free(f->seeds[i]);
+  }
+  hs__batch_free(&f->ref);
+  hs__sampler_destroy(f->s);
+}
+
+/* Batch i of the flight (sampled as batch number 40 + i) equals the
+ * reference. */
+static void flight_expect(flight *f, const hs_csr *g, const hs_sample_cfg *cfg, int i) {
+  cr_assert_eq(hs__ref_sample_batch(g, cfg, f->seeds[i], f->n_seeds, 3, 40u + (uint32_t)i,
+                                    &f->ref),
+               HS_OK, "%s", hs_last_error());
+  const char *why = sc_same_batch(&f->dev[i], &f->ref);
+  cr_assert_null(why, "batch %d (mode %d, budget %lld): %s", i, (int)cfg->mode,
+                 (long long)cfg->max_vertices, why);
+}
+
+static hs_status flight_begin(flight *f, int i, cl_event *ev) {
+  return hs__sampler_begin(f->s, f->seeds[i], f->n_seeds, 3, 40u + (uint32_t)i, &f->dev[i], ev);
+}
+
+static void flight_wait_finish(flight *f, int i, cl_event *ev) {
+  cr_assert_eq(hs__events_wait(ev, 1), HS_OK, "%s", hs_last_error());
+  hs__events_release(ev, 1);
+  cr_assert_eq(hs__sampler_finish(f->s, &f->dev[i]), HS_OK, "%s", hs_last_error());
+}
+
+/* Three batches begun back to back, finished out of order; the seeds
+ * arrays are scribbled over right after begin (begin copies them). */
+static void expect_three_in_flight(cl_env *e, const hs_csr *g, const hs_sample_cfg *cfg,
+                                   hs_sampler_style style, hs_reindex_style reindex) {
+  flight f;
+  flight_open(&f, e, g, cfg, style, reindex, 48, 0);
+  cr_assert(hs__sampler_eager_read(f.s), "small capacities read back with the batch");
+  cl_event ev[3];
+  int32_t *saved = malloc(sizeof(int32_t) * (size_t)f.n_seeds);
+  cr_assert_not_null(saved);
+  for (int i = 0; i < 3; i++) {
+    memcpy(saved, f.seeds[i], sizeof(int32_t) * (size_t)f.n_seeds);
+    cr_assert_eq(flight_begin(&f, i, &ev[i]), HS_OK, "%s", hs_last_error());
+    cr_assert_not_null(ev[i]);
+    memset(f.seeds[i], 0xff, sizeof(int32_t) * (size_t)f.n_seeds);
+    memcpy(f.seeds[i], saved, sizeof(int32_t) * (size_t)f.n_seeds);
+  }
+  const int order[] = {1, 0, 2};
+  for (int j = 0; j < 3; j++) flight_wait_finish(&f, order[j], &ev[order[j]]);
+  for (int i = 0; i < 3; i++) flight_expect(&f, g, cfg, i);
+  hs_sampler_stats st;
+  hs__sampler_stats(f.s, &st);
+  cr_expect_eq(st.batches, 3);
+  cr_expect_eq(st.vertices, (int64_t)f.dev[0].n_vertices + f.dev[1].n_vertices +
+                                f.dev[2].n_vertices);
+  free(saved);
+  flight_close(&f);
+}
+
+Test(sample_cl, batches_begun_before_earlier_ones_finish, .timeout = 600) {
+  cl_env e;
+  env_open(&e, false);
+  test_graph t;
+  cr_assert(tg_random(&t, 3000, 4.0, 300, 15, true));
+  for (size_t m = 0; m < HS_ARRAY_LEN(every_mode); m++) {
+    hs_sample_cfg cfg =
+        cfg_of(3, fan3, every_mode[m].mode, every_mode[m].replace, every_mode[m].budget);
+    expect_three_in_flight(&e, &t.g, &cfg, HS_STYLE_NDRANGE, HS_REINDEX_PARALLEL);
+    expect_three_in_flight(&e, &t.g, &cfg, HS_STYLE_NDRANGE, HS_REINDEX_SEQUENTIAL);
+    if (m % 3 == 0) expect_three_in_flight(&e, &t.g, &cfg, HS_STYLE_SINGLE, HS_REINDEX_AUTO);
+  }
+  tg_free(&t);
+  env_close(&e);
+}
+
+/* Read-back at finish (capacities over the limit): same bits; one batch
+ * at a time, a second begin is refused until the first is finished. */
+Test(sample_cl, read_back_at_finish_equals_reference, .timeout = 600) {
+  cl_env e;
+  env_open(&e, false);
+  test_graph t;
+  cr_assert(tg_random(&t, 3000, 4.0, 300, 16, true));
+  for (size_t m = 0; m < HS_ARRAY_LEN(every_mode); m++) {
+    hs_sample_cfg cfg =
+        cfg_of(3, fan3, every_mode[m].mode, every_mode[m].replace, every_mode[m].budget);
+    expect_same_as_reference_opts(&e, &t.g, &cfg, HS_STYLE_NDRANGE, (const size_t[]){64}, 1, 40,
+                                  2, 0, 1);
+    expect_same_as_reference_opts(&e, &t.g, &cfg, HS_STYLE_SINGLE, NULL, 1, 40, 1, 0, 1);
+  }
+  hs_sample_cfg cfg = cfg_of(3, fan3, HS_SAMPLE_UNIFORM, false, 0);
+  flight f;
+  flight_open(&f, &e, &t.g, &cfg, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, 32, 1);
+  cr_assert_not(hs__sampler_eager_read(f.s));
+  cl_event ev0, ev1;
+  cr_assert_eq(flight_begin(&f, 0, &ev0), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(flight_begin(&f, 1, &ev1), HS_ERR_INVALID_ARG);
+  cr_expect_null(ev1);
+  flight_wait_finish(&f, 0, &ev0);
+  cr_assert_eq(flight_begin(&f, 1, &ev1), HS_OK, "%s", hs_last_error());
+  flight_wait_finish(&f, 1, &ev1);
+  flight_expect(&f, &t.g, &cfg, 0);
+  flight_expect(&f, &t.g, &cfg, 1);
+  flight_close(&f);
+  tg_free(&t);
+  env_close(&e);
+}
+
+/* Bad input to begin leaves nothing queued (no event) and the sampler
+ * usable; an out-of-order queue is refused at creation. */
+Test(sample_cl, begin_refuses_bad_input, .timeout = 600) {
+  cl_env e;
+  env_open(&e, false);
+  test_graph t;
+  cr_assert(tg_random(&t, 1000, 4.0, 100, 17, false));
+  hs_sample_cfg cfg = cfg_of(2, fan3, HS_SAMPLE_UNIFORM, false, 0);
+  flight f;
+  flight_open(&f, &e, &t.g, &cfg, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, 16, 0);
+  cr_expect_eq(hs__sampler_reindex(f.s), HS_REINDEX_PARALLEL);
+  cl_event ev = NULL;
+  int32_t dup[16];
+  memcpy(dup, f.seeds[0], sizeof dup);
+  dup[5] = dup[2];
+  cr_expect_eq(hs__sampler_begin(f.s, dup, 16, 0, 0, &f.dev[0], &ev), HS_ERR_INVALID_ARG);
+  cr_expect_null(ev);
+  dup[5] = (int32_t)t.g.n;
+  cr_expect_eq(hs__sampler_begin(f.s, dup, 16, 0, 0, &f.dev[0], &ev), HS_ERR_RANGE);
+  cr_expect_eq(hs__sampler_begin(f.s, f.seeds[0], 17, 0, 0, &f.dev[0], &ev), HS_ERR_INVALID_ARG);
+  hs_batch small;
+  hs_batch_caps caps = *hs__sampler_caps(f.s);
+  caps.edges[1]--;
+  cr_assert_eq(hs__batch_alloc(&caps, &small), HS_OK);
+  cr_expect_eq(hs__sampler_begin(f.s, f.seeds[0], 16, 0, 0, &small, &ev), HS_ERR_INVALID_ARG);
+  cr_expect_null(ev);
+  hs__batch_free(&small);
+  cr_assert_eq(flight_begin(&f, 0, &ev), HS_OK, "%s", hs_last_error());
+  flight_wait_finish(&f, 0, &ev);
+  flight_expect(&f, &t.g, &cfg, 0);
+  flight_close(&f);
+
+  cl_command_queue ooo = NULL;
+  cr_assert_eq(hs__queue_create(&e.ctx, env_dev(&e), HS_QUEUE_OUT_OF_ORDER, &ooo), HS_OK);
+  cl_command_queue_properties props = 0;
+  clGetCommandQueueInfo(ooo, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+  if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) {
+    hs_sampler_opts opts = {.style = HS_STYLE_NDRANGE, .max_seeds = 16};
+    hs_sampler *s = NULL;
+    cr_expect_eq(hs__sampler_create(&e.ctx, env_dev(&e), ooo, &t.g, &cfg, &opts, &s),
+                 HS_ERR_INVALID_ARG);
+    cr_expect_null(s);
+  }
+  clReleaseCommandQueue(ooo);
+  tg_free(&t);
+  env_close(&e);
 }

@@ -1,12 +1,18 @@
 /* Training sessions end to end on the bundled Cora: driver agreement,
- * interrupt and resume, accuracy, evaluation paths, and bad input. */
+ * interrupt and resume, accuracy, evaluation paths, bad input, the
+ * trainer cache, and features larger than the memory budget. */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <malloc.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hetsage.h"
+#include "sample/hs_sampler.h"
 
 static hs_runtime *rt;
 static hs_dataset *ds;
@@ -37,12 +43,16 @@ static hs_session_config small_cfg(hs_pipeline_mode mode) {
   return c;
 }
 
-static float *train(const hs_session_config *c, int epochs, size_t *n) {
+/* Train `epochs` epochs; the parameters, and each epoch's stats into
+ * `stats` (optional, `epochs` entries). */
+static float *train_stats(const hs_session_config *c, int epochs, size_t *n,
+                          hs_epoch_stats *stats) {
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, ds, c, &s), HS_OK, "%s", hs_last_error());
   for (int e = 0; e < epochs; e++) {
     hs_epoch_stats st;
     cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
+    if (stats) stats[e] = st;
     cr_assert_not(st.interrupted);
     cr_expect_eq(st.batches, (1624 + 127) / 128);
     cr_expect(isfinite(st.loss));
@@ -52,6 +62,10 @@ static float *train(const hs_session_config *c, int epochs, size_t *n) {
   cr_assert_eq(hs_session_parameters(s, p, *n, n), HS_OK);
   hs_session_destroy(s);
   return p;
+}
+
+static float *train(const hs_session_config *c, int epochs, size_t *n) {
+  return train_stats(c, epochs, n, NULL);
 }
 
 Test(session, drivers_and_sequential_give_bit_identical_parameters) {
@@ -76,6 +90,81 @@ Test(session, drivers_and_sequential_give_bit_identical_parameters) {
   free(thr);
   free(async);
   free(other);
+}
+
+/* ---- the trainer-side feature cache ----------------------------------------- */
+
+#define CORA_N 2708
+
+/* A cache of a quarter of the rows, under each fill policy and both
+ * drivers, changes nothing but what crosses the link. */
+Test(session, trainer_cache_gives_bit_identical_parameters) {
+  hs_session_config c = small_cfg(HS_PIPELINE_ASYNC);
+  size_t n_ref;
+  hs_epoch_stats ref_st[2];
+  float *ref = train_stats(&c, 2, &n_ref, ref_st);
+  cr_expect_eq(ref_st[1].cache_lookups, 0, "no cache, yet lookups were counted");
+  static const hs_cache_fill fills[] = {HS_CACHE_FILL_FIRST, HS_CACHE_FILL_DEGREE,
+                                        HS_CACHE_FILL_PRESAMPLE};
+  for (int k = 0; k < 4; k++) {
+    c = small_cfg(k == 3 ? HS_PIPELINE_THREADS : HS_PIPELINE_ASYNC);
+    c.cache_rows = CORA_N / 4;
+    c.cache_fill = fills[k % 3];
+    const char *name = hs_cache_fill_name(c.cache_fill);
+    size_t n;
+    hs_epoch_stats st[2];
+    float *got = train_stats(&c, 2, &n, st);
+    cr_assert_eq(n, n_ref);
+    cr_expect_arr_eq(got, ref, n * sizeof(float), "cache (%s fill) changed the parameters", name);
+    cr_expect_eq(st[1].loss, ref_st[1].loss, "%s: loss differs", name);
+    double rate = st[1].cache_lookups ? (double)st[1].cache_hits / (double)st[1].cache_lookups : 0;
+    cr_log_info("cache %d rows, %s fill: epoch 2 hit rate %.4f (C/N %.4f)", CORA_N / 4, name,
+                rate, 0.25);
+    cr_expect_gt(st[1].cache_lookups, 0, "%s: no lookups", name);
+    cr_expect_gt(rate, 0.0, "%s: epoch 2 hit rate is 0", name);
+    cr_expect_eq(st[1].cache_rows, CORA_N / 4, "%s: the cache is not full after 2 epochs", name);
+    cr_expect_eq(st[1].cache_bytes_saved, st[1].cache_hits * 1433u * sizeof(float));
+    cr_expect_lt(st[1].bytes_uploaded, ref_st[1].bytes_uploaded, "%s: hits still uploaded", name);
+    free(got);
+  }
+  free(ref);
+}
+
+/* With every row cached, epochs after the cache holds them all hit always. */
+Test(session, trainer_cache_of_every_row_hits_every_row) {
+  hs_session_config c = small_cfg(HS_PIPELINE_ASYNC);
+  c.cache_rows = CORA_N;
+  size_t n;
+  /* DEGREE and PRESAMPLE prefill all N rows (ranked, zero scores last). */
+  for (int k = 0; k < 2; k++) {
+    c.cache_fill = k ? HS_CACHE_FILL_PRESAMPLE : HS_CACHE_FILL_DEGREE;
+    hs_epoch_stats st[2];
+    free(train_stats(&c, 2, &n, st));
+    for (int e = 0; e < 2; e++) {
+      cr_expect_gt(st[e].cache_lookups, 0);
+      cr_expect_eq(st[e].cache_hits, st[e].cache_lookups, "%s fill, epoch %d: %llu of %llu hit",
+                   hs_cache_fill_name(c.cache_fill), e + 1,
+                   (unsigned long long)st[e].cache_hits, (unsigned long long)st[e].cache_lookups);
+      cr_expect_eq(st[e].cache_rows, CORA_N);
+    }
+  }
+  /* FIRST fills as it goes: a row misses only the first time it is seen,
+   * so from epoch 2 on the misses are exactly the rows newly inserted (a
+   * row reached for the first time in a late epoch still misses once). */
+  c.cache_fill = HS_CACHE_FILL_FIRST;
+  hs_epoch_stats f[3];
+  free(train_stats(&c, 3, &n, f));
+  cr_expect_lt(f[0].cache_hits, f[0].cache_lookups);
+  for (int e = 1; e < 3; e++) {
+    uint64_t misses = f[e].cache_lookups - f[e].cache_hits;
+    cr_expect_eq(misses, f[e].cache_rows - f[e - 1].cache_rows,
+                 "first fill, epoch %d: %llu misses but %llu rows inserted", e + 1,
+                 (unsigned long long)misses,
+                 (unsigned long long)(f[e].cache_rows - f[e - 1].cache_rows));
+    cr_log_info("first fill, every row: epoch %d hit rate %.5f", e + 1,
+                (double)f[e].cache_hits / (double)f[e].cache_lookups);
+  }
+  cr_expect_gt((double)f[2].cache_hits / (double)f[2].cache_lookups, 0.99);
 }
 
 typedef struct stopper {
@@ -217,4 +306,226 @@ Test(session, missing_dataset_is_a_clear_error) {
   cr_expect_neq(hs_dataset_open("/nonexistent/dataset", &none), HS_OK);
   cr_expect(strstr(hs_last_error(), "/nonexistent/dataset") != NULL, "%s", hs_last_error());
   cr_expect_null(none);
+}
+
+/* A board profile naming a prebuilt sampler binary (what an FPGA board
+ * ships): the session loads it instead of building, with the same results;
+ * a binary that is not one is refused by name. */
+Test(session, sampler_from_a_prebuilt_binary) {
+  char dir[] = "/tmp/hs-binboard-XXXXXX";
+  cr_assert(mkdtemp(dir));
+  char bin[256], ini[256];
+  snprintf(bin, sizeof bin, "%s/sampler.bin", dir);
+  snprintf(ini, sizeof ini, "%s/cpu-binary.ini", dir);
+  /* The binary, built for the CPU device as an offline compiler would. */
+  hs_inventory inv;
+  cr_assert_eq(hs__inventory_discover(&inv), HS_OK);
+  const hs_dev *cpu = NULL;
+  for (int i = 0; i < inv.n_devs; i++)
+    if (inv.devs[i].info.type == HS_DEVICE_CPU) cpu = &inv.devs[i];
+  if (!cpu) cr_skip_test("no CPU device");
+  hs_ctx ctx;
+  cr_assert_eq(hs__ctx_create(cpu, 1, &ctx), HS_OK);
+  cr_assert_eq(hs__sampler_save_binary(&ctx, cpu, bin), HS_OK, "%s", hs_last_error());
+  hs__ctx_release(&ctx);
+  hs__inventory_release(&inv);
+
+  FILE *f = fopen(ini, "w");
+  fprintf(f, "[board]\nname = cpu-binary\n[device.cpu]\ntype = cpu\nrequired = true\n"
+             "[roles]\nsampler = cpu\ntrainer = cpu\n"
+             "[binaries]\ncpu = sampler.bin\n");
+  fclose(f);
+
+  hs_session_config c = small_cfg(HS_PIPELINE_OFF);
+  c.board = ini;
+  hs_session *s;
+  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_train_epoch(s, NULL), HS_OK, "%s", hs_last_error());
+  size_t n;
+  cr_assert_eq(hs_session_parameters(s, NULL, 0, &n), HS_OK);
+  float *with_bin = malloc(n * sizeof *with_bin);
+  cr_assert_eq(hs_session_parameters(s, with_bin, n, &n), HS_OK);
+  hs_session_destroy(s);
+  size_t n_ref;
+  c.board = NULL;
+  float *ref = train(&c, 1, &n_ref);
+  cr_assert_eq(n, n_ref);
+  cr_expect_arr_eq(with_bin, ref, n * sizeof(float), "sampling from the binary changed the result");
+  free(with_bin);
+  free(ref);
+
+  /* Not a program binary: refused, naming the file. */
+  f = fopen(bin, "w");
+  fputs("not a binary", f);
+  fclose(f);
+  c.board = ini;
+  cr_expect_neq(hs_session_create(rt, ds, &c, &s), HS_OK);
+  cr_expect(strstr(hs_last_error(), "sampler.bin") != NULL, "%s", hs_last_error());
+  unlink(bin);
+  unlink(ini);
+  rmdir(dir);
+}
+/* ---- features larger than the memory budget --------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+#define MiB (1024u * 1024u)
+
+typedef struct budget_run {
+  int ok;
+  double loss;
+  uint64_t hwm;          /* the child's peak resident set (VmHWM) */
+  uint64_t host_memory;  /* the host tier's memory, 0 when not in use */
+  uint64_t host_lookups, host_hits, host_bytes_read;
+  char err[256];
+} budget_run;
+
+static uint64_t vm_hwm(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  uint64_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %lu kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb * 1024u;
+}
+
+/* Train 2 epochs on `dir` within `budget` in a child process, so that its
+ * peak resident set is the run's own. The parent never touches OpenCL
+ * (this suite has no fixture), so the child starts clean. */
+static budget_run run_in_child(const char *dir, uint64_t budget) {
+  int fds[2];
+  cr_assert_eq(pipe(fds), 0);
+  pid_t pid = fork();
+  cr_assert_geq(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    /* meson sets MALLOC_PERTURB_, which makes malloc write every page it
+     * hands out: reserved but unused capacity (the batch slots are sized for
+     * the worst case) would then count as resident. Measure the process as
+     * it runs in use. */
+    mallopt(M_PERTURB, 0);
+    budget_run r = {0};
+    hs_runtime *crt = NULL;
+    hs_dataset *cds = NULL;
+    hs_session *s = NULL;
+    hs_session_config c;
+    hs_session_config_init(&c);
+    c.batch_size = 32;
+    c.fanouts[0] = 4;
+    c.fanouts[1] = 3;
+    c.hidden = 16;
+    c.seed = 3;
+    c.memory_budget = budget;
+    hs_status st = hs_runtime_open(&crt, NULL);
+    if (st == HS_OK) st = hs_dataset_open(dir, &cds);
+    if (st == HS_OK) st = hs_session_create(crt, cds, &c, &s);
+    hs_epoch_stats es = {0};
+    for (int e = 0; e < 2 && st == HS_OK; e++) st = hs_session_train_epoch(s, &es);
+    r.ok = st == HS_OK;
+    if (st != HS_OK) snprintf(r.err, sizeof r.err, "%s: %s", hs_strerror(st), hs_last_error());
+    r.loss = es.loss;
+    r.host_memory = es.host_memory_bytes;
+    r.host_lookups = es.host_lookups;
+    r.host_hits = es.host_hits;
+    r.host_bytes_read = es.host_bytes_read;
+    r.hwm = vm_hwm();
+    hs_session_destroy(s);
+    hs_dataset_close(cds);
+    hs_runtime_close(crt);
+    ssize_t w = write(fds[1], &r, sizeof r);
+    _exit(w == (ssize_t)sizeof r ? 0 : 1);
+  }
+  close(fds[1]);
+  budget_run r = {0};
+  ssize_t got = read(fds[0], &r, sizeof r);
+  close(fds[0]);
+  int status = 0;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0 && got == (ssize_t)sizeof r,
+            "the child training %s failed (status %d)", dir, status);
+  return r;
+}
+
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char path[1200];
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  closedir(d);
+  rmdir(dir);
+}
+
+static void generate(const char *dir, int64_t features) {
+  hs_generate_opts o;
+  hs_generate_opts_init(&o, HS_GENERATE_SBM);
+  o.num_vertices = 40000;
+  o.edge_factor = 8;
+  o.num_features = features;
+  o.split_frac[HS_SPLIT_TRAIN] = 0.05; /* 2000 seeds: 63 batches an epoch */
+  o.split_frac[HS_SPLIT_VALID] = 0.05;
+  o.split_frac[HS_SPLIT_TEST] = 0.05;
+  cr_assert_eq(hs_generate(dir, &o, NULL), HS_OK, "%s", hs_last_error());
+}
+
+TestSuite(session_budget, .timeout = 600);
+
+/* 40000 x 1024 float32 features (156 MiB) trained within a 32 MiB budget:
+ * read through the host tier, the process's peak resident set stays within
+ * the same run's on 16 features plus the budget plus the batches' larger
+ * rows, and far below the feature size. */
+Test(session_budget, features_larger_than_the_budget_stay_on_disk) {
+  if (getenv("HS_UNDER_VALGRIND")) cr_skip_test("too slow under valgrind");
+  char root[] = "/tmp/hs-budget-XXXXXX";
+  cr_assert_not_null(mkdtemp(root));
+  char big[1100], tiny[1100];
+  snprintf(big, sizeof big, "%s/big", root);
+  snprintf(tiny, sizeof tiny, "%s/tiny", root);
+  generate(big, 1024);
+  generate(tiny, 16);
+  const uint64_t budget = 32u * MiB, feature_bytes = 40000u * 1024u * 4u;
+
+  budget_run t = run_in_child(tiny, budget);
+  budget_run b = run_in_child(big, budget);
+  remove_dir(big);
+  remove_dir(tiny);
+  rmdir(root);
+  cr_assert(t.ok, "%s", t.err);
+  cr_assert(b.ok, "%s", b.err);
+  cr_expect(isfinite(t.loss) && isfinite(b.loss), "loss %g / %g", t.loss, b.loss);
+  cr_expect_eq(t.host_memory, 0, "16 features fit the budget, yet the host tier was used");
+  cr_expect_gt(b.host_memory, 0, "the host tier was not used");
+  cr_expect_leq(b.host_memory, budget, "the host tier holds %llu B", (unsigned long long)b.host_memory);
+  cr_expect_gt(b.host_lookups, 0);
+  cr_log_info("peak RSS: 16 features %.1f MiB, 1024 features in a %u MiB budget %.1f MiB "
+              "(features %.1f MiB); host tier %.1f MiB, epoch 2 hit rate %.3f, %.1f MiB read",
+              (double)t.hwm / MiB, (unsigned)(budget / MiB), (double)b.hwm / MiB,
+              (double)feature_bytes / MiB, (double)b.host_memory / MiB,
+              (double)b.host_hits / (double)b.host_lookups, (double)b.host_bytes_read / MiB);
+#ifdef UNDER_ASAN
+  cr_log_info("ASan: resident-set bounds not checked (shadow memory and quarantine)");
+#else
+  /* The fixed overhead is the same run on 16 features (runtime, PoCL,
+   * programs, topology, model: about 93 MiB here); on top of it the budget
+   * covers the host tier (16 MiB kept + its overhead) and the batches'
+   * wider rows: measured +25 MiB. The slack absorbs allocator variance. */
+  const uint64_t slack = 4u * MiB;
+  cr_expect_leq(b.hwm, t.hwm + budget + slack, "peak RSS %.1f MiB > %.1f + %u + %u MiB",
+                (double)b.hwm / MiB, (double)t.hwm / MiB, (unsigned)(budget / MiB),
+                (unsigned)(slack / MiB));
+  cr_expect_lt(b.hwm, feature_bytes, "peak RSS %.1f MiB", (double)b.hwm / MiB);
+  cr_expect_lt(b.hwm - t.hwm, feature_bytes / 4, "peak RSS %.1f MiB above the baseline",
+               (double)(b.hwm - t.hwm) / MiB);
+#endif
 }

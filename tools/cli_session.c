@@ -27,7 +27,11 @@ void cli_session_usage(FILE *f) {
           "  --weight-decay X     L2 weight decay (default 5e-4)\n"
           "  --seed S             seeds init, shuffles, sampling, dropout (default 0)\n"
           "  --cache-rows N       trainer-side feature cache rows (default: plan)\n"
-          "  --cache-fill first|degree|presample\n");
+          "  --cache-fill first|degree|presample\n"
+          "                       how the trainer cache is filled (default: plan)\n"
+          "  --memory-budget SIZE host memory budget, e.g. 512M (default: plan);\n"
+          "                       larger features are read from disk through a\n"
+          "                       cache of half of it, seeds in block order\n");
 }
 
 static const char *value(const char *cmd, int argc, char **argv, int *i) {
@@ -130,6 +134,10 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     else if (strcmp(v, "degree") == 0) c->cache_fill = HS_CACHE_FILL_DEGREE;
     else if (strcmp(v, "presample") == 0) c->cache_fill = HS_CACHE_FILL_PRESAMPLE;
     else return bad(cmd, o, v, "expected first, degree or presample");
+  } else if (strcmp(o, "--memory-budget") == 0) {
+    VAL();
+    if (!cli_parse_size(v, &u) || u == 0) return bad(cmd, o, v, "expected a size such as 512M");
+    c->memory_budget = u;
   } else {
     return 0;
   }

@@ -37,7 +37,7 @@ static void usage(FILE *f) {
           "  --quiet                no progress lines on stderr\n"
           "\n"
           "Each row of the CSR is sorted by neighbour id. Exit status: 0 done, 1 failed,\n"
-          "2 usage error.\n");
+          "2 usage error (bad options, DST exists without --force).\n");
 }
 
 int cmd_convert(int argc, char **argv) {
@@ -110,7 +110,7 @@ int cmd_convert(int argc, char **argv) {
   hs_status st = hs_convert(pos[0], pos[1], &o, &info);
   if (st != HS_OK) {
     cli_report(cmd, pos[0], st);
-    return 1;
+    return st == HS_ERR_INVALID_ARG ? 2 : 1;
   }
   if (json) {
     printf("{\n  \"path\": ");

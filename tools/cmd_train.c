@@ -83,13 +83,21 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
   fprintf(f,
           "}, \"wall_over_busiest\": %.4f, \"trainer_utilisation\": %.4f, "
           "\"sampled_edges_per_s\": %.1f, \"gather_gb_per_s\": %.4f, \"bytes_uploaded\": %llu, "
-          "\"cache_lookups\": %llu, \"cache_hits\": %llu, \"peak_rss_bytes\": %llu, "
+          "\"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
+          "\"cache_rows\": %llu, \"cache_bytes_saved\": %llu, \"cache_device_bytes\": %llu, "
+          "\"host_lookups\": %llu, \"host_hits\": %llu, \"host_bytes_read\": %llu, "
+          "\"host_memory_bytes\": %llu, \"peak_rss_bytes\": %llu, "
           "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
           busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
           st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
           (unsigned long long)st->bytes_uploaded, (unsigned long long)st->cache_lookups,
-          (unsigned long long)st->cache_hits, (unsigned long long)st->peak_rss_bytes, st->loss,
-          valid_acc);
+          (unsigned long long)st->cache_hits,
+          st->cache_lookups ? (double)st->cache_hits / (double)st->cache_lookups : 0.0,
+          (unsigned long long)st->cache_rows, (unsigned long long)st->cache_bytes_saved,
+          (unsigned long long)st->cache_device_bytes, (unsigned long long)st->host_lookups,
+          (unsigned long long)st->host_hits, (unsigned long long)st->host_bytes_read,
+          (unsigned long long)st->host_memory_bytes, (unsigned long long)st->peak_rss_bytes,
+          st->loss, valid_acc);
   fflush(f);
 }
 

@@ -7,7 +7,7 @@ pkgs=(
   build-essential pkg-config meson ninja-build python3
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev libhwloc-dev libopenblas-dev libinih-dev zlib1g-dev
-  libcriterion-dev valgrind
+  libcriterion-dev valgrind clang libclang-rt-dev
 )
 
 missing=()

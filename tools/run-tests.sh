@@ -4,7 +4,8 @@
 #  2. the host suite (tests that compile no OpenCL kernel) under valgrind —
 #     PoCL's LLVM JIT makes kernel builds take minutes under valgrind, so the
 #     OpenCL suite is left to the sanitizer build;
-#  3. every test in an ASan+UBSan build.
+#  3. every test in an ASan+UBSan build;
+#  4. each fuzz harness (tests/fuzz/) for HS_FUZZ_SECONDS (15) seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -25,6 +26,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   meson test -C "$build-asan" --print-errorlogs
+
+echo "== fuzz: each libFuzzer harness for a bounded time (tests/fuzz/run.sh)"
+tests/fuzz/run.sh "${HS_FUZZ_SECONDS:-15}"
 
 echo "== summary"
 python3 - "$build" "$build-asan" <<'PY'

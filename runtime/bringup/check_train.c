@@ -267,15 +267,16 @@ static hs_check_result aggregation(hs__bu *b, hs__scope *s, hs__out *o, bool bwd
     fill(dcat, nc, &seed, 1.0f);
     for (size_t e = 0; e < nh; e++) act[e] = hx[e] > 0.0f ? hx[e] : 0.0f;
     size_t vecs = ((size_t)d + 7) / 8;
+    cl_int base = 0; /* first destination row: the whole block */
     if ((st = up(s, k->row_ptr, 4 * ((size_t)n_dst + 1), &drp)) != HS_OK ||
         (st = up(s, k->col, 4 * (size_t)n_edges, &dcol)) != HS_OK)
       goto next;
     if (!bwd) {
       if ((st = up(s, hx, 4 * nh, &dh)) != HS_OK || (st = up(s, NULL, 4 * nc, &dout)) != HS_OK ||
           (st = run(s, prog, "hs_agg_fwd", vecs, (size_t)n_dst,
-                    (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(n_dst),
-                                HS_KARG(d), HS_KARG(dout)},
-                    6)) != HS_OK ||
+                    (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(base),
+                                HS_KARG(n_dst), HS_KARG(d), HS_KARG(dout)},
+                    7)) != HS_OK ||
           (st = down(s, dout, got, 4 * nc)) != HS_OK)
         goto next;
       hs__ref_agg_fwd(k, hx, d, want);

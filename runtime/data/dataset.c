@@ -66,12 +66,24 @@ static size_t byte_of(const arr *a, uint64_t i) {
   return a->h.data_offset + (size_t)i * a->h.elem_size;
 }
 
-/* Range check of an int32 array already in memory. */
+/* Whether any element is outside [lo, hi]. Blocks of a fixed length let
+ * the compiler vectorise at -O2; the scan runs at memory speed. */
+static bool any_outside(const int32_t *v, size_t n, int32_t lo, int32_t hi) {
+  int32_t acc = 0;
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    int32_t a = 0;
+    for (int k = 0; k < 32; k++) a |= (v[i + k] < lo) | (v[i + k] > hi);
+    acc |= a;
+  }
+  for (; i < n; i++) acc |= (v[i] < lo) | (v[i] > hi);
+  return acc != 0;
+}
+
+/* Range check of an int32 array already in memory ([lo, hi] within int32). */
 static hs_status check_i32(const arr *a, const int32_t *v, size_t n, int64_t lo,
                            int64_t hi, const char *what) {
-  bool bad = false;
-  for (size_t i = 0; i < n; i++) bad |= (v[i] < lo) | (v[i] > hi);
-  if (!bad) return HS_OK;
+  if (!any_outside(v, n, (int32_t)lo, (int32_t)hi)) return HS_OK;
   for (size_t i = 0; i < n; i++)
     if (v[i] < lo || v[i] > hi)
       return hs__fail(HS_ERR_FORMAT,
@@ -130,8 +142,14 @@ static hs_status load_indptr(hs_dataset *ds, arr *a) {
     return hs__fail(HS_ERR_FORMAT, "%s: element 0 (byte %zu): indptr[0] is %" PRId64
                     ", must be 0",
                     a->path, byte_of(a, 0), p[0]);
-  bool bad = false;
-  for (size_t i = 1; i <= n; i++) bad |= p[i] < p[i - 1];
+  int bad = 0;
+  size_t i0 = 1;
+  for (; i0 + 16 <= n + 1; i0 += 16) {
+    int b = 0;
+    for (int k = 0; k < 16; k++) b |= p[i0 + k] < p[i0 + k - 1];
+    bad |= b;
+  }
+  for (; i0 <= n; i0++) bad |= p[i0] < p[i0 - 1];
   if (bad)
     for (size_t i = 1; i <= n; i++)
       if (p[i] < p[i - 1])
@@ -335,6 +353,8 @@ fail:
 }
 
 const hs_graph *hs__dataset_graph(const hs_dataset *ds) { return &ds->g; }
+
+const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
 
 void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {
   const hs_graph *g = &ds->g;

@@ -33,5 +33,8 @@ typedef struct hs_graph {
 
 /* The view of an open dataset (never NULL for a valid handle). */
 const hs_graph *hs__dataset_graph(const hs_dataset *ds);
+/* The directory the dataset was opened from (e.g. to read feat.npy
+ * without the mapping). */
+const char *hs__dataset_dir(const hs_dataset *ds);
 
 #endif

@@ -46,30 +46,44 @@ static hs_status parse_content(hs__text *t, hs__strmap *ids, hs__strmap *classes
                            (int)(q - p > 64 ? 64 : q - p), p);
     int64_t k = 0;
     size_t row = (size_t)v;
+    float *dst = NULL;
+    if (nf > 0) { /* row 0 fixed F: room for this whole row at once */
+      size_t need;
+      if (!hs__mul_size(row + 1, (size_t)nf, &need))
+        return hs__fail(HS_ERR_NOMEM, "too many features");
+      if ((st = grow((void **)&imp->feat, &fcap, need, sizeof(float)))) return st;
+      dst = imp->feat + row * (size_t)nf;
+    }
+    p = hs__skip_ws(q, end);
     for (;;) {
-      p = hs__skip_ws(q, end);
       if (p == end) return hs__text_fail(t, NULL, "line has no class label");
       q = token_end(p, end);
-      if (hs__skip_ws(q, end) == end) break; /* the last token: the class */
+      const char *next = hs__skip_ws(q, end);
+      if (next == end) break; /* the last token: the class */
       if (nf >= 0 && k >= nf)
         return hs__text_fail(t, p,
                              "more fields than the first line's %" PRId64
                              " (id, %" PRId64 " features, class)",
                              nf + 2, nf);
-      /* Row 0 fixes F; later rows are stored at row * F. */
-      size_t need = (size_t)k + 1;
-      if (nf >= 0 && !hs__mul_size(row + 1, (size_t)nf, &need))
-        return hs__fail(HS_ERR_NOMEM, "too many features");
-      if ((st = grow((void **)&imp->feat, &fcap, need, sizeof(float)))) return st;
-      const char *num = p;
       float x;
-      if (!hs__parse_f32(&num, q, &x) || num != q)
-        return hs__text_fail(t, p, "feature %" PRId64 ": expected a number, found '%.*s'", k,
-                             (int)(q - p > 32 ? 32 : q - p), p);
-      if (x != x || x - x != 0)
-        return hs__text_fail(t, p, "feature %" PRId64 ": not a finite number", k);
-      imp->feat[(nf >= 0 ? row * (size_t)nf : 0) + (size_t)k] = x;
+      if (q - p == 1 && (*p == '0' || *p == '1')) {
+        x = (float)(*p - '0'); /* bag-of-words files are mostly these */
+      } else {
+        const char *num = p;
+        if (!hs__parse_f32(&num, q, &x) || num != q)
+          return hs__text_fail(t, p, "feature %" PRId64 ": expected a number, found '%.*s'", k,
+                               (int)(q - p > 32 ? 32 : q - p), p);
+        if (x != x || x - x != 0)
+          return hs__text_fail(t, p, "feature %" PRId64 ": not a finite number", k);
+      }
+      if (nf < 0) {
+        if ((st = grow((void **)&imp->feat, &fcap, (size_t)k + 1, sizeof(float)))) return st;
+        imp->feat[k] = x;
+      } else {
+        dst[k] = x;
+      }
       k++;
+      p = next;
     }
     if (nf < 0) nf = k;
     else if (k != nf)

@@ -185,6 +185,10 @@ static hs_status hdr_descr(hdr_parser *p, hs__npy_header *h, size_t at) {
                     "%s: byte %zu: dtype '%s' has no explicit byte order", p->name,
                     p->base + at, d);
   }
+  if (size == 0) {
+    p->pos = at;
+    return hdr_err(p, "descr has an item size of 0");
+  }
   h->elem_size = size;
   h->dtype = HS_DTYPE_NONE;
   if (kind == 'i' && size == 4) h->dtype = HS_DTYPE_INT32;

@@ -20,7 +20,10 @@ hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *out) 
   if (n == 0) return HS_OK;
   int64_t *deg = malloc((size_t)n * sizeof *deg);
   uint8_t *touched = calloc((size_t)n, 1);
-  int64_t *cls = calloc((size_t)g->num_classes + 1, sizeof *cls);
+  /* Class sizes by counting when classes are few, else by sorting a copy
+   * (a valid dataset may use huge class ids). */
+  bool by_sort = g->num_classes > n;
+  int64_t *cls = calloc(by_sort ? (size_t)n : (size_t)g->num_classes + 1, sizeof *cls);
   if (!deg || !touched || !cls) {
     free(deg);
     free(touched);
@@ -40,7 +43,14 @@ hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *out) 
   }
   int64_t isolated = 0;
   for (int64_t v = 0; v < n; v++) isolated += !touched[v];
-  if (g->labels) {
+  if (g->labels && by_sort) {
+    for (int64_t v = 0; v < n; v++) cls[v] = g->labels[v];
+    qsort(cls, (size_t)n, sizeof *cls, cmp_i64);
+    for (int64_t v = 0, run = 0; v < n; v++) {
+      run = v > 0 && cls[v] == cls[v - 1] ? run + 1 : 1;
+      if (cls[v] >= 0 && run > out->class_size_max) out->class_size_max = run;
+    }
+  } else if (g->labels) {
     for (int64_t v = 0; v < n; v++)
       if (g->labels[v] >= 0) cls[g->labels[v]]++;
     for (int32_t c = 0; c < g->num_classes; c++)

@@ -10,10 +10,10 @@
 
 enum { READ_CHUNK = 1 << 18 };
 
-static hs_status text_init(hs__text *t, const char *name) {
+static hs_status text_init(hs__text *t, const char *name, size_t cap) {
   memset(t, 0, sizeof *t);
   t->name = strdup(name);
-  t->cap = READ_CHUNK * 2;
+  t->cap = cap;
   t->buf = malloc(t->cap + 1);
   if (!t->name || !t->buf) {
     free(t->name);
@@ -36,7 +36,7 @@ hs_status hs__text_open(hs__text *t, const char *path) {
     memcpy(alt + l, ".gz", 4);
     if (stat(alt, &sb) == 0) use = alt;
   }
-  hs_status st = text_init(t, use);
+  hs_status st = text_init(t, use, READ_CHUNK * 2);
   if (st) goto done;
   errno = 0;
   t->gz = gzopen(use, "rb");
@@ -53,7 +53,7 @@ done:
 }
 
 hs_status hs__text_open_mem(hs__text *t, const char *name, const void *data, size_t len) {
-  hs_status st = text_init(t, name);
+  hs_status st = text_init(t, name, len < READ_CHUNK ? len + 16 : READ_CHUNK * 2);
   if (st) return st;
   t->mem = data;
   t->mem_len = len;
@@ -67,6 +67,13 @@ void hs__text_close(hs__text *t) {
   memset(t, 0, sizeof *t);
 }
 
+/* zlib's message names the file itself ("path: what"); keep the what. */
+static const char *gz_what(const hs__text *t, const char *msg) {
+  size_t l = strlen(t->name);
+  if (msg && strncmp(msg, t->name, l) == 0 && msg[l] == ':' && msg[l + 1] == ' ') return msg + l + 2;
+  return msg ? msg : "unknown zlib error";
+}
+
 /* Append up to `want` bytes at buf+end. */
 static hs_status text_fill(hs__text *t, size_t want) {
   if (t->gz) {
@@ -77,7 +84,7 @@ static hs_status text_fill(hs__text *t, size_t want) {
       return hs__fail(code == Z_ERRNO ? HS_ERR_IO : HS_ERR_FORMAT,
                       "%s: byte %llu: read failed: %s", t->name,
                       (unsigned long long)(t->bytes + (t->end - t->start)),
-                      code == Z_ERRNO ? strerror(errno) : msg);
+                      code == Z_ERRNO ? strerror(errno) : gz_what(t, msg));
     }
     if (r == 0) {
       /* A gzip stream cut short reads as a short file: say so. */
@@ -85,7 +92,7 @@ static hs_status text_fill(hs__text *t, size_t want) {
       const char *msg = gzerror(t->gz, &code);
       if (code != Z_OK && code != Z_STREAM_END)
         return hs__fail(HS_ERR_FORMAT, "%s: byte %llu: %s", t->name,
-                        (unsigned long long)(t->bytes + (t->end - t->start)), msg);
+                        (unsigned long long)(t->bytes + (t->end - t->start)), gz_what(t, msg));
       t->eof = true;
     }
     t->end += (size_t)r;
@@ -132,7 +139,7 @@ int hs__text_next(hs__text *t, hs_status *st) {
       scan -= t->start;
       t->start = 0;
     }
-    if (t->cap - t->end < READ_CHUNK) {
+    if (t->end == t->cap) {
       if (t->cap >= HS_TEXT_MAX_LINE) {
         *st = hs__fail(HS_ERR_FORMAT, "%s:%llu: line longer than %zu bytes", t->name,
                        (unsigned long long)t->lineno + 1, HS_TEXT_MAX_LINE);
@@ -148,8 +155,7 @@ int hs__text_next(hs__text *t, hs_status *st) {
       t->buf = nb;
       t->cap = ncap;
     }
-    if ((*st = text_fill(t, t->cap - t->end < READ_CHUNK ? t->cap - t->end : READ_CHUNK)))
-      return -1;
+    if ((*st = text_fill(t, t->cap - t->end))) return -1;
   }
 }
 
@@ -159,7 +165,7 @@ hs_status hs__text_slurp(hs__text *t, char **out, size_t *len) {
   t->line = NULL;
   for (;;) {
     if (t->eof) break;
-    if (t->cap - t->end < READ_CHUNK) {
+    if (t->end == t->cap) {
       if (t->cap >= HS_TEXT_MAX_LINE)
         return hs__fail(HS_ERR_FORMAT, "%s: longer than %zu bytes", t->name, HS_TEXT_MAX_LINE);
       char *nb = realloc(t->buf, t->cap * 2 + 1);
@@ -167,7 +173,7 @@ hs_status hs__text_slurp(hs__text *t, char **out, size_t *len) {
       t->buf = nb;
       t->cap *= 2;
     }
-    hs_status st = text_fill(t, READ_CHUNK);
+    hs_status st = text_fill(t, t->cap - t->end);
     if (st) return st;
   }
   size_t n = t->end - t->start;

@@ -5,31 +5,17 @@
 
 #include "hs_launch.h"
 #include "nn/nn_rng.h"
-#include "nn/trainer.h"
-
-enum {
-  K_AGG_FWD,
-  K_AGG_BWD,
-  K_TR_COUNT,
-  K_SCAN_SUMS,
-  K_SCAN_OFFSETS,
-  K_SCAN_APPLY,
-  K_TR_FILL,
-  K_TR_SORT,
-  K_BIAS_ACT,
-  K_COLSUM_PART,
-  K_COLSUM_FINAL,
-  K_SOFTMAX_CE,
-  K_LOSS_REDUCE,
-  K_ADAM,
-  K_SGD,
-  K_COUNT
-};
+#include "nn/trainer_internal.h"
 
 static const char *const kernel_names[K_COUNT] = {
-    "hs_agg_fwd",   "hs_agg_bwd",  "hs_tr_count",   "hs_scan_sums",    "hs_scan_offsets",
-    "hs_scan_apply", "hs_tr_fill", "hs_tr_sort",    "hs_bias_act_fwd", "hs_colsum_part", "hs_colsum_final",
-    "hs_softmax_ce", "hs_loss_reduce", "hs_adam",   "hs_sgd",
+    [K_AGG_FWD] = "hs_agg_fwd",         [K_AGG_BWD] = "hs_agg_bwd",
+    [K_TR_COUNT] = "hs_tr_count",       [K_SCAN_SUMS] = "hs_scan_sums",
+    [K_SCAN_OFFSETS] = "hs_scan_offsets", [K_SCAN_APPLY] = "hs_scan_apply",
+    [K_TR_FILL] = "hs_tr_fill",         [K_TR_SORT] = "hs_tr_sort",
+    [K_BIAS_ACT] = "hs_bias_act_fwd",   [K_COLSUM_PART] = "hs_colsum_part",
+    [K_COLSUM_FINAL] = "hs_colsum_final", [K_SOFTMAX_CE] = "hs_softmax_ce",
+    [K_LOSS_REDUCE] = "hs_loss_reduce", [K_ADAM] = "hs_adam",
+    [K_SGD] = "hs_sgd",
 };
 
 /* One program for every training kernel: PoCL's compiler is slow. */
@@ -37,64 +23,9 @@ static const char *const program_sources[] = {
     "hs_common.h", "hs_philox.h", "hs_train.h", "train_agg.cl", "train_elem.cl", "train_optim.cl",
 };
 
-enum {
-  SCAN_CHUNK = 256, /* HS_SCAN_CHUNK in train_agg.cl */
-  VW = 8,           /* features per work-item of the vectorised kernels */
-  DEFAULT_WG = 64,
-};
-enum { STATS_RING = 256, MAX_SPANS = 512 };
-
-typedef struct dbuf {
-  cl_mem m;
-  size_t cap;
-} dbuf;
-
-struct hs_trainer {
-  const hs_ctx *ctx;
-  hs_dev dev;
-  cl_command_queue q;
-  hs_trainer_opts opts;
-  hs_model_cfg cfg;
-  hs_model_shape shape;
-  uint64_t step;
-
-  cl_program program;
-  cl_kernel k[K_COUNT];
-  size_t wg[K_COUNT]; /* opts.wg clamped to each kernel's limit */
-  hs_gemm *gemm;
-
-  dbuf params, grads, mom1, mom2;
-
-  /* The uploaded batch. */
-  bool uploaded;
-  int32_t n_dst[HS_NN_MAX_LAYERS], n_src[HS_NN_MAX_LAYERS], n_edges[HS_NN_MAX_LAYERS];
-  bool transposed[HS_NN_MAX_LAYERS];
-  bool has_labels;
-  dbuf row_ptr[HS_NN_MAX_LAYERS], col[HS_NN_MAX_LAYERS];
-  dbuf t_ptr[HS_NN_MAX_LAYERS], t_dst[HS_NN_MAX_LAYERS];
-  dbuf feat, labels;
-
-  /* Activations and gradients: act[l] is the input of layer l >= 1. */
-  dbuf cat[HS_NN_MAX_LAYERS], act[HS_NN_MAX_LAYERS], dz[HS_NN_MAX_LAYERS];
-  dbuf logits, dcat, cursor, scan_sums, colsum_part, loss_rows, correct_rows;
-
-  /* Statistics ring, read lazily. */
-  dbuf stat_loss, stat_correct;
-  int32_t ring_seeds[STATS_RING];
-  int ring_first, ring_pending;
-  hs_train_stats overflow; /* drained early when the ring filled */
-
-  /* Profiling spans: (marker before, last event) per phase. */
-  cl_event span_mark[MAX_SPANS], span_end[MAX_SPANS];
-  hs_train_phase span_phase[MAX_SPANS];
-  int n_spans;
-  double phase_s[HS_PHASE_COUNT_];
-  int timed_steps;
-};
-
 /* ---- helpers ------------------------------------------------------------- */
 
-static hs_status reserve(hs_trainer *t, dbuf *b, size_t count, size_t elem) {
+hs_status hs__trainer_reserve(hs_trainer *t, dbuf *b, size_t count, size_t elem) {
   size_t bytes;
   if (!hs__mul_size(count, elem, &bytes))
     return hs__fail(HS_ERR_RANGE, "trainer: buffer of %zu x %zu bytes overflows", count, elem);
@@ -103,7 +34,7 @@ static hs_status reserve(hs_trainer *t, dbuf *b, size_t count, size_t elem) {
   return hs__mem_reserve(t->ctx, CL_MEM_READ_WRITE, bytes, &b->m, &b->cap);
 }
 
-static void drop(dbuf *b) {
+void hs__trainer_drop(dbuf *b) {
   hs__mem_release(&b->m);
   b->cap = 0;
 }
@@ -129,13 +60,19 @@ static void span_close(hs_trainer *t, hs_train_phase ph, cl_event mark, cl_event
 }
 
 /* Set arguments and launch kernel `id` over (g0) or (g0, g1). */
-static hs_status run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
-                     const hs_karg *args, int n_args) {
+hs_status hs__trainer_run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
+                          const hs_karg *args, int n_args) {
   hs_status st = hs__kernel_args(t->k[id], args, n_args);
   if (st != HS_OK) return st;
   cl_event mark, ev = NULL;
   if ((st = span_open(t, &mark)) != HS_OK) return st;
+  /* A narrow first dimension (few feature vectors per row) must not leave
+   * most of each work-group idle: the rest of the group goes to rows. */
   size_t global[2] = {g0, g1}, local[2] = {t->wg[id], 1};
+  if (g1 && g0 < local[0]) {
+    local[0] = g0 ? g0 : 1;
+    local[1] = t->wg[id] / local[0];
+  }
   st = hs__launch(t->q, t->k[id], g1 ? 2 : 1, global, local, 0, NULL, t->opts.profile ? &ev : NULL);
   if (st != HS_OK) {
     hs__events_release(&mark, 1);
@@ -145,7 +82,7 @@ static hs_status run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t
   return HS_OK;
 }
 
-static hs_status gemm(hs_trainer *t, const hs_gemm_op *op) {
+hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op) {
   cl_event mark, ev = NULL;
   hs_status st = span_open(t, &mark);
   if (st != HS_OK) return st;
@@ -191,12 +128,12 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   st = hs__gemm_create(ctx, dev, q, t->opts.gemm, t->opts.gemm_threads, &t->gemm);
   if (st != HS_OK) goto fail;
   size_t n = t->shape.n_params;
-  if ((st = reserve(t, &t->params, n, sizeof(float))) != HS_OK ||
-      (st = reserve(t, &t->grads, n, sizeof(float))) != HS_OK ||
-      (st = reserve(t, &t->mom1, n, sizeof(float))) != HS_OK ||
-      (st = reserve(t, &t->mom2, n, sizeof(float))) != HS_OK ||
-      (st = reserve(t, &t->stat_loss, STATS_RING, sizeof(float))) != HS_OK ||
-      (st = reserve(t, &t->stat_correct, STATS_RING, sizeof(int32_t))) != HS_OK)
+  if ((st = hs__trainer_reserve(t, &t->params, n, sizeof(float))) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->grads, n, sizeof(float))) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->mom1, n, sizeof(float))) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->mom2, n, sizeof(float))) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->stat_loss, STATS_RING, sizeof(float))) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->stat_correct, STATS_RING, sizeof(int32_t))) != HS_OK)
     goto fail;
   if ((st = hs__trainer_load_model(t, m)) != HS_OK) goto fail;
   *out = t;
@@ -216,10 +153,10 @@ void hs__trainer_destroy(hs_trainer *t) {
   dbuf *all[] = {&t->params, &t->grads, &t->mom1, &t->mom2, &t->feat, &t->labels, &t->logits,
                  &t->dcat, &t->cursor, &t->scan_sums, &t->colsum_part, &t->loss_rows, &t->correct_rows,
                  &t->stat_loss, &t->stat_correct};
-  for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) drop(all[i]);
+  for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) hs__trainer_drop(all[i]);
   for (int l = 0; l < HS_NN_MAX_LAYERS; l++) {
-    drop(&t->row_ptr[l]), drop(&t->col[l]), drop(&t->t_ptr[l]), drop(&t->t_dst[l]);
-    drop(&t->cat[l]), drop(&t->act[l]), drop(&t->dz[l]);
+    hs__trainer_drop(&t->row_ptr[l]), hs__trainer_drop(&t->col[l]), hs__trainer_drop(&t->t_ptr[l]), hs__trainer_drop(&t->t_dst[l]);
+    hs__trainer_drop(&t->cat[l]), hs__trainer_drop(&t->act[l]), hs__trainer_drop(&t->dz[l]);
   }
   hs__gemm_destroy(t->gemm);
   for (int i = 0; i < K_COUNT; i++) hs__kernel_release(&t->k[i]);
@@ -267,7 +204,12 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   if (b->n_layers != L)
     return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
                     b->n_layers, L);
-  hs_status st = hs__nn_batch_validate(b, sh->dims[L]);
+  /* feat NULL: the caller assembles the features on the device
+   * (hs__trainer_feat_buffer); the rest of the batch is checked as usual. */
+  static const float no_feat = 0.0f;
+  hs_nn_batch checked = *b;
+  if (!checked.feat) checked.feat = &no_feat;
+  hs_status st = hs__nn_batch_validate(&checked, sh->dims[L]);
   if (st != HS_OK) return st;
   if (b->blocks[L - 1].n_dst < 1) return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has no seeds");
   size_t dcat_rows = 0, max_src = 0, part = 0;
@@ -285,15 +227,15 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
     size_t nd = (size_t)blk->n_dst, ns = (size_t)blk->n_src, ne = (size_t)t->n_edges[l];
     size_t chunks = (nd + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
     if (chunks * d_out > part) part = chunks * d_out;
-    if ((st = reserve(t, &t->row_ptr[l], nd + 1, 4)) != HS_OK ||
-        (st = reserve(t, &t->col[l], ne, 4)) != HS_OK ||
-        (st = reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK ||
-        (st = reserve(t, &t->dz[l], nd, d_out * 4)) != HS_OK)
+    if ((st = hs__trainer_reserve(t, &t->row_ptr[l], nd + 1, 4)) != HS_OK ||
+        (st = hs__trainer_reserve(t, &t->col[l], ne, 4)) != HS_OK ||
+        (st = hs__trainer_reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK ||
+        (st = hs__trainer_reserve(t, &t->dz[l], nd, d_out * 4)) != HS_OK)
       return st;
     if (l > 0) {
-      if ((st = reserve(t, &t->act[l], ns, d_in * 4)) != HS_OK ||
-          (st = reserve(t, &t->t_ptr[l], ns + 1, 4)) != HS_OK ||
-          (st = reserve(t, &t->t_dst[l], ne, 4)) != HS_OK)
+      if ((st = hs__trainer_reserve(t, &t->act[l], ns, d_in * 4)) != HS_OK ||
+          (st = hs__trainer_reserve(t, &t->t_ptr[l], ns + 1, 4)) != HS_OK ||
+          (st = hs__trainer_reserve(t, &t->t_dst[l], ne, 4)) != HS_OK)
         return st;
       if (nd * 2 * d_in > dcat_rows) dcat_rows = nd * 2 * d_in;
       if (ns > max_src) max_src = ns;
@@ -305,17 +247,18 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   }
   size_t n_seeds = (size_t)t->n_dst[L - 1], c = (size_t)sh->dims[L];
   size_t n_in = (size_t)t->n_src[0], d0 = (size_t)sh->dims[0];
-  if ((st = reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK ||
-      (st = reserve(t, &t->labels, n_seeds, 4)) != HS_OK ||
-      (st = reserve(t, &t->logits, n_seeds, c * 4)) != HS_OK ||
-      (st = reserve(t, &t->loss_rows, n_seeds, 4)) != HS_OK ||
-      (st = reserve(t, &t->correct_rows, n_seeds, 4)) != HS_OK ||
-      (st = reserve(t, &t->dcat, dcat_rows, 4)) != HS_OK ||
-      (st = reserve(t, &t->cursor, max_src, 4)) != HS_OK ||
-      (st = reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
-      (st = reserve(t, &t->scan_sums, max_src / SCAN_CHUNK + 1, 4)) != HS_OK)
+  if ((st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->labels, n_seeds, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->logits, n_seeds, c * 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->loss_rows, n_seeds, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->correct_rows, n_seeds, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->dcat, dcat_rows, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->cursor, max_src, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->scan_sums, max_src / SCAN_CHUNK + 1, 4)) != HS_OK)
     return st;
-  if ((st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, b->feat, 0, NULL, NULL)) != HS_OK)
+  if (b->feat &&
+      (st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, b->feat, 0, NULL, NULL)) != HS_OK)
     return st;
   t->has_labels = b->labels != NULL;
   if (b->labels &&
@@ -323,6 +266,12 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
     return st;
   t->uploaded = true;
   return HS_OK;
+}
+
+hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out) {
+  hs_status st = hs__trainer_reserve(t, &t->feat, n_rows, (size_t)t->shape.dims[0] * 4);
+  if (st == HS_OK) *out = t->feat.m;
+  return st;
 }
 
 /* ---- the step --------------------------------------------------------------- */
@@ -342,13 +291,13 @@ static hs_status transpose(hs_trainer *t, int l) {
   hs_karg fill[] = {HS_KARG(rp), HS_KARG(col), HS_KARG(n_dst), HS_KARG(tp), HS_KARG(cur), HS_KARG(td)};
   hs_karg sort[] = {HS_KARG(tp), HS_KARG(n_src), HS_KARG(td)};
   if ((st = hs__mem_fill(t->q, cur, &zero, 4, 0, cursor_bytes, 0, NULL, NULL)) != HS_OK ||
-      (st = run(t, HS_PHASE_AGG, K_TR_COUNT, (size_t)n_edges, 0, count, 3)) != HS_OK ||
-      (st = run(t, HS_PHASE_AGG, K_SCAN_SUMS, (size_t)n_chunks, 0, s1, 3)) != HS_OK ||
-      (st = run(t, HS_PHASE_AGG, K_SCAN_OFFSETS, 1, 0, s2, 3)) != HS_OK ||
-      (st = run(t, HS_PHASE_AGG, K_SCAN_APPLY, (size_t)n_chunks, 0, s3, 4)) != HS_OK ||
+      (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_COUNT, (size_t)n_edges, 0, count, 3)) != HS_OK ||
+      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_SUMS, (size_t)n_chunks, 0, s1, 3)) != HS_OK ||
+      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_OFFSETS, 1, 0, s2, 3)) != HS_OK ||
+      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_APPLY, (size_t)n_chunks, 0, s3, 4)) != HS_OK ||
       (st = hs__mem_fill(t->q, cur, &zero, 4, 0, cursor_bytes, 0, NULL, NULL)) != HS_OK ||
-      (st = run(t, HS_PHASE_AGG, K_TR_FILL, (size_t)n_dst, 0, fill, 6)) != HS_OK ||
-      (st = run(t, HS_PHASE_AGG, K_TR_SORT, (size_t)n_src, 0, sort, 3)) != HS_OK)
+      (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_FILL, (size_t)n_dst, 0, fill, 6)) != HS_OK ||
+      (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_SORT, (size_t)n_src, 0, sort, 3)) != HS_OK)
     return st;
   t->transposed[l] = true;
   return HS_OK;
@@ -364,15 +313,16 @@ static hs_status forward(hs_trainer *t, float p, uint32_t epoch, uint32_t batch)
     cl_int n_dst = t->n_dst[l], d_in = sh->dims[l], d_out = sh->dims[l + 1];
     cl_mem in = l == 0 ? t->feat.m : t->act[l].m;
     cl_mem out = l < L - 1 ? t->act[l + 1].m : t->logits.m;
-    hs_karg agg[] = {HS_KARG(t->row_ptr[l].m), HS_KARG(t->col[l].m), HS_KARG(in),
+    cl_int base = 0;
+    hs_karg agg[] = {HS_KARG(t->row_ptr[l].m), HS_KARG(t->col[l].m), HS_KARG(in), HS_KARG(base),
                      HS_KARG(n_dst), HS_KARG(d_in), HS_KARG(t->cat[l].m)};
     size_t vecs = ((size_t)d_in + VW - 1) / VW;
-    if ((st = run(t, HS_PHASE_AGG, K_AGG_FWD, vecs, (size_t)n_dst, agg, 6)) != HS_OK)
+    if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_FWD, vecs, (size_t)n_dst, agg, 7)) != HS_OK)
       return st;
     hs_gemm_op op = {.m = (size_t)n_dst, .n = (size_t)d_out, .k = 2 * (size_t)d_in, .alpha = 1.0f,
                      .a = t->cat[l].m, .lda = 2 * (size_t)d_in, .b = t->params.m,
                      .b_off = sh->w_off[l], .ldb = (size_t)d_out, .c = out, .ldc = (size_t)d_out};
-    if ((st = gemm(t, &op)) != HS_OK) return st;
+    if ((st = hs__trainer_gemm(t, &op)) != HS_OK) return st;
     if (l == L - 1) break;
     cl_ulong b_off = sh->b_off[l];
     cl_int relu = 1;
@@ -380,8 +330,8 @@ static hs_status forward(hs_trainer *t, float p, uint32_t epoch, uint32_t batch)
     hs_karg act[] = {HS_KARG(out), HS_KARG(n_dst), HS_KARG(d_out), HS_KARG(t->params.m),
                      HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale),
                      HS_KARG(seed), HS_KARG(ep), HS_KARG(ba), HS_KARG(layer)};
-    size_t groups = ((size_t)n_dst * (size_t)d_out + 3) / 4;
-    if ((st = run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act, 12)) != HS_OK) return st;
+    size_t groups = ((size_t)n_dst * (size_t)d_out + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
+    if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act, 12)) != HS_OK) return st;
   }
   return HS_OK;
 }
@@ -401,8 +351,8 @@ static hs_status loss(hs_trainer *t) {
                   HS_KARG(t->dz[L - 1].m), HS_KARG(t->loss_rows.m), HS_KARG(t->correct_rows.m)};
   hs_karg red[] = {HS_KARG(t->loss_rows.m), HS_KARG(t->correct_rows.m), HS_KARG(n),
                    HS_KARG(t->stat_loss.m), HS_KARG(t->stat_correct.m), HS_KARG(slot)};
-  if ((st = run(t, HS_PHASE_ELEM, K_SOFTMAX_CE, (size_t)n, 0, ce, 10)) != HS_OK ||
-      (st = run(t, HS_PHASE_ELEM, K_LOSS_REDUCE, 1, 0, red, 6)) != HS_OK)
+  if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_SOFTMAX_CE, (size_t)n, 0, ce, 10)) != HS_OK ||
+      (st = hs__trainer_run(t, HS_PHASE_ELEM, K_LOSS_REDUCE, 1, 0, red, 6)) != HS_OK)
     return st;
   t->ring_seeds[slot] = n;
   t->ring_pending++;
@@ -421,28 +371,28 @@ static hs_status backward(hs_trainer *t, float p) {
     hs_karg cs1[] = {HS_KARG(t->dz[l].m), HS_KARG(n_dst), HS_KARG(d_out), HS_KARG(t->colsum_part.m)};
     hs_karg cs2[] = {HS_KARG(t->colsum_part.m), HS_KARG(n_chunks), HS_KARG(d_out),
                      HS_KARG(t->grads.m), HS_KARG(b_off)};
-    if ((st = run(t, HS_PHASE_ELEM, K_COLSUM_PART, ((size_t)d_out + VW - 1) / VW,
+    if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_COLSUM_PART, ((size_t)d_out + VW - 1) / VW,
                   (size_t)n_chunks, cs1, 4)) != HS_OK ||
-        (st = run(t, HS_PHASE_ELEM, K_COLSUM_FINAL, (size_t)d_out, 0, cs2, 5)) != HS_OK)
+        (st = hs__trainer_run(t, HS_PHASE_ELEM, K_COLSUM_FINAL, (size_t)d_out, 0, cs2, 5)) != HS_OK)
       return st;
     hs_gemm_op dw = {.trans_a = true, .m = 2 * (size_t)d_in, .n = (size_t)d_out,
                      .k = (size_t)n_dst, .alpha = 1.0f, .a = t->cat[l].m, .lda = 2 * (size_t)d_in,
                      .b = t->dz[l].m, .ldb = (size_t)d_out, .c = t->grads.m,
                      .c_off = sh->w_off[l], .ldc = (size_t)d_out};
-    if ((st = gemm(t, &dw)) != HS_OK) return st;
+    if ((st = hs__trainer_gemm(t, &dw)) != HS_OK) return st;
     if (l == 0) break; /* no gradient for the input features */
     hs_gemm_op dc = {.trans_b = true, .m = (size_t)n_dst, .n = 2 * (size_t)d_in,
                      .k = (size_t)d_out, .alpha = 1.0f, .a = t->dz[l].m, .lda = (size_t)d_out,
                      .b = t->params.m, .b_off = sh->w_off[l], .ldb = (size_t)d_out,
                      .c = t->dcat.m, .ldc = 2 * (size_t)d_in};
-    if ((st = gemm(t, &dc)) != HS_OK) return st;
+    if ((st = hs__trainer_gemm(t, &dc)) != HS_OK) return st;
     if (!t->transposed[l] && (st = transpose(t, l)) != HS_OK) return st;
     cl_int masked = 1;
     hs_karg bwd[] = {HS_KARG(t->row_ptr[l].m), HS_KARG(t->t_ptr[l].m), HS_KARG(t->t_dst[l].m),
                      HS_KARG(t->dcat.m), HS_KARG(t->act[l].m), HS_KARG(n_dst), HS_KARG(n_src),
                      HS_KARG(d_in), HS_KARG(masked), HS_KARG(scale), HS_KARG(t->dz[l - 1].m)};
     size_t vecs = ((size_t)d_in + VW - 1) / VW;
-    if ((st = run(t, HS_PHASE_AGG, K_AGG_BWD, vecs, (size_t)n_src, bwd, 11)) != HS_OK)
+    if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_BWD, vecs, (size_t)n_src, bwd, 11)) != HS_OK)
       return st;
   }
   return HS_OK;
@@ -459,11 +409,11 @@ static hs_status optimizer(hs_trainer *t) {
                    HS_KARG(k.decay), HS_KARG(k.beta1), HS_KARG(k.beta2),
                    HS_KARG(k.one_minus_beta1), HS_KARG(k.one_minus_beta2),
                    HS_KARG(k.inv_sqrt_bc2), HS_KARG(k.eps)};
-    st = run(t, HS_PHASE_OPTIM, K_ADAM, (size_t)n, 0, a, 14);
+    st = hs__trainer_run(t, HS_PHASE_OPTIM, K_ADAM, (size_t)n, 0, a, 14);
   } else {
     hs_karg a[] = {HS_KARG(t->params.m), HS_KARG(t->grads.m), HS_KARG(t->mom1.m), HS_KARG(n),
                    HS_KARG(k.lr), HS_KARG(k.l2), HS_KARG(k.decay), HS_KARG(k.momentum)};
-    st = run(t, HS_PHASE_OPTIM, K_SGD, (size_t)n, 0, a, 8);
+    st = hs__trainer_run(t, HS_PHASE_OPTIM, K_SGD, (size_t)n, 0, a, 8);
   }
   if (st == HS_OK) t->step++;
   return st;
@@ -499,7 +449,8 @@ hs_status hs__trainer_predict(hs_trainer *t, float *logits) {
   hs_karg act[] = {HS_KARG(t->logits.m), HS_KARG(n), HS_KARG(c), HS_KARG(t->params.m),
                    HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale),
                    HS_KARG(seed), HS_KARG(zero), HS_KARG(zero), HS_KARG(zero)};
-  if ((st = run(t, HS_PHASE_ELEM, K_BIAS_ACT, ((size_t)n * (size_t)c + 3) / 4, 0, act, 12)) != HS_OK)
+  size_t groups = ((size_t)n * (size_t)c + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
+  if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act, 12)) != HS_OK)
     return st;
   return hs__mem_read(t->q, t->logits.m, true, 0, (size_t)n * (size_t)c * 4, logits, 0, NULL, NULL);
 }

@@ -51,8 +51,9 @@ typedef struct hs_train_stats {
 } hs_train_stats;
 
 /* A trainer for model `m` (its configuration and current state are copied
- * to the device) on `dev`, enqueuing on in-order queue `q` (kept, not
- * owned). Builds the training program once (binary-cached). */
+ * to the device) on `dev`, enqueuing on in-order queue `q`. `ctx` and `q`
+ * are kept, not owned, and must outlive the trainer. Builds the training
+ * program once (binary-cached) and picks the GEMM provider (gemm.h). */
 hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
                              const hs_model *m, const hs_trainer_opts *opts, hs_trainer **out);
 void hs__trainer_destroy(hs_trainer *t);
@@ -60,8 +61,15 @@ void hs__trainer_destroy(hs_trainer *t);
 /* The GEMM provider in use. */
 hs_gemm_kind hs__trainer_gemm_kind(const hs_trainer *t);
 
-/* Copy a batch to the device (blocking; validates it against the model). */
+/* Copy a batch to the device (blocking; validates it against the model).
+ * b->feat NULL leaves the feature matrix to the caller, who writes it into
+ * hs__trainer_feat_buffer on the trainer's queue before the step. */
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b);
+
+/* The device feature matrix (n_rows x in_dim float32), grown to n_rows if
+ * needed; valid until the next upload or feat_buffer call that grows it.
+ * Commands that write it must go to the trainer's (in-order) queue. */
+hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out);
 
 /* Enqueue one training step on the uploaded batch: gradients, then the
  * optimizer update as step t+1. Dropout keys: (model seed, epoch, batch).
@@ -84,6 +92,15 @@ hs_status hs__trainer_load_model(hs_trainer *t, const hs_model *m);
 /* Inference forward (no dropout) on the uploaded batch: logits with bias
  * of the output dst, n_dst x n_classes. Waits. */
 hs_status hs__trainer_predict(hs_trainer *t, float *logits);
+
+/* Layer-wise full-neighbour inference over every vertex of `g` on the
+ * device (dropout off): logits with bias, n_vertices x n_classes, from
+ * `feat` (n_vertices x in_dim). Device memory: the CSR, the features, two
+ * n_vertices x hidden activations and the logits, allocated for the call
+ * and released after it. HS_ERR_RANGE when the graph has 2^31 or more
+ * edges. Waits. */
+hs_status hs__trainer_infer_full(hs_trainer *t, const hs_csr_view *g, const float *feat,
+                                 float *logits);
 
 /* Device time per phase since the last call (needs opts.profile). Waits. */
 hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out);

@@ -72,6 +72,9 @@ typedef struct hs_pipe {
   /* Optional: set non-zero (e.g. from a signal handler) to stop admitting
    * batches; those in flight are completed. */
   volatile sig_atomic_t *stop;
+  /* Optional: run first on every thread the threads driver starts (e.g. to
+   * bind it to the host's cores). */
+  void (*thread_init)(void *ctx);
 } hs_pipe;
 
 /* Run batches [first, first + count) through every stage. On an error the

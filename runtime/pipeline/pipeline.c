@@ -130,6 +130,7 @@ static void *stage_thread(void *arg) {
   const hs_pipe *p = a->p;
   const int s = a->stage;
   const bool last = s == p->n_stages - 1;
+  if (p->thread_init) p->thread_init(p->ctx);
   if (s == 0) {
     for (int64_t b = a->first; b < a->first + a->count; b++) {
       if (stopped(p) || err_set(a->err)) break;

@@ -89,6 +89,9 @@ typedef struct hs_block {
   int32_t *col;     /* row_ptr[n_dst] local source ids */
 } hs_block;
 
+/* Words of the counts a device sampler reads back with a batch. */
+#define HS_BATCH_COUNT_WORDS 40
+
 typedef struct hs_batch {
   int n_layers;
   int32_t n_seeds;
@@ -96,6 +99,10 @@ typedef struct hs_batch {
   int32_t *ids;       /* local id -> original id, n_vertices entries */
   hs_block blocks[HS_SAMPLE_MAX_LAYERS]; /* trainer order, see above */
   hs_batch_caps caps;
+  /* The sizes as the device sampler found them, read back together with
+   * the arrays (hs__sampler_begin); hs__sampler_finish sets the fields
+   * above from them. */
+  uint32_t counts[HS_BATCH_COUNT_WORDS];
 } hs_batch;
 
 static inline hs_block *hs__batch_hop(hs_batch *b, int hop) {

@@ -1,12 +1,31 @@
-/* The sampler on an OpenCL device: topology resident, one batch at a time
- * sampled and reindexed on the device and read back into an hs_batch that
- * equals hs__ref_sample_batch's bit for bit.
+/* The sampler on an OpenCL device: topology resident, batches sampled and
+ * reindexed on the device and read back into hs_batch structures that
+ * equal hs__ref_sample_batch's bit for bit.
+ *
+ * A batch is enqueued whole (hs__sampler_begin): every hop's kernels take
+ * their sizes from a small count array on the device, launches are sized
+ * for the batch capacities, and the host learns no count before the batch
+ * is done, so it never waits in between. hs__sampler_finish then sets the
+ * batch's sizes from the counts read back with it.
+ *
+ * Read-back. When the capacities' arrays total at most
+ * opts.eager_read_limit bytes (the usual case), begin also enqueues the
+ * read-back of every array at its capacity (ids, each hop's row offsets
+ * and columns) straight into the batch: more bytes than the batch holds,
+ * but no host round trip; finish only sets sizes. Above the limit (e.g.
+ * fanout -1 on a graph with hubs makes capacities huge), finish reads the
+ * exact sizes itself, blocking for the transfer only.
+ *
+ * Batches in flight. The sampler's queue must be in order. With eager
+ * read-back any number of batches may be begun before the first is
+ * finished (each into its own hs_batch; the device runs them one after
+ * another); with lazy read-back one at a time (begin refuses a second).
  *
  * Device memory: indptr (8 (n+1) bytes, one allocation), indices and
  * weights (4 e bytes each, split into up to 4 allocations at the device's
  * max allocation or $HETSAGE_MAX_ALLOC), a per-vertex reindex array
- * (8 n bytes) and per-batch work arrays sized by hs__batch_caps. Nothing is
- * allocated per batch. */
+ * (8 n bytes), per-hop outputs and per-batch work arrays sized by
+ * hs__batch_caps. Nothing is allocated per batch. */
 #ifndef HS_SAMPLER_H
 #define HS_SAMPLER_H
 
@@ -19,13 +38,28 @@ typedef enum hs_sampler_style {
   HS_STYLE_SINGLE = 2,  /* one work-item looping (FPGA compilers pipeline it) */
 } hs_sampler_style;
 
+/* How an NDRange sampler reindexes (the single work-item style always
+ * reindexes sequentially). The parallel reindex makes about three random
+ * accesses to the per-vertex state per edge (claim, mark, emit) plus two
+ * scans, to let many work-items share the work; the sequential one makes
+ * one, in one work-item. AUTO: parallel. Both give the same bits. */
+typedef enum hs_reindex_style {
+  HS_REINDEX_AUTO = 0,
+  HS_REINDEX_PARALLEL = 1,
+  HS_REINDEX_SEQUENTIAL = 2,
+} hs_reindex_style;
+
 typedef struct hs_sampler_opts {
   hs_sampler_style style;
+  hs_reindex_style reindex;
   size_t work_group_size; /* NDRange; 0: 64, or the device's limit if lower */
   int32_t max_seeds;      /* largest batch */
   uint32_t rows_per_item; /* NDRange rows (and reindex claims) per work-item;
                              0: 16 on CPUs, else 1 */
   bool profile;           /* accumulate kernel times (needs a profiling queue) */
+  const char *binary;     /* a prebuilt program binary to load instead of building
+                             from source (devices without a compiler); NULL: build */
+  size_t eager_read_limit; /* bytes; see "Read-back" above; 0: 32 MiB */
 } hs_sampler_opts;
 
 /* Kernel time (seconds, from OpenCL profiling events) of everything run
@@ -48,17 +82,41 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
                              const hs_sampler_opts *opts, hs_sampler **out);
 void hs__sampler_destroy(hs_sampler *s);
 
+/* Build the sampler's program for `dev` and write its binary to `path`: what
+ * a board profile's [binaries] entry names for a device that cannot build
+ * kernels itself (on such devices the vendor's offline compiler makes it). */
+hs_status hs__sampler_save_binary(const hs_ctx *ctx, const hs_dev *dev, const char *path);
+
 /* Capacities for hs__batch_alloc of batches this sampler fills. */
 const hs_batch_caps *hs__sampler_caps(const hs_sampler *s);
 hs_sampler_style hs__sampler_style(const hs_sampler *s);
+/* The reindex in use (never AUTO). */
+hs_reindex_style hs__sampler_reindex(const hs_sampler *s);
 /* Change the NDRange work-group size (0: the default); HS_ERR_UNSUPPORTED
  * above what the device and kernels allow. */
 hs_status hs__sampler_set_work_group(hs_sampler *s, size_t wg);
 void hs__sampler_stats(const hs_sampler *s, hs_sampler_stats *out);
 
-/* Sample and reindex one batch (blocking: returns when `out` is filled).
- * Seeds must be distinct and in range; `out` allocated from this sampler's
- * caps. Not thread-safe on one sampler. */
+/* Enqueue one whole batch of `n_seeds` seeds on the sampler's queue and
+ * return at once; *ev (released by the caller) completes when the batch's
+ * device work and read-back are done; then call hs__sampler_finish with
+ * the same `out`. Seeds must be distinct and in range (checked here) and
+ * are copied; `out`, allocated from this sampler's caps, must not be
+ * touched until finish. On an error nothing stays queued and *ev is NULL.
+ * Not thread-safe on one sampler. */
+hs_status hs__sampler_begin(hs_sampler *s, const int32_t *seeds, int32_t n_seeds,
+                            uint32_t epoch, uint32_t batch, hs_batch *out, cl_event *ev);
+
+/* After the event of `out`'s begin completed: set the batch's sizes (and
+ * read the arrays when read-back is lazy). HS_ERR_RANGE when a hop
+ * exceeded its capacity (the batch is then unusable). Batches begun
+ * together may be finished in any order. */
+hs_status hs__sampler_finish(hs_sampler *s, hs_batch *out);
+
+/* Whether begin reads the arrays back itself (see "Read-back"). */
+bool hs__sampler_eager_read(const hs_sampler *s);
+
+/* begin, wait, finish: sample and reindex one batch, blocking. */
 hs_status hs__sampler_run(hs_sampler *s, const int32_t *seeds, int32_t n_seeds, uint32_t epoch,
                           uint32_t batch, hs_batch *out);
 

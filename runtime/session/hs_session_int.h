@@ -2,6 +2,8 @@
 #ifndef HS_SESSION_INT_H
 #define HS_SESSION_INT_H
 
+#include "cache/hs_cache.h"
+#include "cache/hs_host_tier.h"
 #include "core/hs_runtime.h"
 #include "data/hs_graph.h"
 #include "hetsage/session.h"
@@ -19,6 +21,10 @@ typedef struct hs_slot_data {
   int32_t *labels;       /* labels of the seeds */
   hs_nn_block nb[HS_SAMPLE_MAX_LAYERS];
   int64_t edges;
+  /* With the trainer cache: the batch's classification and the slot's
+   * device side; `feat` then stages only the miss rows (plan order). */
+  hs_coo_plan plan;
+  hs_coo_slot *cs;
 } hs_slot_data;
 
 struct hs_session {
@@ -41,6 +47,13 @@ struct hs_session {
   hs_model model;
   hs_trainer *trainer;
   hs_gather_pool *pool;
+
+  /* Caches (session_cache.c): the host tier when the features exceed the
+   * memory budget (NULL: they are read from the mapping), and the trainer
+   * tier when it has rows (NULL: none). */
+  hs_host_tier *tier;
+  hs_coo *coo;
+  hs_coo_dev *coo_dev;
 
   hs_pipe_mode mode;
   int depth;
@@ -80,8 +93,25 @@ static inline int32_t hs__session_batch_seeds(const hs_session *s, int64_t b,
 /* The pipeline stages (session_stages.c). */
 extern const hs_pipe_stage hs__session_stages[HS_STAGE_COUNT_];
 
-/* Draw epoch `epoch`'s order of the training seeds. */
-void hs__session_shuffle(hs_session *s, int64_t epoch);
+/* Draw epoch `epoch`'s order of the training seeds (block order with the
+ * host tier). */
+hs_status hs__session_shuffle(hs_session *s, int64_t epoch);
+
+/* Sample one batch of `seeds` into `slot` (no features). */
+hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
+                             uint32_t batch, hs_slot_data *slot);
+/* Feature rows ids[0..n) as float32 into `out` (n x f), read from the host
+ * tier or the mapping; float16 rows go through `raw` (n x row bytes, NULL
+ * for float32 features). Uses the gather pool: gather stage only. */
+hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, float *out,
+                               void *raw);
+
+/* Set up the caches the configuration and the plan ask for (after the
+ * trainer, the slots and n_batches exist); tear them down. */
+hs_status hs__session_cache_open(hs_session *s, const hs_session_config *cfg);
+void hs__session_cache_close(hs_session *s);
+/* Close the cache epoch: counts into `stats`. */
+void hs__session_cache_epoch_end(hs_session *s, hs_epoch_stats *stats);
 
 /* Sample and gather one batch of `seeds` into slot 0 (evaluation). */
 hs_status hs__session_sample_gather(hs_session *s, const int32_t *seeds, int32_t n,

@@ -150,7 +150,8 @@ static hs_status make_sampler(hs_session *s) {
   hs_csr csr = {.n = s->g->n, .e = s->g->e, .indptr = s->g->indptr,
                 .indices = s->g->indices, .weights = s->g->weights};
   hs_sampler_opts so = {.style = HS_STYLE_AUTO, .work_group_size = 0,
-                        .max_seeds = s->cfg.batch_size, .profile = false};
+                        .max_seeds = s->cfg.batch_size, .profile = false,
+                        .binary = s->plan->sampler.binary};
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
 }
 
@@ -200,6 +201,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.board = NULL; /* borrowed strings are used during creation only */
   s->cfg.sampler = s->cfg.trainer = NULL;
   s->cfg.profile = NULL;
+  s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
   if ((st = place(s, cfg)) != HS_OK) goto fail;
@@ -229,6 +231,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     goto fail;
   }
   s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
+  if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
   *out = s;
   return HS_OK;
 fail:
@@ -238,6 +241,7 @@ fail:
 
 void hs_session_destroy(hs_session *s) {
   if (!s) return;
+  hs__session_cache_close(s);
   hs__queue_release(&s->sq);
   hs__queue_release(&s->tq);
   for (int i = 0; s->slots && i < s->depth; i++) {

@@ -76,13 +76,7 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
         break;
       }
     }
-    bool half = raw != NULL;
-    hs_gather_req req = {.table = s->g->feat, .row_bytes = s->g->feat_row_bytes,
-                         .n_rows = s->g->n, .ids = set.ids, .n = (int32_t)rows,
-                         .out = half ? raw : (void *)feat};
-    st = hs__gather(s->pool, &req);
-    if (st == HS_OK && half)
-      for (size_t i = 0; i < rows * f; i++) feat[i] = hs__half_to_float(((uint16_t *)raw)[i]);
+    st = hs__session_rows_f32(s, set.ids, (int32_t)rows, feat, raw);
     hs_nn_batch nb = {.n_layers = set.n_layers, .blocks = set.blocks, .feat = feat, .labels = NULL};
     if (st == HS_OK) st = hs__trainer_upload(s->trainer, &nb);
     if (st == HS_OK) st = hs__trainer_predict(s->trainer, out);

@@ -12,8 +12,19 @@
  * (cl_kernels/hs_sample_rng.h). */
 #define SHUFFLE_TAG (5u << 24)
 
-void hs__session_shuffle(hs_session *s, int64_t epoch) {
+hs_status hs__session_shuffle(hs_session *s, int64_t epoch) {
   int64_t n = s->g->split_n[HS_SPLIT_TRAIN];
+  if (s->tier) {
+    /* Features on disk: visit the seeds block by block (see the config's
+     * memory_budget for what this does to the SGD order). */
+    hs_host_tier_info ti;
+    hs__host_tier_info(s->tier, &ti);
+    hs_status st = hs__block_order_seeds(s->g->split[HS_SPLIT_TRAIN], n, ti.rows_per_block,
+                                         s->scfg.seed, (uint32_t)epoch, s->order);
+    if (st != HS_OK) return st;
+    s->order_epoch = epoch;
+    return HS_OK;
+  }
   memcpy(s->order, s->g->split[HS_SPLIT_TRAIN], (size_t)n * sizeof *s->order);
   for (int64_t i = n - 1; i > 0; i--) {
     hs_philox_ctr r = hs_philox_draw(s->scfg.seed, (uint32_t)epoch, 0xffffffffu, SHUFFLE_TAG,
@@ -24,6 +35,7 @@ void hs__session_shuffle(hs_session *s, int64_t epoch) {
     s->order[j] = t;
   }
   s->order_epoch = epoch;
+  return HS_OK;
 }
 
 float hs__half_to_float(uint16_t h) {
@@ -49,36 +61,53 @@ float hs__half_to_float(uint16_t h) {
   return f;
 }
 
-static hs_status sample_into(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
-                             uint32_t batch, hs_slot_data *d) {
-  hs_status st = hs__sampler_run(s->sampler, seeds, n, epoch_key, batch, &d->batch);
-  if (st != HS_OK) return st;
+static void count_edges(hs_slot_data *d) {
   d->edges = 0;
   for (int l = 0; l < d->batch.n_layers; l++)
     d->edges += d->batch.blocks[l].row_ptr[d->batch.blocks[l].n_dst];
+}
+
+hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
+                             uint32_t batch, hs_slot_data *d) {
+  hs_status st = hs__sampler_run(s->sampler, seeds, n, epoch_key, batch, &d->batch);
+  if (st == HS_OK) count_edges(d);
+  return st;
+}
+
+hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, float *out,
+                               void *raw) {
+  bool half = s->g->feat_dtype == HS_DTYPE_FLOAT16;
+  void *dst = half ? raw : (void *)out;
+  hs_status st;
+  if (s->tier) {
+    st = hs__host_tier_gather(s->tier, ids, n, dst);
+  } else {
+    hs_gather_req req = {.table = s->g->feat, .row_bytes = s->g->feat_row_bytes,
+                         .n_rows = s->g->n, .ids = ids, .n = n, .out = dst};
+    st = hs__gather(s->pool, &req);
+  }
+  if (st != HS_OK || !half) return st;
+  size_t count = (size_t)n * (size_t)s->g->f;
+  const uint16_t *src = raw;
+  for (size_t i = 0; i < count; i++) out[i] = hs__half_to_float(src[i]);
   return HS_OK;
 }
 
-/* Feature rows of the slot's vertices (float16 widened to float32) and the
- * labels of its seeds. */
-static hs_status gather_into(hs_session *s, hs_slot_data *d) {
-  bool half = s->g->feat_dtype == HS_DTYPE_FLOAT16;
-  hs_gather_req req = {.table = s->g->feat, .row_bytes = s->g->feat_row_bytes,
-                       .n_rows = s->g->n, .ids = d->batch.ids, .n = d->batch.n_vertices,
-                       .out = half ? d->raw : (void *)d->feat, .labels = s->g->labels,
-                       .n_labels = d->batch.n_seeds, .labels_out = d->labels};
-  hs_status st = hs__gather(s->pool, &req);
-  if (st != HS_OK || !half) return st;
-  size_t count = (size_t)d->batch.n_vertices * (size_t)s->g->f;
-  const uint16_t *src = d->raw;
-  for (size_t i = 0; i < count; i++) d->feat[i] = hs__half_to_float(src[i]);
-  return HS_OK;
+/* Feature rows of the slot's vertices and the labels of its seeds. With
+ * the trainer cache (`cached`), only the rows it misses, in plan order. */
+static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached) {
+  const hs_batch *b = &d->batch;
+  for (int32_t i = 0; i < b->n_seeds; i++) d->labels[i] = s->g->labels[b->ids[i]];
+  if (!cached) return hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw);
+  hs_status st = hs__coo_classify(s->coo, b->ids, b->n_vertices, &d->plan);
+  if (st != HS_OK) return st;
+  return hs__session_rows_f32(s, d->plan.miss_ids, d->plan.n_miss, d->feat, d->raw);
 }
 
 hs_status hs__session_sample_gather(hs_session *s, const int32_t *seeds, int32_t n,
                                     uint32_t epoch_key, uint32_t batch, hs_slot_data *d) {
-  hs_status st = sample_into(s, seeds, n, epoch_key, batch, d);
-  return st == HS_OK ? gather_into(s, d) : st;
+  hs_status st = hs__session_sample(s, seeds, n, epoch_key, batch, d);
+  return st == HS_OK ? gather_into(s, d, false) : st;
 }
 
 void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
@@ -93,19 +122,52 @@ void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
 
 /* ---- stages ------------------------------------------------------------------ */
 
+/* The whole batch is enqueued on the sampler's queue; the engine polls its
+ * event (the async driver gathers and trains meanwhile) and then calls
+ * sample_finish. The engine runs a stage for one slot at a time, so the
+ * sampler never has two batches in flight. */
 static hs_status sample_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
-  (void)ev;
-  *n_ev = 0;
   hs_session *s = ctx;
+  hs_slot_data *d = slot->user;
   const int32_t *seeds;
   int32_t n = hs__session_batch_seeds(s, slot->batch, &seeds);
-  return sample_into(s, seeds, n, (uint32_t)s->epoch, (uint32_t)slot->batch, slot->user);
+  hs_status st = hs__sampler_begin(s->sampler, seeds, n, (uint32_t)s->epoch,
+                                   (uint32_t)slot->batch, &d->batch, &ev[0]);
+  *n_ev = st == HS_OK ? 1 : 0;
+  return st;
+}
+
+static hs_status sample_finish(void *ctx, hs_pipe_slot *slot) {
+  hs_session *s = ctx;
+  hs_slot_data *d = slot->user;
+  hs_status st = hs__sampler_finish(s->sampler, &d->batch);
+  if (st == HS_OK) count_edges(d);
+  return st;
 }
 
 static hs_status gather_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
   (void)ev;
   *n_ev = 0;
-  return gather_into(ctx, slot->user);
+  hs_session *s = ctx;
+  return gather_into(s, slot->user, s->coo != NULL);
+}
+
+/* The batch's feature matrix from the trainer cache and the staged misses.
+ * The trainer's queue is in order, so the step enqueued next reads X only
+ * once it is complete, and the slot's marker event covers the staging. */
+static hs_status assemble(hs_session *s, hs_slot_data *d) {
+  cl_mem x;
+  hs_status st = hs__trainer_feat_buffer(s->trainer, (size_t)d->batch.n_vertices, &x);
+  if (st != HS_OK) return st;
+  cl_event up = NULL, evs[2];
+  int n_evs = 0;
+  st = hs__coo_dev_upload(d->cs, s->tq, &d->plan, d->feat, NULL, 0, &up);
+  if (st == HS_OK)
+    st = hs__coo_dev_assemble(d->cs, s->tq, &d->plan, x, up ? &up : NULL, up ? 1 : 0, evs,
+                              &n_evs);
+  if (up) hs__events_release(&up, 1);
+  hs__events_release(evs, n_evs);
+  return st;
 }
 
 static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
@@ -113,8 +175,10 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   hs_slot_data *d = slot->user;
   hs_nn_batch nb;
   hs__session_nn_batch(d, &nb);
+  if (s->coo) nb.feat = NULL; /* assembled below, on the trainer's queue */
   hs_status st = hs__trainer_upload(s->trainer, &nb);
   if (st != HS_OK) return st;
+  if (s->coo && (st = assemble(s, d)) != HS_OK) return st;
   st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, (uint32_t)slot->batch);
   if (st != HS_OK) return st;
   st = hs__queue_marker(s->tq, 0, NULL, &ev[0]);
@@ -128,8 +192,13 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   s->acc_batches++;
   s->batch_pos = slot->batch + 1;
   s->acc_edges += d->edges;
-  s->acc_gather_bytes += (uint64_t)d->batch.n_vertices * s->g->feat_row_bytes;
-  s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->g->f * sizeof(float);
+  s->acc_gather_bytes +=
+      (uint64_t)(s->coo ? d->plan.n_miss : d->batch.n_vertices) * s->g->feat_row_bytes;
+  if (s->coo) /* the miss rows and the plan's index arrays */
+    s->acc_upload_bytes += (uint64_t)d->plan.n_miss * ((uint64_t)s->g->f * sizeof(float) + 4u) +
+                           4u * (uint64_t)d->plan.n;
+  else
+    s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->g->f * sizeof(float);
   for (int l = 0; l < d->batch.n_layers; l++)
     s->acc_upload_bytes += 4u * ((uint64_t)d->batch.blocks[l].n_dst + 1 +
                                  (uint64_t)d->batch.blocks[l].row_ptr[d->batch.blocks[l].n_dst]);
@@ -147,25 +216,59 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
 }
 
 const hs_pipe_stage hs__session_stages[HS_STAGE_COUNT_] = {
-    {"sample", sample_begin, NULL},
+    {"sample", sample_begin, sample_finish},
     {"gather", gather_begin, NULL},
     {"train", train_begin, train_finish},
 };
+
+/* The host cores kept off the roles' sub-devices (PoCL numbers a CPU
+ * device's compute units from the first core, so they are the last ones):
+ * *n = 0 when host threads share the roles' cores. */
+static void host_cores(const hs_session *s, int *first, int *n) {
+  const hs_placement *p = s->plan;
+  *first = 0;
+  *n = 0;
+  if (p->link != HS_LINK_SUB_DEVICES || p->host_reserved_cores <= 0) return;
+  *first = (int)(p->sampler.cores + p->trainer.cores);
+  *n = p->host_reserved_cores;
+}
+
+static void bind_host_thread(void *ctx) {
+  hs_session *s = ctx;
+  int first, n;
+  host_cores(s, &first, &n);
+  if (n > 0 && hs__topo_bind_thread(s->rt->topo, first, n) != HS_OK)
+    hs__log(HS_LOG_PIPELINE, "host thread not bound: %s", hs_last_error());
+}
 
 hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   if (!s) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_train_epoch: NULL session");
   hs_epoch_stats local;
   if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
-  if (s->order_epoch != s->epoch) hs__session_shuffle(s, s->epoch);
+  if (s->order_epoch != s->epoch) {
+    hs_status sst = hs__session_shuffle(s, s->epoch);
+    if (sst != HS_OK) return sst;
+  }
+  if (s->tier) hs__host_tier_stats_reset(s->tier); /* evaluation read through it too */
   s->acc_batches = s->acc_edges = 0;
   s->acc_gather_bytes = s->acc_upload_bytes = 0;
   memset(&s->acc_train, 0, sizeof s->acc_train);
 
+  int first_core, n_cores;
+  host_cores(s, &first_core, &n_cores);
   hs_pipe p = {.stages = hs__session_stages, .n_stages = HS_STAGE_COUNT_, .ctx = s,
-               .slots = s->pslots, .depth = s->depth, .mode = s->mode, .stop = s->stop};
+               .slots = s->pslots, .depth = s->depth, .mode = s->mode, .stop = s->stop,
+               .thread_init = n_cores > 0 ? bind_host_thread : NULL};
+  /* Drivers that run on the caller's thread bind it for the epoch only. */
+  void *saved = NULL;
+  if (n_cores > 0 && s->mode != HS_PIPE_THREADS) {
+    saved = hs__topo_binding_save(s->rt->topo);
+    bind_host_thread(s);
+  }
   hs_pipe_stats ps;
   hs_status st = hs__pipe_run(&p, s->batch_pos, s->n_batches - s->batch_pos, &ps);
+  hs__topo_binding_restore(s->rt->topo, saved);
   hs_status st2 = hs__trainer_drain_stats(s->trainer, &s->acc_train);
   if (st == HS_OK) st = st2;
 
@@ -185,6 +288,7 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
                                   ? (double)s->acc_gather_bytes / ps.busy_s[HS_STAGE_GATHER]
                                   : 0;
   stats->bytes_uploaded = s->acc_upload_bytes;
+  hs__session_cache_epoch_end(s, stats);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024u;
   stats->pipeline = s->mode == HS_PIPE_THREADS ? HS_PIPELINE_THREADS

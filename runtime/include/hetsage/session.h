@@ -51,9 +51,21 @@ typedef struct hs_session_config {
   /* Pipeline: HS_PIPELINE_AUTO keeps the plan's choice; depth 0 likewise. */
   hs_pipeline_mode pipeline;
   int depth;
-  /* Trainer-side feature cache rows: -1 the plan's, 0 none. */
+  /* Trainer-side feature cache (cache-once-only, DESIGN.md §1.5): rows -1
+   * the plan's, 0 none, else that many (cut to the vertices there are and
+   * to one device allocation). The fill policy is cache_fill when
+   * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. The cache
+   * changes only what crosses the link: results are bit-identical. */
   int64_t cache_rows;
   hs_cache_fill cache_fill;
+  /* Host memory budget in bytes (0: the plan's host budget). When the
+   * features (feat.npy) are larger, they are read from the file through
+   * the host tier (pread, never mapped) with half the budget for its
+   * cache, and each epoch's seeds are ordered block by block (blocks of
+   * feature rows shuffled, seeds shuffled within a block). That block
+   * order changes the SGD order: batches draw their seeds from a few id
+   * ranges, so they are less independent than under a full shuffle. */
+  uint64_t memory_budget;
   /* A profile already loaded, used instead of `board` when not NULL
    * (borrowed during hs_session_create only). */
   const hs_board_profile *profile;
@@ -100,6 +112,13 @@ typedef struct hs_epoch_stats {
   double gather_bytes_per_s;
   uint64_t bytes_uploaded;
   uint64_t cache_lookups, cache_hits; /* trainer-side cache, 0 when off */
+  uint64_t cache_rows;         /* rows the trainer cache holds at the end */
+  uint64_t cache_bytes_saved;  /* feature bytes the hits kept off the link */
+  uint64_t cache_device_bytes; /* the trainer cache's allocation */
+  /* Host tier (features read from disk within the memory budget), 0 when
+   * off: rows looked up, rows served from kept blocks, bytes read from the
+   * file, the tier's memory (kept blocks + fixed overhead). */
+  uint64_t host_lookups, host_hits, host_bytes_read, host_memory_bytes;
   uint64_t peak_rss_bytes;
   hs_pipeline_mode pipeline;
   int depth;
