@@ -354,7 +354,7 @@ static hs_check_result elementwise(hs__bu *b, hs__scope *s, hs__out *o) {
   if (st == HS_OK) st = up(s, z, sizeof z, &dz);
   if (st == HS_OK) st = up(s, params, sizeof params, &dp);
   if (st == HS_OK)
-    st = run(s, prog, "hs_bias_act_fwd", (N * D + 3) / 4, 0,
+    st = run(s, prog, "hs_bias_act_fwd", (N * D + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS, 0,
              (hs_karg[]){HS_KARG(dz), HS_KARG(n), HS_KARG(d), HS_KARG(dp), HS_KARG(off),
                          HS_KARG(relu), HS_KARG(p), HS_KARG(scale), HS_KARG(dseed), HS_KARG(ep),
                          HS_KARG(ba), HS_KARG(layer)},
