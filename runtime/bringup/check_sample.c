@@ -17,6 +17,7 @@ typedef struct mode_case {
   bool replace;
   int64_t budget;
   hs_sampler_style style;
+  hs_reindex_style reindex;
 } mode_case;
 
 /* Which comparison a check makes: the sampled neighbours (original ids,
@@ -148,7 +149,8 @@ static bool one_graph(hs__scope *s, const char *gname, const hs_graph *g, const 
                       int *wgs_run) {
   hs_sample_cfg cfg;
   cfg_for(g, mc, &cfg);
-  hs_sampler_opts so = {.style = mc->style, .max_seeds = SEEDS};
+  hs_sampler_opts so = {.style = mc->style, .reindex = mc->reindex, .max_seeds = SEEDS,
+                        .binary = s->binary};
   hs_sampler *smp = NULL;
   hs_batch db, rb;
   memset(&db, 0, sizeof db);
@@ -213,20 +215,25 @@ static hs_check_result run_mode(hs__bu *b, hs__scope *s, const mode_case *mc, cm
   return HS_CHECK_PASS;
 }
 
-#define MODE_CHECK(fn, mode, replace, budget, style, cmp)                    \
+#define MODE_CHECK(fn, mode, replace, budget, style, reindex, cmp)           \
   static hs_check_result fn(hs__bu *b, hs__scope *s, hs__out *o) {          \
-    static const mode_case mc = {mode, replace, budget, style};             \
+    static const mode_case mc = {mode, replace, budget, style, reindex};    \
     return run_mode(b, s, &mc, cmp, o);                                     \
   }
 
-MODE_CHECK(uniform, HS_SAMPLE_UNIFORM, false, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(uniform_replace, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(weighted, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(weighted_replace, HS_SAMPLE_WEIGHTED, true, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(threshold, HS_SAMPLE_THRESHOLD, false, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(budget, HS_SAMPLE_UNIFORM, false, 300, HS_STYLE_NDRANGE, CMP_BATCH)
-MODE_CHECK(single_item, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_SINGLE, CMP_BATCH)
-MODE_CHECK(reindex, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, CMP_BATCH)
+MODE_CHECK(uniform, HS_SAMPLE_UNIFORM, false, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_EDGES)
+MODE_CHECK(uniform_replace, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO,
+           CMP_EDGES)
+MODE_CHECK(weighted, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_EDGES)
+MODE_CHECK(weighted_replace, HS_SAMPLE_WEIGHTED, true, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO,
+           CMP_EDGES)
+MODE_CHECK(threshold, HS_SAMPLE_THRESHOLD, false, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_EDGES)
+MODE_CHECK(budget, HS_SAMPLE_UNIFORM, false, 300, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_BATCH)
+MODE_CHECK(single_item, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_SINGLE, HS_REINDEX_AUTO, CMP_BATCH)
+MODE_CHECK(reindex_parallel, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, HS_REINDEX_PARALLEL,
+           CMP_BATCH)
+MODE_CHECK(reindex_sequential, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE,
+           HS_REINDEX_SEQUENTIAL, CMP_BATCH)
 
 /* ---- gathering --------------------------------------------------------------- */
 
@@ -346,14 +353,15 @@ done:
 }
 
 const hs__kernel_check hs__bu_sample_checks[] = {
-    {"sample.uniform", HS_BRINGUP_QUICK, uniform},
-    {"sample.uniform_replace", HS_BRINGUP_STANDARD, uniform_replace},
-    {"sample.weighted", HS_BRINGUP_STANDARD, weighted},
-    {"sample.weighted_replace", HS_BRINGUP_STANDARD, weighted_replace},
-    {"sample.threshold", HS_BRINGUP_STANDARD, threshold},
-    {"sample.budget", HS_BRINGUP_STANDARD, budget},
-    {"sample.single_work_item", HS_BRINGUP_STANDARD, single_item},
-    {"reindex", HS_BRINGUP_STANDARD, reindex},
-    {"gather.device", HS_BRINGUP_QUICK, gather_device},
+    {"sample.uniform", HS_BRINGUP_QUICK, uniform, true},
+    {"sample.uniform_replace", HS_BRINGUP_STANDARD, uniform_replace, true},
+    {"sample.weighted", HS_BRINGUP_STANDARD, weighted, true},
+    {"sample.weighted_replace", HS_BRINGUP_STANDARD, weighted_replace, true},
+    {"sample.threshold", HS_BRINGUP_STANDARD, threshold, true},
+    {"sample.budget", HS_BRINGUP_STANDARD, budget, true},
+    {"sample.single_work_item", HS_BRINGUP_STANDARD, single_item, true},
+    {"reindex.parallel", HS_BRINGUP_STANDARD, reindex_parallel, true},
+    {"reindex.sequential", HS_BRINGUP_STANDARD, reindex_sequential, true},
+    {"gather.device", HS_BRINGUP_QUICK, gather_device, false},
 };
 const size_t hs__bu_sample_check_count = HS_ARRAY_LEN(hs__bu_sample_checks);

@@ -786,18 +786,18 @@ static hs_check_result step_cora(hs__bu *b, hs__scope *s, hs__out *o) {
 }
 
 const hs__kernel_check hs__bu_train_checks[] = {
-    {"train.transpose", HS_BRINGUP_STANDARD, transpose},
-    {"train.agg_fwd", HS_BRINGUP_STANDARD, agg_fwd},
-    {"train.agg_bwd", HS_BRINGUP_STANDARD, agg_bwd},
-    {"train.elementwise", HS_BRINGUP_STANDARD, elementwise},
-    {"train.colsum", HS_BRINGUP_STANDARD, colsum},
-    {"train.loss", HS_BRINGUP_STANDARD, loss},
-    {"train.optimizer", HS_BRINGUP_STANDARD, optimizer},
-    {"gemm.default", HS_BRINGUP_QUICK, gemm_default},
-    {"gemm.cblas", HS_BRINGUP_STANDARD, gemm_cblas},
-    {"gemm.clblast", HS_BRINGUP_STANDARD, gemm_clblast},
-    {"gemm.builtin", HS_BRINGUP_STANDARD, gemm_builtin},
-    {"train.step.generated", HS_BRINGUP_STANDARD, step_generated},
-    {"train.step.cora", HS_BRINGUP_STANDARD, step_cora},
+    {"train.transpose", HS_BRINGUP_STANDARD, transpose, false},
+    {"train.agg_fwd", HS_BRINGUP_STANDARD, agg_fwd, false},
+    {"train.agg_bwd", HS_BRINGUP_STANDARD, agg_bwd, false},
+    {"train.elementwise", HS_BRINGUP_STANDARD, elementwise, false},
+    {"train.colsum", HS_BRINGUP_STANDARD, colsum, false},
+    {"train.loss", HS_BRINGUP_STANDARD, loss, false},
+    {"train.optimizer", HS_BRINGUP_STANDARD, optimizer, false},
+    {"gemm.default", HS_BRINGUP_QUICK, gemm_default, false},
+    {"gemm.cblas", HS_BRINGUP_STANDARD, gemm_cblas, false},
+    {"gemm.clblast", HS_BRINGUP_STANDARD, gemm_clblast, false},
+    {"gemm.builtin", HS_BRINGUP_STANDARD, gemm_builtin, false},
+    {"train.step.generated", HS_BRINGUP_STANDARD, step_generated, false},
+    {"train.step.cora", HS_BRINGUP_STANDARD, step_cora, false},
 };
 const size_t hs__bu_train_check_count = HS_ARRAY_LEN(hs__bu_train_checks);
