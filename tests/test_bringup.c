@@ -88,7 +88,8 @@ Test(bringup, quick_passes_on_generic_cpu) {
 
 static const char *const standard_checks[] = {
     "sample.uniform", "sample.uniform_replace", "sample.weighted", "sample.weighted_replace",
-    "sample.threshold", "sample.budget", "sample.single_work_item", "reindex", "gather.device",
+    "sample.threshold", "sample.budget", "sample.single_work_item", "reindex.parallel",
+    "reindex.sequential", "gather.device",
     "train.transpose", "train.agg_fwd", "train.agg_bwd", "train.elementwise", "train.colsum",
     "train.loss", "train.optimizer", "gemm.default", "gemm.cblas", "gemm.builtin",
     "gemm.clblast", "train.step.generated", "train.step.cora",

@@ -146,7 +146,8 @@ static void chart(FILE *f, const hs_bench_results *r, const char *w) {
         fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" class=\"whisker\"/>\n",
                 label_w + (int)(lo * bar_w), y + row_h / 2, label_w + (int)(hi * bar_w),
                 y + row_h / 2);
-      fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"val\">", label_w + len + 6, y + 14);
+      int end = hi > lo && (int)(hi * bar_w) > len ? (int)(hi * bar_w) : len;
+      fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"val\">", label_w + end + 6, y + 14);
       esc(f, label);
       fprintf(f, "</text>\n");
       y += row_h;

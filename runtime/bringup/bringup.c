@@ -210,6 +210,7 @@ static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
   req.feature_bytes = b->data.cora->feature_bytes;
   req.feature_row_bytes = b->data.cora->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(b->rt);
+  hs_placement_request_env(&req); /* as the sessions place roles */
   hs_placement *pl = NULL;
   hs_status st = hs_placement_make(&req, &pl);
   bool role[64] = {false};
@@ -293,7 +294,7 @@ static hs_check_result selftest(hs__bu *b, hs__scope *s, hs__out *o) {
   return HS_CHECK_PASS;
 }
 
-static const hs__kernel_check selftest_check[] = {{"selftest", HS_BRINGUP_QUICK, selftest}};
+static const hs__kernel_check selftest_check[] = {{"selftest", HS_BRINGUP_QUICK, selftest, false}};
 
 typedef struct check_list {
   const hs__kernel_check *checks;
@@ -339,6 +340,12 @@ static void scope_checks(hs__bu *b, hs__scope *s, size_t scope_i, digest_table *
     for (size_t i = 0; i < family_count(f); i++, k++) {
       const hs__kernel_check *c = &families[f].checks[i];
       if (c->level > b->opts.level) continue;
+      if (!s->dev.info.compiler_available && !(c->prebuilt && s->binary)) {
+        hs__bu_recordf(b, s->name, c->name, HS_CHECK_SKIP, 0,
+                       "'%s' reports no compiler and the profile's [binaries] %s", s->dev.info.name,
+                       s->binary ? "holds the sampler's kernels only" : "names no program for it");
+        continue;
+      }
       hs__out o;
       double secs;
       hs_check_result r = run_check(b, s, c, &o, &secs);
@@ -524,6 +531,8 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
     snprintf(s->name, sizeof s->name, "dev%d", i);
     s->dev = *d;
     s->index = i;
+    for (int k = 0; k < profile->device_count; k++)
+      if (match[k] == i) s->binary = profile->devices[k].binary;
     if (!d->info.available) {
       hs__bu_recordf(&b, s->name, "open", HS_CHECK_SKIP, 0, "'%s' reports it is not available",
                      d->info.name);
@@ -545,6 +554,7 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
       snprintf(u->name, sizeof u->name, "dev%d.sub%u", i, counts[0]);
       u->index = i;
       u->sub = true;
+      u->binary = s->binary;
       t0 = hs__now();
       st = hs__subdevices_create(d, counts, 2, subs[i]);
       if (st == HS_OK) {

@@ -88,6 +88,7 @@ void hs__bu_e2e(hs__bu *b) {
   req.feature_bytes = b->data.cora->feature_bytes;
   req.feature_row_bytes = b->data.cora->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(b->rt);
+  hs_placement_request_env(&req); /* as the sessions place roles */
   hs_placement *pl = NULL;
   double t0 = hs__now();
   hs_status st = hs_placement_make(&req, &pl);

@@ -17,6 +17,7 @@ typedef struct mode_case {
   bool replace;
   int64_t budget;
   hs_sampler_style style;
+  hs_reindex_style reindex;
 } mode_case;
 
 /* Which comparison a check makes: the sampled neighbours (original ids,
@@ -108,20 +109,53 @@ static uint64_t digest_batch(uint64_t h, const hs_batch *b) {
   return h;
 }
 
-/* Run BATCHES batches of `mc` on graph `csr` through the device sampler
- * and the reference; false (with o->detail) on a difference or error. */
+/* Work-group sizes NDRange sampling runs at from the standard level: the
+ * default, one work-item, an odd size, a large one (sizes the device does
+ * not allow are left out). A sample must not depend on them. */
+static const size_t wg_sizes[] = {0, 1, 7, 256};
+
+/* BATCHES batches through the device sampler and the reference, compared;
+ * false (with o->detail) on a difference or error. */
+static bool batches(hs_sampler *smp, const char *gname, const hs_graph *g, const hs_csr *csr,
+                    const hs_sample_cfg *cfg, cmp_kind cmp, size_t wg, hs_batch *db,
+                    hs_batch *rb, hs__out *o, int64_t *edges) {
+  int32_t seeds[SEEDS];
+  char why[256];
+  for (uint32_t k = 0; k < BATCHES; k++) {
+    hs__bu_seeds(seeds, SEEDS, g->n, k * 31u + (uint32_t)g->n);
+    hs_status st = hs__sampler_run(smp, seeds, SEEDS, 1, k, db);
+    if (st == HS_OK) st = hs__ref_sample_batch(csr, cfg, seeds, SEEDS, 1, k, rb);
+    if (st != HS_OK) {
+      hs__bu_error(o, gname, st);
+      return false;
+    }
+    const char *diff = cmp == CMP_EDGES ? compare_edges(db, rb, why, sizeof why)
+                                        : compare_batch(db, rb, why, sizeof why);
+    if (diff) {
+      snprintf(o->detail, sizeof o->detail, "%s, work-group size %zu, batch %u: %s", gname, wg, k,
+               diff);
+      return false;
+    }
+    for (int l = 0; l < db->n_layers; l++) *edges += db->blocks[l].row_ptr[db->blocks[l].n_dst];
+    o->digest = digest_batch(o->digest, db);
+  }
+  return true;
+}
+
+/* Mode `mc` on one graph, at each of the first `n_wgs` work-group sizes
+ * the device allows (`*wgs_run` counts them). */
 static bool one_graph(hs__scope *s, const char *gname, const hs_graph *g, const hs_csr *csr,
-                      const mode_case *mc, cmp_kind cmp, hs__out *o, int64_t *edges) {
+                      const mode_case *mc, cmp_kind cmp, int n_wgs, hs__out *o, int64_t *edges,
+                      int *wgs_run) {
   hs_sample_cfg cfg;
   cfg_for(g, mc, &cfg);
-  hs_sampler_opts so = {.style = mc->style, .max_seeds = SEEDS};
+  hs_sampler_opts so = {.style = mc->style, .reindex = mc->reindex, .max_seeds = SEEDS,
+                        .binary = s->binary};
   hs_sampler *smp = NULL;
   hs_batch db, rb;
   memset(&db, 0, sizeof db);
   memset(&rb, 0, sizeof rb);
-  int32_t seeds[SEEDS];
   bool ok = false;
-  char why[256];
   hs_status st = hs__sampler_create(&s->ctx, &s->dev, s->q, csr, &cfg, &so, &smp);
   if (st == HS_OK) st = hs__batch_alloc(hs__sampler_caps(smp), &db);
   if (st == HS_OK) st = hs__batch_alloc(hs__sampler_caps(smp), &rb);
@@ -129,22 +163,22 @@ static bool one_graph(hs__scope *s, const char *gname, const hs_graph *g, const 
     hs__bu_error(o, gname, st);
     goto done;
   }
-  for (uint32_t k = 0; k < BATCHES; k++) {
-    hs__bu_seeds(seeds, SEEDS, g->n, k * 31u + (uint32_t)g->n);
-    if ((st = hs__sampler_run(smp, seeds, SEEDS, 1, k, &db)) != HS_OK ||
-        (st = hs__ref_sample_batch(csr, &cfg, seeds, SEEDS, 1, k, &rb)) != HS_OK) {
+  if (mc->style == HS_STYLE_SINGLE) {
+    ok = batches(smp, gname, g, csr, &cfg, cmp, 1, &db, &rb, o, edges);
+    goto done;
+  }
+  int ran = 0;
+  for (int w = 0; w < n_wgs; w++) {
+    st = hs__sampler_set_work_group(smp, wg_sizes[w]);
+    if (st == HS_ERR_UNSUPPORTED) continue; /* larger than this device allows */
+    if (st != HS_OK) {
       hs__bu_error(o, gname, st);
       goto done;
     }
-    const char *diff = cmp == CMP_EDGES ? compare_edges(&db, &rb, why, sizeof why)
-                                        : compare_batch(&db, &rb, why, sizeof why);
-    if (diff) {
-      snprintf(o->detail, sizeof o->detail, "%s, batch %u: %s", gname, k, diff);
-      goto done;
-    }
-    for (int l = 0; l < db.n_layers; l++) *edges += db.blocks[l].row_ptr[db.blocks[l].n_dst];
-    o->digest = digest_batch(o->digest, &db);
+    if (!batches(smp, gname, g, csr, &cfg, cmp, wg_sizes[w], &db, &rb, o, edges)) goto done;
+    ran++;
   }
+  if (ran > *wgs_run) *wgs_run = ran;
   ok = true;
 done:
   hs__batch_free(&db);
@@ -157,34 +191,49 @@ static hs_check_result run_mode(hs__bu *b, hs__scope *s, const mode_case *mc, cm
                                 hs__out *o) {
   const hs__bu_data *d = &b->data;
   int64_t edges = 0;
+  int wgs = 0;
   o->digest = HS__FNV_SEED;
-  if (!one_graph(s, "generated R-MAT", d->gen, &d->gen_csr, mc, cmp, o, &edges))
+  bool standard = b->opts.level >= HS_BRINGUP_STANDARD;
+  int n_wgs = standard ? (int)HS_ARRAY_LEN(wg_sizes) : 1;
+  if (!one_graph(s, "generated R-MAT", d->gen, &d->gen_csr, mc, cmp, n_wgs, o, &edges, &wgs))
     return HS_CHECK_FAIL;
-  bool cora = b->opts.level >= HS_BRINGUP_STANDARD;
-  if (cora && !one_graph(s, "Cora", d->cora, &d->cora_csr, mc, cmp, o, &edges))
+  if (standard &&
+      !one_graph(s, "Cora", d->cora, &d->cora_csr, mc, cmp, n_wgs, o, &edges, &wgs))
     return HS_CHECK_FAIL;
+  char how[80];
+  if (mc->style == HS_STYLE_SINGLE)
+    snprintf(how, sizeof how, "one work-item");
+  else if (standard)
+    snprintf(how, sizeof how, "%d of the work-group sizes default, 1, 7, 256", wgs);
+  else
+    snprintf(how, sizeof how, "the default work-group size");
   snprintf(o->detail, sizeof o->detail,
-           "%s: %d batches x %d seeds per graph (generated R-MAT%s), %lld sampled edges equal "
-           "to the reference bit for bit",
+           "%s: %d batches x %d seeds per graph (generated R-MAT%s) at %s; %lld sampled edges "
+           "equal to the reference bit for bit",
            cmp == CMP_EDGES ? "sampled neighbours" : "reindexed batches (local ids, blocks)",
-           BATCHES, SEEDS, cora ? ", Cora" : "", (long long)edges);
+           BATCHES, SEEDS, standard ? ", Cora" : "", how, (long long)edges);
   return HS_CHECK_PASS;
 }
 
-#define MODE_CHECK(fn, mode, replace, budget, style, cmp)                    \
+#define MODE_CHECK(fn, mode, replace, budget, style, reindex, cmp)           \
   static hs_check_result fn(hs__bu *b, hs__scope *s, hs__out *o) {          \
-    static const mode_case mc = {mode, replace, budget, style};             \
+    static const mode_case mc = {mode, replace, budget, style, reindex};    \
     return run_mode(b, s, &mc, cmp, o);                                     \
   }
 
-MODE_CHECK(uniform, HS_SAMPLE_UNIFORM, false, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(uniform_replace, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(weighted, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(weighted_replace, HS_SAMPLE_WEIGHTED, true, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(threshold, HS_SAMPLE_THRESHOLD, false, 0, HS_STYLE_NDRANGE, CMP_EDGES)
-MODE_CHECK(budget, HS_SAMPLE_UNIFORM, false, 300, HS_STYLE_NDRANGE, CMP_BATCH)
-MODE_CHECK(single_item, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_SINGLE, CMP_BATCH)
-MODE_CHECK(reindex, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, CMP_BATCH)
+MODE_CHECK(uniform, HS_SAMPLE_UNIFORM, false, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_EDGES)
+MODE_CHECK(uniform_replace, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO,
+           CMP_EDGES)
+MODE_CHECK(weighted, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_EDGES)
+MODE_CHECK(weighted_replace, HS_SAMPLE_WEIGHTED, true, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO,
+           CMP_EDGES)
+MODE_CHECK(threshold, HS_SAMPLE_THRESHOLD, false, 0, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_EDGES)
+MODE_CHECK(budget, HS_SAMPLE_UNIFORM, false, 300, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, CMP_BATCH)
+MODE_CHECK(single_item, HS_SAMPLE_WEIGHTED, false, 0, HS_STYLE_SINGLE, HS_REINDEX_AUTO, CMP_BATCH)
+MODE_CHECK(reindex_parallel, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE, HS_REINDEX_PARALLEL,
+           CMP_BATCH)
+MODE_CHECK(reindex_sequential, HS_SAMPLE_UNIFORM, true, 0, HS_STYLE_NDRANGE,
+           HS_REINDEX_SEQUENTIAL, CMP_BATCH)
 
 /* ---- gathering --------------------------------------------------------------- */
 
@@ -304,14 +353,15 @@ done:
 }
 
 const hs__kernel_check hs__bu_sample_checks[] = {
-    {"sample.uniform", HS_BRINGUP_QUICK, uniform},
-    {"sample.uniform_replace", HS_BRINGUP_STANDARD, uniform_replace},
-    {"sample.weighted", HS_BRINGUP_STANDARD, weighted},
-    {"sample.weighted_replace", HS_BRINGUP_STANDARD, weighted_replace},
-    {"sample.threshold", HS_BRINGUP_STANDARD, threshold},
-    {"sample.budget", HS_BRINGUP_STANDARD, budget},
-    {"sample.single_work_item", HS_BRINGUP_STANDARD, single_item},
-    {"reindex", HS_BRINGUP_STANDARD, reindex},
-    {"gather.device", HS_BRINGUP_QUICK, gather_device},
+    {"sample.uniform", HS_BRINGUP_QUICK, uniform, true},
+    {"sample.uniform_replace", HS_BRINGUP_STANDARD, uniform_replace, true},
+    {"sample.weighted", HS_BRINGUP_STANDARD, weighted, true},
+    {"sample.weighted_replace", HS_BRINGUP_STANDARD, weighted_replace, true},
+    {"sample.threshold", HS_BRINGUP_STANDARD, threshold, true},
+    {"sample.budget", HS_BRINGUP_STANDARD, budget, true},
+    {"sample.single_work_item", HS_BRINGUP_STANDARD, single_item, true},
+    {"reindex.parallel", HS_BRINGUP_STANDARD, reindex_parallel, true},
+    {"reindex.sequential", HS_BRINGUP_STANDARD, reindex_sequential, true},
+    {"gather.device", HS_BRINGUP_QUICK, gather_device, false},
 };
 const size_t hs__bu_sample_check_count = HS_ARRAY_LEN(hs__bu_sample_checks);
