@@ -18,6 +18,7 @@ typedef struct pending {
   cl_event ev;
   double due;
   cl_int status;
+  atomic_int *busy; /* work in progress, dropped when the event completes */
 } pending;
 
 static struct {
@@ -36,6 +37,7 @@ static void *fdev_main(void *arg) {
     double now = hs__now();
     for (int i = 0; i < fdev.n; i++) {
       if (fdev.items[i].due <= now) {
+        if (fdev.items[i].busy) atomic_fetch_sub(fdev.items[i].busy, 1);
         clSetUserEventStatus(fdev.items[i].ev, fdev.items[i].status);
         clReleaseEvent(fdev.items[i].ev);
         fdev.items[i--] = fdev.items[--fdev.n];
@@ -50,10 +52,10 @@ static void *fdev_main(void *arg) {
   return NULL;
 }
 
-static void fdev_schedule(cl_event ev, double delay_s, cl_int status) {
+static void fdev_schedule(cl_event ev, double delay_s, cl_int status, atomic_int *busy) {
   clRetainEvent(ev);
   pthread_mutex_lock(&fdev.mu);
-  fdev.items[fdev.n++] = (pending){ev, hs__now() + delay_s, status};
+  fdev.items[fdev.n++] = (pending){ev, hs__now() + delay_s, status, busy};
   pthread_mutex_unlock(&fdev.mu);
 }
 
@@ -78,9 +80,14 @@ static hs_status stage_begin(run_ctx *c, int s, hs_pipe_slot *slot, cl_event *ev
   if (s == 0 && slot->batch == c->stop_after) c->stop_flag = 1;
   if (s == c->fail_stage && slot->batch == c->fail_batch)
     return hs__fail(HS_ERR_FORMAT, "injected failure at batch %lld", (long long)slot->batch);
+  /* How many stages' work is under way at once: the overlap itself. */
+  int now = atomic_fetch_add(&c->concurrent, 1) + 1;
+  for (int m = atomic_load(&c->max_concurrent); now > m;)
+    if (atomic_compare_exchange_weak(&c->max_concurrent, &m, now)) break;
   if (c->dev_delay[s] < 0) {
     struct timespec ts = {0, (long)(-c->dev_delay[s] * 1e9)};
     nanosleep(&ts, NULL);
+    atomic_fetch_sub(&c->concurrent, 1);
     *n = 0;
     return HS_OK;
   }
@@ -88,7 +95,7 @@ static hs_status stage_begin(run_ctx *c, int s, hs_pipe_slot *slot, cl_event *ev
   ev[0] = clCreateUserEvent(c->cl, &err);
   cr_assert_eq(err, CL_SUCCESS);
   cl_int status = (s == 2 && slot->batch == c->bad_event_batch) ? CL_OUT_OF_RESOURCES : CL_COMPLETE;
-  fdev_schedule(ev[0], c->dev_delay[s], status);
+  fdev_schedule(ev[0], c->dev_delay[s], status, &c->concurrent);
   *n = 1;
   return HS_OK;
 }
@@ -167,23 +174,25 @@ Test(pipeline, every_driver_sees_batches_in_order_and_agrees) {
   cr_expect_eq(params[0], params[2]);
 }
 
-/* Three stages of 10 ms each over 20 batches: 600 ms one at a time, about
- * 220 ms when the stages overlap. */
+/* Three stages of 10 ms each over 20 batches. Overlap is observed directly:
+ * how many stages have work under way at once (the stand-in device's
+ * events and the sleeping host stage), which timing noise cannot fake or
+ * hide. The wall times are logged, not asserted (DESIGN.md §9: timings
+ * belong to bench/). */
 static void expect_overlap(hs_pipe_mode mode) {
-  /* valgrind runs one thread at a time: overlap cannot be observed there
-   * (every other check of this file still runs under it). */
-  if (getenv("HS_UNDER_VALGRIND")) cr_skip_test("timing is not observable under valgrind");
   run_ctx c = fresh(0.010, -0.010, 0.010);
   hs_pipe_stats off, on;
   cr_assert_eq(run(&c, HS_PIPE_OFF, 1, 20, &off), HS_OK);
+  cr_expect_eq(atomic_load(&c.max_concurrent), 1, "one batch at a time overlapped");
   c = fresh(0.010, -0.010, 0.010);
   cr_assert_eq(run(&c, mode, 4, 20, &on), HS_OK, "%s", hs_last_error());
+  cr_expect_geq(atomic_load(&c.max_concurrent), 2, "no two stages ever worked at once");
+  cr_expect_geq(on.max_in_flight, 3);
   double busiest = 0;
   for (int s = 0; s < 3; s++) busiest = on.busy_s[s] > busiest ? on.busy_s[s] : busiest;
-  cr_expect_lt(on.wall_s, 0.6 * off.wall_s, "pipelined %.3f s vs sequential %.3f s",
-               on.wall_s, off.wall_s);
-  cr_expect_geq(on.max_in_flight, 3);
   cr_expect_geq(on.wall_s, busiest * 0.99);
+  cr_log_info("wall %.3f s pipelined, %.3f s sequential; up to %d stages at once",
+              on.wall_s, off.wall_s, atomic_load(&c.max_concurrent));
 }
 
 Test(pipeline, threads_driver_overlaps_stages) { expect_overlap(HS_PIPE_THREADS); }
