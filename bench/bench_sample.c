@@ -1,13 +1,22 @@
 /* Sampling, reindexing and gathering throughput, each beside its same-run
  * limit (DESIGN.md §9), printed as JSON:
  *  - sampled edges/s per device (host reference, OpenCL device, a 1-CU
- *    sub-device) / a random-read probe on the same device and cores
- *    (independent reads of random 8-byte words from an array as large as
- *    the topology);
+ *    sub-device; NDRange sampling with the parallel and the sequential
+ *    reindex, and the single work-item style) / a random-read probe on the
+ *    same device and cores (independent reads of random 8-byte words from
+ *    an array as large as the topology). Whole batches (sample, reindex,
+ *    read-back) end to end, and the kernels alone;
  *  - reindex vertices/s (kernel time from profiling events);
  *  - host gather bytes/s / a STREAM-style copy on the same threads, row
  *    sizes 128 B to 4 KiB, arrays far larger than the last-level cache.
  * Each figure: median of --runs runs after --warmup runs, with min and max.
+ *
+ * Sampling ratios come twice: by wall time, and by the process's CPU time
+ * (all its threads, the OpenCL device's workers included) for both the
+ * batch and its probe. On a machine shared with other work, other
+ * processes can take the cores away for unequal parts of a batch and of
+ * its probe; the CPU-time ratio is immune to that (not to the sharing of
+ * caches and memory bandwidth).
  *
  * usage: bench_sample [--scale products|small] [--runs N] [--warmup N]
  *                     [--threads T] [--batch B] [--rows-per-item R] [--skip-gather]
@@ -19,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "hs_base.h"
 #include "sample/hs_gather.h"
@@ -60,24 +70,36 @@ static void print_summary(const char *name, summary s, const char *tail) {
          s.max, tail);
 }
 
+/* Seconds of CPU time used by every thread of this process. */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A rate by wall time and by CPU time. */
+typedef struct rate {
+  double wall, cpu;
+} rate;
+
 /* ---- limits: random-read probes ------------------------------------------------- */
 
 /* Host probe on one thread: 8 independent address streams interleaved, so
  * the core keeps several misses in flight (what the sampler's loads can
  * hope for), never a dependent chase. */
-static double host_probe(const uint64_t *a, uint64_t n_words, uint64_t reads, uint32_t salt) {
+static rate host_probe(const uint64_t *a, uint64_t n_words, uint64_t reads, uint32_t salt) {
   uint32_t x[8];
   for (int j = 0; j < 8; j++) x[j] = (uint32_t)j * 0x9E3779B9u ^ salt;
   uint64_t acc = 0;
-  double t0 = hs__now();
+  double t0 = hs__now(), c0 = cpu_now();
   for (uint64_t r = 0; r < reads / 8; r++)
     for (int j = 0; j < 8; j++) {
       x[j] = x[j] * 1664525u + 1013904223u;
       acc += a[((uint64_t)x[j] * n_words) >> 32];
     }
-  double dt = hs__now() - t0;
+  double dt = hs__now() - t0, dc = cpu_now() - c0;
   if (acc == 42) fputc(' ', stderr); /* keep the loads */
-  return (double)reads / dt;
+  return (rate){(double)reads / dt, (double)reads / dc};
 }
 
 typedef struct cl_probe {
@@ -107,7 +129,7 @@ static hs_status cl_probe_open(const hs_ctx *ctx, const hs_dev *dev, cl_command_
   return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "probe buffers", dev->id);
 }
 
-static double cl_probe_run(cl_probe *p, cl_command_queue q, uint32_t salt) {
+static rate cl_probe_run(cl_probe *p, cl_command_queue q, uint32_t salt) {
   cl_uint reads = PROBE_READS;
   clSetKernelArg(p->k, 0, sizeof p->arr, &p->arr);
   clSetKernelArg(p->k, 1, sizeof p->n_words, &p->n_words);
@@ -115,11 +137,12 @@ static double cl_probe_run(cl_probe *p, cl_command_queue q, uint32_t salt) {
   clSetKernelArg(p->k, 3, sizeof salt, &salt);
   clSetKernelArg(p->k, 4, sizeof p->out, &p->out);
   size_t global = PROBE_ITEMS;
-  double t0 = hs__now();
+  double t0 = hs__now(), c0 = cpu_now();
   if (clEnqueueNDRangeKernel(q, p->k, 1, NULL, &global, NULL, 0, NULL, NULL) != CL_SUCCESS)
-    return 0;
+    return (rate){0, 0};
   clFinish(q);
-  return (double)PROBE_ITEMS * PROBE_READS / (hs__now() - t0);
+  double total = (double)PROBE_ITEMS * PROBE_READS;
+  return (rate){total / (hs__now() - t0), total / (cpu_now() - c0)};
 }
 
 static void cl_probe_close(cl_probe *p) {
@@ -149,22 +172,27 @@ typedef struct sample_fig {
   double kern_edges_s[MAX_RUNS]; /* sampled edges / sampling kernel time */
   double reindex_v_s[MAX_RUNS]; /* vertices / reindex kernel time */
   double probe_s[MAX_RUNS];     /* random reads / s */
+  double cpu_edges_s[MAX_RUNS]; /* sampled edges / CPU time of whole batches */
+  double cpu_probe_s[MAX_RUNS]; /* random reads / CPU time */
   double vertices_per_batch;
   double edges_per_batch;
 } sample_fig;
 
 static void print_sample_fig(const char *name, const sample_fig *f, int runs, bool kernels,
                              const char *tail) {
-  double ratio[MAX_RUNS], kratio[MAX_RUNS];
+  double ratio[MAX_RUNS], kratio[MAX_RUNS], cratio[MAX_RUNS];
   for (int r = 0; r < runs; r++) {
     ratio[r] = f->edges_s[r] / f->probe_s[r];
     kratio[r] = f->kern_edges_s[r] / f->probe_s[r];
+    cratio[r] = f->cpu_edges_s[r] / f->cpu_probe_s[r];
   }
   printf("    \"%s\": {\"edges_per_batch\": %.0f, \"vertices_per_batch\": %.0f,\n      ", name,
          f->edges_per_batch, f->vertices_per_batch);
   print_summary("sampled_edges_per_s", summarize(f->edges_s, runs), ",\n      ");
   print_summary("random_reads_per_s", summarize(f->probe_s, runs), ",\n      ");
-  print_summary("ratio_to_random_reads", summarize(ratio, runs), kernels ? ",\n      " : "");
+  print_summary("ratio_to_random_reads", summarize(ratio, runs), ",\n      ");
+  print_summary("ratio_to_random_reads_cpu_time", summarize(cratio, runs),
+                kernels ? ",\n      " : "");
   if (kernels) {
     print_summary("sampling_kernel_edges_per_s", summarize(f->kern_edges_s, runs), ",\n      ");
     print_summary("sampling_kernel_ratio_to_random_reads", summarize(kratio, runs), ",\n      ");
@@ -184,19 +212,21 @@ static int run_reference(const hs_csr *g, const hs_sample_cfg *cfg, const opts *
   char *used = calloc((size_t)g->n, 1);
   for (int r = -o->warmup; r < o->runs; r++) {
     batch_seeds(seeds, o->batch, g->n, (uint32_t)(r + o->warmup), used);
-    double t0 = hs__now();
+    double t0 = hs__now(), c0 = cpu_now();
     if (hs__ref_sample_batch(g, cfg, seeds, o->batch, 0, (uint32_t)(r + 100), &b) != HS_OK)
       return 1;
-    double dt = hs__now() - t0;
+    double dt = hs__now() - t0, dc = cpu_now() - c0;
     double edges = 0;
     for (int h = 0; h < cfg->n_layers; h++) {
       const hs_block *blk = hs__batch_hop(&b, h);
       edges += blk->row_ptr[blk->n_dst];
     }
-    double probe = host_probe(probe_arr, probe_words, 1u << 24, (uint32_t)r);
+    rate probe = host_probe(probe_arr, probe_words, 1u << 24, (uint32_t)r);
     if (r < 0) continue;
     f->edges_s[r] = edges / dt;
-    f->probe_s[r] = probe;
+    f->cpu_edges_s[r] = edges / dc;
+    f->probe_s[r] = probe.wall;
+    f->cpu_probe_s[r] = probe.cpu;
     f->edges_per_batch = edges;
     f->vertices_per_batch = b.n_vertices;
   }
@@ -207,8 +237,8 @@ static int run_reference(const hs_csr *g, const hs_sample_cfg *cfg, const opts *
 }
 
 static int run_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *cfg,
-                      const opts *o, hs_sampler_style style, const uint64_t *probe_arr,
-                      uint64_t probe_words, sample_fig *f) {
+                      const opts *o, hs_sampler_style style, hs_reindex_style reindex,
+                      const uint64_t *probe_arr, uint64_t probe_words, sample_fig *f) {
   hs_ctx ctx;
   cl_command_queue q = NULL;
   hs_sampler *s = NULL;
@@ -220,28 +250,31 @@ static int run_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *c
   int32_t *seeds = malloc(sizeof *seeds * (size_t)o->batch);
   char *used = calloc((size_t)g->n, 1);
   if (hs__ctx_create(dev, 1, &ctx) != HS_OK) goto fail;
-  hs_sampler_opts so = {.style = style, .max_seeds = o->batch, .profile = true,
-                        .rows_per_item = o->rows_per_item};
+  hs_sampler_opts so = {.style = style, .reindex = reindex, .max_seeds = o->batch,
+                        .profile = true, .rows_per_item = o->rows_per_item};
   if (hs__queue_create(&ctx, dev, HS_QUEUE_PROFILING, &q) != HS_OK ||
       hs__sampler_create(&ctx, dev, q, g, cfg, &so, &s) != HS_OK ||
       hs__batch_alloc(hs__sampler_caps(s), &b) != HS_OK ||
       cl_probe_open(&ctx, dev, q, probe_arr, probe_words, &probe) != HS_OK)
     goto fail;
+
   for (int r = -o->warmup; r < o->runs; r++) {
     batch_seeds(seeds, o->batch, g->n, (uint32_t)(r + o->warmup), used);
     hs_sampler_stats before, after;
     hs__sampler_stats(s, &before);
-    double t0 = hs__now();
+    double t0 = hs__now(), c0 = cpu_now();
     if (hs__sampler_run(s, seeds, o->batch, 0, (uint32_t)(r + 100), &b) != HS_OK) goto fail;
-    double dt = hs__now() - t0;
+    double dt = hs__now() - t0, dc = cpu_now() - c0;
     hs__sampler_stats(s, &after);
-    double pr = cl_probe_run(&probe, q, (uint32_t)r);
+    rate pr = cl_probe_run(&probe, q, (uint32_t)r);
     if (r < 0) continue;
     double edges = (double)(after.edges - before.edges);
     f->edges_s[r] = edges / dt;
+    f->cpu_edges_s[r] = edges / dc;
+    f->cpu_probe_s[r] = pr.cpu;
     f->kern_edges_s[r] = edges / (after.sample_s - before.sample_s);
     f->reindex_v_s[r] = (double)b.n_vertices / (after.reindex_s - before.reindex_s);
-    f->probe_s[r] = pr;
+    f->probe_s[r] = pr.wall;
     f->edges_per_batch = edges;
     f->vertices_per_batch = b.n_vertices;
   }
@@ -283,18 +316,32 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
   printf("  \"%s\": {\"vertices\": %lld, \"edges\": %lld, \"fanouts\": [15, 10, 5], "
          "\"batch\": %d, \"probe_bytes\": %llu,\n",
          name, (long long)g->n, (long long)g->e, o->batch, (unsigned long long)(8 * words));
-  sample_fig ref = {0}, whole = {0}, one = {0}, single = {0};
+  sample_fig ref = {0}, f = {0};
   int rc = run_reference(g, &cfg, o, arr, words, &ref);
   print_sample_fig("host_reference_1_thread", &ref, o->runs, false, dev ? "," : "");
-  if (dev && rc == 0) {
-    rc = run_device(dev, g, &cfg, o, HS_STYLE_NDRANGE, arr, words, &whole);
-    if (rc == 0) print_sample_fig("device_ndrange", &whole, o->runs, true, ",");
-    if (rc == 0) rc = run_device(dev, g, &cfg, o, HS_STYLE_SINGLE, arr, words, &single);
-    if (rc == 0) print_sample_fig("device_single_work_item", &single, o->runs, true, sub ? "," : "");
-    if (rc == 0 && sub) {
-      rc = run_device(sub, g, &cfg, o, HS_STYLE_NDRANGE, arr, words, &one);
-      if (rc == 0) print_sample_fig("sub_device_1cu_ndrange", &one, o->runs, true, "");
-    }
+  /* Each NDRange device with both reindexes (the sampler picks one by its
+   * rule in hs_sampler.h), then the single work-item style. */
+  typedef struct variant {
+    const char *name;
+    const hs_dev *dev;
+    hs_sampler_style style;
+    hs_reindex_style reindex;
+  } variant;
+  const variant vs[] = {
+      {"device_ndrange_parallel_reindex", dev, HS_STYLE_NDRANGE, HS_REINDEX_PARALLEL},
+      {"device_ndrange_sequential_reindex", dev, HS_STYLE_NDRANGE, HS_REINDEX_SEQUENTIAL},
+      {"device_single_work_item", dev, HS_STYLE_SINGLE, HS_REINDEX_AUTO},
+      {"sub_device_1cu_ndrange_parallel_reindex", sub, HS_STYLE_NDRANGE, HS_REINDEX_PARALLEL},
+      {"sub_device_1cu_ndrange_sequential_reindex", sub, HS_STYLE_NDRANGE,
+       HS_REINDEX_SEQUENTIAL},
+  };
+  int n_vs = 0;
+  for (size_t i = 0; i < HS_ARRAY_LEN(vs); i++) n_vs += vs[i].dev != NULL;
+  for (size_t i = 0; i < HS_ARRAY_LEN(vs) && rc == 0 && dev; i++) {
+    if (!vs[i].dev) continue;
+    memset(&f, 0, sizeof f);
+    rc = run_device(vs[i].dev, g, &cfg, o, vs[i].style, vs[i].reindex, arr, words, &f);
+    if (rc == 0) print_sample_fig(vs[i].name, &f, o->runs, true, --n_vs > 0 ? "," : "");
   }
   printf("  }%s\n", last ? "" : ",");
   free(arr);
