@@ -433,7 +433,12 @@ Test(sample_cl, begin_refuses_bad_input, .timeout = 600) {
   hs_sample_cfg cfg = cfg_of(2, fan3, HS_SAMPLE_UNIFORM, false, 0);
   flight f;
   flight_open(&f, &e, &t.g, &cfg, HS_STYLE_NDRANGE, HS_REINDEX_AUTO, 16, 0);
-  cr_expect_eq(hs__sampler_reindex(f.s), HS_REINDEX_PARALLEL);
+  const hs_device_info *di = &env_dev(&e)->info;
+  cr_expect_eq(hs__sampler_reindex(f.s),
+               di->type == HS_DEVICE_CPU && di->compute_units <= HS_SEQ_REINDEX_MAX_CU
+                   ? HS_REINDEX_SEQUENTIAL
+                   : HS_REINDEX_PARALLEL,
+               "the rule of hs_sampler.h on '%s' (%u units)", di->name, di->compute_units);
   cl_event ev = NULL;
   int32_t dup[16];
   memcpy(dup, f.seeds[0], sizeof dup);
@@ -467,6 +472,37 @@ Test(sample_cl, begin_refuses_bad_input, .timeout = 600) {
     cr_expect_null(s);
   }
   clReleaseCommandQueue(ooo);
+  tg_free(&t);
+  env_close(&e);
+}
+
+/* The sequential reindex tags its state by batch instead of resetting it;
+ * when tags run out the state is cleared and they restart. With a tag
+ * limit of 2, seven batches (three with a vertex budget) cross that point
+ * three times and must all match the reference. */
+Test(sample_cl, sequential_reindex_tags_wrap, .timeout = 600) {
+  cl_env e;
+  env_open(&e, false);
+  test_graph t;
+  cr_assert(tg_random(&t, 600, 5.0, 100, 18, true));
+  const hs_sampler_style styles[] = {HS_STYLE_NDRANGE, HS_STYLE_SINGLE};
+  for (size_t k = 0; k < HS_ARRAY_LEN(styles); k++)
+    for (int budget = 0; budget < 2; budget++) {
+      hs_sample_cfg cfg = cfg_of(3, fan3, HS_SAMPLE_UNIFORM, false, budget ? 150 : 0);
+      flight f;
+      flight_open(&f, &e, &t.g, &cfg, styles[k], HS_REINDEX_SEQUENTIAL, 30, 0);
+      cr_assert_eq(hs__sampler_reindex(f.s), HS_REINDEX_SEQUENTIAL);
+      hs__sampler_limit_tags(f.s, 2);
+      for (int b = 0; b < 7; b++) {
+        int i = b % 3;
+        make_seeds(f.seeds[i], f.n_seeds, t.g.n, 70u + (uint32_t)b);
+        cl_event ev;
+        cr_assert_eq(flight_begin(&f, i, &ev), HS_OK, "%s", hs_last_error());
+        flight_wait_finish(&f, i, &ev);
+        flight_expect(&f, &t.g, &cfg, i);
+      }
+      flight_close(&f);
+    }
   tg_free(&t);
   env_close(&e);
 }

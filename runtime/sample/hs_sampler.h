@@ -39,15 +39,26 @@ typedef enum hs_sampler_style {
 } hs_sampler_style;
 
 /* How an NDRange sampler reindexes (the single work-item style always
- * reindexes sequentially). The parallel reindex makes about three random
- * accesses to the per-vertex state per edge (claim, mark, emit) plus two
- * scans, to let many work-items share the work; the sequential one makes
- * one, in one work-item. AUTO: parallel. Both give the same bits. */
+ * reindexes sequentially). Both give the same bits.
+ *  - parallel: first appearances by atomic_min, ranks by a scan: about
+ *    three random accesses to the per-vertex state per edge (claim, mark,
+ *    emit), two scans and a reset pass, shared by every work-item;
+ *  - sequential: one work-item, one random access per edge to a 4-byte
+ *    per-vertex word tagged by batch, no reset pass.
+ * AUTO takes the sequential one on CPU devices of at most
+ * HS_SEQ_REINDEX_MAX_CU compute units, the parallel one elsewhere. Why 3:
+ * on a CPU the parallel reindex takes 3.7 to 4.7 times the CPU time of the
+ * sequential one (perf over bench_sample, generated graphs of 2.4M and
+ * 0.2M vertices), so even scaling perfectly it needs about 4 units to
+ * break even; measured end to end, the sequential one samples 1.5 to 2
+ * times as many edges per second on 1 and on 2 units. */
 typedef enum hs_reindex_style {
   HS_REINDEX_AUTO = 0,
   HS_REINDEX_PARALLEL = 1,
   HS_REINDEX_SEQUENTIAL = 2,
 } hs_reindex_style;
+
+#define HS_SEQ_REINDEX_MAX_CU 3
 
 typedef struct hs_sampler_opts {
   hs_sampler_style style;
@@ -115,6 +126,10 @@ hs_status hs__sampler_finish(hs_sampler *s, hs_batch *out);
 
 /* Whether begin reads the arrays back itself (see "Read-back"). */
 bool hs__sampler_eager_read(const hs_sampler *s);
+
+/* Tests: let the sequential reindex's batch tags wrap after `tag_max`
+ * batches (sooner than they would) to exercise the state clearing. */
+void hs__sampler_limit_tags(hs_sampler *s, uint32_t tag_max);
 
 /* begin, wait, finish: sample and reindex one batch, blocking. */
 hs_status hs__sampler_run(hs_sampler *s, const int32_t *seeds, int32_t n_seeds, uint32_t epoch,

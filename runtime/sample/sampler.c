@@ -80,6 +80,10 @@ struct hs_sampler {
   int64_t n_graph;
   bool eager;   /* begin enqueues the read-back at capacity */
   int pending;  /* batches begun and not finished */
+  /* sequential reindex: the last batch's tag, the largest tag before the
+   * state is cleared and tags restart, the bit where tags start
+   * (hs_reindex_single in reindex.cl) */
+  cl_uint tag, tag_max, tag_shift;
   cl_program prog;
   cl_kernel k[K_N_];
   cl_mem indptr;
@@ -237,12 +241,21 @@ static hs_status make_buf(hs_sampler *s, size_t bytes, cl_mem *out) {
   return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clCreateBuffer", s->dev.id);
 }
 
-/* Every vertex: not met (-1), no first position (INT_MAX). */
+/* Bytes of per-vertex state: (local id, first position) pairs for the
+ * parallel reindex, one tagged word for the sequential one. */
+static size_t state_bytes(const hs_sampler *s) {
+  return (s->reindex == HS_REINDEX_SEQUENTIAL ? 4 : 8) * (size_t)s->n_graph;
+}
+
+/* Every vertex not met: (-1, INT_MAX) pairs, or words of tag 0 (tags
+ * start at 1). */
 static hs_status clear_state(hs_sampler *s) {
-  cl_int pair[2] = {-1, INT_MAX};
+  cl_int pair[2] = {-1, INT_MAX}, zero = 0;
+  bool words = s->reindex == HS_REINDEX_SEQUENTIAL;
   if (s->n_graph == 0) return HS_OK;
-  cl_int err = clEnqueueFillBuffer(s->q, s->state, pair, sizeof pair, 0,
-                                   sizeof pair * (size_t)s->n_graph, 0, NULL, NULL);
+  cl_int err = clEnqueueFillBuffer(s->q, s->state, words ? (void *)&zero : (void *)pair,
+                                   words ? sizeof zero : sizeof pair, 0, state_bytes(s), 0,
+                                   NULL, NULL);
   return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueFillBuffer", s->dev.id);
 }
 
@@ -360,7 +373,7 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
     st = make_zeroed(s, 4 * ((size_t)s->caps.dst[h] + 1), &s->hop_rp[h]);
     if (st == HS_OK) st = make_zeroed(s, 4 * (size_t)s->caps.edges[h], &s->hop_col[h]);
   }
-  if (st == HS_OK) st = make_buf(s, 8 * n, &s->state);
+  if (st == HS_OK) st = make_buf(s, state_bytes(s), &s->state);
   if (st == HS_OK) st = clear_state(s);
   if (st == HS_OK) {
     s->seed_scratch = malloc(sizeof(int32_t) * (size_t)s->caps.seeds);
@@ -401,7 +414,13 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
     s->style = dev->info.type == HS_DEVICE_ACCELERATOR ? HS_STYLE_SINGLE : HS_STYLE_NDRANGE;
   s->reindex = opts->reindex;
   if (s->style == HS_STYLE_SINGLE) s->reindex = HS_REINDEX_SEQUENTIAL;
-  if (s->reindex == HS_REINDEX_AUTO) s->reindex = HS_REINDEX_PARALLEL;
+  if (s->reindex == HS_REINDEX_AUTO)
+    s->reindex = dev->info.type == HS_DEVICE_CPU &&
+                         dev->info.compute_units <= HS_SEQ_REINDEX_MAX_CU
+                     ? HS_REINDEX_SEQUENTIAL
+                     : HS_REINDEX_PARALLEL;
+  /* Tagged words: the field below the tag holds up to caps.vertices + 1. */
+  s->tag_shift = 1;
   s->rows_per_item = opts->rows_per_item;
   if (s->rows_per_item == 0)
     s->rows_per_item = dev->info.type == HS_DEVICE_CPU ? CPU_ROWS_PER_ITEM : 1;
@@ -410,6 +429,12 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   if (st == HS_OK)
     st = hs__batch_caps(cfg, g, hs__csr_max_degree(g), opts->max_seeds, &s->caps);
   if (st == HS_OK) st = check_queue(s);
+  while (st == HS_OK && s->tag_shift < 32 && ((uint64_t)s->caps.vertices + 1) >> s->tag_shift)
+    s->tag_shift++;
+  if (st == HS_OK && s->reindex == HS_REINDEX_SEQUENTIAL && s->tag_shift > 31)
+    st = hs__fail(HS_ERR_RANGE, "sampler: %d vertices per batch leave no room for the "
+                  "sequential reindex's batch tags", s->caps.vertices);
+  s->tag_max = s->tag_shift <= 31 ? (1u << (32 - s->tag_shift)) - 1 : 0;
   size_t limit = opts->eager_read_limit ? opts->eager_read_limit : DEFAULT_EAGER_READ_LIMIT;
   s->eager = eager_bytes(&s->caps) <= limit;
   if (st == HS_OK) st = build(s);
@@ -477,6 +502,10 @@ void hs__sampler_stats(const hs_sampler *s, hs_sampler_stats *out) { *out = s->s
 
 bool hs__sampler_eager_read(const hs_sampler *s) { return s->eager; }
 
+void hs__sampler_limit_tags(hs_sampler *s, uint32_t tag_max) {
+  if (tag_max >= 1 && tag_max < s->tag_max) s->tag_max = tag_max;
+}
+
 /* ---- one batch ------------------------------------------------------------------ */
 
 static hs_status set_hop_params(hs_sampler *s, int kid, uint32_t epoch, uint32_t batch, int h) {
@@ -503,9 +532,11 @@ static hs_status reindex_single(hs_sampler *s, int h, cl_uint limit) {
   ARG(K_REINDEX_SINGLE, 2, s->meta);
   ARG(K_REINDEX_SINGLE, 3, hop);
   ARG(K_REINDEX_SINGLE, 4, limit);
-  ARG(K_REINDEX_SINGLE, 5, s->state);
-  ARG(K_REINDEX_SINGLE, 6, s->ids);
-  ARG(K_REINDEX_SINGLE, 7, s->hop_col[h]);
+  ARG(K_REINDEX_SINGLE, 5, s->tag);
+  ARG(K_REINDEX_SINGLE, 6, s->tag_shift);
+  ARG(K_REINDEX_SINGLE, 7, s->state);
+  ARG(K_REINDEX_SINGLE, 8, s->ids);
+  ARG(K_REINDEX_SINGLE, 9, s->hop_col[h]);
   return launch(s, K_REINDEX_SINGLE, 1, false);
 }
 
@@ -607,7 +638,8 @@ static hs_status hop_single(hs_sampler *s, int h, cl_uint limit) {
 }
 
 /* Everything of one batch but the final count read: seeds in, every hop,
- * the read-back at capacity when eager, the state reset. */
+ * the read-back at capacity when eager, the state reset (parallel reindex;
+ * the sequential one tags the state by batch instead). */
 static hs_status enqueue_batch(hs_sampler *s, int32_t n_seeds, uint32_t epoch, uint32_t batch,
                                hs_batch *out) {
   const hs_sample_cfg *cfg = &s->cfg;
@@ -615,6 +647,13 @@ static hs_status enqueue_batch(hs_sampler *s, int32_t n_seeds, uint32_t epoch, u
   cl_uint limit = (cl_uint)c->vertices;
   if (cfg->max_vertices > 0 && cfg->max_vertices < limit) limit = (cl_uint)cfg->max_vertices;
   cl_uint n = (cl_uint)n_seeds;
+  bool tagged = s->reindex == HS_REINDEX_SEQUENTIAL;
+  if (tagged && s->tag >= s->tag_max) { /* tags wrap: forget them all */
+    hs_status st = clear_state(s);
+    if (st != HS_OK) return st;
+    s->tag = 0;
+  }
+  cl_uint tag = tagged ? ++s->tag : 0, shift = tagged ? s->tag_shift : 0;
   /* From out->ids, which the read of the ids overwrites later in queue
    * order: the caller's seeds are free once begin returns. */
   cl_int err = clEnqueueWriteBuffer(s->q, s->ids, CL_FALSE, 0, 4 * (size_t)n, out->ids, 0, NULL,
@@ -624,6 +663,8 @@ static hs_status enqueue_batch(hs_sampler *s, int32_t n_seeds, uint32_t epoch, u
   ARG(K_SEED, 1, n);
   ARG(K_SEED, 2, s->state);
   ARG(K_SEED, 3, s->meta);
+  ARG(K_SEED, 4, tag);
+  ARG(K_SEED, 5, shift);
   hs_status st = launch(s, K_SEED, n, false);
   for (int h = 0; h < cfg->n_layers && st == HS_OK; h++) {
     int kids[] = {K_COUNT, K_ROWS, K_SAMPLE_SINGLE};
@@ -639,7 +680,7 @@ static hs_status enqueue_batch(hs_sampler *s, int32_t n_seeds, uint32_t epoch, u
   }
   if (st == HS_OK && s->eager)
     st = read_buf(s, s->ids, 4 * (size_t)c->vertices, out->ids, false, NULL);
-  if (st != HS_OK) return st;
+  if (st != HS_OK || tagged) return st;
   cl_uint n_at = HS_META_N(cfg->n_layers);
   ARG(K_RESET, 0, s->ids);
   ARG(K_RESET, 1, s->meta);
