@@ -8,7 +8,10 @@
  *    read-back) end to end, and the kernels alone;
  *  - reindex vertices/s (kernel time from profiling events);
  *  - host gather bytes/s / a STREAM-style copy on the same threads, row
- *    sizes 128 B to 4 KiB, arrays far larger than the last-level cache.
+ *    sizes 128 B to 4 KiB, arrays far larger than the last-level cache;
+ *    the gather as the runtime runs it (non-temporal stores for outputs
+ *    this large and rows of 256 B up, where the host has them) and with
+ *    ordinary stores only.
  * Each figure: median of --runs runs after --warmup runs, with min and max.
  *
  * Sampling ratios come twice: by wall time, and by the process's CPU time
@@ -388,23 +391,35 @@ static int bench_gather(const opts *o) {
                                         (uint32_t)n_rows);
     hs_gather_req req = {table, rb, n_rows, ids, n, out, NULL, 0, NULL};
     copy_job cj = {a, b2, 2 * OUT_BYTES};
-    double gbs[MAX_RUNS], cbs[MAX_RUNS], ratio[MAX_RUNS];
+    double gbs[MAX_RUNS], pbs[MAX_RUNS], cbs[MAX_RUNS], ratio[MAX_RUNS], pratio[MAX_RUNS];
     for (int r = -o->warmup; r < o->runs; r++) {
+      /* the gather as the runtime does it (this output exceeds any cache:
+       * non-temporal stores for rows of 256 B and more), then with
+       * ordinary stores only, then the copy */
+      hs__gather_pool_stream_above(pool, 0);
       double t0 = hs__now();
       if (hs__gather(pool, &req) != HS_OK) return 1;
       double tg = hs__now() - t0;
+      hs__gather_pool_stream_above(pool, SIZE_MAX);
+      t0 = hs__now();
+      if (hs__gather(pool, &req) != HS_OK) return 1;
+      double tp = hs__now() - t0;
       t0 = hs__now();
       hs__gather_pool_run(pool, copy_slice, &cj);
       double tc = hs__now() - t0;
       if (r < 0) continue;
       gbs[r] = 2.0 * (double)n * (double)rb / tg;   /* rows read + written */
+      pbs[r] = 2.0 * (double)n * (double)rb / tp;
       cbs[r] = 2.0 * (double)cj.bytes / tc;         /* read + written */
       ratio[r] = gbs[r] / cbs[r];
+      pratio[r] = pbs[r] / cbs[r];
     }
     printf("    {\"row_bytes\": %zu, ", rb);
     print_summary("gather_bytes_per_s", summarize(gbs, o->runs), ", ");
     print_summary("copy_bytes_per_s", summarize(cbs, o->runs), ", ");
-    print_summary("ratio_to_copy", summarize(ratio, o->runs), "");
+    print_summary("ratio_to_copy", summarize(ratio, o->runs), ",\n     ");
+    print_summary("ordinary_stores_gather_bytes_per_s", summarize(pbs, o->runs), ", ");
+    print_summary("ordinary_stores_ratio_to_copy", summarize(pratio, o->runs), "");
     printf("}%s\n", s + 1 < HS_ARRAY_LEN(row_sizes) ? "," : "");
   }
   printf("  ]}");
