@@ -6,7 +6,10 @@
  *    the topology);
  *  - reindex vertices/s (kernel time from profiling events);
  *  - host gather bytes/s / a STREAM-style copy on the same threads, row
- *    sizes 128 B to 4 KiB, arrays far larger than the last-level cache.
+ *    sizes 128 B to 4 KiB, arrays far larger than the last-level cache;
+ *    the gather as the runtime runs it (non-temporal stores for outputs
+ *    this large and rows of 256 B up, where the host has them) and with
+ *    ordinary stores only.
  * Each figure: median of --runs runs after --warmup runs, with min and max.
  *
  * usage: bench_sample [--scale products|small] [--runs N] [--warmup N]
@@ -140,7 +143,12 @@ static int bench_gather(const opts *o) {
     printf("    {\"row_bytes\": %zu, ", rb);
     print_summary("gather_bytes_per_s", hs__summarize(gr.gather_bps, gr.runs), ", ");
     print_summary("copy_bytes_per_s", hs__summarize(gr.copy_bps, gr.runs), ", ");
-    print_summary("ratio_to_copy", hs__summarize_ratio(gr.gather_bps, gr.copy_bps, gr.runs), "");
+    print_summary("ratio_to_copy", hs__summarize_ratio(gr.gather_bps, gr.copy_bps, gr.runs),
+                  ",\n     ");
+    print_summary("ordinary_stores_gather_bytes_per_s", hs__summarize(gr.ordinary_bps, gr.runs),
+                  ", ");
+    print_summary("ordinary_stores_ratio_to_copy",
+                  hs__summarize_ratio(gr.ordinary_bps, gr.copy_bps, gr.runs), "");
     printf("}%s\n", s + 1 < HS_ARRAY_LEN(row_sizes) ? "," : "");
   }
   printf("  ]}");

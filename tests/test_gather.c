@@ -2,6 +2,7 @@
  * and row size (float32 and float16 rows alike), labels of the seeds, bad
  * ids refused. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +21,10 @@ static void ids_of(int32_t *ids, int32_t n, int64_t n_rows) {
     ids[i] = (int32_t)hs_philox_below(hs_philox_draw(4, 2, 0, 0, (uint32_t)i).v[0], (uint32_t)n_rows);
 }
 
-static void expect_gather(int threads, size_t row_bytes, int64_t n_rows, int32_t n) {
+/* stream_above: the pool's threshold for non-temporal stores (SIZE_MAX:
+ * the default, which these small outputs stay under). */
+static void expect_gather_stream(int threads, size_t row_bytes, int64_t n_rows, int32_t n,
+                                 size_t stream_above) {
   unsigned char *table = malloc(row_bytes * (size_t)n_rows);
   unsigned char *out = malloc(row_bytes * (size_t)n + 1);
   unsigned char *ref = malloc(row_bytes * (size_t)n + 1);
@@ -32,6 +36,7 @@ static void expect_gather(int threads, size_t row_bytes, int64_t n_rows, int32_t
   hs_gather_pool *p;
   cr_assert_eq(hs__gather_pool_create(threads, &p), HS_OK);
   cr_assert_eq(hs__gather_pool_threads(p), threads);
+  if (stream_above != SIZE_MAX) hs__gather_pool_stream_above(p, stream_above);
   hs_gather_req req = {table, row_bytes, n_rows, ids, n, out, NULL, 0, NULL};
   for (int rep = 0; rep < 3; rep++) cr_assert_eq(hs__gather(p, &req), HS_OK, "%s", hs_last_error());
   for (int32_t i = 0; i < n; i++)
@@ -47,6 +52,10 @@ static void expect_gather(int threads, size_t row_bytes, int64_t n_rows, int32_t
   free(ids);
 }
 
+static void expect_gather(int threads, size_t row_bytes, int64_t n_rows, int32_t n) {
+  expect_gather_stream(threads, row_bytes, n_rows, n, SIZE_MAX);
+}
+
 Test(gather, equals_direct_indexing_for_any_thread_count) {
   const int threads[] = {1, 2, 3, 7};
   for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
@@ -55,6 +64,21 @@ Test(gather, equals_direct_indexing_for_any_thread_count) {
   }
   expect_gather(4, 4096, 300, 5);  /* slices of one or two rows */
   expect_gather(3, 16, 10, 0);     /* empty batch */
+}
+
+/* Outputs over the threshold take the non-temporal stores (where the host
+ * has them): rows of a multiple of 64 bytes, of 16 bytes (a tail of
+ * 16-byte stores), and rows too short or of neither (copied as usual) come
+ * out the same. */
+Test(gather, non_temporal_stores_give_the_same_rows) {
+  const int threads[] = {1, 3};
+  for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+    expect_gather_stream(threads[i], 512, 5000, 3001, 0);
+    expect_gather_stream(threads[i], 400, 3000, 2001, 0);
+    expect_gather_stream(threads[i], 66, 700, 999, 0);
+    expect_gather_stream(threads[i], 128, 700, 999, 0);
+    expect_gather_stream(threads[i], 4096, 300, 7, 1000);
+  }
 }
 
 Test(gather, labels_of_the_seeds) {

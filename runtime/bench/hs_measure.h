@@ -127,10 +127,14 @@ typedef struct hs_gather_runs {
   int runs;
   double gather_bps[HS_MEASURE_MAX_RUNS]; /* rows read + written per second */
   double copy_bps[HS_MEASURE_MAX_RUNS];   /* the copy limit, same run */
+  /* host only: the same gather with ordinary stores (no non-temporal
+   * stores whatever the output's size; see runtime/sample/gather.c) */
+  double ordinary_bps[HS_MEASURE_MAX_RUNS];
 } hs_gather_runs;
 
-/* Host gather of `req` on the pool beside a copy of `copy_bytes` between
- * `copy_src` and `copy_dst` on the same threads. */
+/* Host gather of `req` on the pool as the runtime runs it, then with
+ * ordinary stores only, beside a copy of `copy_bytes` between `copy_src`
+ * and `copy_dst` on the same threads. */
 hs_status hs__measure_gather_host(hs_gather_pool *pool, const hs_gather_req *req,
                                   const void *copy_src, void *copy_dst, size_t copy_bytes,
                                   int warmup, int runs, hs_gather_runs *out);

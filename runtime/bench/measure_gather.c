@@ -1,4 +1,5 @@
 /* Gather throughput beside a STREAM-style copy (see hs_measure.h). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,17 +15,26 @@ hs_status hs__measure_gather_host(hs_gather_pool *pool, const hs_gather_req *req
     return hs__fail(HS_ERR_INVALID_ARG, "gather benchmark: %d runs", runs);
   out->runs = runs;
   double moved = 2.0 * (double)req->n * (double)req->row_bytes; /* rows read + written */
-  for (int r = -warmup; r < runs; r++) {
+  size_t stream_above = hs__gather_pool_stream_above(pool, SIZE_MAX);
+  hs__gather_pool_stream_above(pool, stream_above);
+  hs_status st = HS_OK;
+  for (int r = -warmup; r < runs && st == HS_OK; r++) {
     double t0 = hs__now();
-    hs_status st = hs__gather(pool, req);
-    if (st != HS_OK) return st;
+    if ((st = hs__gather(pool, req)) != HS_OK) break;
     double tg = hs__now() - t0;
+    hs__gather_pool_stream_above(pool, SIZE_MAX);
+    t0 = hs__now();
+    st = hs__gather(pool, req);
+    double to = hs__now() - t0;
+    hs__gather_pool_stream_above(pool, stream_above);
+    if (st != HS_OK) break;
     double copy = hs__host_copy_rate(pool, copy_src, copy_dst, copy_bytes);
     if (r < 0) continue;
     out->gather_bps[r] = moved / tg;
+    out->ordinary_bps[r] = moved / to;
     out->copy_bps[r] = copy;
   }
-  return HS_OK;
+  return st;
 }
 
 hs_status hs__measure_gather_device(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,

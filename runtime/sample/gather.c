@@ -3,9 +3,29 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hs_base.h"
 #include "hs_gather.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_STREAM_STORES 1
+#else
+#define HAVE_STREAM_STORES 0
+#endif
+
+/* An output larger than the last-level cache would not be in cache when
+ * the trainer reads it, and ordinary stores read every output line from
+ * memory before writing it: a third more memory traffic. Such outputs are
+ * written with non-temporal stores: rows of at least STREAM_MIN_ROW bytes
+ * and a multiple of 16 into a 16-byte aligned output; others are copied as
+ * usual. Measured (bench_sample, 2 threads, 256 MiB of output, three
+ * runs): rows of 256 B to 4 KiB gathered at 1.0 to 1.3 times the rate of
+ * ordinary stores (most at 1 and 2 KiB), rows of 128 B slower. The
+ * threshold when the cache size is not known: */
+#define DEFAULT_STREAM_ABOVE ((size_t)32 << 20)
+#define STREAM_MIN_ROW 256
 
 struct hs_gather_pool {
   int n_threads;
@@ -17,6 +37,7 @@ struct hs_gather_pool {
   bool stop;
   void (*fn)(void *, int, int);
   void *arg;
+  size_t stream_above; /* outputs larger than this: non-temporal stores */
 };
 
 typedef struct worker_arg {
@@ -50,6 +71,11 @@ hs_status hs__gather_pool_create(int n_threads, hs_gather_pool **out) {
   hs_gather_pool *p = calloc(1, sizeof *p);
   if (!p) return hs__fail(HS_ERR_NOMEM, "gather pool");
   p->n_threads = n_threads;
+  p->stream_above = DEFAULT_STREAM_ABOVE;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc > 0) p->stream_above = (size_t)llc;
+#endif
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
@@ -88,6 +114,12 @@ void hs__gather_pool_destroy(hs_gather_pool *p) {
 
 int hs__gather_pool_threads(const hs_gather_pool *p) { return p->n_threads; }
 
+size_t hs__gather_pool_stream_above(hs_gather_pool *p, size_t bytes) {
+  size_t was = p->stream_above;
+  p->stream_above = bytes;
+  return was;
+}
+
 void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n), void *arg) {
   if (p->n_threads > 1) {
     pthread_mutex_lock(&p->mu);
@@ -110,14 +142,33 @@ void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n),
 
 /* Random rows are latency bound: keep about this many bytes of upcoming
  * rows prefetched per thread (whole rows, 4 to 32 rows ahead). Further
- * ahead only crowds out the core's miss buffers; streaming stores for the
- * output measured slower on rows up to 1 KiB and are not used. */
+ * ahead only crowds out the core's miss buffers. */
 #define PREFETCH_AHEAD_BYTES 4096
 
 typedef struct gather_job {
   const hs_gather_req *req;
+  bool stream;    /* non-temporal stores */
   atomic_int bad; /* an id out of range was met */
 } gather_job;
+
+#if HAVE_STREAM_STORES
+/* `bytes` a multiple of 16, `dst` 16-byte aligned. */
+static void copy_stream(char *dst, const char *src, size_t bytes) {
+  size_t o = 0;
+  for (; o + 64 <= bytes; o += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(src + o));
+    __m128i b = _mm_loadu_si128((const __m128i *)(src + o + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(src + o + 32));
+    __m128i d = _mm_loadu_si128((const __m128i *)(src + o + 48));
+    _mm_stream_si128((__m128i *)(dst + o), a);
+    _mm_stream_si128((__m128i *)(dst + o + 16), b);
+    _mm_stream_si128((__m128i *)(dst + o + 32), c);
+    _mm_stream_si128((__m128i *)(dst + o + 48), d);
+  }
+  for (; o < bytes; o += 16)
+    _mm_stream_si128((__m128i *)(dst + o), _mm_loadu_si128((const __m128i *)(src + o)));
+}
+#endif
 
 static void gather_slice(void *arg, int t, int n_threads) {
   gather_job *job = arg;
@@ -141,8 +192,19 @@ static void gather_slice(void *arg, int t, int n_threads) {
       atomic_store(&job->bad, 1);
       continue;
     }
+#if HAVE_STREAM_STORES
+    if (job->stream) {
+      copy_stream(out + (size_t)i * rb, table + (size_t)id * rb, rb);
+      continue;
+    }
+#endif
     memcpy(out + (size_t)i * rb, table + (size_t)id * rb, rb);
   }
+#if HAVE_STREAM_STORES
+  /* Non-temporal stores are weakly ordered: make them visible before the
+   * pool reports the slice done. */
+  if (job->stream) _mm_sfence();
+#endif
   if (r->labels && t == 0)
     for (int32_t i = 0; i < r->n_labels; i++) {
       int32_t id = r->ids[i];
@@ -158,7 +220,10 @@ hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req) {
                     req->row_bytes);
   if (req->n_labels > 0 && (!req->labels || !req->labels_out))
     return hs__fail(HS_ERR_INVALID_ARG, "gather: labels requested without arrays");
-  gather_job job = {req, 0};
+  gather_job job = {.req = req, .bad = 0};
+  job.stream = HAVE_STREAM_STORES && bytes > p->stream_above &&
+               req->row_bytes >= STREAM_MIN_ROW && req->row_bytes % 16 == 0 &&
+               (uintptr_t)req->out % 16 == 0;
   hs__gather_pool_run(p, gather_slice, &job);
   if (atomic_load(&job.bad))
     return hs__fail(HS_ERR_RANGE, "gather: an id is outside the %lld rows of the table",

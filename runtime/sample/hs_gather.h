@@ -21,6 +21,10 @@ typedef struct hs_gather_pool hs_gather_pool;
 hs_status hs__gather_pool_create(int n_threads, hs_gather_pool **out);
 void hs__gather_pool_destroy(hs_gather_pool *p);
 int hs__gather_pool_threads(const hs_gather_pool *p);
+/* Outputs of more than `bytes` are written with non-temporal stores where
+ * the host has them (gather.c says why); the default is the last-level
+ * cache size. Returns the previous threshold. Not while a gather runs. */
+size_t hs__gather_pool_stream_above(hs_gather_pool *p, size_t bytes);
 
 /* Run fn(arg, t, n_threads) once on every thread t of the pool and return
  * when all have returned. One run at a time per pool. */

@@ -24,7 +24,8 @@
  * Device memory: indptr (8 (n+1) bytes, one allocation), indices and
  * weights (4 e bytes each, split into up to 4 allocations at the device's
  * max allocation or $HETSAGE_MAX_ALLOC), a per-vertex reindex array
- * (8 n bytes), per-hop outputs and per-batch work arrays sized by
+ * (8 n bytes for the parallel reindex, 4 n for the sequential one, see
+ * hs_reindex_style), per-hop outputs and per-batch work arrays sized by
  * hs__batch_caps. Nothing is allocated per batch. */
 #ifndef HS_SAMPLER_H
 #define HS_SAMPLER_H

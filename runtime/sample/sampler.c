@@ -348,6 +348,7 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
   }
   size_t E = (size_t)max_e + 1;
   bool keyed = s->cfg.mode != HS_SAMPLE_UNIFORM && !s->cfg.replace;
+  bool par = s->reindex == HS_REINDEX_PARALLEL;
   bool budget = s->cfg.max_vertices > 0;
   hs_status st = make_buf(s, 8 * (n + 1), &s->indptr);
   if (st == HS_OK) {
@@ -364,9 +365,10 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
   if (st == HS_OK) st = make_buf(s, 4, &s->sink);
   if (st == HS_OK) st = make_buf(s, 4 * E, &s->nbr);
   if (st == HS_OK) st = make_buf(s, keyed ? 8 * E : 8, &s->keys);
-  if (st == HS_OK) st = make_buf(s, 4 * E, &s->flag);
-  if (st == HS_OK) st = make_buf(s, budget ? 4 * E : 4, &s->col);
-  if (st == HS_OK) st = make_buf(s, 4 * E, &s->keep);
+  /* the parallel reindex's ranks, kept flags and columns before the cut */
+  if (st == HS_OK) st = make_buf(s, par ? 4 * E : 4, &s->flag);
+  if (st == HS_OK) st = make_buf(s, par && budget ? 4 * E : 4, &s->col);
+  if (st == HS_OK) st = make_buf(s, par ? 4 * E : 4, &s->keep);
   if (st == HS_OK) st = make_buf(s, 4 * (SCAN_MAX_PARTS + 1), &s->part);
   if (st == HS_OK) st = make_zeroed(s, 4 * HS_META_WORDS, &s->meta);
   for (int h = 0; h < s->caps.n_layers && st == HS_OK; h++) {
