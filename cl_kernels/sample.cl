@@ -48,6 +48,38 @@ inline int hs_nbr(HS_TOPO_ARGS, ulong e) {
   return p == 1 ? ix1[o] : (p == 2 ? ix2[o] : ix3[o]);
 }
 
+#ifdef HS_PREFETCH
+inline __global const int *hs_nbr_at(HS_TOPO_ARGS, ulong e) {
+  if (e < part_elems) return ix0 + e;
+  ulong p = e / part_elems, o = e - p * part_elems;
+  return p == 1 ? ix1 + o : (p == 2 ? ix2 + o : ix3 + o);
+}
+
+inline __global const uint *hs_wbits_at(HS_TOPO_ARGS, ulong e) {
+  if (e < part_elems) return wt0 + e;
+  ulong p = e / part_elems, o = e - p * part_elems;
+  return p == 1 ? wt1 + o : (p == 2 ? wt2 + o : wt3 + o);
+}
+
+/* Prefetch the lines of row [start, start + d) that sampling reads: up to
+ * four 64-byte lines from its start and its last one (long rows are read
+ * at random positions; their other lines are left to chance). */
+inline void hs_prefetch_row(HS_TOPO_ARGS, uint mode, long start, long d) {
+  if (d <= 0) return;
+  for (long o = 0; o < d && o < 64; o += 16) {
+    HS_PREFETCH(hs_nbr_at(HS_TOPO, (ulong)(start + o)));
+    if (mode != HS_MODE_UNIFORM) HS_PREFETCH(hs_wbits_at(HS_TOPO, (ulong)(start + o)));
+  }
+  HS_PREFETCH(hs_nbr_at(HS_TOPO, (ulong)(start + d - 1)));
+  if (mode != HS_MODE_UNIFORM) HS_PREFETCH(hs_wbits_at(HS_TOPO, (ulong)(start + d - 1)));
+}
+
+/* Rows prefetched ahead of the one being sampled (CPU devices). Measured
+ * (bench_sample, products scale, 2 cores): 8, 16 and 32 within noise of
+ * each other; one line per row instead of up to five, the same. */
+#define HS_ROWS_AHEAD 16u
+#endif
+
 inline uint hs_wbits(HS_TOPO_ARGS, ulong e) {
   if (e < part_elems) return wt0[e];
   ulong p = e / part_elems, o = e - p * part_elems;
@@ -176,6 +208,11 @@ __kernel void hs_sample_count(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *
   HS_PARAMS_INIT(p);
   const uint n_dst = meta[HS_META_N(hop)];
   for (uint i = get_global_id(0); i < n_dst; i += get_global_size(0)) {
+#ifdef HS_PREFETCH
+    /* the offsets of this work-item's row HS_ROWS_AHEAD iterations on */
+    ulong ahead = (ulong)i + (ulong)HS_ROWS_AHEAD * get_global_size(0);
+    if (ahead < n_dst) HS_PREFETCH(&indptr[ids[ahead]]);
+#endif
     int v = ids[i];
     long start = indptr[v], d = indptr[v + 1] - start;
     row_start[i] = start;
@@ -184,13 +221,14 @@ __kernel void hs_sample_count(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *
   }
 }
 
-/* Each work-item samples `per_item` consecutive rows. It first touches
- * every one of them (first and last edge): on cores that run work-items
- * one after another (CPU devices) these independent loads are the only
- * misses that can overlap, the sampling in between being long. GPUs hide
- * latency with other work-items and use per_item = 1. `sink` only keeps
- * the touching loads from being optimised away. Rows ending past `cap`
- * (only when the offsets overflowed, see hs_scan_apply) are skipped. */
+/* Each work-item samples `per_item` consecutive rows. On cores that run
+ * work-items one after another (CPU devices) misses overlap only if they
+ * are issued ahead of the long sampling in between: with HS_PREFETCH the
+ * rows are prefetched a fixed distance ahead; without, every row of the
+ * block is first touched (first and last edge) by plain loads, which
+ * `sink` keeps from being optimised away. GPUs hide latency with other
+ * work-items and use per_item = 1. Rows ending past `cap` (only when the
+ * offsets overflowed, see hs_scan_apply) are skipped. */
 __kernel void hs_sample_rows(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *ids,
                              __global const uint *meta, __global const uint *off,
                              __global int *nbr, __global ulong *keys,
@@ -201,6 +239,21 @@ __kernel void hs_sample_rows(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *i
   for (uint g = get_global_id(0); g < (n_dst + per_item - 1) / per_item;
        g += get_global_size(0)) {
     uint b = g * per_item, e = min(n_dst, b + per_item);
+#ifdef HS_PREFETCH
+    /* A rolling prefetch HS_ROWS_AHEAD rows ahead, running on into this
+     * work-item's next block so the misses never stop overlapping. */
+    ulong next_b = (ulong)(g + get_global_size(0)) * per_item;
+    for (uint i = b; i < min(e, b + HS_ROWS_AHEAD); i++)
+      hs_prefetch_row(HS_TOPO, mode, row_start[i], (long)row_deg[i]);
+    for (uint i = b; i < e; i++) {
+      ulong j = (ulong)i + HS_ROWS_AHEAD;
+      if (j >= e) j = next_b + (j - e);
+      if (j < n_dst) hs_prefetch_row(HS_TOPO, mode, row_start[j], (long)row_deg[j]);
+      if (off[i + 1] <= cap)
+        hs_row_sample(HS_TOPO, &p, (uint)ids[i], row_start[i], (long)row_deg[i], nbr + off[i],
+                      keys + off[i]);
+    }
+#else
     int touched = 0;
     for (uint i = b; i < e; i++)
       if (row_deg[i] > 0u)
@@ -211,6 +264,7 @@ __kernel void hs_sample_rows(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int *i
         hs_row_sample(HS_TOPO, &p, (uint)ids[i], row_start[i], (long)row_deg[i], nbr + off[i],
                       keys + off[i]);
     if (touched == 0x5eed5eed) *sink = touched;
+#endif
   }
 }
 
@@ -226,7 +280,20 @@ __kernel void hs_sample_single(HS_TOPO_ARGS, HS_PARAMS_ARGS, __global const int 
   HS_PARAMS_INIT(p);
   const uint n_dst = meta[HS_META_N(hop)];
   uint at = 0;
+#ifdef HS_PREFETCH
+  for (uint i = 0; i < min(n_dst, 2u * HS_ROWS_AHEAD); i++) HS_PREFETCH(&indptr[ids[i]]);
+  for (uint i = 0; i < min(n_dst, HS_ROWS_AHEAD); i++)
+    hs_prefetch_row(HS_TOPO, mode, indptr[ids[i]], indptr[ids[i] + 1] - indptr[ids[i]]);
+#endif
   for (uint i = 0; i < n_dst; i++) {
+#ifdef HS_PREFETCH
+    /* two stages: a row's offsets, then (when they have arrived) its edges */
+    if (i + 2u * HS_ROWS_AHEAD < n_dst) HS_PREFETCH(&indptr[ids[i + 2u * HS_ROWS_AHEAD]]);
+    if (i + HS_ROWS_AHEAD < n_dst) {
+      int u = ids[i + HS_ROWS_AHEAD];
+      hs_prefetch_row(HS_TOPO, mode, indptr[u], indptr[u + 1] - indptr[u]);
+    }
+#endif
     int v = ids[i];
     long start = indptr[v], d = indptr[v + 1] - start;
     row_ptr[i] = at;
