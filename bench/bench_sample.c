@@ -11,6 +11,9 @@
  *    this large and rows of 256 B up, where the host has them) and with
  *    ordinary stores only.
  * Each figure: median of --runs runs after --warmup runs, with min and max.
+ * Sampling ratios come by wall time and by the process's CPU time (see
+ * hs_sample_runs: the latter is immune to other processes taking the
+ * cores away for unequal parts of a batch and of its probe).
  *
  * usage: bench_sample [--scale products|small] [--runs N] [--warmup N]
  *                     [--threads T] [--batch B] [--rows-per-item R] [--skip-gather]
@@ -51,6 +54,9 @@ static void print_sample_fig(const char *name, const hs_sample_runs *f, bool ker
   print_summary("sampled_edges_per_s", hs__summarize(f->edges_s, runs), ",\n      ");
   print_summary("random_reads_per_s", hs__summarize(f->probe_s, runs), ",\n      ");
   print_summary("ratio_to_random_reads", hs__summarize_ratio(f->edges_s, f->probe_s, runs),
+                ",\n      ");
+  print_summary("ratio_to_random_reads_cpu_time",
+                hs__summarize_ratio(f->cpu_edges_s, f->cpu_probe_s, runs),
                 kernels ? ",\n      " : "");
   if (kernels) {
     print_summary("sampling_kernel_edges_per_s", hs__summarize(f->kern_edges_s, runs), ",\n      ");

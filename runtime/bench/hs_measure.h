@@ -102,6 +102,13 @@ typedef struct hs_sample_runs {
   double kern_edges_s[HS_MEASURE_MAX_RUNS]; /* / sampling kernel time (devices) */
   double reindex_v_s[HS_MEASURE_MAX_RUNS];  /* vertices / reindex kernel time */
   double probe_s[HS_MEASURE_MAX_RUNS];      /* the random-read limit, same run */
+  /* The same two by the CPU time of every thread of the process (the
+   * device's workers included) instead of wall time: on a machine shared
+   * with other work, other processes take the cores away for unequal parts
+   * of a batch and of its probe; these are immune to that (not to the
+   * sharing of caches and memory bandwidth). Meaningful on CPU devices. */
+  double cpu_edges_s[HS_MEASURE_MAX_RUNS];
+  double cpu_probe_s[HS_MEASURE_MAX_RUNS];
   double edges_per_batch, vertices_per_batch;
 } hs_sample_runs;
 
@@ -200,6 +207,9 @@ typedef struct hs_train_runs {
 hs_status hs__measure_train_step(const hs_ctx *ctx, const hs_dev *dev,
                                  const hs_train_shape *shape, size_t wg, int warmup, int runs,
                                  hs_train_runs *out);
+
+/* Seconds of CPU time used so far by every thread of this process. */
+double hs__process_cpu_s(void);
 
 /* Resident set size of this process now, bytes (0 if unknown). */
 uint64_t hs__rss_bytes(void);

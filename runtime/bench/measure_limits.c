@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/hs_measure.h"
@@ -228,6 +229,12 @@ hs_status hs__measure_random_read(const hs_ctx *ctx, const hs_dev *dev, cl_comma
   }
   hs__probe_close(&p);
   return st;
+}
+
+double hs__process_cpu_s(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) return 0.0;
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 uint64_t hs__rss_bytes(void) {

@@ -57,15 +57,19 @@ hs_status hs__measure_sample_ref(const hs_csr *g, const hs_sample_cfg *cfg, int3
     goto done;
   for (int r = -warmup; r < runs; r++) {
     hs__bench_seeds(seeds, batch, g->n, (uint32_t)(r + warmup), used);
-    double t0 = hs__now();
+    double t0 = hs__now(), c0 = hs__process_cpu_s();
     if ((st = hs__ref_sample_batch(g, cfg, seeds, batch, 0, (uint32_t)(r + 100), &b)) != HS_OK)
       goto done;
-    double dt = hs__now() - t0;
+    double dt = hs__now() - t0, dc = hs__process_cpu_s() - c0;
+    c0 = hs__process_cpu_s();
     double probe = hs__host_probe(probe_arr, probe_words, 1u << 22, (uint32_t)r);
+    double pc = hs__process_cpu_s() - c0;
     if (r < 0) continue;
     double edges = batch_edges(cfg, &b);
     out->edges_s[r] = edges / dt;
     out->probe_s[r] = probe;
+    out->cpu_edges_s[r] = dc > 0 ? edges / dc : 0.0;
+    out->cpu_probe_s[r] = pc > 0 ? (double)(1u << 22) / pc : 0.0;
     out->edges_per_batch = edges;
     out->vertices_per_batch = b.n_vertices;
   }
@@ -110,12 +114,14 @@ hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs
     hs__bench_seeds(seeds, batch, g->n, (uint32_t)(r + warmup), used);
     hs_sampler_stats before, after;
     hs__sampler_stats(s, &before);
-    double t0 = hs__now();
+    double t0 = hs__now(), c0 = hs__process_cpu_s();
     if ((st = hs__sampler_run(s, seeds, batch, 0, (uint32_t)(r + 100), &b)) != HS_OK) goto done;
-    double dt = hs__now() - t0;
+    double dt = hs__now() - t0, dc = hs__process_cpu_s() - c0;
     hs__sampler_stats(s, &after);
-    double pr;
+    double pr, p0 = hs__now();
+    c0 = hs__process_cpu_s();
     if ((st = hs__probe_run(&probe, q, (uint32_t)r, &pr)) != HS_OK) goto done;
+    double pc = hs__process_cpu_s() - c0, pw = hs__now() - p0;
     if (r < 0) continue;
     double edges = (double)(after.edges - before.edges);
     double ks = after.sample_s - before.sample_s, kr = after.reindex_s - before.reindex_s;
@@ -123,6 +129,8 @@ hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs
     out->kern_edges_s[r] = ks > 0 ? edges / ks : 0.0;
     out->reindex_v_s[r] = kr > 0 ? (double)b.n_vertices / kr : 0.0;
     out->probe_s[r] = pr;
+    out->cpu_edges_s[r] = dc > 0 ? edges / dc : 0.0;
+    out->cpu_probe_s[r] = pc > 0 ? pr * pw / pc : 0.0; /* reads / CPU seconds */
     out->edges_per_batch = edges;
     out->vertices_per_batch = b.n_vertices;
   }
