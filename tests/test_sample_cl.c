@@ -94,13 +94,15 @@ static void make_seeds(int32_t *seeds, int32_t n, int64_t n_vertices, uint32_t s
 
 /* Run `batches` consecutive batches through the device sampler and the
  * reference; every one must be identical and valid. */
+static bool no_prefetch; /* the kernels as devices other than CPUs build them */
+
 static void expect_same_with_reindex(cl_env *e, const hs_csr *g, const hs_sample_cfg *cfg,
                                      hs_sampler_style style, hs_reindex_style reindex,
                                      const size_t *wgs, int n_wgs, int32_t n_seeds, int batches,
                                      uint32_t rows_per_item, size_t eager_read_limit) {
   hs_sampler_opts opts = {.style = style, .reindex = reindex, .max_seeds = n_seeds,
                           .profile = true, .rows_per_item = rows_per_item,
-                          .eager_read_limit = eager_read_limit};
+                          .eager_read_limit = eager_read_limit, .no_prefetch = no_prefetch};
   hs_sampler *s = NULL;
   hs_status st = hs__sampler_create(&e->ctx, env_dev(e), e->q, g, cfg, &opts, &s);
   cr_assert_eq(st, HS_OK, "%s", hs_last_error());
@@ -208,6 +210,28 @@ Test(sample_cl, ndrange_equals_reference_at_every_work_group_size, .timeout = 60
   const uint32_t rows[] = {1, 3, 16};
   for (size_t r = 0; r < HS_ARRAY_LEN(rows); r++)
     expect_same_as_reference_rows(&e, &t.g, &w, HS_STYLE_NDRANGE, wgs + 2, 2, 40, 2, rows[r]);
+  tg_free(&t);
+  env_close(&e);
+}
+
+/* CPU devices build the kernels with software prefetches (hs_common.h),
+ * others without: both builds give the reference's bits. */
+Test(sample_cl, kernels_without_prefetches_equal_reference, .timeout = 600) {
+  cl_env e;
+  env_open(&e, false);
+  test_graph t;
+  cr_assert(tg_random(&t, 4000, 3.0, 500, 13, true));
+  const size_t wgs[] = {7, 64};
+  no_prefetch = true;
+  for (size_t m = 0; m < HS_ARRAY_LEN(every_mode); m++) {
+    hs_sample_cfg cfg =
+        cfg_of(3, fan3, every_mode[m].mode, every_mode[m].replace, every_mode[m].budget);
+    expect_same_as_reference(&e, &t.g, &cfg, HS_STYLE_NDRANGE, wgs, 2, 40, 2);
+    expect_same_as_reference(&e, &t.g, &cfg, HS_STYLE_SINGLE, NULL, 1, 40, 2);
+  }
+  hs_sample_cfg w = cfg_of(3, fan3, HS_SAMPLE_WEIGHTED, false, 0);
+  expect_same_as_reference_rows(&e, &t.g, &w, HS_STYLE_NDRANGE, wgs, 2, 40, 2, 3);
+  no_prefetch = false;
   tg_free(&t);
   env_close(&e);
 }

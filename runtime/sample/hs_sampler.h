@@ -72,6 +72,8 @@ typedef struct hs_sampler_opts {
   const char *binary;     /* a prebuilt program binary to load instead of building
                              from source (devices without a compiler); NULL: build */
   size_t eager_read_limit; /* bytes; see "Read-back" above; 0: 32 MiB */
+  bool no_prefetch;       /* CPU devices: build the kernels without their software
+                             prefetches, as other devices run them (tests) */
 } hs_sampler_opts;
 
 /* Kernel time (seconds, from OpenCL profiling events) of everything run

@@ -298,14 +298,14 @@ static hs_status set_topology_args(hs_sampler *s) {
 }
 
 /* CPU devices get the kernels' software prefetches (hs_common.h). */
-static const char *build_options(const hs_dev *dev) {
-  return dev->info.type == HS_DEVICE_CPU ? "-DHS_CPU_DEVICE" : "";
+static const char *build_options(const hs_dev *dev, bool no_prefetch) {
+  return dev->info.type == HS_DEVICE_CPU && !no_prefetch ? "-DHS_CPU_DEVICE" : "";
 }
 
 hs_status hs__sampler_save_binary(const hs_ctx *ctx, const hs_dev *dev, const char *path) {
   cl_program prog;
   hs_status st = hs__program_build(ctx, dev, program_sources, (int)HS_ARRAY_LEN(program_sources),
-                                   build_options(dev), &prog, NULL);
+                                   build_options(dev, false), &prog, NULL);
   if (st != HS_OK) return st;
   st = hs__program_save_binary(prog, dev, path);
   hs__program_release(&prog);
@@ -316,7 +316,7 @@ static hs_status build(hs_sampler *s) {
   hs_status st =
       s->opts.binary ? hs__program_from_binary_file(&s->ctx, &s->dev, s->opts.binary, "", &s->prog)
                 : hs__program_build(&s->ctx, &s->dev, program_sources,
-                                    (int)HS_ARRAY_LEN(program_sources), build_options(&s->dev),
+                                    (int)HS_ARRAY_LEN(program_sources), build_options(&s->dev, s->opts.no_prefetch),
                                     &s->prog, NULL);
   for (int i = 0; i < K_N_ && st == HS_OK; i++)
     st = hs__kernel_create(s->prog, kernel_names[i], &s->dev, &s->k[i]);
