@@ -9,7 +9,10 @@
  *    sizes 128 B to 4 KiB, arrays far larger than the last-level cache;
  *    the gather as the runtime runs it (non-temporal stores for outputs
  *    this large and rows of 256 B up, where the host has them) and with
- *    ordinary stores only.
+ *    ordinary stores only; random rows, and as many rows in table order
+ *    (the same code with the rows' addresses no cost); the table on 4 KiB
+ *    pages, or on 2 MiB pages with --huge-table (where the kernel grants
+ *    them: table_huge_page_bytes says how much it did).
  * Each figure: median of --runs runs after --warmup runs, with min and max.
  * Sampling ratios come by wall time and by the process's CPU time (see
  * hs_sample_runs: the latter is immune to other processes taking the
@@ -17,13 +20,14 @@
  *
  * usage: bench_sample [--scale products|small] [--runs N] [--warmup N]
  *                     [--threads T] [--batch B] [--rows-per-item R] [--skip-gather]
- *                     [--skip-sample] [--datasets DIR]
+ *                     [--skip-sample] [--huge-table] [--datasets DIR]
  * Graphs: a generated power-law-ish CSR (products scale: 2.4M vertices,
  * ~62M edges) and MUSAE Facebook when DIR (default $HS_SHARED_DATASETS)
  * has it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "bench/hs_measure.h"
@@ -35,7 +39,7 @@ typedef struct opts {
   int runs, warmup, threads;
   int32_t batch;
   uint32_t rows_per_item;
-  bool skip_gather, skip_sample;
+  bool skip_gather, skip_sample, huge_table;
   const char *datasets;
 } opts;
 
@@ -119,47 +123,93 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
 #define TABLE_BYTES ((size_t)1 << 30)
 #define OUT_BYTES ((size_t)256 << 20)
 
+/* Anonymous huge pages of this process (bytes; 0 if unknown). */
+static unsigned long long anon_huge_bytes(void) {
+  FILE *f = fopen("/proc/self/smaps_rollup", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "AnonHugePages: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return kb * 1024;
+}
+
+/* The table on 4 KiB pages (as features mapped from a file are), or with
+ * --huge-table asked for on 2 MiB pages: random rows cost a page walk each
+ * on the first, few on the second. */
+static char *table_alloc(bool huge) {
+  if (!huge) return malloc(TABLE_BYTES);
+  void *p = mmap(NULL, TABLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(p, TABLE_BYTES, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+static void print_gather_runs(const char *prefix, const hs_gather_runs *gr, const char *tail) {
+  char name[96];
+  snprintf(name, sizeof name, "%sgather_bytes_per_s", prefix);
+  print_summary(name, hs__summarize(gr->gather_bps, gr->runs), ", ");
+  snprintf(name, sizeof name, "%scopy_bytes_per_s", prefix);
+  print_summary(name, hs__summarize(gr->copy_bps, gr->runs), ", ");
+  snprintf(name, sizeof name, "%sratio_to_copy", prefix);
+  print_summary(name, hs__summarize_ratio(gr->gather_bps, gr->copy_bps, gr->runs), ",\n     ");
+  snprintf(name, sizeof name, "%sordinary_stores_ratio_to_copy", prefix);
+  print_summary(name, hs__summarize_ratio(gr->ordinary_bps, gr->copy_bps, gr->runs), tail);
+}
+
 static int bench_gather(const opts *o) {
   hs_gather_pool *pool;
   if (hs__gather_pool_create(o->threads, &pool) != HS_OK) return 1;
-  char *table = malloc(TABLE_BYTES), *out = malloc(OUT_BYTES);
+  unsigned long long huge0 = anon_huge_bytes();
+  char *table = table_alloc(o->huge_table), *out = malloc(OUT_BYTES);
   char *a = malloc(2 * OUT_BYTES), *b2 = malloc(2 * OUT_BYTES);
   int32_t *ids = malloc(sizeof *ids * (OUT_BYTES / 128));
-  if (!table || !out || !a || !b2 || !ids) return 1;
+  int32_t *in_order = malloc(sizeof *in_order * (OUT_BYTES / 128));
+  if (!table || !out || !a || !b2 || !ids || !in_order) return 1;
   memset(table, 1, TABLE_BYTES);
+  unsigned long long huge = anon_huge_bytes() - huge0;
   memset(out, 0, OUT_BYTES);
   memset(a, 2, 2 * OUT_BYTES);
   memset(b2, 0, 2 * OUT_BYTES);
-  printf("  \"gather\": {\"threads\": %d, \"table_bytes\": %zu, \"copy_bytes\": %zu, "
-         "\"rows\": [\n", o->threads, TABLE_BYTES, 2 * OUT_BYTES);
+  printf("  \"gather\": {\"threads\": %d, \"table_bytes\": %zu, \"copy_bytes\": %zu,\n"
+         "    \"table_pages\": \"%s\", \"table_huge_page_bytes\": %llu, \"rows\": [\n",
+         o->threads, TABLE_BYTES, 2 * OUT_BYTES,
+         o->huge_table ? "2 MiB asked for (madvise)" : "4 KiB", huge);
   const size_t row_sizes[] = {128, 256, 512, 1024, 2048, 4096};
   int rc = 0;
   for (size_t s = 0; s < HS_ARRAY_LEN(row_sizes) && rc == 0; s++) {
     size_t rb = row_sizes[s];
     int64_t n_rows = (int64_t)(TABLE_BYTES / rb);
     int32_t n = (int32_t)(OUT_BYTES / rb);
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
       ids[i] = (int32_t)hs_philox_below(hs_philox_draw(9, (uint32_t)s, 0, 0, (uint32_t)i).v[0],
                                         (uint32_t)n_rows);
+      in_order[i] = i;
+    }
+    /* random rows (what batches ask for), and the same number of rows in
+     * table order: the same code where the rows' addresses are no cost */
     hs_gather_req req = {table, rb, n_rows, ids, n, out, NULL, 0, NULL};
-    hs_gather_runs gr;
+    hs_gather_req seq = {table, rb, n_rows, in_order, n, out, NULL, 0, NULL};
+    hs_gather_runs gr, gs;
     rc = report("gather", NULL,
                 hs__measure_gather_host(pool, &req, a, b2, 2 * OUT_BYTES, o->warmup, o->runs, &gr));
+    if (rc == 0)
+      rc = report("gather", NULL, hs__measure_gather_host(pool, &seq, a, b2, 2 * OUT_BYTES,
+                                                          o->warmup, o->runs, &gs));
     if (rc) break;
     printf("    {\"row_bytes\": %zu, ", rb);
-    print_summary("gather_bytes_per_s", hs__summarize(gr.gather_bps, gr.runs), ", ");
-    print_summary("copy_bytes_per_s", hs__summarize(gr.copy_bps, gr.runs), ", ");
-    print_summary("ratio_to_copy", hs__summarize_ratio(gr.gather_bps, gr.copy_bps, gr.runs),
-                  ",\n     ");
-    print_summary("ordinary_stores_gather_bytes_per_s", hs__summarize(gr.ordinary_bps, gr.runs),
-                  ", ");
-    print_summary("ordinary_stores_ratio_to_copy",
-                  hs__summarize_ratio(gr.ordinary_bps, gr.copy_bps, gr.runs), "");
+    print_gather_runs("", &gr, ",\n     ");
+    print_gather_runs("in_table_order_", &gs, "");
     printf("}%s\n", s + 1 < HS_ARRAY_LEN(row_sizes) ? "," : "");
   }
   printf("  ]}");
   hs__gather_pool_destroy(pool);
-  free(table);
+  if (o->huge_table) munmap(table, TABLE_BYTES);
+  else free(table);
+  free(in_order);
   free(out);
   free(a);
   free(b2);
@@ -178,12 +228,12 @@ static bool peer_importable(const char *module) {
 static int usage(void) {
   fprintf(stderr, "usage: bench_sample [--scale products|small] [--runs N] [--warmup N] "
                   "[--threads T] [--batch B] [--rows-per-item R] [--skip-gather] [--skip-sample] "
-                  "[--datasets DIR]\n");
+                  "[--huge-table] [--datasets DIR]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  opts o = {false, 5, 1, (int)sysconf(_SC_NPROCESSORS_ONLN), 1024, 0, false, false,
+  opts o = {false, 5, 1, (int)sysconf(_SC_NPROCESSORS_ONLN), 1024, 0, false, false, false,
             getenv("HS_SHARED_DATASETS")};
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -196,6 +246,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--datasets") && v) o.datasets = argv[++i];
     else if (!strcmp(argv[i], "--skip-gather")) o.skip_gather = true;
     else if (!strcmp(argv[i], "--skip-sample")) o.skip_sample = true;
+    else if (!strcmp(argv[i], "--huge-table")) o.huge_table = true;
     else return usage();
   }
   if (o.runs < 1 || o.runs > HS_MEASURE_MAX_RUNS || o.warmup < 0 || o.threads < 1 || o.batch < 1)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <threads.h>
 #include <time.h>
+#include <unistd.h>
 
 #define HS_ERR_DETAIL_MAX 2048
 
@@ -99,4 +100,37 @@ double hs__now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Read one sysfs attribute of cpu0's cache `index`; false if absent. */
+static bool cache_attr(int index, const char *attr, char *buf, size_t len) {
+  char path[96];
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, attr);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fgets(buf, (int)len, f) != NULL;
+  fclose(f);
+  return ok;
+}
+
+size_t hs__llc_bytes(void) {
+  size_t best = 0;
+  for (int i = 0; i < 16; i++) {
+    char type[32], size[32];
+    if (!cache_attr(i, "type", type, sizeof type) || !cache_attr(i, "size", size, sizeof size))
+      continue;
+    if (strncmp(type, "Instruction", 11) == 0) continue;
+    char *end = NULL;
+    unsigned long long v = strtoull(size, &end, 10);
+    if (end && (*end == 'K' || *end == 'k')) v <<= 10;
+    else if (end && *end == 'M') v <<= 20;
+    else if (end && *end == 'G') v <<= 30;
+    if (v > best) best = (size_t)v;
+  }
+  if (best) return best;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc > 0) return (size_t)llc;
+#endif
+  return 0;
 }

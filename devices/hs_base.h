@@ -50,6 +50,12 @@ static inline bool hs__add_size(size_t a, size_t b, size_t *out) {
 /* Monotonic clock in seconds. */
 double hs__now(void);
 
+/* Bytes of the largest data cache of the CPU running the caller (the
+ * last-level cache), from what the kernel reports (sysfs), else the C
+ * library's figure; 0 when neither knows. The C library's may be wrong in
+ * virtual machines (it reads CPUID: 320 MiB for a 32 MiB cache seen). */
+size_t hs__llc_bytes(void);
+
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

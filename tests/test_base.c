@@ -1,4 +1,5 @@
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hs_base.h"
@@ -25,4 +26,20 @@ Test(base, checked_size_arithmetic) {
   cr_expect(hs__mul_size(3, 4, &r) && r == 12);
   cr_expect_not(hs__mul_size(SIZE_MAX / 2 + 1, 2, &r));
   cr_expect_not(hs__add_size(SIZE_MAX, 1, &r));
+}
+
+/* The last-level cache size, where the host reports one: somewhere between
+ * an L1 and a few GiB, and at least what the kernel lists for any cache of
+ * cpu0 (it is the largest of them). */
+Test(base, llc_bytes_is_the_largest_cache) {
+  size_t llc = hs__llc_bytes();
+  if (llc == 0) cr_skip_test("the host reports no cache size");
+  cr_expect_geq(llc, (size_t)16 << 10);
+  cr_expect_leq(llc, (size_t)4 << 30);
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index0/size", "r");
+  if (f) {
+    unsigned long kb = 0;
+    if (fscanf(f, "%luK", &kb) == 1) cr_expect_geq(llc, (size_t)kb << 10);
+    fclose(f);
+  }
 }

@@ -16,9 +16,14 @@ static void fill_table(unsigned char *t, size_t bytes) {
   for (size_t i = 0; i < bytes; i++) t[i] = (unsigned char)(hs_philox_draw(3, 1, 0, 0, (uint32_t)(i >> 2)).v[i & 3]);
 }
 
+static bool with_runs; /* ids in runs of consecutive rows (table order) */
+
 static void ids_of(int32_t *ids, int32_t n, int64_t n_rows) {
   for (int32_t i = 0; i < n; i++)
     ids[i] = (int32_t)hs_philox_below(hs_philox_draw(4, 2, 0, 0, (uint32_t)i).v[0], (uint32_t)n_rows);
+  if (with_runs) /* runs of 1 to 40 rows, some running to the table's end */
+    for (int32_t i = 1; i < n; i++)
+      if (ids[i] % 41 != 0 && ids[i - 1] + 1 < n_rows) ids[i] = ids[i - 1] + 1;
 }
 
 /* stream_above: the pool's threshold for non-temporal stores (SIZE_MAX:
@@ -79,6 +84,37 @@ Test(gather, non_temporal_stores_give_the_same_rows) {
     expect_gather_stream(threads[i], 128, 700, 999, 0);
     expect_gather_stream(threads[i], 4096, 300, 7, 1000);
   }
+}
+
+/* Rows in runs of table order skip the software prefetch (gather.c):
+ * the same rows either way. */
+Test(gather, runs_of_consecutive_rows) {
+  with_runs = true;
+  expect_gather(2, 512, 5000, 3001);
+  expect_gather_stream(3, 256, 4000, 2500, 0);
+  expect_gather(1, 8, 100, 777);
+  with_runs = false;
+}
+
+Test(gather, non_temporal_copy_equals_memcpy) {
+  unsigned char *src = malloc(4096 + 16), *dst = aligned_alloc(64, 4096 + 64);
+  cr_assert(src && dst);
+  fill_table(src, 4096 + 16);
+  const size_t sizes[] = {0, 16, 48, 64, 80, 1040, 4096};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    memset(dst, 0xcd, 4096 + 64);
+    if (!hs__copy_nontemporal(dst + 16, src + 3, sizes[k])) {
+      free(src);
+      free(dst);
+      cr_skip_test("no non-temporal stores on this host");
+    }
+    hs__nontemporal_fence();
+    cr_assert(memcmp(dst + 16, src + 3, sizes[k]) == 0, "%zu bytes", sizes[k]);
+    cr_expect_eq(dst[15], 0xcd);
+    cr_expect_eq(dst[16 + sizes[k]], 0xcd, "wrote past %zu bytes", sizes[k]);
+  }
+  free(src);
+  free(dst);
 }
 
 Test(gather, labels_of_the_seeds) {

@@ -63,7 +63,9 @@ double hs__host_probe(const uint64_t *a, uint64_t n_words, uint64_t reads, uint3
 uint64_t *hs__probe_array(uint64_t bytes, uint64_t *n_words);
 
 /* STREAM-style copy of `bytes` on every thread of the pool (each a slice);
- * bytes read + written per second. */
+ * bytes read + written per second: the faster of the C library's memcpy
+ * and a copy with non-temporal stores (where the host has them; `src` and
+ * `dst` 16-byte aligned), each timed once. */
 double hs__host_copy_rate(hs_gather_pool *pool, const void *src, void *dst, size_t bytes);
 
 /* ---- device peaks ----------------------------------------------------------- */

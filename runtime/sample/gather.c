@@ -3,7 +3,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hs_base.h"
 #include "hs_gather.h"
@@ -71,11 +70,8 @@ hs_status hs__gather_pool_create(int n_threads, hs_gather_pool **out) {
   hs_gather_pool *p = calloc(1, sizeof *p);
   if (!p) return hs__fail(HS_ERR_NOMEM, "gather pool");
   p->n_threads = n_threads;
-  p->stream_above = DEFAULT_STREAM_ABOVE;
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc > 0) p->stream_above = (size_t)llc;
-#endif
+  size_t llc = hs__llc_bytes();
+  p->stream_above = llc ? llc : DEFAULT_STREAM_ABOVE;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
@@ -142,7 +138,9 @@ void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n),
 
 /* Random rows are latency bound: keep about this many bytes of upcoming
  * rows prefetched per thread (whole rows, 4 to 32 rows ahead). Further
- * ahead only crowds out the core's miss buffers. */
+ * ahead only crowds out the core's miss buffers. A row that continues the
+ * one before it is left to the hardware's prefetcher: prefetching rows in
+ * table order made that gather about a third slower. */
 #define PREFETCH_AHEAD_BYTES 4096
 
 typedef struct gather_job {
@@ -152,7 +150,6 @@ typedef struct gather_job {
 } gather_job;
 
 #if HAVE_STREAM_STORES
-/* `bytes` a multiple of 16, `dst` 16-byte aligned. */
 static void copy_stream(char *dst, const char *src, size_t bytes) {
   size_t o = 0;
   for (; o + 64 <= bytes; o += 64) {
@@ -170,6 +167,22 @@ static void copy_stream(char *dst, const char *src, size_t bytes) {
 }
 #endif
 
+bool hs__copy_nontemporal(void *dst, const void *src, size_t bytes) {
+#if HAVE_STREAM_STORES
+  copy_stream(dst, src, bytes);
+  return true;
+#else
+  (void)dst, (void)src, (void)bytes;
+  return false;
+#endif
+}
+
+void hs__nontemporal_fence(void) {
+#if HAVE_STREAM_STORES
+  _mm_sfence();
+#endif
+}
+
 static void gather_slice(void *arg, int t, int n_threads) {
   gather_job *job = arg;
   const hs_gather_req *r = job->req;
@@ -184,7 +197,7 @@ static void gather_slice(void *arg, int t, int n_threads) {
   for (int32_t i = b; i < e; i++) {
     if (i + ahead < e) {
       int32_t next = r->ids[i + ahead];
-      if (next >= 0 && next < r->n_rows)
+      if (next >= 0 && next < r->n_rows && next != r->ids[i + ahead - 1] + 1)
         for (size_t o = 0; o < rb; o += 64) __builtin_prefetch(table + (size_t)next * rb + o);
     }
     int32_t id = r->ids[i];

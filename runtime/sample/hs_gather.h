@@ -9,6 +9,7 @@
 #ifndef HS_GATHER_H
 #define HS_GATHER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,13 @@ typedef struct hs_gather_req {
 /* Copy the rows (and labels) of `req` on the pool's threads. HS_ERR_RANGE
  * (nothing else written for that row) when an id is outside [0, n_rows). */
 hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req);
+
+/* Copy `bytes` (a multiple of 16) into 16-byte aligned `dst` with
+ * non-temporal stores (no read of the destination lines first), without a
+ * fence: call hs__nontemporal_fence before the data is handed to another
+ * thread. False, nothing copied, where the host has no such stores. */
+bool hs__copy_nontemporal(void *dst, const void *src, size_t bytes);
+void hs__nontemporal_fence(void);
 
 /* ---- on a device ---------------------------------------------------------- */
 
