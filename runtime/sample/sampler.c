@@ -51,8 +51,12 @@ static const char *const program_sources[] = {
 #define MAX_GLOBAL (1u << 22) /* grid-stride kernels need no more items */
 /* On CPU devices a launch sized for the capacity would mostly be empty
  * work-groups, each with a fixed cost; grid-stride loops let this many
- * groups per compute unit cover any count instead. */
-#define CPU_GROUPS_PER_CU 16
+ * groups per compute unit cover any count instead. Enough of them that
+ * the device's threads balance their work when other processes take
+ * cores away: 16 per unit left one thread waiting on another's last
+ * groups, and sampling took twice the time of 64 per unit on a loaded
+ * 2-core machine (bench_sample, products scale); 256 was no better. */
+#define CPU_GROUPS_PER_CU 64
 #define MAX_EVENTS 256
 /* Work-group size when none is asked for. Always passing one matters: a
  * runtime left to choose (PoCL) picks a divisor of each global size and
