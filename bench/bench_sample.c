@@ -12,7 +12,9 @@
  *    ordinary stores only; random rows, and as many rows in table order
  *    (the same code with the rows' addresses no cost); the table on 4 KiB
  *    pages, or on 2 MiB pages with --huge-table (where the kernel grants
- *    them: table_huge_page_bytes says how much it did).
+ *    them: table_huge_page_bytes says how much it did);
+ *  - device gather bytes/s (from a resident table, the trainer-side
+ *    cache's copy) / the device's copy limit, on the sampling device.
  * Each figure: median of --runs runs after --warmup runs, with min and max.
  * Sampling ratios come by wall time and by the process's CPU time (see
  * hs_sample_runs: the latter is immune to other processes taking the
@@ -217,6 +219,39 @@ static int bench_gather(const opts *o) {
   return rc;
 }
 
+/* Device gather (runtime/sample/gather_cl.c) from a resident table beside
+ * the device's copy limit, on the device the sampling ran on. */
+#define DEVICE_TABLE_BYTES ((size_t)256 << 20)
+#define DEVICE_OUT_BYTES ((size_t)32 << 20)
+
+static int bench_device_gather(const opts *o, const hs_dev *dev) {
+  hs_ctx ctx;
+  cl_command_queue q = NULL;
+  if (report("device gather", dev, hs__ctx_create(dev, 1, &ctx))) return 1;
+  int rc = report("device gather", dev, hs__queue_create(&ctx, dev, 0, &q));
+  printf(",\n  \"device_gather\": {\"table_bytes\": %zu, \"out_bytes\": %zu, \"rows\": [\n",
+         DEVICE_TABLE_BYTES, DEVICE_OUT_BYTES);
+  const size_t row_sizes[] = {128, 256, 512, 1024, 2048, 4096};
+  for (size_t s = 0; s < HS_ARRAY_LEN(row_sizes) && rc == 0; s++) {
+    size_t rb = row_sizes[s];
+    hs_gather_runs gr;
+    rc = report("device gather", dev,
+                hs__measure_gather_device(&ctx, dev, q, DEVICE_TABLE_BYTES, rb,
+                                          (uint32_t)(DEVICE_OUT_BYTES / rb), o->warmup, o->runs,
+                                          &gr));
+    if (rc) break;
+    printf("    {\"row_bytes\": %zu, ", rb);
+    print_summary("gather_bytes_per_s", hs__summarize(gr.gather_bps, gr.runs), ", ");
+    print_summary("copy_bytes_per_s", hs__summarize(gr.copy_bps, gr.runs), ", ");
+    print_summary("ratio_to_copy", hs__summarize_ratio(gr.gather_bps, gr.copy_bps, gr.runs), "");
+    printf("}%s\n", s + 1 < HS_ARRAY_LEN(row_sizes) ? "," : "");
+  }
+  printf("  ]}");
+  hs__queue_release(&q);
+  hs__ctx_release(&ctx);
+  return rc;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 static bool peer_importable(const char *module) {
@@ -257,7 +292,8 @@ int main(int argc, char **argv) {
   const hs_dev *dev = NULL;
   hs_dev subs[2];
   bool have_subs = false;
-  if (!o.skip_sample && hs__inventory_discover(&inv) == HS_OK && inv.n_devs > 0) {
+  if ((!o.skip_sample || !o.skip_gather) && hs__inventory_discover(&inv) == HS_OK &&
+      inv.n_devs > 0) {
     dev = &inv.devs[0];
     for (int i = 0; i < inv.n_devs; i++)
       if (inv.devs[i].info.type == HS_DEVICE_CPU) dev = &inv.devs[i];
@@ -295,6 +331,7 @@ int main(int argc, char **argv) {
     }
   }
   if (!o.skip_gather) rc |= bench_gather(&o);
+  if (!o.skip_gather && dev) rc |= bench_device_gather(&o, dev);
   printf("\n}\n");
   /* the sub-devices stay: see env_close in tests/test_sample_cl.c */
   hs__inventory_release(&inv);

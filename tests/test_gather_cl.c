@@ -1,5 +1,7 @@
-/* Device gather from a resident table equals the reference, for word and
- * byte rows, several work-group sizes and the single work-item style. */
+/* Device gather from a resident table equals the reference, for 16-byte,
+ * word and byte rows, several work-group sizes, both launch shapes (whole
+ * rows per work-item as on CPUs, rows spread along dimension 0 as on
+ * GPUs) and the single work-item style. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +29,19 @@ static void check_device_gather(const hs_ctx *ctx, const hs_dev *dev, cl_command
   cl_mem o = clCreateBuffer(ctx->ctx, CL_MEM_WRITE_ONLY, ob, NULL, &err);
   cr_assert_eq(err, CL_SUCCESS);
   const size_t wgs[] = {0, 1, 7, 64};
-  for (int v = 0; v < 5; v++) {
-    bool single = v == 4;
-    if (!single && wgs[v] > dev->info.max_work_group_size) continue;
-    memset(out, 0, ob);
-    cr_assert_eq(hs__gather_cl_enqueue(g, q, t, row_bytes, di, (uint32_t)n, o, single ? 0 : wgs[v],
-                                       single, NULL),
-                 HS_OK, "%s", hs_last_error());
-    cr_assert_eq(clEnqueueReadBuffer(q, o, CL_TRUE, 0, ob, out, 0, NULL, NULL), CL_SUCCESS);
-    cr_assert(memcmp(out, ref, ob) == 0, "row bytes %zu, variant %d", row_bytes, v);
+  for (int shape = 0; shape < 2; shape++) {
+    hs__gather_cl_whole_rows(g, shape == 1);
+    for (int v = 0; v < 5; v++) {
+      bool single = v == 4;
+      if (!single && wgs[v] > dev->info.max_work_group_size) continue;
+      memset(out, 0, ob);
+      cr_assert_eq(hs__gather_cl_enqueue(g, q, t, row_bytes, di, (uint32_t)n, o,
+                                         single ? 0 : wgs[v], single, NULL),
+                   HS_OK, "%s", hs_last_error());
+      cr_assert_eq(clEnqueueReadBuffer(q, o, CL_TRUE, 0, ob, out, 0, NULL, NULL), CL_SUCCESS);
+      cr_assert(memcmp(out, ref, ob) == 0, "row bytes %zu, shape %d, variant %d", row_bytes,
+                shape, v);
+    }
   }
   clReleaseMemObject(t);
   clReleaseMemObject(di);
@@ -57,7 +63,8 @@ Test(gather_cl, equals_reference, .timeout = 300) {
   cr_assert_eq(hs__queue_create(&ctx, dev, 0, &q), HS_OK);
   hs_gather_cl *g;
   cr_assert_eq(hs__gather_cl_create(&ctx, dev, &g), HS_OK, "%s", hs_last_error());
-  check_device_gather(&ctx, dev, q, g, 4 * 100, 3000, 1500); /* float32 rows */
+  check_device_gather(&ctx, dev, q, g, 4 * 100, 3000, 1500); /* float32 rows, 16-byte vectors */
+  check_device_gather(&ctx, dev, q, g, 4 * 101, 3000, 1500); /* float32 rows, words */
   check_device_gather(&ctx, dev, q, g, 2 * 7, 500, 333);     /* float16, odd count */
   check_device_gather(&ctx, dev, q, g, 4096, 64, 300);       /* wide rows, repeats */
   hs__gather_cl_destroy(g);

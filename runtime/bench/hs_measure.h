@@ -149,8 +149,9 @@ hs_status hs__measure_gather_host(hs_gather_pool *pool, const hs_gather_req *req
                                   int warmup, int runs, hs_gather_runs *out);
 
 /* Device gather of `n` rows of `row_bytes` (random ids over a device table
- * of `table_bytes`) beside a device buffer copy of twice the gathered
- * bytes. */
+ * of `table_bytes`) beside a device copy of twice the gathered bytes: the
+ * faster of the runtime's buffer copy and a copy kernel on every compute
+ * unit (cl_kernels/probe.cl), each timed once per run. */
 hs_status hs__measure_gather_device(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
                                     size_t table_bytes, size_t row_bytes, uint32_t n,
                                     int warmup, int runs, hs_gather_runs *out);

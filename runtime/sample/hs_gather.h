@@ -64,10 +64,17 @@ hs_status hs__gather_cl_create(const hs_ctx *ctx, const hs_dev *dev, hs_gather_c
 hs_status hs__gather_cl_create_opts(const hs_ctx *ctx, const hs_dev *dev, const char *options,
                                     hs_gather_cl **out);
 void hs__gather_cl_destroy(hs_gather_cl *g);
+/* Tests: choose the launch shape whatever the device (whole rows per
+ * work-item as on CPUs, or rows along dimension 0 as on GPUs). */
+void hs__gather_cl_whole_rows(hs_gather_cl *g, bool whole_rows);
 
 /* Enqueue out[i] = table[ids[i]] for n rows of row_bytes on `q` (ids must
- * be in range). `wg` = 0 lets the runtime choose; `single` runs one
- * work-item (FPGA style). `ev` (optional) receives the kernel's event. */
+ * be in range). Rows of a multiple of 16 bytes are copied as 16-byte
+ * vectors (table and out then 16-byte aligned, as buffers are). CPU
+ * devices give each work-item whole rows (`wg`: rows per work-group, 0:
+ * 64); others spread a row over a work-group's items (`wg` = 0 lets the
+ * runtime choose). `single` runs one work-item (FPGA style). `ev`
+ * (optional) receives the kernel's event. */
 hs_status hs__gather_cl_enqueue(hs_gather_cl *g, cl_command_queue q, cl_mem table,
                                 size_t row_bytes, cl_mem ids, uint32_t n, cl_mem out, size_t wg,
                                 bool single, cl_event *ev);
