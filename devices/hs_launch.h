@@ -21,6 +21,9 @@ typedef struct hs_karg {
 
 /* Set arguments 0..n-1 of `k`. */
 hs_status hs__kernel_args(cl_kernel k, const hs_karg *args, int n);
+/* Set argument `index` of `k` alone (value NULL: `size` bytes of local
+ * memory). */
+hs_status hs__kernel_arg(cl_kernel k, cl_uint index, size_t size, const void *value);
 
 /* Enqueue `k` over `dims` (1..3) dimensions. `local` NULL or local[0] == 0
  * lets the implementation choose; otherwise every global size is rounded up
@@ -65,6 +68,10 @@ hs_status hs__mem_copy(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_of
 /* ---- queues and events ------------------------------------------------------- */
 
 hs_status hs__queue_finish(cl_command_queue q);
+/* Submit what is queued on `q` to the device without waiting. */
+hs_status hs__queue_flush(cl_command_queue q);
+/* Whether `q` runs its commands in order (no out-of-order execution). */
+hs_status hs__queue_in_order(cl_command_queue q, bool *in_order);
 /* Make later commands on `q` wait for `wait` (a marker with a wait list). */
 hs_status hs__queue_wait_for(cl_command_queue q, cl_uint n_wait, const cl_event *wait);
 /* A marker that completes when `wait` has (an event for "nothing to do"). */

@@ -19,14 +19,21 @@ static const char *kernel_name(cl_kernel k, char *buf, size_t len) {
   return buf;
 }
 
+hs_status hs__kernel_arg(cl_kernel k, cl_uint index, size_t size, const void *value) {
+  cl_int err = clSetKernelArg(k, index, size, value);
+  if (err != CL_SUCCESS) {
+    char name[128], call[200];
+    snprintf(call, sizeof call, "clSetKernelArg(%s, %u)", kernel_name(k, name, sizeof name),
+             index);
+    return hs__cl_fail(err, call, NULL);
+  }
+  return HS_OK;
+}
+
 hs_status hs__kernel_args(cl_kernel k, const hs_karg *args, int n) {
   for (int i = 0; i < n; i++) {
-    cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
-    if (err != CL_SUCCESS) {
-      char name[128], call[200];
-      snprintf(call, sizeof call, "clSetKernelArg(%s, %d)", kernel_name(k, name, sizeof name), i);
-      return hs__cl_fail(err, call, NULL);
-    }
+    hs_status st = hs__kernel_arg(k, (cl_uint)i, args[i].size, args[i].value);
+    if (st != HS_OK) return st;
   }
   return HS_OK;
 }
@@ -144,6 +151,21 @@ hs_status hs__mem_copy(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_of
 hs_status hs__queue_finish(cl_command_queue q) {
   cl_int err = clFinish(q);
   if (err != CL_SUCCESS) return hs__cl_fail(err, "clFinish", hs__queue_device(q));
+  return HS_OK;
+}
+
+hs_status hs__queue_flush(cl_command_queue q) {
+  cl_int err = clFlush(q);
+  if (err != CL_SUCCESS) return hs__cl_fail(err, "clFlush", hs__queue_device(q));
+  return HS_OK;
+}
+
+hs_status hs__queue_in_order(cl_command_queue q, bool *in_order) {
+  cl_command_queue_properties props = 0;
+  cl_int err = clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+  if (err != CL_SUCCESS)
+    return hs__cl_fail(err, "clGetCommandQueueInfo(CL_QUEUE_PROPERTIES)", hs__queue_device(q));
+  *in_order = !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
   return HS_OK;
 }
 

@@ -111,10 +111,7 @@ struct hs_sampler {
 /* ---- small helpers --------------------------------------------------------- */
 
 static hs_status set_arg(hs_sampler *s, int kid, cl_uint i, size_t size, const void *v) {
-  cl_int err = clSetKernelArg(s->k[kid], i, size, v);
-  if (err == CL_SUCCESS) return HS_OK;
-  hs__cl_fail(err, "clSetKernelArg", s->dev.id);
-  return hs__fail_context(HS_ERR_OPENCL, "%s argument %u", kernel_names[kid], i);
+  return hs__kernel_arg(s->k[kid], i, size, v);
 }
 
 #define ARG(kid, i, v)                                        \
@@ -129,24 +126,14 @@ static hs_status set_arg(hs_sampler *s, int kid, cl_uint i, size_t size, const v
 static void flush_events(hs_sampler *s, bool only_done) {
   int i = 0;
   for (; i < s->n_ev; i++) {
-    cl_int status = CL_COMPLETE;
-    if (only_done &&
-        (clGetEventInfo(s->ev[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
-                        NULL) != CL_SUCCESS ||
-         status > CL_COMPLETE))
-      break;
-    cl_ulong t0 = 0, t1 = 0;
-    cl_int err = clWaitForEvents(1, &s->ev[i]);
-    if (err == CL_SUCCESS)
-      err = clGetEventProfilingInfo(s->ev[i], CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
-    if (err == CL_SUCCESS)
-      err = clGetEventProfilingInfo(s->ev[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-    if (err == CL_SUCCESS) {
+    if (only_done && hs__events_poll(&s->ev[i], 1) == HS_EVENTS_PENDING) break;
+    uint64_t t0 = 0, t1 = 0;
+    if (hs__events_wait(&s->ev[i], 1) == HS_OK && hs__event_times(s->ev[i], &t0, &t1) == HS_OK) {
       double dt = (double)(t1 - t0) * 1e-9;
       if (s->ev_sample[i]) s->stats.sample_s += dt;
       else s->stats.reindex_s += dt;
     }
-    clReleaseEvent(s->ev[i]);
+    hs__events_release(&s->ev[i], 1);
   }
   memmove(s->ev, s->ev + i, sizeof *s->ev * (size_t)(s->n_ev - i));
   memmove(s->ev_sample, s->ev_sample + i, sizeof *s->ev_sample * (size_t)(s->n_ev - i));
@@ -174,13 +161,11 @@ static hs_status launch(hs_sampler *s, int kid, size_t n, bool sample_phase) {
   }
   if (s->opts.profile && s->n_ev == MAX_EVENTS) flush_events(s, false);
   cl_event ev = NULL;
-  cl_int err = clEnqueueNDRangeKernel(s->q, s->k[kid], 1, NULL, &global, &local, 0, NULL,
-                                      s->opts.profile ? &ev : NULL);
-  if (err != CL_SUCCESS) {
-    hs__cl_fail(err, "clEnqueueNDRangeKernel", s->dev.id);
-    return hs__fail_context(HS_ERR_OPENCL, "%s over %zu items (local %zu)", kernel_names[kid],
-                            global, local);
-  }
+  hs_status st = hs__launch(s->q, s->k[kid], 1, &global, &local, 0, NULL,
+                            s->opts.profile ? &ev : NULL);
+  if (st != HS_OK)
+    return hs__fail_context(st, "%s over %zu items (local %zu)", kernel_names[kid], global,
+                            local);
   if (ev) {
     s->ev[s->n_ev] = ev;
     s->ev_sample[s->n_ev++] = sample_phase;
@@ -191,9 +176,7 @@ static hs_status launch(hs_sampler *s, int kid, size_t n, bool sample_phase) {
 static hs_status read_buf(hs_sampler *s, cl_mem b, size_t bytes, void *dst, bool blocking,
                           cl_event *ev) {
   if (bytes == 0 && !ev) return HS_OK;
-  cl_int err = clEnqueueReadBuffer(s->q, b, blocking ? CL_TRUE : CL_FALSE, 0, bytes, dst, 0,
-                                   NULL, ev);
-  return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueReadBuffer", s->dev.id);
+  return hs__mem_read(s->q, b, blocking, 0, bytes, dst, 0, NULL, ev);
 }
 
 /* The chunking of a scan of n elements (as hs_scan_shape in scan.cl). */
@@ -240,9 +223,7 @@ static hs_status make_buf(hs_sampler *s, size_t bytes, cl_mem *out) {
   if (bytes > hs__max_alloc(&s->dev))
     return hs__fail(HS_ERR_UNSUPPORTED, "sampler: %zu-byte array exceeds the max allocation "
                     "(%zu bytes) of '%s'", bytes, hs__max_alloc(&s->dev), s->dev.info.name);
-  cl_int err;
-  *out = clCreateBuffer(s->ctx.ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-  return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clCreateBuffer", s->dev.id);
+  return hs__mem_create(&s->ctx, CL_MEM_READ_WRITE, bytes, out);
 }
 
 /* Bytes of per-vertex state: (local id, first position) pairs for the
@@ -257,10 +238,8 @@ static hs_status clear_state(hs_sampler *s) {
   cl_int pair[2] = {-1, INT_MAX}, zero = 0;
   bool words = s->reindex == HS_REINDEX_SEQUENTIAL;
   if (s->n_graph == 0) return HS_OK;
-  cl_int err = clEnqueueFillBuffer(s->q, s->state, words ? (void *)&zero : (void *)pair,
-                                   words ? sizeof zero : sizeof pair, 0, state_bytes(s), 0,
-                                   NULL, NULL);
-  return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueFillBuffer", s->dev.id);
+  return hs__mem_fill(s->q, s->state, words ? (void *)&zero : (void *)pair,
+                      words ? sizeof zero : sizeof pair, 0, state_bytes(s), 0, NULL, NULL);
 }
 
 static hs_status upload_split(hs_sampler *s, const void *src, size_t bytes, hs_split_buf *buf) {
@@ -330,8 +309,7 @@ static hs_status build(hs_sampler *s) {
 
 static hs_status zero_buf(hs_sampler *s, cl_mem b, size_t bytes) {
   cl_uint zero = 0;
-  cl_int err = clEnqueueFillBuffer(s->q, b, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
-  return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueFillBuffer", s->dev.id);
+  return hs__mem_fill(s->q, b, &zero, sizeof zero, 0, bytes, 0, NULL, NULL);
 }
 
 /* A zeroed buffer: the read-back at capacity copies tails no kernel
@@ -361,11 +339,8 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
   bool par = s->reindex == HS_REINDEX_PARALLEL;
   bool budget = s->cfg.max_vertices > 0;
   hs_status st = make_buf(s, 8 * (n + 1), &s->indptr);
-  if (st == HS_OK) {
-    cl_int err = clEnqueueWriteBuffer(s->q, s->indptr, CL_TRUE, 0, 8 * (n + 1), g->indptr, 0,
-                                      NULL, NULL);
-    if (err != CL_SUCCESS) st = hs__cl_fail(err, "clEnqueueWriteBuffer", s->dev.id);
-  }
+  if (st == HS_OK)
+    st = hs__mem_write(s->q, s->indptr, true, 0, 8 * (n + 1), g->indptr, 0, NULL, NULL);
   if (st == HS_OK) st = upload_split(s, g->indices, 4 * e, &s->idx);
   if (st == HS_OK && g->weights) st = upload_split(s, g->weights, 4 * e, &s->wt);
   if (st == HS_OK && !g->weights) st = make_buf(s, 4, &s->wt_dummy);
@@ -391,21 +366,17 @@ static hs_status allocate(hs_sampler *s, const hs_csr *g) {
     s->seed_scratch = malloc(sizeof(int32_t) * (size_t)s->caps.seeds);
     if (!s->seed_scratch) st = hs__fail(HS_ERR_NOMEM, "sampler");
   }
-  if (st == HS_OK) {
-    cl_int err = clFinish(s->q);
-    if (err != CL_SUCCESS) st = hs__cl_fail(err, "clFinish", s->dev.id);
-  }
+  if (st == HS_OK) st = hs__queue_finish(s->q);
   return st;
 }
 
 /* The batches' read-back and the count array rely on commands running in
  * queue order. */
 static hs_status check_queue(const hs_sampler *s) {
-  cl_command_queue_properties props = 0;
-  cl_int err = clGetCommandQueueInfo(s->q, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
-  if (err != CL_SUCCESS) return hs__cl_fail(err, "clGetCommandQueueInfo", s->dev.id);
-  if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
-    return hs__fail(HS_ERR_INVALID_ARG, "sampler: the queue must execute in order");
+  bool in_order = false;
+  hs_status st = hs__queue_in_order(s->q, &in_order);
+  if (st != HS_OK) return st;
+  if (!in_order) return hs__fail(HS_ERR_INVALID_ARG, "sampler: the queue must execute in order");
   return HS_OK;
 }
 
@@ -467,22 +438,20 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
 
 void hs__sampler_destroy(hs_sampler *s) {
   if (!s) return;
-  if (s->q) clFinish(s->q);
+  if (s->q) hs__queue_finish(s->q);
   flush_events(s, false);
-  cl_mem bufs[] = {s->indptr, s->wt_dummy, s->ids,  s->row_start, s->row_deg,
-                   s->nbr,    s->keys,     s->flag, s->col,       s->keep,
-                   s->part,   s->sink,     s->meta, s->state};
-  for (size_t i = 0; i < HS_ARRAY_LEN(bufs); i++)
-    if (bufs[i]) clReleaseMemObject(bufs[i]);
+  cl_mem *bufs[] = {&s->indptr, &s->wt_dummy, &s->ids,  &s->row_start, &s->row_deg,
+                    &s->nbr,    &s->keys,     &s->flag, &s->col,       &s->keep,
+                    &s->part,   &s->sink,     &s->meta, &s->state};
+  for (size_t i = 0; i < HS_ARRAY_LEN(bufs); i++) hs__mem_release(bufs[i]);
   for (int h = 0; h < HS_SAMPLE_MAX_LAYERS; h++) {
-    if (s->hop_rp[h]) clReleaseMemObject(s->hop_rp[h]);
-    if (s->hop_col[h]) clReleaseMemObject(s->hop_col[h]);
+    hs__mem_release(&s->hop_rp[h]);
+    hs__mem_release(&s->hop_col[h]);
   }
   hs__split_buf_release(&s->idx);
   hs__split_buf_release(&s->wt);
-  for (int i = 0; i < K_N_; i++)
-    if (s->k[i]) clReleaseKernel(s->k[i]);
-  if (s->prog) clReleaseProgram(s->prog);
+  for (int i = 0; i < K_N_; i++) hs__kernel_release(&s->k[i]);
+  hs__program_release(&s->prog);
   free(s->seed_scratch);
   free(s);
 }
@@ -496,10 +465,7 @@ hs_reindex_style hs__sampler_reindex(const hs_sampler *s) { return s->reindex; }
 hs_status hs__sampler_set_work_group(hs_sampler *s, size_t wg) {
   size_t lim = s->dev.info.max_work_group_size;
   for (int i = 0; i < K_N_; i++) {
-    size_t k_lim = 0;
-    cl_int err = clGetKernelWorkGroupInfo(s->k[i], s->dev.id, CL_KERNEL_WORK_GROUP_SIZE,
-                                          sizeof k_lim, &k_lim, NULL);
-    if (err != CL_SUCCESS) return hs__cl_fail(err, "clGetKernelWorkGroupInfo", s->dev.id);
+    size_t k_lim = hs__kernel_max_wg(s->k[i], &s->dev);
     if (k_lim < lim) lim = k_lim;
   }
   if (wg == 0) wg = DEFAULT_WG < lim ? DEFAULT_WG : lim;
@@ -668,16 +634,15 @@ static hs_status enqueue_batch(hs_sampler *s, int32_t n_seeds, uint32_t epoch, u
   cl_uint tag = tagged ? ++s->tag : 0, shift = tagged ? s->tag_shift : 0;
   /* From out->ids, which the read of the ids overwrites later in queue
    * order: the caller's seeds are free once begin returns. */
-  cl_int err = clEnqueueWriteBuffer(s->q, s->ids, CL_FALSE, 0, 4 * (size_t)n, out->ids, 0, NULL,
-                                    NULL);
-  if (err != CL_SUCCESS) return hs__cl_fail(err, "clEnqueueWriteBuffer", s->dev.id);
+  hs_status st = hs__mem_write(s->q, s->ids, false, 0, 4 * (size_t)n, out->ids, 0, NULL, NULL);
+  if (st != HS_OK) return st;
   ARG(K_SEED, 0, s->ids);
   ARG(K_SEED, 1, n);
   ARG(K_SEED, 2, s->state);
   ARG(K_SEED, 3, s->meta);
   ARG(K_SEED, 4, tag);
   ARG(K_SEED, 5, shift);
-  hs_status st = launch(s, K_SEED, n, false);
+  st = launch(s, K_SEED, n, false);
   for (int h = 0; h < cfg->n_layers && st == HS_OK; h++) {
     int kids[] = {K_COUNT, K_ROWS, K_SAMPLE_SINGLE};
     for (size_t j = 0; j < HS_ARRAY_LEN(kids) && st == HS_OK; j++)
@@ -713,9 +678,9 @@ static bool caps_fit(const hs_batch_caps *have, const hs_batch_caps *need) {
 /* After a failed enqueue: let what was queued finish, and clear the state
  * (entries past the batch's admitted vertices may be dirty). */
 static void recover(hs_sampler *s) {
-  clFinish(s->q);
+  hs__queue_finish(s->q);
   clear_state(s);
-  clFinish(s->q);
+  hs__queue_finish(s->q);
   if (s->opts.profile) flush_events(s, false);
 }
 
@@ -739,15 +704,9 @@ hs_status hs__sampler_begin(hs_sampler *s, const int32_t *seeds, int32_t n_seeds
   memset(out->counts, 0, sizeof out->counts);
   st = enqueue_batch(s, n_seeds, epoch, batch, out);
   if (st == HS_OK) st = read_buf(s, s->meta, 4 * HS_META_WORDS, out->counts, false, ev);
-  if (st == HS_OK) {
-    cl_int err = clFlush(s->q);
-    if (err != CL_SUCCESS) st = hs__cl_fail(err, "clFlush", s->dev.id);
-  }
+  if (st == HS_OK) st = hs__queue_flush(s->q);
   if (st != HS_OK) {
-    if (*ev) {
-      clReleaseEvent(*ev);
-      *ev = NULL;
-    }
+    hs__events_release(ev, 1);
     recover(s);
     return st;
   }
