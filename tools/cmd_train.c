@@ -36,7 +36,8 @@ static void usage(FILE *f) {
           "  --eval full|sampled  validation and test with full neighbourhoods\n"
           "                       (default) or sampled ones\n"
           "  --stats-json F       one JSON object per epoch: stage busy times,\n"
-          "                       utilisation, rates, bytes, memory\n"
+          "                       utilisation, rates, bytes each way and the block\n"
+          "                       transfer path, memory\n"
           "  --log-json F         one JSON object per epoch: loss and accuracies\n"
           "  --json               final result as JSON on stdout\n"
           "  -q, --quiet          no progress on stderr\n"
@@ -87,6 +88,8 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           "\"cache_rows\": %llu, \"cache_bytes_saved\": %llu, \"cache_device_bytes\": %llu, "
           "\"host_lookups\": %llu, \"host_hits\": %llu, \"host_bytes_read\": %llu, "
           "\"host_memory_bytes\": %llu, \"peak_rss_bytes\": %llu, "
+          "\"transfer\": \"%s\", \"bytes_to_host\": %llu, \"bytes_device_to_device\": %llu, "
+          "\"upload_s\": %.6f, "
           "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
           busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
           st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
@@ -97,7 +100,8 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           (unsigned long long)st->cache_device_bytes, (unsigned long long)st->host_lookups,
           (unsigned long long)st->host_hits, (unsigned long long)st->host_bytes_read,
           (unsigned long long)st->host_memory_bytes, (unsigned long long)st->peak_rss_bytes,
-          st->loss, valid_acc);
+          hs_transfer_name(st->transfer), (unsigned long long)st->bytes_to_host,
+          (unsigned long long)st->bytes_device_to_device, st->upload_s, st->loss, valid_acc);
   fflush(f);
 }
 

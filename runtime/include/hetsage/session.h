@@ -8,6 +8,7 @@
 #define HETSAGE_SESSION_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,19 @@ typedef enum hs_optimizer {
   HS_OPTIMIZER_ADAM = 0,
   HS_OPTIMIZER_SGD = 1,
 } hs_optimizer;
+
+/* How sampled blocks reach the trainer. */
+typedef enum hs_transfer {
+  HS_TRANSFER_AUTO = 0,   /* device to device when both roles share a context
+                             (sub-devices of one device, two queues on one
+                             device, one context over two devices), else host */
+  HS_TRANSFER_HOST = 1,   /* read back to the host, written to the trainer */
+  HS_TRANSFER_DEVICE = 2, /* device to device; session creation fails with
+                             HS_ERR_UNSUPPORTED when the roles' contexts differ */
+} hs_transfer;
+
+/* "auto", "host", "device"; never NULL. */
+HS_API const char *hs_transfer_name(hs_transfer t);
 
 typedef struct hs_session_config {
   /* Sampling: layers, fanouts from the seeds outward (-1: every neighbour),
@@ -66,6 +80,10 @@ typedef struct hs_session_config {
    * order changes the SGD order: batches draw their seeds from a few id
    * ranges, so they are less independent than under a full shuffle. */
   uint64_t memory_budget;
+  /* Block transfer path (see hs_transfer). With HS_TRANSFER_AUTO the
+   * environment variable HETSAGE_TRANSFER (auto, host, device) decides.
+   * Both paths give bit-identical results. */
+  hs_transfer transfer;
   /* A profile already loaded, used instead of `board` when not NULL
    * (borrowed during hs_session_create only). */
   const hs_board_profile *profile;
@@ -110,7 +128,19 @@ typedef struct hs_epoch_stats {
   double trainer_utilisation;           /* train busy / wall */
   double sampled_edges_per_s;
   double gather_bytes_per_s;
+  /* Bytes moved in the epoch, each way: host -> trainer (features or
+   * cache misses, labels, and the blocks on the host path), sampler ->
+   * host (ids, counts, and the blocks on the host path, as the sampler
+   * reads them: at capacity when it reads with the batch), and sampler ->
+   * trainer device to device (the blocks, at their exact sizes). */
   uint64_t bytes_uploaded;
+  uint64_t bytes_to_host;
+  uint64_t bytes_device_to_device;
+  hs_transfer transfer; /* the path the blocks took: HOST or DEVICE */
+  /* Time the train stage spent handing the batch to the trainer (writes
+   * from the host, cache assembly, enqueueing the device-side blocks),
+   * included in stage_busy_s[HS_STAGE_TRAIN]. */
+  double upload_s;
   uint64_t cache_lookups, cache_hits; /* trainer-side cache, 0 when off */
   uint64_t cache_rows;         /* rows the trainer cache holds at the end */
   uint64_t cache_bytes_saved;  /* feature bytes the hits kept off the link */
