@@ -51,6 +51,7 @@ struct hs_session {
   /* The block path in use (HOST or DEVICE) and why, for describe. */
   hs_transfer transfer;
   char transfer_why[160];
+  uint64_t topology_freed; /* host topology bytes released at creation */
 
   hs_sample_cfg scfg;
   hs_sampler *sampler;

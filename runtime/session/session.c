@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "board/hs_board.h"
 #include "hs_launch.h"
 #include "hs_session_int.h"
 
@@ -69,6 +70,8 @@ static hs_status check_config(const hs_session_config *c) {
 }
 
 static hs_status check_dataset(const hs_graph *g) {
+  hs_status st = hs__graph_topology(g, "a new session (the sampler's upload)");
+  if (st != HS_OK) return st;
   if (!g->feat || g->f <= 0)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy)");
   if (!g->labels || g->num_classes < 2)
@@ -293,6 +296,9 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   }
   s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
   if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
+  /* Everything that reads the host topology (the sampler's upload, the
+   * degree and presample cache fills) has run. */
+  if (cfg->free_host_topology) s->topology_freed = hs__dataset_free_topology(ds);
   *out = s;
   return HS_OK;
 fail:
@@ -333,11 +339,15 @@ void hs_session_destroy(hs_session *s) {
 
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
   size_t n = hs_placement_describe(s->plan, buf, len);
-  char more[512];
-  snprintf(more, sizeof more, "transfer: %s (%s)\n",
+  char more[512], b[32];
+  int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
                    s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"
                                                      : "blocks through the host",
                    s->transfer_why);
+  if (s->topology_freed && k > 0 && (size_t)k < sizeof more)
+    snprintf(more + k, sizeof more - (size_t)k,
+             "host topology: %s released after the upload to the sampler\n",
+             hs__fmt_bytes(s->topology_freed, b, sizeof b));
   size_t m = strlen(more);
   if (buf && n < len) snprintf(buf + n, len - n, "%s", more);
   return n + m;

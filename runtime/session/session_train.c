@@ -345,6 +345,7 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   stats->bytes_device_to_device = s->acc_d2d_bytes;
   stats->transfer = s->transfer;
   stats->upload_s = s->acc_upload_s;
+  stats->host_topology_freed_bytes = s->topology_freed;
   hs__session_cache_epoch_end(s, stats);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024u;

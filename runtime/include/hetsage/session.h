@@ -84,6 +84,14 @@ typedef struct hs_session_config {
    * environment variable HETSAGE_TRANSFER (auto, host, device) decides.
    * Both paths give bit-identical results. */
   hs_transfer transfer;
+  /* Release the dataset's host copy of the topology (indptr, indices,
+   * weights) once the sampler holds it and the caches are filled. The
+   * dataset handle is modified: afterwards it still gives its info, but
+   * hs_session_evaluate_full, hs_session_predict and hs_dataset_stats_compute
+   * on it, and any new session on it, fail with HS_ERR_STATE (sampled
+   * evaluation keeps working: it samples on the device). Epoch stats report
+   * the bytes released. */
+  bool free_host_topology;
   /* A profile already loaded, used instead of `board` when not NULL
    * (borrowed during hs_session_create only). */
   const hs_board_profile *profile;
@@ -141,6 +149,8 @@ typedef struct hs_epoch_stats {
    * from the host, cache assembly, enqueueing the device-side blocks),
    * included in stage_busy_s[HS_STAGE_TRAIN]. */
   double upload_s;
+  /* Host topology bytes released by free_host_topology (0: kept). */
+  uint64_t host_topology_freed_bytes;
   uint64_t cache_lookups, cache_hits; /* trainer-side cache, 0 when off */
   uint64_t cache_rows;         /* rows the trainer cache holds at the end */
   uint64_t cache_bytes_saved;  /* feature bytes the hits kept off the link */
