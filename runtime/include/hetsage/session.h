@@ -112,8 +112,9 @@ HS_API hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds,
                                    const hs_session_config *cfg, hs_session **out);
 HS_API void hs_session_destroy(hs_session *s);
 
-/* The placement plan with a reason per choice, as text (snprintf-style:
- * returns the length it needed). */
+/* The placement plan with a reason per choice, then the block transfer
+ * path in use and why, and the host topology released if it was, as text
+ * (snprintf-style: returns the length it needed). */
 HS_API size_t hs_session_describe(const hs_session *s, char *buf, size_t len);
 
 /* Pipeline stages, in order, as reported in hs_epoch_stats. */
