@@ -65,6 +65,9 @@ hs_status hs__mem_copy(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_of
 /* ---- queues and events ------------------------------------------------------- */
 
 hs_status hs__queue_finish(cl_command_queue q);
+/* Submit what is queued on `q` without waiting: needed before another
+ * queue waits for one of its events. */
+hs_status hs__queue_flush(cl_command_queue q);
 /* Make later commands on `q` wait for `wait` (a marker with a wait list). */
 hs_status hs__queue_wait_for(cl_command_queue q, cl_uint n_wait, const cl_event *wait);
 /* A marker that completes when `wait` has (an event for "nothing to do"). */

@@ -147,6 +147,12 @@ hs_status hs__queue_finish(cl_command_queue q) {
   return HS_OK;
 }
 
+hs_status hs__queue_flush(cl_command_queue q) {
+  cl_int err = clFlush(q);
+  if (err != CL_SUCCESS) return hs__cl_fail(err, "clFlush", hs__queue_device(q));
+  return HS_OK;
+}
+
 hs_status hs__queue_wait_for(cl_command_queue q, cl_uint n_wait, const cl_event *wait) {
   if (n_wait == 0) return HS_OK;
   cl_int err = clEnqueueBarrierWithWaitList(q, n_wait, wait, NULL);

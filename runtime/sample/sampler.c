@@ -80,6 +80,7 @@ struct hs_sampler {
   int64_t n_graph;
   bool eager;   /* begin enqueues the read-back at capacity */
   int pending;  /* batches begun and not finished */
+  bool keep_blocks; /* blocks not read back (hs__sampler_keep_blocks) */
   /* sequential reindex: the last batch's tag, the largest tag before the
    * state is cleared and tags restart, the bit where tags start
    * (hs_reindex_single in reindex.cl) */
@@ -187,6 +188,7 @@ static hs_status launch(hs_sampler *s, int kid, size_t n, bool sample_phase) {
 static hs_status read_buf(hs_sampler *s, cl_mem b, size_t bytes, void *dst, bool blocking,
                           cl_event *ev) {
   if (bytes == 0 && !ev) return HS_OK;
+  s->stats.bytes_read += bytes;
   cl_int err = clEnqueueReadBuffer(s->q, b, blocking ? CL_TRUE : CL_FALSE, 0, bytes, dst, 0,
                                    NULL, ev);
   return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueReadBuffer", s->dev.id);
@@ -502,6 +504,17 @@ void hs__sampler_stats(const hs_sampler *s, hs_sampler_stats *out) { *out = s->s
 
 bool hs__sampler_eager_read(const hs_sampler *s) { return s->eager; }
 
+void hs__sampler_keep_blocks(hs_sampler *s, bool keep) { s->keep_blocks = keep; }
+
+void hs__sampler_block_buffers(const hs_sampler *s, int hop, cl_mem *row_ptr, cl_mem *col) {
+  *row_ptr = s->hop_rp[hop];
+  *col = s->hop_col[hop];
+}
+
+int32_t hs__sampler_hop_edges(const hs_batch *b, int hop) {
+  return (int32_t)b->counts[HS_META_KEPT(hop)];
+}
+
 void hs__sampler_limit_tags(hs_sampler *s, uint32_t tag_max) {
   if (tag_max >= 1 && tag_max < s->tag_max) s->tag_max = tag_max;
 }
@@ -673,9 +686,9 @@ static hs_status enqueue_batch(hs_sampler *s, int32_t n_seeds, uint32_t epoch, u
     if (st != HS_OK) break;
     st = s->style == HS_STYLE_SINGLE ? hop_single(s, h, limit) : hop_ndrange(s, h, limit);
     hs_block *blk = hs__batch_hop(out, h);
-    if (st == HS_OK && s->eager)
+    if (st == HS_OK && s->eager && !s->keep_blocks)
       st = read_buf(s, s->hop_rp[h], 4 * ((size_t)c->dst[h] + 1), blk->row_ptr, false, NULL);
-    if (st == HS_OK && s->eager)
+    if (st == HS_OK && s->eager && !s->keep_blocks)
       st = read_buf(s, s->hop_col[h], 4 * (size_t)c->edges[h], blk->col, false, NULL);
   }
   if (st == HS_OK && s->eager)
@@ -765,7 +778,7 @@ hs_status hs__sampler_finish(hs_sampler *s, hs_batch *out) {
     hs_block *blk = hs__batch_hop(out, h);
     blk->n_dst = (int32_t)m[HS_META_N(h)];
     blk->n_src = (int32_t)m[HS_META_N(h + 1)];
-    if (!s->eager) {
+    if (!s->eager && !s->keep_blocks) {
       st = read_buf(s, s->hop_rp[h], 4 * ((size_t)blk->n_dst + 1), blk->row_ptr, true, NULL);
       if (st == HS_OK)
         st = read_buf(s, s->hop_col[h], 4 * (size_t)m[HS_META_KEPT(h)], blk->col, true, NULL);
