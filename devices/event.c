@@ -40,3 +40,8 @@ void hs__events_release(cl_event *events, int n) {
     events[i] = NULL;
   }
 }
+
+cl_event hs__event_retain(cl_event ev) {
+  if (ev) clRetainEvent(ev);
+  return ev;
+}

@@ -179,5 +179,8 @@ hs_event_state hs__events_poll(const cl_event *events, int n);
 hs_status hs__events_wait(const cl_event *events, int n);
 /* Release and clear events (NULL entries are skipped). */
 void hs__events_release(cl_event *events, int n);
+/* Take one more reference to `ev` (NULL is fine) and return it, so that
+ * two owners can each release it. */
+cl_event hs__event_retain(cl_event ev);
 
 #endif

@@ -68,7 +68,8 @@ hs_status hs__mem_copy(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_of
 /* ---- queues and events ------------------------------------------------------- */
 
 hs_status hs__queue_finish(cl_command_queue q);
-/* Submit what is queued on `q` to the device without waiting. */
+/* Submit what is queued on `q` without waiting: needed before another
+ * queue waits for one of its events. */
 hs_status hs__queue_flush(cl_command_queue q);
 /* Whether `q` runs its commands in order (no out-of-order execution). */
 hs_status hs__queue_in_order(cl_command_queue q, bool *in_order);

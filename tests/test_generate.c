@@ -239,3 +239,85 @@ Test(generate, bad_options_leave_nothing) {
   free(dst);
   tu_rmtree(root);
 }
+
+/* The one-hop prediction: informative where the graph is, equal to the
+ * features-only accuracy where neighbours' classes are uniform, and not
+ * beaten by any rule of the family a one-layer model draws from
+ * (argmax_c x_c + lambda m_c, lambda on a grid) on the same vertices. */
+static double linear_rule(const hs_graph *g, int32_t k, const int32_t *ids, int64_t n,
+                          double lambda) {
+  int64_t right = 0;
+  const float *x = g->feat;
+  double *m = calloc((size_t)k, sizeof *m);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = ids[i];
+    int64_t d = g->indptr[v + 1] - g->indptr[v];
+    for (int32_t j = 0; j < k; j++) m[j] = 0;
+    for (int64_t p = g->indptr[v]; p < g->indptr[v + 1]; p++)
+      for (int32_t j = 0; j < k; j++) m[j] += x[(int64_t)g->indices[p] * g->f + j];
+    int32_t best = 0;
+    double bs = -INFINITY;
+    for (int32_t c = 0; c < k; c++) {
+      double s = x[v * g->f + c] + (d ? lambda * m[c] / (double)d : 0);
+      if (s > bs) {
+        bs = s;
+        best = c;
+      }
+    }
+    right += best == g->labels[v];
+  }
+  free(m);
+  return (double)right / (double)n;
+}
+
+Test(generate, sbm_one_hop_prediction) {
+  char *root = tu_mkdtemp();
+  hs_generate_opts o;
+  hs_generate_opts_init(&o, HS_GENERATE_SBM);
+  o.num_vertices = 20000;
+  o.num_classes = 8;
+  o.edge_factor = 10;
+  o.homophily = 0.5;
+  hs_generate_summary s;
+  char *dst = gen_into(root, "sbm", &o, &s);
+  hs_dataset *ds;
+  cr_assert_eq(hs_dataset_open(dst, &ds), HS_OK, "%s", hs_last_error());
+  const hs_graph *g = hs__dataset_graph(ds);
+  const int32_t *test = g->split[HS_SPLIT_TEST];
+  int64_t n_test = g->split_n[HS_SPLIT_TEST];
+  cr_expect_gt(s.onehop_accuracy, s.bayes_accuracy + 0.2, "one-hop %f, features %f",
+               s.onehop_accuracy, s.bayes_accuracy);
+  double best = 0;
+  for (int i = 0; i <= 40; i++) best = fmax(best, linear_rule(g, 8, test, n_test, 0.25 * i));
+  /* 4000 test vertices: the rules share them, so differences are tighter
+   * than the +-0.007 of one accuracy. */
+  cr_expect_geq(s.onehop_accuracy, best - 0.01, "a linear rule %f beats the prediction %f", best,
+                s.onehop_accuracy);
+  cr_expect_leq(s.onehop_accuracy, best + 0.03, "prediction %f far above the best linear rule %f",
+                s.onehop_accuracy, best);
+  hs_dataset_close(ds);
+  char *meta = tu_path(dst, "meta.json");
+  FILE *f = fopen(meta, "r");
+  char buf[4096] = {0};
+  cr_assert(f);
+  cr_expect_gt(fread(buf, 1, sizeof buf - 1, f), 0);
+  fclose(f);
+  cr_expect(strstr(buf, "\"one_hop_mean\": 0.") != NULL, "%s", buf);
+  free(meta);
+  free(dst);
+
+  /* Neighbours whose classes are uniform carry nothing. */
+  o.homophily = 1.0 / 8;
+  dst = gen_into(root, "flat", &o, &s);
+  cr_expect(fabs(s.onehop_accuracy - s.bayes_accuracy) < 0.025, "one-hop %f, features %f",
+            s.onehop_accuracy, s.bayes_accuracy);
+  free(dst);
+
+  /* R-MAT mixing is not the SBM's: no prediction. */
+  hs_generate_opts_init(&o, HS_GENERATE_RMAT);
+  o.scale = 10;
+  dst = gen_into(root, "rmat", &o, &s);
+  cr_expect(isnan(s.onehop_accuracy));
+  free(dst);
+  tu_rmtree(root);
+}

@@ -31,7 +31,11 @@ void cli_session_usage(FILE *f) {
           "                       how the trainer cache is filled (default: plan)\n"
           "  --memory-budget SIZE host memory budget, e.g. 512M (default: plan);\n"
           "                       larger features are read from disk through a\n"
-          "                       cache of half of it, seeds in block order\n");
+          "                       cache of half of it, seeds in block order\n"
+          "  --transfer auto|host|device\n"
+          "                       how sampled blocks reach the trainer: device to\n"
+          "                       device when the roles share a context (auto, the\n"
+          "                       default; HETSAGE_TRANSFER), or through the host\n");
 }
 
 static const char *value(const char *cmd, int argc, char **argv, int *i) {
@@ -134,6 +138,12 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     else if (strcmp(v, "degree") == 0) c->cache_fill = HS_CACHE_FILL_DEGREE;
     else if (strcmp(v, "presample") == 0) c->cache_fill = HS_CACHE_FILL_PRESAMPLE;
     else return bad(cmd, o, v, "expected first, degree or presample");
+  } else if (strcmp(o, "--transfer") == 0) {
+    VAL();
+    if (strcmp(v, "auto") == 0) c->transfer = HS_TRANSFER_AUTO;
+    else if (strcmp(v, "host") == 0) c->transfer = HS_TRANSFER_HOST;
+    else if (strcmp(v, "device") == 0) c->transfer = HS_TRANSFER_DEVICE;
+    else return bad(cmd, o, v, "expected auto, host or device");
   } else if (strcmp(o, "--memory-budget") == 0) {
     VAL();
     if (!cli_parse_size(v, &u) || u == 0) return bad(cmd, o, v, "expected a size such as 512M");

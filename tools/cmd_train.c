@@ -35,8 +35,12 @@ static void usage(FILE *f) {
           "  --resume             continue from DIR/last.ckpt\n"
           "  --eval full|sampled  validation and test with full neighbourhoods\n"
           "                       (default) or sampled ones\n"
+          "  --free-host-topology release the host copy of the graph topology once\n"
+          "                       the sampler holds it (memory saved: see --stats-json);\n"
+          "                       evaluation is then sampled (--eval full is refused)\n"
           "  --stats-json F       one JSON object per epoch: stage busy times,\n"
-          "                       utilisation, rates, bytes, memory\n"
+          "                       utilisation, rates, bytes each way and the block\n"
+          "                       transfer path, memory\n"
           "  --log-json F         one JSON object per epoch: loss and accuracies\n"
           "  --json               final result as JSON on stdout\n"
           "  -q, --quiet          no progress on stderr\n"
@@ -87,6 +91,8 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           "\"cache_rows\": %llu, \"cache_bytes_saved\": %llu, \"cache_device_bytes\": %llu, "
           "\"host_lookups\": %llu, \"host_hits\": %llu, \"host_bytes_read\": %llu, "
           "\"host_memory_bytes\": %llu, \"peak_rss_bytes\": %llu, "
+          "\"transfer\": \"%s\", \"bytes_to_host\": %llu, \"bytes_device_to_device\": %llu, "
+          "\"upload_s\": %.6f, \"host_topology_freed_bytes\": %llu, "
           "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
           busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
           st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
@@ -97,7 +103,9 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           (unsigned long long)st->cache_device_bytes, (unsigned long long)st->host_lookups,
           (unsigned long long)st->host_hits, (unsigned long long)st->host_bytes_read,
           (unsigned long long)st->host_memory_bytes, (unsigned long long)st->peak_rss_bytes,
-          st->loss, valid_acc);
+          hs_transfer_name(st->transfer), (unsigned long long)st->bytes_to_host,
+          (unsigned long long)st->bytes_device_to_device, st->upload_s,
+          (unsigned long long)st->host_topology_freed_bytes, st->loss, valid_acc);
   fflush(f);
 }
 
@@ -107,7 +115,7 @@ int cmd_train(int argc, char **argv) {
   uint64_t epochs = 50, patience = 0;
   double target = 0;
   const char *ckpt_dir = NULL, *stats_path = NULL, *log_path = NULL;
-  bool resume = false, json = false, quiet = false, full_eval = true;
+  bool resume = false, json = false, quiet = false, full_eval = true, eval_set = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_session_arg("train", &a, argc, argv, &i);
@@ -138,6 +146,9 @@ int cmd_train(int argc, char **argv) {
       if (strcmp(v, "full") == 0) full_eval = true;
       else if (strcmp(v, "sampled") == 0) full_eval = false;
       else return cli_usage_error("train", "--eval '%s': expected full or sampled", v);
+      eval_set = true;
+    } else if (strcmp(o, "--free-host-topology") == 0) {
+      a.cfg.free_host_topology = true;
     } else if (strcmp(o, "--resume") == 0) {
       resume = true;
     } else if (strcmp(o, "--json") == 0) {
@@ -154,6 +165,14 @@ int cmd_train(int argc, char **argv) {
     }
   }
   if (resume && !ckpt_dir) return cli_usage_error("train", "--resume needs --checkpoint DIR");
+  /* Full-neighbour evaluation walks the host topology, which the option
+   * releases: sampled evaluation runs on the sampler instead. */
+  if (a.cfg.free_host_topology) {
+    if (eval_set && full_eval)
+      return cli_usage_error("train", "--eval full needs the host topology, which "
+                             "--free-host-topology releases; use --eval sampled");
+    full_eval = false;
+  }
 
   char last[1100] = "", best[1100] = "";
   if (ckpt_dir) {

@@ -4,12 +4,13 @@
 #include <string.h>
 
 #include "hs_cache.h"
+#include "hs_launch.h"
 #include "sample/hs_gather.h"
 
 struct hs_coo_dev {
   hs_dev dev;
   hs_coo *core;
-  cl_context ctx;
+  hs_ctx ctx;
   cl_mem cache;       /* capacity x row bytes; NULL for a zero capacity */
   hs_gather_cl *gather;
   cl_program prog;
@@ -56,15 +57,12 @@ hs_status hs__coo_dev_create(const hs_ctx *ctx, const hs_dev *dev, hs_coo *core,
   if (!d) return hs__fail(HS_ERR_NOMEM, "device cache");
   d->dev = *dev;
   d->core = core;
-  d->ctx = ctx->ctx;
+  d->ctx = *ctx;
   hs_status st = HS_OK;
-  if (cap > 0) {
-    cl_int err;
-    d->cache = clCreateBuffer(ctx->ctx, CL_MEM_READ_WRITE, (size_t)cap * rb, NULL, &err);
-    if (err != CL_SUCCESS) {
-      st = hs__cl_fail(err, "clCreateBuffer (feature cache)", dev->id);
-      goto fail;
-    }
+  if (cap > 0 &&
+      (st = hs__mem_create(ctx, CL_MEM_READ_WRITE, (size_t)cap * rb, &d->cache)) != HS_OK) {
+    st = hs__fail_context(st, "feature cache on %s", dev->info.name);
+    goto fail;
   }
   if ((st = hs__gather_cl_create(ctx, dev, &d->gather))) goto fail;
   if ((st = hs__program_build(ctx, dev, cache_sources, 2, "", &d->prog, NULL))) goto fail;
@@ -85,11 +83,11 @@ void hs__coo_dev_destroy(hs_coo_dev *d) {
     hs__events_wait(&d->last, 1);
     hs__events_release(&d->last, 1);
   }
-  if (d->cache) clReleaseMemObject(d->cache);
+  hs__mem_release(&d->cache);
   hs__gather_cl_destroy(d->gather);
-  if (d->k32) clReleaseKernel(d->k32);
-  if (d->k8) clReleaseKernel(d->k8);
-  if (d->prog) clReleaseProgram(d->prog);
+  hs__kernel_release(&d->k32);
+  hs__kernel_release(&d->k8);
+  hs__program_release(&d->prog);
   free(d);
 }
 
@@ -98,7 +96,7 @@ cl_mem hs__coo_dev_buffer(const hs_coo_dev *d) { return d->cache; }
 /* Make `ev` (a reference the caller hands over) the cache's latest
  * command. */
 static void set_last(hs_coo_dev *d, cl_event ev) {
-  if (d->last) clReleaseEvent(d->last);
+  hs__events_release(&d->last, 1);
   d->last = ev;
 }
 
@@ -120,11 +118,10 @@ hs_status hs__coo_dev_prefill(hs_coo_dev *d, cl_command_queue q, hs_row_source s
     int64_t k = rows - d->device_rows < per ? rows - d->device_rows : per;
     if ((st = src.read(src.ctx, vertex + d->device_rows, (int32_t)k, buf))) break;
     cl_event ev = NULL;
-    cl_int err = clEnqueueWriteBuffer(q, d->cache, CL_TRUE, (size_t)d->device_rows * rb,
-                                      (size_t)k * rb, buf, d->last ? 1 : 0,
-                                      d->last ? &d->last : NULL, &ev);
-    if (err != CL_SUCCESS) {
-      st = hs__cl_fail(err, "clEnqueueWriteBuffer (cache prefill)", d->dev.id);
+    st = hs__mem_write(q, d->cache, true, (size_t)d->device_rows * rb, (size_t)k * rb, buf,
+                       d->last ? 1 : 0, d->last ? &d->last : NULL, &ev);
+    if (st != HS_OK) {
+      st = hs__fail_context(st, "cache prefill");
       break;
     }
     set_last(d, ev);
@@ -137,9 +134,8 @@ hs_status hs__coo_dev_prefill(hs_coo_dev *d, cl_command_queue q, hs_row_source s
 /* ---- slots ------------------------------------------------------------------ */
 
 static hs_status make_buf(hs_coo_dev *d, size_t bytes, cl_mem_flags flags, cl_mem *out) {
-  cl_int err;
-  *out = clCreateBuffer(d->ctx, flags, bytes, NULL, &err);
-  return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clCreateBuffer (cache slot)", d->dev.id);
+  hs_status st = hs__mem_create(&d->ctx, flags, bytes, out);
+  return st == HS_OK ? HS_OK : hs__fail_context(st, "cache slot on %s", d->dev.info.name);
 }
 
 hs_status hs__coo_slot_create(hs_coo_dev *d, int32_t cap, hs_coo_slot **out) {
@@ -189,9 +185,9 @@ static hs_status slot_settle(hs_coo_slot *s) {
 void hs__coo_slot_destroy(hs_coo_slot *s) {
   if (!s) return;
   slot_settle(s);
-  if (s->staging) clReleaseMemObject(s->staging);
-  if (s->gidx) clReleaseMemObject(s->gidx);
-  if (s->midx) clReleaseMemObject(s->midx);
+  hs__mem_release(&s->staging);
+  hs__mem_release(&s->gidx);
+  hs__mem_release(&s->midx);
   free(s->h_gidx);
   free(s->h_midx);
   free(s);
@@ -211,27 +207,26 @@ hs_status hs__coo_dev_upload(hs_coo_slot *s, cl_command_queue q, const hs_coo_pl
   hs_status st = slot_settle(s);
   if (st != HS_OK) return st;
   size_t rb = hs__coo_row_bytes(s->d->core);
-  cl_int err = CL_SUCCESS;
+  cl_uint nw = (cl_uint)n_wait;
   if (plan->n_hit > 0) {
     /* misses read slot 0, a placeholder the miss scatter overwrites */
     for (int32_t i = 0; i < plan->n; i++) s->h_gidx[i] = plan->slot[i] >= 0 ? plan->slot[i] : 0;
-    err = clEnqueueWriteBuffer(q, s->gidx, CL_FALSE, 0, sizeof(int32_t) * (size_t)plan->n,
-                               s->h_gidx, (cl_uint)n_wait, wait, &s->ev_gidx);
-    if (err == CL_SUCCESS) s->up[s->n_up++] = s->ev_gidx;
+    st = hs__mem_write(q, s->gidx, false, 0, sizeof(int32_t) * (size_t)plan->n, s->h_gidx, nw,
+                       wait, &s->ev_gidx);
+    if (st == HS_OK) s->up[s->n_up++] = s->ev_gidx;
   }
-  if (err == CL_SUCCESS && plan->n_miss > 0) {
+  if (st == HS_OK && plan->n_miss > 0) {
     memcpy(s->h_midx, plan->miss_local, sizeof(int32_t) * (size_t)plan->n_miss);
-    err = clEnqueueWriteBuffer(q, s->midx, CL_FALSE, 0, sizeof(int32_t) * (size_t)plan->n_miss,
-                               s->h_midx, (cl_uint)n_wait, wait, &s->ev_midx);
-    if (err == CL_SUCCESS) s->up[s->n_up++] = s->ev_midx;
-    if (err == CL_SUCCESS)
-      err = clEnqueueWriteBuffer(q, s->staging, CL_FALSE, 0, (size_t)plan->n_miss * rb,
-                                 miss_rows, (cl_uint)n_wait, wait, &s->ev_stage);
-    if (err == CL_SUCCESS) s->up[s->n_up++] = s->ev_stage;
+    st = hs__mem_write(q, s->midx, false, 0, sizeof(int32_t) * (size_t)plan->n_miss, s->h_midx,
+                       nw, wait, &s->ev_midx);
+    if (st == HS_OK) s->up[s->n_up++] = s->ev_midx;
+    if (st == HS_OK)
+      st = hs__mem_write(q, s->staging, false, 0, (size_t)plan->n_miss * rb, miss_rows, nw, wait,
+                         &s->ev_stage);
+    if (st == HS_OK) s->up[s->n_up++] = s->ev_stage;
   }
-  if (err == CL_SUCCESS && ev && s->n_up > 0)
-    err = clEnqueueMarkerWithWaitList(q, (cl_uint)s->n_up, s->up, ev);
-  if (err != CL_SUCCESS) return hs__cl_fail(err, "cache upload", s->d->dev.id);
+  if (st == HS_OK && ev && s->n_up > 0) st = hs__queue_marker(q, (cl_uint)s->n_up, s->up, ev);
+  if (st != HS_OK) return hs__fail_context(st, "cache upload on %s", s->d->dev.info.name);
   s->plan = plan;
   s->plan_n = plan->n;
   s->plan_miss = plan->n_miss;
@@ -248,16 +243,11 @@ static hs_status scatter_enqueue(hs_coo_dev *d, cl_command_queue q, cl_mem src, 
   bool words = rb % 4 == 0;
   cl_kernel k = words ? d->k32 : d->k8;
   cl_ulong row_elems = words ? rb / 4 : rb;
-  cl_int err = clSetKernelArg(k, 0, sizeof src, &src);
-  if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof row_elems, &row_elems);
-  if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof idx, &idx);
-  if (err == CL_SUCCESS) err = clSetKernelArg(k, 3, sizeof n, &n);
-  if (err == CL_SUCCESS) err = clSetKernelArg(k, 4, sizeof dst, &dst);
-  if (err != CL_SUCCESS) return hs__cl_fail(err, "clSetKernelArg (cache scatter)", d->dev.id);
+  hs_karg args[] = {HS_KARG(src), HS_KARG(row_elems), HS_KARG(idx), HS_KARG(n), HS_KARG(dst)};
+  hs_status st = hs__kernel_args(k, args, (int)HS_ARRAY_LEN(args));
   size_t global[2] = {row_elems < 256 ? (size_t)row_elems : 256, n < 65536 ? n : 65536};
-  err = clEnqueueNDRangeKernel(q, k, 2, NULL, global, NULL, n_wait, wait, ev);
-  return err == CL_SUCCESS ? HS_OK
-                           : hs__cl_fail(err, "clEnqueueNDRangeKernel (cache scatter)", d->dev.id);
+  if (st == HS_OK) st = hs__launch(q, k, 2, global, NULL, n_wait, wait, ev);
+  return st == HS_OK ? HS_OK : hs__fail_context(st, "cache scatter");
 }
 
 #define MAX_WAIT 24
@@ -280,7 +270,6 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
   cl_event list[MAX_WAIT];
   cl_event gathered = NULL, scattered = NULL, inserted = NULL;
   hs_status st = HS_OK;
-  cl_int err;
   int k;
 
   if (plan->n_hit > 0) {
@@ -294,16 +283,14 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
     list[k++] = s->ev_gidx;
     if (d->last) list[k++] = d->last;
     for (int i = 0; i < n_wait; i++) list[k++] = wait[i];
-    err = clEnqueueBarrierWithWaitList(q, (cl_uint)k, k ? list : NULL, NULL);
-    if (err != CL_SUCCESS) {
-      st = hs__cl_fail(err, "clEnqueueBarrierWithWaitList (cache gather)", d->dev.id);
+    if ((st = hs__queue_wait_for(q, (cl_uint)k, list)) != HS_OK) {
+      st = hs__fail_context(st, "cache gather");
       goto fail;
     }
     if ((st = hs__gather_cl_enqueue(d->gather, q, d->cache, rb, s->gidx, (uint32_t)plan->n, x,
                                     0, false, &gathered)))
       goto fail;
-    clRetainEvent(gathered);
-    set_last(d, gathered);
+    set_last(d, hs__event_retain(gathered));
   }
   if (plan->n_miss > 0) {
     k = 0;
@@ -319,14 +306,12 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
     k = 0;
     list[k++] = s->ev_stage;
     if (d->last) list[k++] = d->last;
-    err = clEnqueueCopyBuffer(q, s->staging, d->cache, 0, (size_t)plan->insert_first * rb,
-                              (size_t)plan->n_insert * rb, (cl_uint)k, list, &inserted);
-    if (err != CL_SUCCESS) {
-      st = hs__cl_fail(err, "clEnqueueCopyBuffer (cache insert)", d->dev.id);
+    if ((st = hs__mem_copy(q, s->staging, d->cache, 0, (size_t)plan->insert_first * rb,
+                           (size_t)plan->n_insert * rb, (cl_uint)k, list, &inserted)) != HS_OK) {
+      st = hs__fail_context(st, "cache insert");
       goto fail;
     }
-    clRetainEvent(inserted);
-    set_last(d, inserted);
+    set_last(d, hs__event_retain(inserted));
     d->device_rows += plan->n_insert;
   }
   /* X is complete with the scatter (which follows the gather), or with the
@@ -334,16 +319,13 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
   cl_event x_done = scattered ? scattered : gathered;
   if (x_done) events[(*n_events)++] = x_done;
   if (inserted) events[(*n_events)++] = inserted;
-  if (gathered && gathered != x_done) clReleaseEvent(gathered);
-  for (int i = 0; i < *n_events; i++) {
-    clRetainEvent(events[i]);
-    s->done[s->n_done++] = events[i];
-  }
+  if (gathered && gathered != x_done) hs__events_release(&gathered, 1);
+  for (int i = 0; i < *n_events; i++) s->done[s->n_done++] = hs__event_retain(events[i]);
   s->assembled = true;
   return HS_OK;
 fail:
-  if (gathered) clReleaseEvent(gathered);
-  if (scattered) clReleaseEvent(scattered);
-  if (inserted) clReleaseEvent(inserted);
+  hs__events_release(&gathered, 1);
+  hs__events_release(&scattered, 1);
+  hs__events_release(&inserted, 1);
   return st;
 }

@@ -354,6 +354,32 @@ fail:
 
 const hs_graph *hs__dataset_graph(const hs_dataset *ds) { return &ds->g; }
 
+uint64_t hs__dataset_free_topology(hs_dataset *ds) {
+  hs_graph *g = &ds->g;
+  if (g->topology_freed) return 0;
+  static const int slots[] = {MAP_INDPTR, MAP_INDICES, MAP_WEIGHTS};
+  uint64_t bytes = g->topology_bytes;
+  for (size_t i = 0; i < HS_ARRAY_LEN(slots); i++) {
+    hs__map_release(&ds->maps[slots[i]]);
+    free(ds->owned[slots[i]]);
+    ds->owned[slots[i]] = NULL;
+  }
+  g->indptr = NULL;
+  g->indices = NULL;
+  g->weights = NULL;
+  g->topology_freed = bytes; /* at least indptr[0]'s 8 bytes */
+  hs__log(HS_LOG_DATA, "%s: host topology released (%" PRIu64 " bytes)", ds->dir, bytes);
+  return bytes;
+}
+
+hs_status hs__graph_topology(const hs_graph *g, const char *what) {
+  if (!g->topology_freed) return HS_OK;
+  return hs__fail(HS_ERR_STATE, "%s needs the graph topology in host memory, but it was "
+                  "released after the upload to the sampler (free_host_topology / "
+                  "--free-host-topology); open the dataset again, or use sampled evaluation",
+                  what);
+}
+
 const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
 
 void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {

@@ -21,7 +21,8 @@
  * of the largest of the first K coordinates, and is right with probability
  *   P = integral phi(z) Phi(z + r / sigma)^(K-1) dz,
  * which meta.json reports as "bayes_accuracy": the accuracy of the
- * features alone; a GNN on a homophilous graph should match or beat it. */
+ * features alone. For an SBM, meta.json also predicts what one layer of
+ * mean aggregation can reach (see onehop_accuracy below). */
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -196,27 +197,32 @@ static uint16_t f32_to_f16(float x) {
   return (uint16_t)(sign | h);
 }
 
+/* Coordinates 4*blk .. 4*blk+3 of vertex v's features before rounding:
+ * Box-Muller over one Philox draw, plus the class mean. Shared by the
+ * writer and the accuracy prediction so that both see the same values. */
+static void feature_block(const gen *g, int64_t v, int64_t blk, float out[4]) {
+  float r = (float)(g->o->margin / sqrt(2.0)), sigma = (float)g->o->sigma;
+  const float two_pi = 6.283185307179586f;
+  hs_philox_ctr w = hs_philox_draw(g->o->seed, HS__RNG_FEAT, (uint32_t)v, (uint32_t)blk, 0);
+  for (int p = 0; p < 2; p++) {
+    float u1 = ((float)(w.v[2 * p] >> 8) + 1.0f) * (1.0f / 16777216.0f);
+    float u2 = hs_philox_unit(w.v[2 * p + 1]);
+    float rad = sqrtf(-2.0f * logf(u1));
+    out[2 * p] = sigma * rad * cosf(two_pi * u2);
+    out[2 * p + 1] = sigma * rad * sinf(two_pi * u2);
+  }
+  int64_t c = class_of(g, v);
+  if (c / 4 == blk) out[c % 4] += r;
+}
+
 static void feat_rows(gen *g, int t) {
   int64_t rows = g->chunk_v1 - g->chunk_v0;
   int64_t a = g->chunk_v0 + rows * t / g->threads, b = g->chunk_v0 + rows * (t + 1) / g->threads;
   int64_t f = g->o->num_features;
   bool half = g->o->feature_dtype == HS_DTYPE_FLOAT16;
-  float r = (float)(g->o->margin / sqrt(2.0)), sigma = (float)g->o->sigma;
-  const float two_pi = 6.283185307179586f;
   float *row = g->rowbuf[t];
   for (int64_t v = a; v < b; v++) {
-    for (int64_t j = 0; j < f; j += 4) {
-      hs_philox_ctr w = hs_philox_draw(g->o->seed, HS__RNG_FEAT, (uint32_t)v,
-                                       (uint32_t)(j / 4), 0);
-      for (int p = 0; p < 2; p++) {
-        float u1 = ((float)(w.v[2 * p] >> 8) + 1.0f) * (1.0f / 16777216.0f);
-        float u2 = hs_philox_unit(w.v[2 * p + 1]);
-        float rad = sqrtf(-2.0f * logf(u1));
-        row[j + 2 * p] = sigma * rad * cosf(two_pi * u2);
-        row[j + 2 * p + 1] = sigma * rad * sinf(two_pi * u2);
-      }
-    }
-    row[class_of(g, v)] += r;
+    for (int64_t j = 0; j < f; j += 4) feature_block(g, v, j / 4, row + j);
     size_t off = (size_t)(v - g->chunk_v0) * (size_t)f;
     if (!half) {
       memcpy((float *)g->chunk_out + off, row, (size_t)f * sizeof *row);
@@ -285,6 +291,145 @@ static double bayes_accuracy(int32_t k, double r_over_sigma) {
     sum += f * (i == 0 || i == steps ? 1 : (i % 2 ? 4 : 2));
   }
   return sum * h / 3;
+}
+
+/* What one layer of mean aggregation can know. Given its class c, the
+ * informative coordinates of a vertex's neighbour mean over d neighbours
+ * are r * (class counts / d) + sigma * N(0, I / d), where the counts are
+ * multinomial with p_c = h on c and q = (1 - h) / (K - 1) elsewhere (h:
+ * the measured homophily). Taking that as Gaussian,
+ *   m | c, d ~ N(r p_c, S_c / d),  S_c = sigma^2 I + r^2 (diag p_c - p_c p_c^T),
+ * and with x | c ~ N(r e_c, sigma^2 I) the log-posterior of class c is, up
+ * to terms equal for every class (the S_c are permutations of each other,
+ * so their determinants agree),
+ *   r x_c / sigma^2 - d/2 (m - r p_c)^T S_c^-1 (m - r p_c).
+ * S_0^-1 keeps S_0's symmetry: a at (0,0), b at (0,j), e at (j,j) and f at
+ * (j,k) for j != k != 0, so each class costs O(1) after two sums over the
+ * coordinates. The prediction is that rule's accuracy on the vertices of
+ * the test split (at most PREDICT_MAX of them, evenly strided): the best a
+ * model seeing a vertex's features and its neighbours' mean can do, which
+ * a one-layer mean-aggregator GraphSAGE over full neighbourhoods should
+ * come within a point or two of (it does not see the degree). Deeper
+ * models see further and beat it. Values are the unrounded float32 ones. */
+#define PREDICT_MAX 65536
+
+/* Invert the k x k matrix a (row-major) in place by Gauss-Jordan with
+ * partial pivoting; false when singular. */
+static bool invert(double *a, int k) {
+  double *inv = calloc((size_t)k * (size_t)k, sizeof *inv);
+  if (!inv) return false;
+  for (int i = 0; i < k; i++) inv[i * k + i] = 1;
+  bool ok = true;
+  for (int c = 0; c < k && ok; c++) {
+    int piv = c;
+    for (int i = c + 1; i < k; i++)
+      if (fabs(a[i * k + c]) > fabs(a[piv * k + c])) piv = i;
+    if (!(fabs(a[piv * k + c]) > 1e-300)) {
+      ok = false;
+      break;
+    }
+    for (int j = 0; j < k; j++) {
+      double t = a[c * k + j];
+      a[c * k + j] = a[piv * k + j];
+      a[piv * k + j] = t;
+      t = inv[c * k + j];
+      inv[c * k + j] = inv[piv * k + j];
+      inv[piv * k + j] = t;
+    }
+    double d = a[c * k + c];
+    for (int j = 0; j < k; j++) {
+      a[c * k + j] /= d;
+      inv[c * k + j] /= d;
+    }
+    for (int i = 0; i < k; i++) {
+      if (i == c) continue;
+      double f = a[i * k + c];
+      if (f == 0) continue;
+      for (int j = 0; j < k; j++) {
+        a[i * k + j] -= f * a[c * k + j];
+        inv[i * k + j] -= f * inv[c * k + j];
+      }
+    }
+  }
+  if (ok) memcpy(a, inv, (size_t)k * (size_t)k * sizeof *a);
+  free(inv);
+  return ok;
+}
+
+/* The informative coordinates 0..k-1 of vertex v into out (k rounded up
+ * to a multiple of 4). */
+static void informative(const gen *g, int64_t v, float *out) {
+  for (int64_t b = 0; b * 4 < g->k; b++) feature_block(g, v, b, out + 4 * b);
+}
+
+static hs_status onehop_accuracy(const gen *g, double h, const int32_t *test, int64_t n_test,
+                                 double *acc) {
+  int32_t k = g->k;
+  *acc = 1.0;
+  if (k <= 1 || n_test == 0) return HS_OK;
+  double r = g->o->margin / sqrt(2.0), s2 = g->o->sigma * g->o->sigma;
+  double q = (1 - h) / (k - 1);
+  size_t kk = (size_t)k * (size_t)k, kpad = ((size_t)k + 3) & ~(size_t)3;
+  double *sinv = malloc(kk * sizeof *sinv), *m = malloc((size_t)k * sizeof *m);
+  float *x = malloc(kpad * sizeof *x), *y = malloc(kpad * sizeof *y);
+  hs_status st = HS_OK;
+  if (!sinv || !m || !x || !y) {
+    st = hs__fail(HS_ERR_NOMEM, "no memory for the accuracy prediction");
+    goto done;
+  }
+  for (int32_t i = 0; i < k; i++)
+    for (int32_t j = 0; j < k; j++) {
+      double pi = i == 0 ? h : q, pj = j == 0 ? h : q;
+      sinv[(size_t)i * (size_t)k + (size_t)j] = (i == j ? s2 + r * r * pi : 0) - r * r * pi * pj;
+    }
+  if (!invert(sinv, k)) {
+    st = hs__fail(HS_ERR_INVALID_ARG, "the neighbour-mean covariance is singular");
+    goto done;
+  }
+  double a = sinv[0], b = sinv[1], e = sinv[(size_t)k + 1], f = k > 2 ? sinv[(size_t)k + 2] : 0;
+  int64_t step = n_test > PREDICT_MAX ? (n_test + PREDICT_MAX - 1) / PREDICT_MAX : 1;
+  int64_t right = 0, seen = 0;
+  for (int64_t i = 0; i < n_test; i += step, seen++) {
+    int64_t v = test[i];
+    informative(g, v, x);
+    int64_t d = g->indptr[v + 1] - g->indptr[v];
+    for (int32_t j = 0; j < k; j++) m[j] = 0;
+    for (int64_t p = g->indptr[v]; p < g->indptr[v + 1]; p++) {
+      informative(g, g->indices[p], y);
+      for (int32_t j = 0; j < k; j++) m[j] += y[j];
+    }
+    /* w_j = m_j - r q for every j; class c then moves w_c by r (q - h). */
+    double sa = 0, sb = 0;
+    for (int32_t j = 0; j < k; j++) {
+      if (d) m[j] /= (double)d;
+      double w = m[j] - r * q;
+      sa += w;
+      sb += w * w;
+    }
+    int32_t best = 0;
+    double best_score = -INFINITY;
+    for (int32_t c = 0; c < k; c++) {
+      double score = r * x[c] / s2;
+      if (d) {
+        double wo = m[c] - r * q, wc = m[c] - r * h;
+        double t = sa - wo, u = sb - wo * wo; /* sums over j != c */
+        double quad = a * wc * wc + 2 * b * wc * t + e * u + f * (t * t - u);
+        score -= 0.5 * (double)d * quad;
+      }
+      if (score > best_score) {
+        best_score = score;
+        best = c;
+      }
+    }
+    right += best == class_of(g, v);
+  }
+  *acc = (double)right / (double)seen;
+done:
+  free(sinv);
+  free(m);
+  free(x);
+  free(y);
+  return st;
 }
 
 /* ---- driver ------------------------------------------------------------- */
@@ -376,9 +521,11 @@ static hs_status check_opts(const hs_generate_opts *o, gen *g) {
   return HS_OK;
 }
 
-static hs_status write_meta(const gen *g, hs__dsw *w, double measured_h, double bayes) {
+static hs_status write_meta(const gen *g, hs__dsw *w, double measured_h, double bayes,
+                            double onehop) {
   const hs_generate_opts *o = g->o;
-  char b[2048];
+  char b[3072], onehop_s[32] = "null";
+  if (isfinite(onehop)) snprintf(onehop_s, sizeof onehop_s, "%.6f", onehop);
   int k = snprintf(b, sizeof b,
                    "{\n  \"hetsage_dataset\": 1,\n  \"generator\": \"%s\",\n  \"seed\": %" PRIu64
                    ",\n  \"vertices\": %" PRId64 ",\n  \"edges_drawn\": %" PRId64
@@ -401,12 +548,16 @@ static hs_status write_meta(const gen *g, hs__dsw *w, double measured_h, double 
                 "  \"margin\": %g,\n  \"sigma\": %g,\n"
                 "  \"homophily_measured\": %.6f,\n"
                 "  \"bayes_accuracy\": %.6f,\n"
-                "  \"predicted_accuracy\": {\"features_only\": %.6f, \"note\": \"Bayes accuracy of "
-                "the features alone; a GNN on a homophilous graph should match or beat it\"},\n"
+                "  \"predicted_accuracy\": {\"features_only\": %.6f, \"one_hop_mean\": %s, "
+                "\"note\": \"features_only: Bayes accuracy of a vertex's own features; "
+                "one_hop_mean (SBM): Bayes accuracy, on the test split, of its features and "
+                "the mean of its neighbours' features, which a one-layer mean-aggregator "
+                "GraphSAGE over full neighbourhoods should come within two points of; deeper "
+                "models see further and can beat it\"},\n"
                 "  \"split\": {\"kind\": \"stratified\", \"fractions\": [%g, %g, %g], \"seed\": %" PRIu64
                 "}\n}\n",
                 o->num_classes, o->num_features, hs_dtype_name(o->feature_dtype), o->margin,
-                o->sigma, measured_h, bayes, bayes, o->split_frac[0], o->split_frac[1],
+                o->sigma, measured_h, bayes, bayes, onehop_s, o->split_frac[0], o->split_frac[1],
                 o->split_frac[2], o->seed);
   if (k >= (int)sizeof b) return hs__fail(HS_ERR_NOMEM, "meta.json too long");
   return hs__dsw_text(w, "meta.json", b);
@@ -471,6 +622,10 @@ hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_su
   double measured_h = e ? (double)same / (double)e : 0;
   if ((st = hs__split_stratified(labels, g.n, g.k, o->split_frac, o->seed, split, split_n)))
     goto fail;
+  double onehop = NAN;
+  if (o->kind == HS_GENERATE_SBM &&
+      (st = onehop_accuracy(&g, measured_h, split[HS_SPLIT_TEST], split_n[HS_SPLIT_TEST], &onehop)))
+    goto fail;
 
   hs__progress(o->progress, o->progress_ctx, "writing topology: %" PRId64 " entries (%.1f s)", e,
                hs__now() - t0);
@@ -490,7 +645,7 @@ hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_su
                g.n, o->num_features, hs_dtype_name(o->feature_dtype), hs__now() - t0);
   if ((st = write_features(&g, w))) goto fail;
   double bayes = bayes_accuracy(g.k, o->margin / sqrt(2.0) / o->sigma);
-  if ((st = write_meta(&g, w, measured_h, bayes))) goto fail;
+  if ((st = write_meta(&g, w, measured_h, bayes, onehop))) goto fail;
   if ((st = hs_dataset_open(hs__dsw_dir(w), &check))) {
     hs__fail_context(st, "the generated dataset does not validate");
     goto fail;
@@ -499,6 +654,7 @@ hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_su
     hs_dataset_get_info(check, &sum->info);
     sum->homophily = measured_h;
     sum->bayes_accuracy = bayes;
+    sum->onehop_accuracy = onehop;
   }
   hs_dataset_close(check);
   st = hs__dsw_commit(w);

@@ -29,10 +29,22 @@ typedef struct hs_graph {
 
   uint64_t topology_bytes; /* indptr (int64) + indices (int32) + weights */
   uint64_t feature_bytes;  /* n * feat_row_bytes */
+  /* Bytes hs__dataset_free_topology released; while non-zero, indptr,
+   * indices and weights are NULL (n, e and topology_bytes stay). */
+  uint64_t topology_freed;
 } hs_graph;
 
 /* The view of an open dataset (never NULL for a valid handle). */
 const hs_graph *hs__dataset_graph(const hs_dataset *ds);
+/* Release the host copy of the topology (unmap or free indptr, indices
+ * and weights) and return the bytes released (0 when already released).
+ * Whoever still holds the graph's pointers must not use them afterwards;
+ * code that needs the topology checks hs__graph_topology. */
+uint64_t hs__dataset_free_topology(hs_dataset *ds);
+/* HS_OK while the graph's topology is in host memory, else HS_ERR_STATE
+ * naming `what` needed it. */
+hs_status hs__graph_topology(const hs_graph *g, const char *what);
+
 /* The directory the dataset was opened from (e.g. to read feat.npy
  * without the mapping). */
 const char *hs__dataset_dir(const hs_dataset *ds);

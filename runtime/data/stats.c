@@ -16,6 +16,8 @@ hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *out) 
   const hs_graph *g = hs__dataset_graph(ds);
   memset(out, 0, sizeof *out);
   hs_dataset_get_info(ds, &out->info);
+  hs_status st = hs__graph_topology(g, "dataset statistics");
+  if (st != HS_OK) return st;
   int64_t n = g->n;
   if (n == 0) return HS_OK;
   int64_t *deg = malloc((size_t)n * sizeof *deg);

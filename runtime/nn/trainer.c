@@ -197,6 +197,80 @@ hs_status hs__trainer_sync_model(hs_trainer *t, hs_model *m) {
 
 /* ---- batch ------------------------------------------------------------------ */
 
+/* Shapes of one layer's block, and whether the trainer holds its arrays. */
+typedef struct layer_shape {
+  int32_t n_dst, n_src, n_edges;
+} layer_shape;
+
+/* Record the batch's shapes and grow every buffer the step needs for them
+ * (the block arrays only when `own_blocks`). */
+static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_blocks) {
+  const hs_model_shape *sh = &t->shape;
+  int L = sh->n_layers;
+  hs_status st;
+  if (ls[L - 1].n_dst < 1) return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has no seeds");
+  size_t dcat_rows = 0, max_src = 0, part = 0;
+  for (int l = 0; l < L; l++) {
+    /* Dropout numbers the elements of each output matrix in 32 bits. */
+    if ((uint64_t)ls[l].n_dst * (uint64_t)sh->dims[l + 1] > UINT32_MAX)
+      return hs__fail(HS_ERR_RANGE, "trainer: layer %d output of %d x %d exceeds 2^32 elements", l,
+                      ls[l].n_dst, sh->dims[l + 1]);
+    t->n_dst[l] = ls[l].n_dst;
+    t->n_src[l] = ls[l].n_src;
+    t->n_edges[l] = ls[l].n_edges;
+    t->transposed[l] = false;
+    size_t d_in = (size_t)sh->dims[l], d_out = (size_t)sh->dims[l + 1];
+    size_t nd = (size_t)ls[l].n_dst, ns = (size_t)ls[l].n_src, ne = (size_t)ls[l].n_edges;
+    size_t chunks = (nd + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
+    if (chunks * d_out > part) part = chunks * d_out;
+    if (own_blocks && ((st = hs__trainer_reserve(t, &t->row_ptr[l], nd + 1, 4)) != HS_OK ||
+                       (st = hs__trainer_reserve(t, &t->col[l], ne, 4)) != HS_OK))
+      return st;
+    if ((st = hs__trainer_reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK ||
+        (st = hs__trainer_reserve(t, &t->dz[l], nd, d_out * 4)) != HS_OK)
+      return st;
+    if (l > 0) {
+      if ((st = hs__trainer_reserve(t, &t->act[l], ns, d_in * 4)) != HS_OK ||
+          (st = hs__trainer_reserve(t, &t->t_ptr[l], ns + 1, 4)) != HS_OK ||
+          (st = hs__trainer_reserve(t, &t->t_dst[l], ne, 4)) != HS_OK)
+        return st;
+      if (nd * 2 * d_in > dcat_rows) dcat_rows = nd * 2 * d_in;
+      if (ns > max_src) max_src = ns;
+    }
+  }
+  size_t n_seeds = (size_t)t->n_dst[L - 1], c = (size_t)sh->dims[L];
+  size_t n_in = (size_t)t->n_src[0], d0 = (size_t)sh->dims[0];
+  if ((st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->labels, n_seeds, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->logits, n_seeds, c * 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->loss_rows, n_seeds, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->correct_rows, n_seeds, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->dcat, dcat_rows, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->cursor, max_src, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->scan_sums, max_src / SCAN_CHUNK + 1, 4)) != HS_OK)
+    return st;
+  return HS_OK;
+}
+
+/* The features (unless the caller assembles them) and labels of a batch
+ * whose shapes reserve_batch recorded. */
+static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *labels) {
+  const hs_model_shape *sh = &t->shape;
+  int L = sh->n_layers;
+  size_t n_seeds = (size_t)t->n_dst[L - 1], n_in = (size_t)t->n_src[0];
+  size_t d0 = (size_t)sh->dims[0];
+  hs_status st;
+  if (feat &&
+      (st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, feat, 0, NULL, NULL)) != HS_OK)
+    return st;
+  t->has_labels = labels != NULL;
+  if (labels &&
+      (st = hs__mem_write(t->q, t->labels.m, true, 0, n_seeds * 4, labels, 0, NULL, NULL)) != HS_OK)
+    return st;
+  return HS_OK;
+}
+
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
@@ -211,59 +285,60 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   if (!checked.feat) checked.feat = &no_feat;
   hs_status st = hs__nn_batch_validate(&checked, sh->dims[L]);
   if (st != HS_OK) return st;
-  if (b->blocks[L - 1].n_dst < 1) return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has no seeds");
-  size_t dcat_rows = 0, max_src = 0, part = 0;
+  layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
+  for (int l = 0; l < L; l++)
+    ls[l] = (layer_shape){b->blocks[l].n_dst, b->blocks[l].n_src,
+                          hs__nn_block_edges(&b->blocks[l])};
+  if ((st = reserve_batch(t, ls, true)) != HS_OK) return st;
   for (int l = 0; l < L; l++) {
     const hs_nn_block *blk = &b->blocks[l];
-    /* Dropout numbers the elements of each output matrix in 32 bits. */
-    if ((uint64_t)blk->n_dst * (uint64_t)sh->dims[l + 1] > UINT32_MAX)
-      return hs__fail(HS_ERR_RANGE, "trainer: layer %d output of %d x %d exceeds 2^32 elements", l,
-                      blk->n_dst, sh->dims[l + 1]);
-    t->n_dst[l] = blk->n_dst;
-    t->n_src[l] = blk->n_src;
-    t->n_edges[l] = hs__nn_block_edges(blk);
-    t->transposed[l] = false;
-    size_t d_in = (size_t)sh->dims[l], d_out = (size_t)sh->dims[l + 1];
-    size_t nd = (size_t)blk->n_dst, ns = (size_t)blk->n_src, ne = (size_t)t->n_edges[l];
-    size_t chunks = (nd + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
-    if (chunks * d_out > part) part = chunks * d_out;
-    if ((st = hs__trainer_reserve(t, &t->row_ptr[l], nd + 1, 4)) != HS_OK ||
-        (st = hs__trainer_reserve(t, &t->col[l], ne, 4)) != HS_OK ||
-        (st = hs__trainer_reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK ||
-        (st = hs__trainer_reserve(t, &t->dz[l], nd, d_out * 4)) != HS_OK)
-      return st;
-    if (l > 0) {
-      if ((st = hs__trainer_reserve(t, &t->act[l], ns, d_in * 4)) != HS_OK ||
-          (st = hs__trainer_reserve(t, &t->t_ptr[l], ns + 1, 4)) != HS_OK ||
-          (st = hs__trainer_reserve(t, &t->t_dst[l], ne, 4)) != HS_OK)
-        return st;
-      if (nd * 2 * d_in > dcat_rows) dcat_rows = nd * 2 * d_in;
-      if (ns > max_src) max_src = ns;
-    }
+    size_t nd = (size_t)blk->n_dst, ne = (size_t)t->n_edges[l];
     if ((st = hs__mem_write(t->q, t->row_ptr[l].m, true, 0, (nd + 1) * 4, blk->row_ptr, 0, NULL,
                             NULL)) != HS_OK ||
         (st = hs__mem_write(t->q, t->col[l].m, true, 0, ne * 4, blk->col, 0, NULL, NULL)) != HS_OK)
       return st;
+    t->blk_rp[l] = t->row_ptr[l].m;
+    t->blk_col[l] = t->col[l].m;
   }
-  size_t n_seeds = (size_t)t->n_dst[L - 1], c = (size_t)sh->dims[L];
-  size_t n_in = (size_t)t->n_src[0], d0 = (size_t)sh->dims[0];
-  if ((st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->labels, n_seeds, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->logits, n_seeds, c * 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->loss_rows, n_seeds, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->correct_rows, n_seeds, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->dcat, dcat_rows, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->cursor, max_src, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->scan_sums, max_src / SCAN_CHUNK + 1, 4)) != HS_OK)
-    return st;
-  if (b->feat &&
-      (st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, b->feat, 0, NULL, NULL)) != HS_OK)
-    return st;
-  t->has_labels = b->labels != NULL;
-  if (b->labels &&
-      (st = hs__mem_write(t->q, t->labels.m, true, 0, n_seeds * 4, b->labels, 0, NULL, NULL)) != HS_OK)
-    return st;
+  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
+  t->uploaded = true;
+  return HS_OK;
+}
+
+hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uint n_wait,
+                                 const cl_event *wait) {
+  const hs_model_shape *sh = &t->shape;
+  int L = sh->n_layers;
+  t->uploaded = false;
+  if (b->n_layers != L)
+    return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
+                    b->n_layers, L);
+  layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
+  for (int l = 0; l < L; l++) {
+    const hs_nn_dev_block *d = &b->blocks[l];
+    /* The arrays stay on the device: only their shapes can be checked. */
+    if (d->n_dst < 0 || d->n_src < d->n_dst || d->n_edges < 0 || !d->row_ptr || !d->col)
+      return hs__fail(HS_ERR_INVALID_ARG, "trainer: device block %d: %d dst, %d src, %d edges",
+                      l, d->n_dst, d->n_src, d->n_edges);
+    if (l > 0 && d->n_src != b->blocks[l - 1].n_dst)
+      return hs__fail(HS_ERR_FORMAT, "batch: block %d has %d src but block %d has %d dst", l,
+                      d->n_src, l - 1, b->blocks[l - 1].n_dst);
+    ls[l] = (layer_shape){d->n_dst, d->n_src, d->n_edges};
+  }
+  if (b->labels)
+    for (int32_t i = 0; i < ls[L - 1].n_dst; i++)
+      if (b->labels[i] < 0 || b->labels[i] >= sh->dims[L])
+        return hs__fail(HS_ERR_FORMAT, "batch: seed %d has label %d, outside 0..%d", i,
+                        b->labels[i], sh->dims[L] - 1);
+  hs_status st = reserve_batch(t, ls, false);
+  if (st != HS_OK) return st;
+  for (int l = 0; l < L; l++) {
+    t->blk_rp[l] = b->blocks[l].row_ptr;
+    t->blk_col[l] = b->blocks[l].col;
+  }
+  /* Everything enqueued from here on (the step) waits for the blocks. */
+  if ((st = hs__queue_wait_for(t->q, n_wait, wait)) != HS_OK) return st;
+  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
   t->uploaded = true;
   return HS_OK;
 }
@@ -281,7 +356,7 @@ static hs_status transpose(hs_trainer *t, int l) {
   cl_int n_src = t->n_src[l], n_dst = t->n_dst[l], n_edges = t->n_edges[l];
   cl_int zero = 0, n_chunks = (n_src + SCAN_CHUNK - 1) / SCAN_CHUNK;
   size_t cursor_bytes = (size_t)n_src * 4;
-  cl_mem col = t->col[l].m, rp = t->row_ptr[l].m, tp = t->t_ptr[l].m, td = t->t_dst[l].m;
+  cl_mem col = t->blk_col[l], rp = t->blk_rp[l], tp = t->t_ptr[l].m, td = t->t_dst[l].m;
   cl_mem cur = t->cursor.m, sums = t->scan_sums.m;
   hs_status st;
   hs_karg count[] = {HS_KARG(col), HS_KARG(n_edges), HS_KARG(cur)};
@@ -314,7 +389,7 @@ static hs_status forward(hs_trainer *t, float p, uint32_t epoch, uint32_t batch)
     cl_mem in = l == 0 ? t->feat.m : t->act[l].m;
     cl_mem out = l < L - 1 ? t->act[l + 1].m : t->logits.m;
     cl_int base = 0;
-    hs_karg agg[] = {HS_KARG(t->row_ptr[l].m), HS_KARG(t->col[l].m), HS_KARG(in), HS_KARG(base),
+    hs_karg agg[] = {HS_KARG(t->blk_rp[l]), HS_KARG(t->blk_col[l]), HS_KARG(in), HS_KARG(base),
                      HS_KARG(n_dst), HS_KARG(d_in), HS_KARG(t->cat[l].m)};
     size_t vecs = ((size_t)d_in + VW - 1) / VW;
     if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_FWD, vecs, (size_t)n_dst, agg, 7)) != HS_OK)
@@ -388,7 +463,7 @@ static hs_status backward(hs_trainer *t, float p) {
     if ((st = hs__trainer_gemm(t, &dc)) != HS_OK) return st;
     if (!t->transposed[l] && (st = transpose(t, l)) != HS_OK) return st;
     cl_int masked = 1;
-    hs_karg bwd[] = {HS_KARG(t->row_ptr[l].m), HS_KARG(t->t_ptr[l].m), HS_KARG(t->t_dst[l].m),
+    hs_karg bwd[] = {HS_KARG(t->blk_rp[l]), HS_KARG(t->t_ptr[l].m), HS_KARG(t->t_dst[l].m),
                      HS_KARG(t->dcat.m), HS_KARG(t->act[l].m), HS_KARG(n_dst), HS_KARG(n_src),
                      HS_KARG(d_in), HS_KARG(masked), HS_KARG(scale), HS_KARG(t->dz[l - 1].m)};
     size_t vecs = ((size_t)d_in + VW - 1) / VW;

@@ -66,6 +66,31 @@ hs_gemm_kind hs__trainer_gemm_kind(const hs_trainer *t);
  * hs__trainer_feat_buffer on the trainer's queue before the step. */
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b);
 
+/* A block whose arrays are already on the trainer's context (e.g. copied
+ * there from the sampler's buffers): shapes known to the host, contents
+ * not. */
+typedef struct hs_nn_dev_block {
+  int32_t n_dst, n_src, n_edges;
+  cl_mem row_ptr; /* n_dst + 1 int32 */
+  cl_mem col;     /* n_edges int32 */
+} hs_nn_dev_block;
+
+typedef struct hs_nn_dev_batch {
+  int n_layers;
+  const hs_nn_dev_block *blocks; /* input side first, as hs_nn_batch */
+  const float *feat;             /* host rows, or NULL (see hs__trainer_upload) */
+  const int32_t *labels;         /* host labels, or NULL */
+} hs_nn_dev_batch;
+
+/* As hs__trainer_upload, but the blocks stay where they are: the step reads
+ * the given buffers (borrowed: the caller keeps them unchanged until the
+ * step's commands complete) once `wait` completed, so they may still be
+ * being written by another queue of the same context. Only the shapes and
+ * labels are checked (the contents never reach the host). Features and
+ * labels are written as by hs__trainer_upload. */
+hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uint n_wait,
+                                 const cl_event *wait);
+
 /* The device feature matrix (n_rows x in_dim float32), grown to n_rows if
  * needed; valid until the next upload or feat_buffer call that grows it.
  * Commands that write it must go to the trainer's (in-order) queue. */

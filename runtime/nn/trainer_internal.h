@@ -59,6 +59,9 @@ struct hs_trainer {
   bool transposed[HS_NN_MAX_LAYERS];
   bool has_labels;
   dbuf row_ptr[HS_NN_MAX_LAYERS], col[HS_NN_MAX_LAYERS];
+  /* The block arrays the step reads: row_ptr/col above after a host
+   * upload, the caller's buffers after hs__trainer_upload_dev. */
+  cl_mem blk_rp[HS_NN_MAX_LAYERS], blk_col[HS_NN_MAX_LAYERS];
   dbuf t_ptr[HS_NN_MAX_LAYERS], t_dst[HS_NN_MAX_LAYERS];
   dbuf feat, labels;
 

@@ -84,6 +84,7 @@ typedef struct hs_sampler_stats {
   int64_t edges;    /* neighbours sampled, before any budget cut */
   int64_t vertices; /* local ids produced */
   int64_t batches;
+  uint64_t bytes_read; /* device -> host: arrays and counts read back */
 } hs_sampler_stats;
 
 typedef struct hs_sampler hs_sampler;
@@ -129,6 +130,18 @@ hs_status hs__sampler_finish(hs_sampler *s, hs_batch *out);
 
 /* Whether begin reads the arrays back itself (see "Read-back"). */
 bool hs__sampler_eager_read(const hs_sampler *s);
+
+/* Blocks on the device (default off): begin and finish read back only the
+ * ids and the counts, and each hop's block stays in the sampler's buffers
+ * (hs__sampler_block_buffers) until the next batch is begun, for the
+ * caller to copy device to device on the sampler's queue. The batch's
+ * row_ptr/col arrays are then left untouched; its sizes are set as usual
+ * (edges: hs__sampler_hop_edges). Change it only with no batch in flight. */
+void hs__sampler_keep_blocks(hs_sampler *s, bool keep);
+/* Hop `hop`'s row offsets (n_dst + 1 int32) and columns (edges int32). */
+void hs__sampler_block_buffers(const hs_sampler *s, int hop, cl_mem *row_ptr, cl_mem *col);
+/* Edges hop `hop`'s block keeps, from a finished batch's counts. */
+int32_t hs__sampler_hop_edges(const hs_batch *b, int hop);
 
 /* Tests: let the sequential reindex's batch tags wrap after `tag_max`
  * batches (sooner than they would) to exercise the state clearing. */

@@ -84,6 +84,7 @@ struct hs_sampler {
   int64_t n_graph;
   bool eager;   /* begin enqueues the read-back at capacity */
   int pending;  /* batches begun and not finished */
+  bool keep_blocks; /* blocks not read back (hs__sampler_keep_blocks) */
   /* sequential reindex: the last batch's tag, the largest tag before the
    * state is cleared and tags restart, the bit where tags start
    * (hs_reindex_single in reindex.cl) */
@@ -176,6 +177,7 @@ static hs_status launch(hs_sampler *s, int kid, size_t n, bool sample_phase) {
 static hs_status read_buf(hs_sampler *s, cl_mem b, size_t bytes, void *dst, bool blocking,
                           cl_event *ev) {
   if (bytes == 0 && !ev) return HS_OK;
+  s->stats.bytes_read += bytes;
   return hs__mem_read(s->q, b, blocking, 0, bytes, dst, 0, NULL, ev);
 }
 
@@ -299,8 +301,8 @@ static hs_status build(hs_sampler *s) {
   hs_status st =
       s->opts.binary ? hs__program_from_binary_file(&s->ctx, &s->dev, s->opts.binary, "", &s->prog)
                 : hs__program_build(&s->ctx, &s->dev, program_sources,
-                                    (int)HS_ARRAY_LEN(program_sources), build_options(&s->dev, s->opts.no_prefetch),
-                                    &s->prog, NULL);
+                                    (int)HS_ARRAY_LEN(program_sources),
+                                    build_options(&s->dev, s->opts.no_prefetch), &s->prog, NULL);
   for (int i = 0; i < K_N_ && st == HS_OK; i++)
     st = hs__kernel_create(s->prog, kernel_names[i], &s->dev, &s->k[i]);
   if (st != HS_OK) return st;
@@ -480,6 +482,17 @@ void hs__sampler_stats(const hs_sampler *s, hs_sampler_stats *out) { *out = s->s
 
 bool hs__sampler_eager_read(const hs_sampler *s) { return s->eager; }
 
+void hs__sampler_keep_blocks(hs_sampler *s, bool keep) { s->keep_blocks = keep; }
+
+void hs__sampler_block_buffers(const hs_sampler *s, int hop, cl_mem *row_ptr, cl_mem *col) {
+  *row_ptr = s->hop_rp[hop];
+  *col = s->hop_col[hop];
+}
+
+int32_t hs__sampler_hop_edges(const hs_batch *b, int hop) {
+  return (int32_t)b->counts[HS_META_KEPT(hop)];
+}
+
 void hs__sampler_limit_tags(hs_sampler *s, uint32_t tag_max) {
   if (tag_max >= 1 && tag_max < s->tag_max) s->tag_max = tag_max;
 }
@@ -650,9 +663,9 @@ static hs_status enqueue_batch(hs_sampler *s, int32_t n_seeds, uint32_t epoch, u
     if (st != HS_OK) break;
     st = s->style == HS_STYLE_SINGLE ? hop_single(s, h, limit) : hop_ndrange(s, h, limit);
     hs_block *blk = hs__batch_hop(out, h);
-    if (st == HS_OK && s->eager)
+    if (st == HS_OK && s->eager && !s->keep_blocks)
       st = read_buf(s, s->hop_rp[h], 4 * ((size_t)c->dst[h] + 1), blk->row_ptr, false, NULL);
-    if (st == HS_OK && s->eager)
+    if (st == HS_OK && s->eager && !s->keep_blocks)
       st = read_buf(s, s->hop_col[h], 4 * (size_t)c->edges[h], blk->col, false, NULL);
   }
   if (st == HS_OK && s->eager)
@@ -736,7 +749,7 @@ hs_status hs__sampler_finish(hs_sampler *s, hs_batch *out) {
     hs_block *blk = hs__batch_hop(out, h);
     blk->n_dst = (int32_t)m[HS_META_N(h)];
     blk->n_src = (int32_t)m[HS_META_N(h + 1)];
-    if (!s->eager) {
+    if (!s->eager && !s->keep_blocks) {
       st = read_buf(s, s->hop_rp[h], 4 * ((size_t)blk->n_dst + 1), blk->row_ptr, true, NULL);
       if (st == HS_OK)
         st = read_buf(s, s->hop_col[h], 4 * (size_t)m[HS_META_KEPT(h)], blk->col, true, NULL);

@@ -25,6 +25,13 @@ typedef struct hs_slot_data {
    * device side; `feat` then stages only the miss rows (plan order). */
   hs_coo_plan plan;
   hs_coo_slot *cs;
+  /* Device-to-device transfer: the blocks (trainer order) copied from the
+   * sampler's buffers on the sampler's queue, the event of the last copy
+   * (the trainer waits for it), and the bytes copied. */
+  cl_mem blk_rp[HS_SAMPLE_MAX_LAYERS], blk_col[HS_SAMPLE_MAX_LAYERS];
+  cl_event blk_ev;
+  uint64_t blk_bytes;
+  hs_nn_dev_block db[HS_SAMPLE_MAX_LAYERS];
 } hs_slot_data;
 
 struct hs_session {
@@ -41,6 +48,10 @@ struct hs_session {
   hs_ctx sctx, tctx;
   bool one_ctx;
   cl_command_queue sq, tq;
+  /* The block path in use (HOST or DEVICE) and why, for describe. */
+  hs_transfer transfer;
+  char transfer_why[160];
+  uint64_t topology_freed; /* host topology bytes released at creation */
 
   hs_sample_cfg scfg;
   hs_sampler *sampler;
@@ -73,6 +84,8 @@ struct hs_session {
   int64_t acc_edges;
   uint64_t acc_gather_bytes;
   uint64_t acc_upload_bytes;
+  uint64_t acc_d2d_bytes;
+  double acc_upload_s;
   hs_train_stats acc_train;
 
   hs_batch_progress_fn progress;

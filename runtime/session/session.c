@@ -1,9 +1,12 @@
 /* Session set-up: placement for the dataset, devices and queues, the
  * sampler with the topology resident, the trainer with the model, and the
  * pipeline's slots — everything allocated here, nothing per batch. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "board/hs_board.h"
+#include "hs_launch.h"
 #include "hs_session_int.h"
 
 void hs_session_config_init(hs_session_config *cfg) {
@@ -33,6 +36,15 @@ const char *hs_stage_name(hs_stage stage) {
   }
 }
 
+const char *hs_transfer_name(hs_transfer t) {
+  switch (t) {
+    case HS_TRANSFER_AUTO: return "auto";
+    case HS_TRANSFER_HOST: return "host";
+    case HS_TRANSFER_DEVICE: return "device";
+    default: return "unknown";
+  }
+}
+
 static hs_status check_config(const hs_session_config *c) {
   if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
     return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
@@ -49,12 +61,17 @@ static hs_status check_config(const hs_session_config *c) {
   if (!(c->lr > 0.0f)) return hs__fail(HS_ERR_INVALID_ARG, "learning rate %g: must be > 0", (double)c->lr);
   if (!(c->weight_decay >= 0.0f))
     return hs__fail(HS_ERR_INVALID_ARG, "weight decay %g: must be >= 0", (double)c->weight_decay);
+  if (c->transfer < HS_TRANSFER_AUTO || c->transfer > HS_TRANSFER_DEVICE)
+    return hs__fail(HS_ERR_INVALID_ARG, "transfer %d: must be auto, host or device",
+                    (int)c->transfer);
   if (c->depth < 0 || c->depth > 64)
     return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
   return HS_OK;
 }
 
 static hs_status check_dataset(const hs_graph *g) {
+  hs_status st = hs__graph_topology(g, "a new session (the sampler's upload)");
+  if (st != HS_OK) return st;
   if (!g->feat || g->f <= 0)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy)");
   if (!g->labels || g->num_classes < 2)
@@ -124,6 +141,42 @@ static hs_status open_devices(hs_session *s) {
   return st;
 }
 
+/* The block path: device to device whenever the roles share a context,
+ * unless the configuration (or HETSAGE_TRANSFER under AUTO) asks for the
+ * host path. */
+static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
+  hs_transfer want = cfg->transfer;
+  const char *source = "the transfer option";
+  const char *env = getenv("HETSAGE_TRANSFER");
+  if (want == HS_TRANSFER_AUTO && env && *env) {
+    source = "HETSAGE_TRANSFER";
+    if (strcmp(env, "host") == 0) want = HS_TRANSFER_HOST;
+    else if (strcmp(env, "device") == 0) want = HS_TRANSFER_DEVICE;
+    else if (strcmp(env, "auto") != 0)
+      return hs__fail(HS_ERR_INVALID_ARG, "HETSAGE_TRANSFER '%s': expected auto, host or device",
+                      env);
+  }
+  const char *link = hs_role_link_name(s->plan->link);
+  if (want == HS_TRANSFER_DEVICE && !s->one_ctx)
+    return hs__fail(HS_ERR_UNSUPPORTED, "%s asks for device-to-device block transfers, but "
+                    "the sampler and the trainer do not share a context (link %s)", source,
+                    link);
+  if (!s->one_ctx) {
+    s->transfer = HS_TRANSFER_HOST;
+    snprintf(s->transfer_why, sizeof s->transfer_why,
+             "the roles have separate contexts (link %s)", link);
+  } else if (want == HS_TRANSFER_HOST) {
+    s->transfer = HS_TRANSFER_HOST;
+    snprintf(s->transfer_why, sizeof s->transfer_why,
+             "%s asks for it although the roles share a context (link %s)", source, link);
+  } else {
+    s->transfer = HS_TRANSFER_DEVICE;
+    snprintf(s->transfer_why, sizeof s->transfer_why,
+             "the roles share one context (link %s); only ids and counts are read back", link);
+  }
+  return HS_OK;
+}
+
 static hs_status make_model(hs_session *s) {
   hs_model_cfg mc;
   hs__model_cfg_defaults(&mc);
@@ -155,6 +208,20 @@ static hs_status make_sampler(hs_session *s) {
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
 }
 
+/* Slots are sized by the sampler's capacities: the largest batch these
+ * fanouts and this batch size can produce on this graph (hs__batch_caps:
+ * every sampled neighbour new, cut at N, E and the largest degree), not a
+ * fixed worst case. That bound is kept on purpose: a batch can reach it
+ * (a graph whose neighbourhoods do not overlap does), and growing buffers
+ * when a batch outgrows a smaller guess would allocate in the pipeline.
+ * It costs address space, not resident memory: the host arrays are only
+ * touched up to the largest batch actually seen. Measured, fanouts
+ * 15,10,5, batch 1024, 100 float32 features, a generated SBM graph of
+ * ogbn-products' size (2.45M vertices, 62M edges): capacity 1,081,344
+ * vertices, 432 MB of feature rows and 9.4 MB of block arrays per slot;
+ * batches averaged 802k vertices (74%), 321 MB. The trainer-side cache's
+ * device staging (hs__coo_slot_create) is sized the same way, and there,
+ * on a discrete trainer, the reservation is device memory. */
 static hs_status make_slots(hs_session *s) {
   s->pslots = calloc((size_t)s->depth, sizeof *s->pslots);
   s->slots = calloc((size_t)s->depth, sizeof *s->slots);
@@ -175,6 +242,16 @@ static hs_status make_slots(hs_session *s) {
     if (!d->feat || !d->labels || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !d->raw))
       return hs__fail(HS_ERR_NOMEM, "out of memory for batch slot %d (%zu bytes of features)",
                       i, feat_bytes);
+    /* Device-to-device blocks land here, in trainer order, sized for the
+     * sampler's capacities (hop h is block L-1-h). */
+    for (int h = 0; s->transfer == HS_TRANSFER_DEVICE && h < caps->n_layers; h++) {
+      int l = caps->n_layers - 1 - h;
+      if ((st = hs__mem_create(&s->tctx, CL_MEM_READ_WRITE, 4 * ((size_t)caps->dst[h] + 1),
+                               &d->blk_rp[l])) != HS_OK ||
+          (st = hs__mem_create(&s->tctx, CL_MEM_READ_WRITE, 4 * (size_t)caps->edges[h],
+                               &d->blk_col[l])) != HS_OK)
+        return hs__fail_context(st, "block buffers of batch slot %d", i);
+    }
     s->pslots[i].user = d;
   }
   return HS_OK;
@@ -215,6 +292,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   if (s->depth < 1) s->depth = 1;
 
   if ((st = open_devices(s)) != HS_OK) goto fail;
+  if ((st = choose_transfer(s, cfg)) != HS_OK) goto fail;
   if ((st = make_model(s)) != HS_OK) goto fail;
   if ((st = make_sampler(s)) != HS_OK) goto fail;
   hs_trainer_opts to = {.wg = 0, .gemm = HS_GEMM_AUTO,
@@ -232,6 +310,9 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   }
   s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
   if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
+  /* Everything that reads the host topology (the sampler's upload, the
+   * degree and presample cache fills) has run. */
+  if (cfg->free_host_topology) s->topology_freed = hs__dataset_free_topology(ds);
   *out = s;
   return HS_OK;
 fail:
@@ -245,6 +326,12 @@ void hs_session_destroy(hs_session *s) {
   hs__queue_release(&s->sq);
   hs__queue_release(&s->tq);
   for (int i = 0; s->slots && i < s->depth; i++) {
+    hs_slot_data *d = &s->slots[i];
+    hs__events_release(&d->blk_ev, 1);
+    for (int l = 0; l < HS_SAMPLE_MAX_LAYERS; l++) {
+      hs__mem_release(&d->blk_rp[l]);
+      hs__mem_release(&d->blk_col[l]);
+    }
     hs__batch_free(&s->slots[i].batch);
     free(s->slots[i].feat);
     free(s->slots[i].raw);
@@ -265,7 +352,19 @@ void hs_session_destroy(hs_session *s) {
 }
 
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
-  return hs_placement_describe(s->plan, buf, len);
+  size_t n = hs_placement_describe(s->plan, buf, len);
+  char more[512], b[32];
+  int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
+                   s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"
+                                                     : "blocks through the host",
+                   s->transfer_why);
+  if (s->topology_freed && k > 0 && (size_t)k < sizeof more)
+    snprintf(more + k, sizeof more - (size_t)k,
+             "host topology: %s released after the upload to the sampler\n",
+             hs__fmt_bytes(s->topology_freed, b, sizeof b));
+  size_t m = strlen(more);
+  if (buf && n < len) snprintf(buf + n, len - n, "%s", more);
+  return n + m;
 }
 
 void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void *user) {

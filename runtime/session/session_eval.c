@@ -55,7 +55,9 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   float *feat = NULL, *out = NULL;
   void *raw = NULL;
   size_t cap_rows = 0;
-  hs_status st = HS_OK;
+  /* Full neighbourhoods come from the host copy of the topology. */
+  hs_status st = hs__graph_topology(s->g, "full-neighbour inference");
+  if (st != HS_OK) return st;
   out = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *out);
   if (!out) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
   for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {

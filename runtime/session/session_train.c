@@ -61,10 +61,10 @@ float hs__half_to_float(uint16_t h) {
   return f;
 }
 
+/* From the counts: on the device path the host never sees the blocks. */
 static void count_edges(hs_slot_data *d) {
   d->edges = 0;
-  for (int l = 0; l < d->batch.n_layers; l++)
-    d->edges += d->batch.blocks[l].row_ptr[d->batch.blocks[l].n_dst];
+  for (int h = 0; h < d->batch.n_layers; h++) d->edges += hs__sampler_hop_edges(&d->batch, h);
 }
 
 hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
@@ -137,11 +137,40 @@ static hs_status sample_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   return st;
 }
 
+/* Device-to-device path: copy each hop's block, at its exact size, from
+ * the sampler's buffers into the slot's, on the sampler's queue. Its
+ * order puts the copies after the batch and before the next batch that
+ * overwrites the buffers; the trainer waits for the copies' event. */
+static hs_status copy_blocks(hs_session *s, hs_slot_data *d) {
+  hs__events_release(&d->blk_ev, 1);
+  d->blk_bytes = 0;
+  const int L = d->batch.n_layers;
+  hs_status st = HS_OK;
+  for (int h = 0; h < L && st == HS_OK; h++) {
+    int l = L - 1 - h;
+    const hs_block *b = &d->batch.blocks[l];
+    int32_t edges = hs__sampler_hop_edges(&d->batch, h);
+    size_t rp_bytes = 4 * ((size_t)b->n_dst + 1), col_bytes = 4 * (size_t)edges;
+    cl_mem rp, col;
+    hs__sampler_block_buffers(s->sampler, h, &rp, &col);
+    st = hs__mem_copy(s->sq, rp, d->blk_rp[l], 0, 0, rp_bytes, 0, NULL, NULL);
+    if (st == HS_OK) st = hs__mem_copy(s->sq, col, d->blk_col[l], 0, 0, col_bytes, 0, NULL, NULL);
+    d->db[l] = (hs_nn_dev_block){.n_dst = b->n_dst, .n_src = b->n_src, .n_edges = edges,
+                                 .row_ptr = d->blk_rp[l], .col = d->blk_col[l]};
+    d->blk_bytes += rp_bytes + col_bytes;
+  }
+  if (st == HS_OK) st = hs__queue_marker(s->sq, 0, NULL, &d->blk_ev);
+  /* The trainer's queue waits for blk_ev: the copies must be submitted. */
+  if (st == HS_OK) st = hs__queue_flush(s->sq);
+  return st;
+}
+
 static hs_status sample_finish(void *ctx, hs_pipe_slot *slot) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
   hs_status st = hs__sampler_finish(s->sampler, &d->batch);
   if (st == HS_OK) count_edges(d);
+  if (st == HS_OK && s->transfer == HS_TRANSFER_DEVICE) st = copy_blocks(s, d);
   return st;
 }
 
@@ -173,12 +202,24 @@ static hs_status assemble(hs_session *s, hs_slot_data *d) {
 static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
-  hs_nn_batch nb;
-  hs__session_nn_batch(d, &nb);
-  if (s->coo) nb.feat = NULL; /* assembled below, on the trainer's queue */
-  hs_status st = hs__trainer_upload(s->trainer, &nb);
+  double t0 = hs__now();
+  hs_status st;
+  /* With the trainer cache the features are assembled below, on the
+   * trainer's queue. */
+  if (s->transfer == HS_TRANSFER_DEVICE) {
+    hs_nn_dev_batch db = {.n_layers = d->batch.n_layers, .blocks = d->db,
+                          .feat = s->coo ? NULL : d->feat, .labels = d->labels};
+    st = hs__trainer_upload_dev(s->trainer, &db, 1, &d->blk_ev);
+    hs__events_release(&d->blk_ev, 1);
+  } else {
+    hs_nn_batch nb;
+    hs__session_nn_batch(d, &nb);
+    if (s->coo) nb.feat = NULL;
+    st = hs__trainer_upload(s->trainer, &nb);
+  }
   if (st != HS_OK) return st;
   if (s->coo && (st = assemble(s, d)) != HS_OK) return st;
+  s->acc_upload_s += hs__now() - t0;
   st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, (uint32_t)slot->batch);
   if (st != HS_OK) return st;
   st = hs__queue_marker(s->tq, 0, NULL, &ev[0]);
@@ -199,9 +240,13 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
                            4u * (uint64_t)d->plan.n;
   else
     s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->g->f * sizeof(float);
-  for (int l = 0; l < d->batch.n_layers; l++)
-    s->acc_upload_bytes += 4u * ((uint64_t)d->batch.blocks[l].n_dst + 1 +
-                                 (uint64_t)d->batch.blocks[l].row_ptr[d->batch.blocks[l].n_dst]);
+  s->acc_upload_bytes += 4u * (uint64_t)d->batch.n_seeds; /* labels */
+  if (s->transfer == HS_TRANSFER_DEVICE) /* blocks: copied on the device */
+    s->acc_d2d_bytes += d->blk_bytes;
+  else
+    for (int l = 0; l < d->batch.n_layers; l++)
+      s->acc_upload_bytes += 4u * ((uint64_t)d->batch.blocks[l].n_dst + 1 +
+                                   (uint64_t)hs__sampler_hop_edges(&d->batch, d->batch.n_layers - 1 - l));
   if (s->progress) {
     /* Reading the loss waits for the device: only every few batches. */
     int64_t every = s->n_batches / 20 > 0 ? s->n_batches / 20 : 1;
@@ -252,7 +297,10 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   }
   if (s->tier) hs__host_tier_stats_reset(s->tier); /* evaluation read through it too */
   s->acc_batches = s->acc_edges = 0;
-  s->acc_gather_bytes = s->acc_upload_bytes = 0;
+  s->acc_gather_bytes = s->acc_upload_bytes = s->acc_d2d_bytes = 0;
+  s->acc_upload_s = 0;
+  hs_sampler_stats ss0, ss1;
+  hs__sampler_stats(s->sampler, &ss0);
   memset(&s->acc_train, 0, sizeof s->acc_train);
 
   int first_core, n_cores;
@@ -267,8 +315,13 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
     bind_host_thread(s);
   }
   hs_pipe_stats ps;
+  /* Evaluation and the presample fill read blocks on the host: the
+   * sampler keeps them on the device only while an epoch runs. */
+  hs__sampler_keep_blocks(s->sampler, s->transfer == HS_TRANSFER_DEVICE);
   hs_status st = hs__pipe_run(&p, s->batch_pos, s->n_batches - s->batch_pos, &ps);
+  hs__sampler_keep_blocks(s->sampler, false);
   hs__topo_binding_restore(s->rt->topo, saved);
+  hs__sampler_stats(s->sampler, &ss1);
   hs_status st2 = hs__trainer_drain_stats(s->trainer, &s->acc_train);
   if (st == HS_OK) st = st2;
 
@@ -288,6 +341,11 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
                                   ? (double)s->acc_gather_bytes / ps.busy_s[HS_STAGE_GATHER]
                                   : 0;
   stats->bytes_uploaded = s->acc_upload_bytes;
+  stats->bytes_to_host = ss1.bytes_read - ss0.bytes_read;
+  stats->bytes_device_to_device = s->acc_d2d_bytes;
+  stats->transfer = s->transfer;
+  stats->upload_s = s->acc_upload_s;
+  stats->host_topology_freed_bytes = s->topology_freed;
   hs__session_cache_epoch_end(s, stats);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024u;

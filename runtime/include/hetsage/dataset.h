@@ -226,6 +226,10 @@ typedef struct hs_generate_summary {
                            * vertices of one class */
   double bayes_accuracy;  /* of the features alone (the class-conditional
                            * Gaussians are known) */
+  double onehop_accuracy; /* SBM: Bayes accuracy on the test split given a
+                           * vertex's features and its neighbours' mean
+                           * (what one mean-aggregation layer can know);
+                           * NaN for R-MAT */
   double seconds;
 } hs_generate_summary;
 

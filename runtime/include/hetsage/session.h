@@ -8,6 +8,7 @@
 #define HETSAGE_SESSION_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,19 @@ typedef enum hs_optimizer {
   HS_OPTIMIZER_ADAM = 0,
   HS_OPTIMIZER_SGD = 1,
 } hs_optimizer;
+
+/* How sampled blocks reach the trainer. */
+typedef enum hs_transfer {
+  HS_TRANSFER_AUTO = 0,   /* device to device when both roles share a context
+                             (sub-devices of one device, two queues on one
+                             device, one context over two devices), else host */
+  HS_TRANSFER_HOST = 1,   /* read back to the host, written to the trainer */
+  HS_TRANSFER_DEVICE = 2, /* device to device; session creation fails with
+                             HS_ERR_UNSUPPORTED when the roles' contexts differ */
+} hs_transfer;
+
+/* "auto", "host", "device"; never NULL. */
+HS_API const char *hs_transfer_name(hs_transfer t);
 
 typedef struct hs_session_config {
   /* Sampling: layers, fanouts from the seeds outward (-1: every neighbour),
@@ -66,6 +80,18 @@ typedef struct hs_session_config {
    * order changes the SGD order: batches draw their seeds from a few id
    * ranges, so they are less independent than under a full shuffle. */
   uint64_t memory_budget;
+  /* Block transfer path (see hs_transfer). With HS_TRANSFER_AUTO the
+   * environment variable HETSAGE_TRANSFER (auto, host, device) decides.
+   * Both paths give bit-identical results. */
+  hs_transfer transfer;
+  /* Release the dataset's host copy of the topology (indptr, indices,
+   * weights) once the sampler holds it and the caches are filled. The
+   * dataset handle is modified: afterwards it still gives its info, but
+   * hs_session_evaluate_full, hs_session_predict and hs_dataset_stats_compute
+   * on it, and any new session on it, fail with HS_ERR_STATE (sampled
+   * evaluation keeps working: it samples on the device). Epoch stats report
+   * the bytes released. */
+  bool free_host_topology;
   /* A profile already loaded, used instead of `board` when not NULL
    * (borrowed during hs_session_create only). */
   const hs_board_profile *profile;
@@ -86,8 +112,9 @@ HS_API hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds,
                                    const hs_session_config *cfg, hs_session **out);
 HS_API void hs_session_destroy(hs_session *s);
 
-/* The placement plan with a reason per choice, as text (snprintf-style:
- * returns the length it needed). */
+/* The placement plan with a reason per choice, then the block transfer
+ * path in use and why, and the host topology released if it was, as text
+ * (snprintf-style: returns the length it needed). */
 HS_API size_t hs_session_describe(const hs_session *s, char *buf, size_t len);
 
 /* Pipeline stages, in order, as reported in hs_epoch_stats. */
@@ -110,7 +137,21 @@ typedef struct hs_epoch_stats {
   double trainer_utilisation;           /* train busy / wall */
   double sampled_edges_per_s;
   double gather_bytes_per_s;
+  /* Bytes moved in the epoch, each way: host -> trainer (features or
+   * cache misses, labels, and the blocks on the host path), sampler ->
+   * host (ids, counts, and the blocks on the host path, as the sampler
+   * reads them: at capacity when it reads with the batch), and sampler ->
+   * trainer device to device (the blocks, at their exact sizes). */
   uint64_t bytes_uploaded;
+  uint64_t bytes_to_host;
+  uint64_t bytes_device_to_device;
+  hs_transfer transfer; /* the path the blocks took: HOST or DEVICE */
+  /* Time the train stage spent handing the batch to the trainer (writes
+   * from the host, cache assembly, enqueueing the device-side blocks),
+   * included in stage_busy_s[HS_STAGE_TRAIN]. */
+  double upload_s;
+  /* Host topology bytes released by free_host_topology (0: kept). */
+  uint64_t host_topology_freed_bytes;
   uint64_t cache_lookups, cache_hits; /* trainer-side cache, 0 when off */
   uint64_t cache_rows;         /* rows the trainer cache holds at the end */
   uint64_t cache_bytes_saved;  /* feature bytes the hits kept off the link */

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The peer row of bench_epoch: the same GraphSAGE trained by DGL on the same
+native dataset (indptr.npy, indices.npy, feat.npy, label.npy, *_idx.npy)
+with the same hyper-parameters, on the same machine.
+
+usage: peer_train.py --peer dgl --dataset DIR --fanouts 25,10 --batch B
+                     --hidden H --lr X --weight-decay X --dropout P
+                     --epochs N --threads T --seed S
+
+The model matches hetsage's: per layer z = W_self h_dst + W_neigh mean(h_src)
++ b (DGL's SAGEConv with the mean aggregator), ReLU then dropout on hidden
+layers, softmax cross-entropy on the seeds, Adam with L2 weight decay.
+Row v of the CSR lists the vertices v aggregates from, so each entry e of
+row v becomes an edge indices[e] -> v and the sampler takes in-edges;
+DGL lists fanouts input layer first, ours start at the seeds. Each epoch is
+one pass over the shuffled training seeds, timed by wall clock from the
+first batch drawn to the last optimizer step. Test accuracy is measured
+after the last epoch with full neighbourhoods (the whole graph in one
+forward pass). The last line printed is
+
+  epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION
+
+which bench_epoch parses; anything else goes to stderr.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def load(dataset):
+    def arr(name):
+        return np.load(os.path.join(dataset, name))
+    indptr = arr('indptr.npy').astype(np.int64)
+    indices = arr('indices.npy').astype(np.int64)
+    n = indptr.shape[0] - 1
+    dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    feat = arr('feat.npy').astype(np.float32)
+    label = arr('label.npy').astype(np.int64)
+    split = [arr(s + '_idx.npy').astype(np.int64) for s in ('train', 'valid', 'test')]
+    return n, indices, dst, feat, label, split
+
+
+def run_dgl(a):
+    import dgl
+    import dgl.nn as dglnn
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    n, src, dst, feat, label, (train, _valid, test) = load(a.dataset)
+    g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)
+    x = torch.from_numpy(feat)
+    y = torch.from_numpy(label)
+    classes = int(label.max()) + 1
+    dims = [x.shape[1]] + [a.hidden] * (len(a.fanouts) - 1) + [classes]
+
+    class Sage(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(
+                dglnn.SAGEConv(dims[i], dims[i + 1], 'mean') for i in range(len(dims) - 1))
+
+        def forward(self, blocks, h):
+            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+                h = layer(block, h)
+                if i < len(self.layers) - 1:
+                    h = F.dropout(F.relu(h), a.dropout, self.training)
+            return h
+
+    model = Sage()
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+    sampler = dgl.dataloading.NeighborSampler(list(reversed(a.fanouts)))
+    loader = dgl.dataloading.DataLoader(g, torch.from_numpy(train), sampler,
+                                        batch_size=a.batch, shuffle=True, drop_last=False,
+                                        num_workers=0)
+    times = []
+    for epoch in range(a.epochs):
+        model.train()
+        t0 = time.perf_counter()
+        for _inputs, seeds, blocks in loader:
+            h = x[blocks[0].srcdata[dgl.NID]]
+            loss = F.cross_entropy(model(blocks, h), y[seeds])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        times.append(time.perf_counter() - t0)
+        print(f'dgl epoch {epoch}: {times[-1]:.3f} s, loss {float(loss):.4f}', file=sys.stderr)
+    model.eval()
+    with torch.no_grad():
+        logits = model([g] * len(model.layers), x)
+    acc = float((logits[test].argmax(1) == y[test]).float().mean())
+    return times, acc, dgl.__version__
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('--peer', choices=['dgl'], required=True)
+    p.add_argument('--dataset', required=True)
+    p.add_argument('--fanouts', required=True)
+    p.add_argument('--batch', type=int, required=True)
+    p.add_argument('--hidden', type=int, required=True)
+    p.add_argument('--lr', type=float, required=True)
+    p.add_argument('--weight-decay', type=float, required=True)
+    p.add_argument('--dropout', type=float, required=True)
+    p.add_argument('--epochs', type=int, required=True)
+    p.add_argument('--threads', type=int, default=2)
+    p.add_argument('--seed', type=int, default=0)
+    a = p.parse_args()
+    a.fanouts = [int(f) for f in a.fanouts.split(',')]
+    times, acc, version = run_dgl(a)
+    # The first epoch carries one-time costs on both sides; bench_epoch
+    # drops it too.
+    kept = times[1:] if len(times) > 1 else times
+    print(f'epoch_s {statistics.median(kept):.6f} {min(kept):.6f} {max(kept):.6f} '
+          f'{len(times)} {acc:.6f} {version}')
+
+
+if __name__ == '__main__':
+    main()
