@@ -529,3 +529,38 @@ Test(session_budget, features_larger_than_the_budget_stay_on_disk) {
                (double)(b.hwm - t.hwm) / MiB);
 #endif
 }
+
+Test(session, layerwise_and_receptive_field_inference_agree) {
+  /* Full-neighbour evaluation picks layer-wise inference over the whole
+   * graph or per-chunk receptive fields by cost; both compute the same
+   * function, so the logits agree to rounding and the classes match. */
+  hs_session_config c = small_cfg(HS_PIPELINE_OFF);
+  hs_session *s;
+  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  for (int e = 0; e < 3; e++) cr_assert_eq(hs_session_train_epoch(s, NULL), HS_OK, "%s", hs_last_error());
+  enum { N = 300 };
+  int64_t ids[N];
+  for (int i = 0; i < N; i++) ids[i] = (int64_t)((i * 2699) % 2708);
+  int32_t cls[2][N];
+  static float logits[2][N * 7];
+  const char *mode[2] = {"fields", "layerwise"};
+  double acc[2];
+  for (int m = 0; m < 2; m++) {
+    setenv("HETSAGE_FULL_INFERENCE", mode[m], 1);
+    cr_assert_eq(hs_session_predict(s, ids, N, cls[m], logits[m]), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs_session_evaluate_full(s, HS_SPLIT_TEST, &acc[m]), HS_OK, "%s", hs_last_error());
+  }
+  unsetenv("HETSAGE_FULL_INFERENCE");
+  int differ = 0;
+  for (int i = 0; i < N; i++) {
+    differ += cls[0][i] != cls[1][i];
+    for (int k = 0; k < 7; k++)
+      cr_expect(fabsf(logits[0][i * 7 + k] - logits[1][i * 7 + k]) <=
+                    1e-4f * (1 + fabsf(logits[0][i * 7 + k])),
+                "vertex %lld class %d: %g vs %g", (long long)ids[i], k, logits[0][i * 7 + k],
+                logits[1][i * 7 + k]);
+  }
+  cr_expect_leq(differ, 1, "%d of %d classes differ", differ, N);
+  cr_expect(fabs(acc[0] - acc[1]) <= 2.0 / 542, "test accuracy %f vs %f", acc[0], acc[1]);
+  hs_session_destroy(s);
+}

@@ -44,10 +44,47 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   return st;
 }
 
+/* Receptive fields cost, per chunk of ids, their L-hop neighbourhoods, and
+ * chunks recompute what they share: about n * dbar^L entries for mean
+ * degree dbar. Layer-wise inference costs L passes over the whole graph
+ * (L * E entries) and needs every feature row resident as float32 (no
+ * host tier) and 32-bit edge offsets. The cheaper one runs;
+ * $HETSAGE_FULL_INFERENCE=layerwise|fields forces one (tests compare
+ * them). */
+static bool use_layerwise(const hs_session *s, int64_t n) {
+  const hs_graph *g = s->g;
+  bool can = !s->tier && g->feat && g->feat_dtype == HS_DTYPE_FLOAT32 &&
+             g->indptr[g->n] <= INT32_MAX;
+  const char *env = getenv("HETSAGE_FULL_INFERENCE");
+  if (env && strcmp(env, "fields") == 0) return false;
+  if (env && strcmp(env, "layerwise") == 0) return can;
+  if (!can) return false;
+  int L = s->model.shape.n_layers;
+  double e = (double)g->indptr[g->n], dbar = g->n ? e / (double)g->n : 0, fields = (double)n;
+  for (int l = 0; l < L; l++) fields *= dbar > 1 ? dbar : 1;
+  return fields > (double)L * e;
+}
+
+static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, float *logits) {
+  const int classes = s->g->num_classes;
+  hs_csr_view g = {.n_vertices = s->g->n, .indptr = s->g->indptr, .indices = s->g->indices};
+  float *all = malloc((size_t)s->g->n * (size_t)classes * sizeof *all + 1);
+  if (!all)
+    return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)s->g->n,
+                    classes);
+  hs_status st = hs__trainer_infer_full(s->trainer, &g, s->g->feat, all);
+  for (int64_t i = 0; st == HS_OK && i < n; i++)
+    memcpy(logits + (size_t)i * classes, all + (size_t)ids[i] * classes,
+           sizeof(float) * (size_t)classes);
+  free(all);
+  return st;
+}
+
 /* Logits (n x classes) of `ids` from their full neighbourhoods, computed
  * on the trainer device chunk by chunk: each chunk's receptive field is
  * built as full-neighbour blocks (every neighbour, numbered as the sampler
- * numbers them) and run through the trainer's forward pass. */
+ * numbers them) and run through the trainer's forward pass; or layer-wise
+ * over the whole graph when that costs less (use_layerwise). */
 static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float *logits) {
   const int classes = s->g->num_classes;
   const size_t f = (size_t)s->g->f;
@@ -58,6 +95,7 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   /* Full neighbourhoods come from the host copy of the topology. */
   hs_status st = hs__graph_topology(s->g, "full-neighbour inference");
   if (st != HS_OK) return st;
+  if (use_layerwise(s, n)) return layerwise_logits(s, ids, n, logits);
   out = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *out);
   if (!out) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
   for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
