@@ -237,13 +237,10 @@ int main(int argc, char **argv) {
     }
     if (o.peer) peer_runs++;
   }
-  double lo = wall[0], hi = wall[0], acc_mean = 0;
-  for (int i = 0; i < n; i++) {
-    lo = fmin(lo, wall[i]);
-    hi = fmax(hi, wall[i]);
-  }
+  double acc_mean = 0;
   for (int r = 0; r < o.rounds; r++) acc_mean += acc[r] / o.rounds;
   double med = median(wall, n), med_ratio = median(ratio, n);
+  double lo = wall[0], hi = wall[n - 1]; /* median sorted them */
   printf("{\n  \"bench\": \"epoch\",\n  \"dataset\": \"%s\",\n", dataset);
   printf("  \"config\": {\"fanouts\": \"%s\", \"batch\": %d, \"hidden\": %d, \"lr\": %g, "
          "\"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, \"seed\": %llu, \"rounds\": %d},\n",
@@ -252,11 +249,7 @@ int main(int argc, char **argv) {
   printf("  \"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
          "\"test_acc\": %.4f, \"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", "
          "\"depth\": %d},\n",
-         med, lo, hi, acc_mean, med_ratio,
-         st.pipeline == HS_PIPELINE_ASYNC     ? "async"
-         : st.pipeline == HS_PIPELINE_THREADS ? "threads"
-                                              : "off",
-         st.depth);
+         med, lo, hi, acc_mean, med_ratio, hs_pipeline_mode_name(st.pipeline), st.depth);
   if (peer_runs) {
     double pmed[2], pacc = 0;
     int best = 0;

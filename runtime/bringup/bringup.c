@@ -197,7 +197,7 @@ static void require_checks(hs__bu *b, const hs_dev *dev) {
 
 /* Placement tells which devices take a role; [require] applies to those.
  * When placement fails, to every device a rule matched. */
-static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
+hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
   const hs_device_info *devs;
   int n;
   hs_runtime_devices(b->rt, &devs, &n);
@@ -211,8 +211,16 @@ static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
   req.feature_row_bytes = b->data.cora->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(b->rt);
   hs_placement_request_env(&req); /* as the sessions place roles */
+  *out = NULL;
+  return hs_placement_make(&req, out);
+}
+
+static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
+  const hs_device_info *devs;
+  int n;
+  hs_runtime_devices(b->rt, &devs, &n);
   hs_placement *pl = NULL;
-  hs_status st = hs_placement_make(&req, &pl);
+  hs_status st = hs__bu_place(b, &pl);
   bool role[64] = {false};
   if (st == HS_OK) {
     role[pl->sampler.device] = role[pl->trainer.device] = true;

@@ -76,22 +76,9 @@ static void run_one(hs__bu *b, const hs_board_profile *prof, const char *what) {
 }
 
 void hs__bu_e2e(hs__bu *b) {
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
-  hs_placement_request req;
-  memset(&req, 0, sizeof req);
-  req.devices = devs;
-  req.device_count = n;
-  req.profile = b->prof;
-  req.topology_bytes = b->data.cora->topology_bytes;
-  req.feature_bytes = b->data.cora->feature_bytes;
-  req.feature_row_bytes = b->data.cora->feat_row_bytes;
-  req.host_cores = hs_runtime_host_cores(b->rt);
-  hs_placement_request_env(&req); /* as the sessions place roles */
   hs_placement *pl = NULL;
   double t0 = hs__now();
-  hs_status st = hs_placement_make(&req, &pl);
+  hs_status st = hs__bu_place(b, &pl);
   if (st != HS_OK) {
     hs__bu_recordf(b, "e2e", "placement", HS_CHECK_FAIL, hs__now() - t0, "%s: %s",
                    hs_strerror(st), hs_last_error());

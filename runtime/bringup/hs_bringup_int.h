@@ -127,5 +127,8 @@ hs_check_result hs__bu_gather_host(hs__bu *b, hs__out *o);
 void hs__bu_peaks(hs__bu *b, hs__scope *s, int rule);
 /* End-to-end runs for each placement the profile allows. */
 void hs__bu_e2e(hs__bu *b);
+/* The placement a session would make for Cora on this board (the
+ * HETSAGE_SAMPLER/TRAINER overrides included); *out freed by the caller. */
+hs_status hs__bu_place(hs__bu *b, hs_placement **out);
 
 #endif
