@@ -11,8 +11,10 @@
  *    this large and rows of 256 B up, where the host has them) and with
  *    ordinary stores only; random rows, and as many rows in table order
  *    (the same code with the rows' addresses no cost); the table on 4 KiB
- *    pages, or on 2 MiB pages with --huge-table (where the kernel grants
- *    them: table_huge_page_bytes says how much it did);
+ *    pages (features gathered from the file mapping), or on 2 MiB pages
+ *    with --huge-table, as sessions hold features larger than the
+ *    last-level cache (hs_feature_pages; table_huge_page_bytes says how
+ *    much the kernel granted);
  *  - device gather bytes/s (from a resident table, the trainer-side
  *    cache's copy) / the device's copy limit, on the sampling device.
  * Each figure: median of --runs runs after --warmup runs, with min and max.

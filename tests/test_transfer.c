@@ -265,6 +265,80 @@ Test(transfer, free_host_topology_releases_it_and_trains_the_same) {
   remove_dir(dir);
 }
 
+/* Whether /sys says the kernel grants huge pages on madvise. */
+static bool thp_on_request(void) {
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return false;
+  char line[128] = "";
+  bool ok = fgets(line, sizeof line, f) && (strstr(line, "[always]") || strstr(line, "[madvise]"));
+  fclose(f);
+  return ok;
+}
+
+/* Features gathered from a copy on 2 MiB pages train the same bits as
+ * from the file mapping; AUTO keeps features that fit the last-level cache
+ * in the mapping; a later session finds them moved; the environment
+ * decides under AUTO only. */
+Test(transfer, features_on_huge_pages_train_the_same) {
+  char dir[256];
+  generate(dir, sizeof dir);
+  hs_session_config c = small_cfg(HS_PIPELINE_ASYNC, HS_TRANSFER_AUTO);
+  c.fanouts[0] = 10;
+  c.fanouts[1] = 5;
+  unsetenv("HETSAGE_FEATURE_PAGES");
+
+  hs_dataset *d;
+  cr_assert_eq(hs_dataset_open(dir, &d), HS_OK, "%s", hs_last_error());
+  hs_dataset_info info;
+  hs_dataset_get_info(d, &info);
+  c.feature_pages = HS_FEATURE_PAGES_FILE;
+  run ref = train_on(d, &c);
+  cr_expect_not_null(strstr(ref.describe, "features: the file mapping"), "%s", ref.describe);
+  c.feature_pages = HS_FEATURE_PAGES_AUTO; /* 1.3 MB of features: stays */
+  run small = train_on(d, &c);
+  cr_expect_not_null(strstr(small.describe, "fit the last-level cache"), "%s", small.describe);
+  expect_same(&ref, &small, "auto");
+  for (int e = 0; e < 2; e++) {
+    cr_expect_eq(ref.st[e].feature_huge_page_bytes, 0);
+    cr_expect_eq(small.st[e].feature_huge_page_bytes, 0);
+  }
+  /* The environment under AUTO: a bad value is refused, "huge" moves. */
+  setenv("HETSAGE_FEATURE_PAGES", "giant", 1);
+  hs_session *s;
+  cr_expect_eq(hs_session_create(rt, d, &c, &s), HS_ERR_INVALID_ARG);
+  cr_expect_not_null(strstr(hs_last_error(), "HETSAGE_FEATURE_PAGES 'giant'"), "%s",
+                     hs_last_error());
+  setenv("HETSAGE_FEATURE_PAGES", "huge", 1);
+  run moved = train_on(d, &c);
+  unsetenv("HETSAGE_FEATURE_PAGES");
+  expect_same(&ref, &moved, "huge pages");
+  if (thp_on_request()) {
+    for (int e = 0; e < 2; e++)
+      cr_expect_eq(moved.st[e].feature_huge_page_bytes, info.feature_bytes);
+    cr_expect_not_null(strstr(moved.describe, "copied to 2 MiB pages (HETSAGE_FEATURE_PAGES)"),
+                       "%s", moved.describe);
+    /* A later session on the same handle gathers from the copy. */
+    c.feature_pages = HS_FEATURE_PAGES_HUGE;
+    run again = train_on(d, &c);
+    expect_same(&ref, &again, "moved before");
+    cr_expect_eq(again.st[1].feature_huge_page_bytes, 0);
+    cr_expect_not_null(strstr(again.describe, "moved there by an earlier session"), "%s",
+                       again.describe);
+    free(again.params);
+  } else {
+    cr_expect_eq(moved.st[1].feature_huge_page_bytes, 0);
+    cr_expect_not_null(strstr(moved.describe, "grants no huge pages"), "%s", moved.describe);
+  }
+  cr_expect_str_eq(hs_feature_pages_name(HS_FEATURE_PAGES_HUGE), "huge");
+  cr_expect_str_eq(hs_feature_pages_name(HS_FEATURE_PAGES_FILE), "file");
+  cr_expect_str_eq(hs_feature_pages_name((hs_feature_pages)9), "unknown");
+  hs_dataset_close(d);
+  free(ref.params);
+  free(small.params);
+  free(moved.params);
+  remove_dir(dir);
+}
+
 /* The command line: the option, its report, and the refused combination. */
 Test(transfer, command_line_free_host_topology) {
   char dir[256], stats[300], args[1024], out[16384];
@@ -289,5 +363,21 @@ Test(transfer, command_line_free_host_topology) {
   cr_expect_eq(tool_run("", args, out, sizeof out), 0);
   cr_expect_not_null(strstr(out, "--free-host-topology"));
   cr_expect_not_null(strstr(out, "--transfer auto|host|device"));
+  cr_expect_not_null(strstr(out, "--feature-pages auto|file|huge"));
+  snprintf(args, sizeof args,
+           "train -q --dataset %s --epochs 1 --batch 256 --fanouts 5,5 --hidden 16 "
+           "--feature-pages big", dir);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 2, "%s", out);
+  cr_expect_not_null(strstr(out, "expected auto, file or huge"), "%s", out);
+  snprintf(args, sizeof args,
+           "train -q --dataset %s --epochs 1 --batch 256 --fanouts 5,5 --hidden 16 "
+           "--feature-pages huge --stats-json %s --json", dir, stats);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  json = tool_slurp(stats);
+  cr_expect_not_null(strstr(json, "\"feature_huge_page_bytes\": "), "%s", json);
+  if (thp_on_request())
+    cr_expect_null(strstr(json, "\"feature_huge_page_bytes\": 0,"), "%s", json);
+  free(json);
+  unlink(stats);
   remove_dir(dir);
 }

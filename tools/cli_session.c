@@ -35,7 +35,12 @@ void cli_session_usage(FILE *f) {
           "  --transfer auto|host|device\n"
           "                       how sampled blocks reach the trainer: device to\n"
           "                       device when the roles share a context (auto, the\n"
-          "                       default; HETSAGE_TRANSFER), or through the host\n");
+          "                       default; HETSAGE_TRANSFER), or through the host\n"
+          "  --feature-pages auto|file|huge\n"
+          "                       gather feature rows from the file mapping or from\n"
+          "                       a copy on 2 MiB pages (auto, the default: the copy\n"
+          "                       when features exceed the last-level cache and fit\n"
+          "                       half the free memory; HETSAGE_FEATURE_PAGES)\n");
 }
 
 static const char *value(const char *cmd, int argc, char **argv, int *i) {
@@ -144,6 +149,12 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     else if (strcmp(v, "host") == 0) c->transfer = HS_TRANSFER_HOST;
     else if (strcmp(v, "device") == 0) c->transfer = HS_TRANSFER_DEVICE;
     else return bad(cmd, o, v, "expected auto, host or device");
+  } else if (strcmp(o, "--feature-pages") == 0) {
+    VAL();
+    if (strcmp(v, "auto") == 0) c->feature_pages = HS_FEATURE_PAGES_AUTO;
+    else if (strcmp(v, "file") == 0) c->feature_pages = HS_FEATURE_PAGES_FILE;
+    else if (strcmp(v, "huge") == 0) c->feature_pages = HS_FEATURE_PAGES_HUGE;
+    else return bad(cmd, o, v, "expected auto, file or huge");
   } else if (strcmp(o, "--memory-budget") == 0) {
     VAL();
     if (!cli_parse_size(v, &u) || u == 0) return bad(cmd, o, v, "expected a size such as 512M");

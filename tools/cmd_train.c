@@ -93,6 +93,7 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           "\"host_memory_bytes\": %llu, \"peak_rss_bytes\": %llu, "
           "\"transfer\": \"%s\", \"bytes_to_host\": %llu, \"bytes_device_to_device\": %llu, "
           "\"upload_s\": %.6f, \"host_topology_freed_bytes\": %llu, "
+          "\"feature_huge_page_bytes\": %llu, "
           "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
           busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
           st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
@@ -105,7 +106,8 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           (unsigned long long)st->host_memory_bytes, (unsigned long long)st->peak_rss_bytes,
           hs_transfer_name(st->transfer), (unsigned long long)st->bytes_to_host,
           (unsigned long long)st->bytes_device_to_device, st->upload_s,
-          (unsigned long long)st->host_topology_freed_bytes, st->loss, valid_acc);
+          (unsigned long long)st->host_topology_freed_bytes,
+          (unsigned long long)st->feature_huge_page_bytes, st->loss, valid_acc);
   fflush(f);
 }
 
@@ -266,6 +268,9 @@ int cmd_train(int argc, char **argv) {
       rc = 1;
       goto out;
     }
+    /* The epoch's stats before any test evaluation (which can take longer
+     * than the epoch on a large test split). */
+    if (stats_f) write_stats_json(stats_f, &es, valid);
     bool better = valid > best_valid;
     if (better) {
       best_valid = valid;
@@ -294,7 +299,6 @@ int cmd_train(int argc, char **argv) {
               (long long)es.epoch + 1, es.loss, es.train_acc, valid, better ? "*" : " ",
               es.wall_s, es.sampled_edges_per_s, eta);
     }
-    if (stats_f) write_stats_json(stats_f, &es, valid);
     if (log_f) {
       fprintf(log_f, "{\"epoch\": %lld, \"loss\": %.6f, \"train_acc\": %.4f, \"valid_acc\": %.4f, \"wall_s\": %.4f}\n",
               (long long)es.epoch, es.loss, es.train_acc, valid, es.wall_s);

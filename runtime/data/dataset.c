@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,7 @@ struct hs_dataset {
   hs_graph g;
   hs__map maps[MAP_COUNT_];
   void *owned[MAP_COUNT_];
+  hs__map feat_huge; /* the features' copy on huge pages, or empty */
   int64_t num_labelled;
 };
 
@@ -248,6 +250,7 @@ void hs_dataset_close(hs_dataset *ds) {
     hs__map_release(&ds->maps[i]);
     free(ds->owned[i]);
   }
+  hs__map_release(&ds->feat_huge);
   free(ds->dir);
   free(ds);
 }
@@ -370,6 +373,62 @@ uint64_t hs__dataset_free_topology(hs_dataset *ds) {
   g->topology_freed = bytes; /* at least indptr[0]'s 8 bytes */
   hs__log(HS_LOG_DATA, "%s: host topology released (%" PRIu64 " bytes)", ds->dir, bytes);
   return bytes;
+}
+
+bool hs__thp_available(void) {
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return false;
+  char line[128] = "";
+  bool ok = fgets(line, sizeof line, f) &&
+            (strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL);
+  fclose(f);
+  return ok;
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+bool hs__dataset_features_on_huge_pages(const hs_dataset *ds) { return ds->feat_huge.base != NULL; }
+
+hs_status hs__dataset_features_to_huge_pages(hs_dataset *ds, uint64_t *moved) {
+  *moved = 0;
+  hs_graph *g = &ds->g;
+  if (!g->feat || ds->feat_huge.base || !hs__thp_available()) return HS_OK;
+#ifndef MADV_HUGEPAGE
+  return HS_OK;
+#else
+  if (g->feature_bytes > SIZE_MAX - HUGE_PAGE)
+    return hs__fail(HS_ERR_NOMEM, "%s: features too large to copy", ds->dir);
+  size_t bytes = (size_t)g->feature_bytes;
+  /* 2 MiB aligned: map one huge page more and trim the ends */
+  size_t len = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+  double t0 = hs__now();
+  char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED)
+    return hs__fail(HS_ERR_NOMEM, "%s: cannot map %zu bytes for the features: %s", ds->dir,
+                    len, strerror(errno));
+  char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+  if (p > raw) munmap(raw, (size_t)(p - raw));
+  size_t tail = (size_t)(raw + len + HUGE_PAGE - (p + len));
+  if (tail) munmap(p + len, tail);
+  if (madvise(p, len, MADV_HUGEPAGE) != 0) {
+    munmap(p, len);
+    return HS_OK; /* no huge pages here: keep the file mapping */
+  }
+  memcpy(p, g->feat, bytes);
+  mprotect(p, len, PROT_READ);
+  hs__map *fm = &ds->maps[MAP_FEAT];
+  /* Drop the file mapping's pages from the process (they stay in the page
+   * cache); the mapping itself stays valid until hs_dataset_close. */
+  if (fm->base) madvise(fm->base, fm->len, MADV_DONTNEED);
+  ds->feat_huge.base = p;
+  ds->feat_huge.len = len;
+  g->feat = p;
+  *moved = bytes;
+  hs__log(HS_LOG_DATA, "%s: %zu bytes of features moved to huge pages in %.3f s", ds->dir, bytes,
+          hs__now() - t0);
+  return HS_OK;
+#endif
 }
 
 hs_status hs__graph_topology(const hs_graph *g, const char *what) {

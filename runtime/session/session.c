@@ -45,6 +45,15 @@ const char *hs_transfer_name(hs_transfer t) {
   }
 }
 
+const char *hs_feature_pages_name(hs_feature_pages p) {
+  switch (p) {
+    case HS_FEATURE_PAGES_AUTO: return "auto";
+    case HS_FEATURE_PAGES_FILE: return "file";
+    case HS_FEATURE_PAGES_HUGE: return "huge";
+    default: return "unknown";
+  }
+}
+
 static hs_status check_config(const hs_session_config *c) {
   if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
     return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
@@ -139,6 +148,78 @@ static hs_status open_devices(hs_session *s) {
   st = hs__queue_create(&s->sctx, &s->sdev, 0, &s->sq);
   if (st == HS_OK) st = hs__queue_create(&s->tctx, &s->tdev, 0, &s->tq);
   return st;
+}
+
+/* MemAvailable from /proc/meminfo in bytes (0: unknown). */
+static uint64_t mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (uint64_t)kb * 1024;
+}
+
+/* The pages the host gathers features from (hs_feature_pages): after the
+ * caches are open, so that the host tier's choice is known. */
+static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
+                                      const hs_session_config *cfg) {
+  hs_feature_pages want = cfg->feature_pages;
+  const char *source = "the feature pages option";
+  const char *env = getenv("HETSAGE_FEATURE_PAGES");
+  if (want == HS_FEATURE_PAGES_AUTO && env && *env) {
+    source = "HETSAGE_FEATURE_PAGES";
+    if (strcmp(env, "file") == 0) want = HS_FEATURE_PAGES_FILE;
+    else if (strcmp(env, "huge") == 0) want = HS_FEATURE_PAGES_HUGE;
+    else if (strcmp(env, "auto") != 0)
+      return hs__fail(HS_ERR_INVALID_ARG,
+                      "HETSAGE_FEATURE_PAGES '%s': expected auto, file or huge", env);
+  }
+  char b[32], c[32];
+  size_t wl = sizeof s->feat_pages_why;
+  uint64_t bytes = s->g->feature_bytes;
+  if (s->tier) {
+    snprintf(s->feat_pages_why, wl, "read through the host tier (over the memory budget)");
+    return HS_OK;
+  }
+  if (want == HS_FEATURE_PAGES_FILE) {
+    snprintf(s->feat_pages_why, wl, "the file mapping (%s asks for it)", source);
+    return HS_OK;
+  }
+  if (want == HS_FEATURE_PAGES_AUTO) {
+    size_t llc = hs__llc_bytes();
+    uint64_t avail = mem_available();
+    if (!hs__thp_available()) {
+      snprintf(s->feat_pages_why, wl, "the file mapping (the kernel grants no huge pages "
+               "on request)");
+      return HS_OK;
+    }
+    if (bytes <= (llc ? llc : (size_t)32 << 20)) {
+      snprintf(s->feat_pages_why, wl, "the file mapping (%s of features fit the last-level "
+               "cache)", hs__fmt_bytes(bytes, b, sizeof b));
+      return HS_OK;
+    }
+    if (!avail || bytes > avail / 2) {
+      snprintf(s->feat_pages_why, wl, "the file mapping (%s of features, %s available: a "
+               "copy would take over half)", hs__fmt_bytes(bytes, b, sizeof b),
+               hs__fmt_bytes(avail, c, sizeof c));
+      return HS_OK;
+    }
+  }
+  hs_status st = hs__dataset_features_to_huge_pages(ds, &s->feat_huge);
+  if (st != HS_OK) return st;
+  if (s->feat_huge)
+    snprintf(s->feat_pages_why, wl, "%s copied to 2 MiB pages (%s)",
+             hs__fmt_bytes(s->feat_huge, b, sizeof b),
+             want == HS_FEATURE_PAGES_HUGE ? source : "larger than the last-level cache");
+  else if (hs__dataset_features_on_huge_pages(ds))
+    snprintf(s->feat_pages_why, wl, "on 2 MiB pages (moved there by an earlier session)");
+  else
+    snprintf(s->feat_pages_why, wl, "the file mapping (the kernel grants no huge pages on "
+             "request)");
+  return HS_OK;
 }
 
 /* The block path: device to device whenever the roles share a context,
@@ -310,6 +391,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   }
   s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
   if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
+  if ((st = choose_feature_pages(s, ds, cfg)) != HS_OK) goto fail;
   /* Everything that reads the host topology (the sampler's upload, the
    * degree and presample cache fills) has run. */
   if (cfg->free_host_topology) s->topology_freed = hs__dataset_free_topology(ds);
@@ -353,11 +435,13 @@ void hs_session_destroy(hs_session *s) {
 
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
   size_t n = hs_placement_describe(s->plan, buf, len);
-  char more[512], b[32];
+  char more[768], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
                    s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"
                                                      : "blocks through the host",
                    s->transfer_why);
+  if (k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k, "features: %s\n", s->feat_pages_why);
   if (s->topology_freed && k > 0 && (size_t)k < sizeof more)
     snprintf(more + k, sizeof more - (size_t)k,
              "host topology: %s released after the upload to the sampler\n",

@@ -346,6 +346,7 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   stats->transfer = s->transfer;
   stats->upload_s = s->acc_upload_s;
   stats->host_topology_freed_bytes = s->topology_freed;
+  stats->feature_huge_page_bytes = s->feat_huge;
   hs__session_cache_epoch_end(s, stats);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024u;

@@ -41,6 +41,23 @@ typedef enum hs_transfer {
 /* "auto", "host", "device"; never NULL. */
 HS_API const char *hs_transfer_name(hs_transfer t);
 
+/* Where the host gathers feature rows from (features held in memory, not
+ * through the host tier). */
+typedef enum hs_feature_pages {
+  HS_FEATURE_PAGES_AUTO = 0, /* HUGE when the features are larger than the
+                                last-level cache, the kernel grants huge
+                                pages on request, and they take at most half
+                                of the memory available; else FILE */
+  HS_FEATURE_PAGES_FILE = 1, /* the file mapping of feat.npy (4 KiB pages) */
+  HS_FEATURE_PAGES_HUGE = 2, /* a copy on 2 MiB pages (transparent huge pages,
+                                madvise): a random row costs a page walk per
+                                2 MiB rather than per 4 KiB; where the kernel
+                                has none, the file mapping stays */
+} hs_feature_pages;
+
+/* "auto", "file", "huge"; never NULL. */
+HS_API const char *hs_feature_pages_name(hs_feature_pages p);
+
 typedef struct hs_session_config {
   /* Sampling: layers, fanouts from the seeds outward (-1: every neighbour),
    * seeds per batch. Defaults: 2 layers, 25,10, batch 1024. */
@@ -95,6 +112,12 @@ typedef struct hs_session_config {
   /* A profile already loaded, used instead of `board` when not NULL
    * (borrowed during hs_session_create only). */
   const hs_board_profile *profile;
+  /* Pages the host gathers feature rows from (see hs_feature_pages). With
+   * HS_FEATURE_PAGES_AUTO the environment variable HETSAGE_FEATURE_PAGES
+   * (auto, file, huge) decides. Moving the features modifies the dataset
+   * handle (its features then live in the copy until hs_dataset_close);
+   * results are bit-identical either way. */
+  hs_feature_pages feature_pages;
 } hs_session_config;
 
 /* Fill `cfg` with the defaults above. */
@@ -113,7 +136,8 @@ HS_API hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds,
 HS_API void hs_session_destroy(hs_session *s);
 
 /* The placement plan with a reason per choice, then the block transfer
- * path in use and why, and the host topology released if it was, as text
+ * path in use and why, the pages features are gathered from and why, and
+ * the host topology released if it was, as text
  * (snprintf-style: returns the length it needed). */
 HS_API size_t hs_session_describe(const hs_session *s, char *buf, size_t len);
 
@@ -164,6 +188,9 @@ typedef struct hs_epoch_stats {
   hs_pipeline_mode pipeline;
   int depth;
   bool interrupted; /* the stop flag ended the epoch early */
+  /* Feature bytes this session moved to huge pages (0: gathered from the
+   * file mapping or through the host tier). */
+  uint64_t feature_huge_page_bytes;
 } hs_epoch_stats;
 
 /* Called from the driving thread after each trained batch. */
