@@ -77,13 +77,19 @@ Test(gather, equals_direct_indexing_for_any_thread_count) {
  * out the same. */
 Test(gather, non_temporal_stores_give_the_same_rows) {
   const int threads[] = {1, 3};
-  for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
-    expect_gather_stream(threads[i], 512, 5000, 3001, 0);
-    expect_gather_stream(threads[i], 400, 3000, 2001, 0);
-    expect_gather_stream(threads[i], 66, 700, 999, 0);
-    expect_gather_stream(threads[i], 128, 700, 999, 0);
-    expect_gather_stream(threads[i], 4096, 300, 7, 1000);
+  /* with the widest stores the CPU has, then with the baseline's */
+  for (int baseline = 0; baseline < 2; baseline++) {
+    hs__gather_baseline_only(baseline);
+    for (size_t i = 0; i < sizeof threads / sizeof *threads; i++) {
+      expect_gather_stream(threads[i], 512, 5000, 3001, 0);
+      expect_gather_stream(threads[i], 400, 3000, 2001, 0); /* rows 16 B off 32 B */
+      expect_gather_stream(threads[i], 66, 700, 999, 0);
+      expect_gather_stream(threads[i], 128, 700, 999, 0);
+      expect_gather_stream(threads[i], 272, 700, 999, 0);
+      expect_gather_stream(threads[i], 4096, 300, 7, 1000);
+    }
   }
+  hs__gather_baseline_only(false);
 }
 
 /* Rows in runs of table order skip the software prefetch (gather.c):
@@ -100,19 +106,26 @@ Test(gather, non_temporal_copy_equals_memcpy) {
   unsigned char *src = malloc(4096 + 16), *dst = aligned_alloc(64, 4096 + 64);
   cr_assert(src && dst);
   fill_table(src, 4096 + 16);
-  const size_t sizes[] = {0, 16, 48, 64, 80, 1040, 4096};
-  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-    memset(dst, 0xcd, 4096 + 64);
-    if (!hs__copy_nontemporal(dst + 16, src + 3, sizes[k])) {
-      free(src);
-      free(dst);
-      cr_skip_test("no non-temporal stores on this host");
-    }
-    hs__nontemporal_fence();
-    cr_assert(memcmp(dst + 16, src + 3, sizes[k]) == 0, "%zu bytes", sizes[k]);
-    cr_expect_eq(dst[15], 0xcd);
-    cr_expect_eq(dst[16 + sizes[k]], 0xcd, "wrote past %zu bytes", sizes[k]);
+  const size_t sizes[] = {0, 16, 32, 48, 64, 80, 96, 1040, 4080};
+  /* destinations 16, 32 and 48 bytes past a 64-byte boundary; the widest
+   * stores the CPU has, then the baseline's */
+  for (int baseline = 0; baseline < 2; baseline++) {
+    hs__gather_baseline_only(baseline);
+    for (size_t at = 16; at < 64; at += 16)
+      for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+        memset(dst, 0xcd, 4096 + 64);
+        if (!hs__copy_nontemporal(dst + at, src + 3, sizes[k])) {
+          free(src);
+          free(dst);
+          cr_skip_test("no non-temporal stores on this host");
+        }
+        hs__nontemporal_fence();
+        cr_assert(memcmp(dst + at, src + 3, sizes[k]) == 0, "%zu bytes at %zu", sizes[k], at);
+        cr_expect_eq(dst[at - 1], 0xcd);
+        cr_expect_eq(dst[at + sizes[k]], 0xcd, "wrote past %zu bytes at %zu", sizes[k], at);
+      }
   }
+  hs__gather_baseline_only(false);
   free(src);
   free(dst);
 }

@@ -53,6 +53,10 @@ hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req);
  * thread. False, nothing copied, where the host has no such stores. */
 bool hs__copy_nontemporal(void *dst, const void *src, size_t bytes);
 void hs__nontemporal_fence(void);
+/* Tests: copy with the baseline instruction set only (16-byte SSE2
+ * stores) even where the CPU has wider ones. Returns the previous
+ * setting. */
+bool hs__gather_baseline_only(bool on);
 
 /* ---- on a device ---------------------------------------------------------- */
 
