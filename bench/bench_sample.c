@@ -4,6 +4,9 @@
  *    sub-device) / a random-read probe on the same device and cores
  *    (independent reads of random 8-byte words from an array as large as
  *    the topology);
+ *  - the same on the whole device with two samplers on two queues, batches
+ *    alternating (one's sequential reindex beside the other's sampling),
+ *    as a ratio to one sampler over the same batches and to the probe;
  *  - reindex vertices/s (kernel time from profiling events);
  *  - host gather bytes/s / a STREAM-style copy on the same threads, row
  *    sizes 128 B to 4 KiB, arrays far larger than the last-level cache;
@@ -105,6 +108,24 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
                 hs__measure_sample_device(dev, g, &cfg, HS_STYLE_NDRANGE, o->rows_per_item,
                                           o->batch, o->warmup, o->runs, &whole));
     if (rc == 0) print_sample_fig("device_ndrange", &whole, true, ",");
+    if (rc == 0 && dev->info.compute_units >= 2) {
+      hs_sample_runs two;
+      rc = report("two-queue sampling", dev,
+                  hs__measure_sample_two_queues(dev, g, &cfg, o->batch, 8, o->warmup, o->runs,
+                                                &two));
+      if (rc == 0) {
+        printf("    \"device_two_queues\": {\"batches_per_run\": 8,\n      ");
+        print_summary("sampled_edges_per_s", hs__summarize(two.edges_s, two.runs), ",\n      ");
+        print_summary("one_queue_sampled_edges_per_s",
+                      hs__summarize(two.one_queue_edges_s, two.runs), ",\n      ");
+        print_summary("ratio_to_one_queue",
+                      hs__summarize_ratio(two.edges_s, two.one_queue_edges_s, two.runs),
+                      ",\n      ");
+        print_summary("random_reads_per_s", hs__summarize(two.probe_s, two.runs), ",\n      ");
+        print_summary("ratio_to_random_reads",
+                      hs__summarize_ratio(two.edges_s, two.probe_s, two.runs), "},\n");
+      }
+    }
     if (rc == 0)
       rc = report("single work-item sampling", dev,
                   hs__measure_sample_device(dev, g, &cfg, HS_STYLE_SINGLE, 0, o->batch, o->warmup,

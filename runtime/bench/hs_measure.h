@@ -112,6 +112,9 @@ typedef struct hs_sample_runs {
   double cpu_edges_s[HS_MEASURE_MAX_RUNS];
   double cpu_probe_s[HS_MEASURE_MAX_RUNS];
   double edges_per_batch, vertices_per_batch;
+  /* hs__measure_sample_two_queues only: one sampler on one queue over the
+   * same batches in the same round (edges_s is then the two samplers'). */
+  double one_queue_edges_s[HS_MEASURE_MAX_RUNS];
 } hs_sample_runs;
 
 /* Distinct seeds of batch `batch` (same for every device): `used` is a
@@ -129,6 +132,15 @@ hs_status hs__measure_sample_ref(const hs_csr *g, const hs_sample_cfg *cfg, int3
 hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *cfg,
                                     hs_sampler_style style, uint32_t rows_per_item, int32_t batch,
                                     int warmup, int runs, hs_sample_runs *out);
+
+/* Two samplers on two in-order queues of one device (two copies of the
+ * topology), batches alternating between them so that one's sequential
+ * reindex overlaps the other's sampling, beside one sampler over the same
+ * `batches` batches and the device probe, each round. What the device
+ * could sample with the reindex hidden; NDRange style. */
+hs_status hs__measure_sample_two_queues(const hs_dev *dev, const hs_csr *g,
+                                        const hs_sample_cfg *cfg, int32_t batch, int batches,
+                                        int warmup, int runs, hs_sample_runs *out);
 
 /* ---- gathering ------------------------------------------------------------------ */
 
