@@ -148,18 +148,6 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
 #define TABLE_BYTES ((size_t)1 << 30)
 #define OUT_BYTES ((size_t)256 << 20)
 
-/* Anonymous huge pages of this process (bytes; 0 if unknown). */
-static unsigned long long anon_huge_bytes(void) {
-  FILE *f = fopen("/proc/self/smaps_rollup", "r");
-  if (!f) return 0;
-  char line[256];
-  unsigned long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "AnonHugePages: %llu kB", &kb) == 1) break;
-  fclose(f);
-  return kb * 1024;
-}
-
 /* The table on 4 KiB pages (as features mapped from a file are), or with
  * --huge-table asked for on 2 MiB pages: random rows cost a page walk each
  * on the first, few on the second. */
@@ -188,14 +176,14 @@ static void print_gather_runs(const char *prefix, const hs_gather_runs *gr, cons
 static int bench_gather(const opts *o) {
   hs_gather_pool *pool;
   if (hs__gather_pool_create(o->threads, &pool) != HS_OK) return 1;
-  unsigned long long huge0 = anon_huge_bytes();
+  unsigned long long huge0 = hs__proc_kb_field("/proc/self/smaps_rollup", "AnonHugePages");
   char *table = table_alloc(o->huge_table), *out = malloc(OUT_BYTES);
   char *a = malloc(2 * OUT_BYTES), *b2 = malloc(2 * OUT_BYTES);
   int32_t *ids = malloc(sizeof *ids * (OUT_BYTES / 128));
   int32_t *in_order = malloc(sizeof *in_order * (OUT_BYTES / 128));
   if (!table || !out || !a || !b2 || !ids || !in_order) return 1;
   memset(table, 1, TABLE_BYTES);
-  unsigned long long huge = anon_huge_bytes() - huge0;
+  unsigned long long huge = hs__proc_kb_field("/proc/self/smaps_rollup", "AnonHugePages") - huge0;
   memset(out, 0, OUT_BYTES);
   memset(a, 2, 2 * OUT_BYTES);
   memset(b2, 0, 2 * OUT_BYTES);

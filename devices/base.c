@@ -113,6 +113,20 @@ static bool cache_attr(int index, const char *attr, char *buf, size_t len) {
   return ok;
 }
 
+uint64_t hs__proc_kb_field(const char *path, const char *field) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[256];
+  size_t k = strlen(field);
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, field, k) == 0 && line[k] == ':' &&
+        sscanf(line + k + 1, "%llu kB", &kb) == 1)
+      break;
+  fclose(f);
+  return (uint64_t)kb * 1024;
+}
+
 size_t hs__llc_bytes(void) {
   size_t best = 0;
   for (int i = 0; i < 16; i++) {

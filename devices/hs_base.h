@@ -56,6 +56,11 @@ double hs__now(void);
  * virtual machines (it reads CPUID: 320 MiB for a 32 MiB cache seen). */
 size_t hs__llc_bytes(void);
 
+/* The "FIELD: N kB" line of a /proc file such as /proc/meminfo or
+ * /proc/self/smaps_rollup, in bytes; 0 when the file or the field is
+ * missing. */
+uint64_t hs__proc_kb_field(const char *path, const char *field);
+
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

@@ -1,6 +1,8 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "hs_base.h"
 
@@ -42,4 +44,25 @@ Test(base, llc_bytes_is_the_largest_cache) {
     if (fscanf(f, "%luK", &kb) == 1) cr_expect_geq(llc, (size_t)kb << 10);
     fclose(f);
   }
+}
+
+/* A "FIELD: N kB" line in bytes: the field named exactly (not one it is a
+ * prefix of), 0 for a missing field or file. */
+Test(base, proc_kb_field_reads_one_field) {
+  char path[] = "/tmp/hs-proc-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert_geq(fd, 0);
+  FILE *f = fdopen(fd, "w");
+  cr_assert_not_null(f);
+  fputs("MemTotal:       24684148 kB\nMemAvailableX:  5 kB\nMemAvailable:   21971236 kB\n"
+        "Odd: many kB\n", f);
+  fclose(f);
+  cr_expect_eq(hs__proc_kb_field(path, "MemAvailable"), 21971236ull * 1024);
+  cr_expect_eq(hs__proc_kb_field(path, "MemTotal"), 24684148ull * 1024);
+  cr_expect_eq(hs__proc_kb_field(path, "Mem"), 0);
+  cr_expect_eq(hs__proc_kb_field(path, "Odd"), 0);
+  cr_expect_eq(hs__proc_kb_field(path, "Cached"), 0);
+  unlink(path);
+  cr_expect_eq(hs__proc_kb_field(path, "MemTotal"), 0);
+  cr_expect_gt(hs__proc_kb_field("/proc/meminfo", "MemTotal"), 0);
 }

@@ -150,18 +150,6 @@ static hs_status open_devices(hs_session *s) {
   return st;
 }
 
-/* MemAvailable from /proc/meminfo in bytes (0: unknown). */
-static uint64_t mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[128];
-  unsigned long long kb = 0;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-  fclose(f);
-  return (uint64_t)kb * 1024;
-}
-
 /* The pages the host gathers features from (hs_feature_pages): after the
  * caches are open, so that the host tier's choice is known. */
 static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
@@ -190,7 +178,7 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
   }
   if (want == HS_FEATURE_PAGES_AUTO) {
     size_t llc = hs__llc_bytes();
-    uint64_t avail = mem_available();
+    uint64_t avail = hs__proc_kb_field("/proc/meminfo", "MemAvailable");
     if (!hs__thp_available()) {
       snprintf(s->feat_pages_why, wl, "the file mapping (the kernel grants no huge pages "
                "on request)");
