@@ -102,6 +102,18 @@ Test(gather, runs_of_consecutive_rows) {
   with_runs = false;
 }
 
+/* The wide stores are taken where the CPU has them, and not when only the
+ * baseline's are allowed. */
+Test(gather, wide_stores_where_the_cpu_has_them) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  cr_expect_eq(hs__gather_wide_stores(), __builtin_cpu_supports("avx2") != 0);
+#endif
+  bool was = hs__gather_baseline_only(true);
+  cr_expect_not(was);
+  cr_expect_not(hs__gather_wide_stores());
+  cr_expect(hs__gather_baseline_only(false));
+}
+
 Test(gather, non_temporal_copy_equals_memcpy) {
   unsigned char *src = malloc(4096 + 16), *dst = aligned_alloc(64, 4096 + 64);
   cr_assert(src && dst);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct hs_dataset {
   hs__map maps[MAP_COUNT_];
   void *owned[MAP_COUNT_];
   hs__map feat_huge; /* the features' copy on huge pages, or empty */
+  pthread_mutex_t mu; /* guards feat_huge */
   int64_t num_labelled;
 };
 
@@ -251,6 +253,7 @@ void hs_dataset_close(hs_dataset *ds) {
     free(ds->owned[i]);
   }
   hs__map_release(&ds->feat_huge);
+  pthread_mutex_destroy(&ds->mu);
   free(ds->dir);
   free(ds);
 }
@@ -264,6 +267,7 @@ hs_status hs_dataset_open(const char *dir, hs_dataset **out) {
   uint8_t *owner = NULL;
   hs_dataset *ds = calloc(1, sizeof *ds);
   if (!ds) return hs__fail(HS_ERR_NOMEM, "no memory for a dataset");
+  pthread_mutex_init(&ds->mu, NULL);
   hs_graph *g = &ds->g;
   double t0 = hs__now();
   ds->dir = strdup(dir);
@@ -387,48 +391,59 @@ bool hs__thp_available(void) {
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-bool hs__dataset_features_on_huge_pages(const hs_dataset *ds) { return ds->feat_huge.base != NULL; }
 
-hs_status hs__dataset_features_to_huge_pages(hs_dataset *ds, uint64_t *moved) {
-  *moved = 0;
-  hs_graph *g = &ds->g;
-  if (!g->feat || ds->feat_huge.base || !hs__thp_available()) return HS_OK;
+
+/* The copy, made by the caller holding ds->mu. */
+static hs_status make_huge_copy(hs_dataset *ds, uint64_t *moved) {
 #ifndef MADV_HUGEPAGE
+  (void)ds, (void)moved;
   return HS_OK;
 #else
-  if (g->feature_bytes > SIZE_MAX - HUGE_PAGE)
+  hs_graph *g = &ds->g;
+  if (g->feature_bytes > SIZE_MAX - 2 * HUGE_PAGE)
     return hs__fail(HS_ERR_NOMEM, "%s: features too large to copy", ds->dir);
   size_t bytes = (size_t)g->feature_bytes;
   /* 2 MiB aligned: map one huge page more and trim the ends */
   size_t len = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
   double t0 = hs__now();
-  char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
   if (raw == MAP_FAILED)
-    return hs__fail(HS_ERR_NOMEM, "%s: cannot map %zu bytes for the features: %s", ds->dir,
-                    len, strerror(errno));
+    return hs__fail(HS_ERR_NOMEM, "%s: cannot map %zu bytes for a copy of the features: %s",
+                    ds->dir, len, strerror(errno));
   char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
   if (p > raw) munmap(raw, (size_t)(p - raw));
   size_t tail = (size_t)(raw + len + HUGE_PAGE - (p + len));
   if (tail) munmap(p + len, tail);
   if (madvise(p, len, MADV_HUGEPAGE) != 0) {
     munmap(p, len);
-    return HS_OK; /* no huge pages here: keep the file mapping */
+    return HS_OK; /* no huge pages here: the file mapping it is */
   }
   memcpy(p, g->feat, bytes);
-  mprotect(p, len, PROT_READ);
-  hs__map *fm = &ds->maps[MAP_FEAT];
+  /* Read-only from here on; a failure leaves it writable, nothing worse. */
+  (void)mprotect(p, len, PROT_READ);
   /* Drop the file mapping's pages from the process (they stay in the page
-   * cache); the mapping itself stays valid until hs_dataset_close. */
-  if (fm->base) madvise(fm->base, fm->len, MADV_DONTNEED);
+   * cache and come back on a read through the mapping). */
+  hs__map *fm = &ds->maps[MAP_FEAT];
+  if (fm->base) (void)madvise(fm->base, fm->len, MADV_DONTNEED);
   ds->feat_huge.base = p;
   ds->feat_huge.len = len;
-  g->feat = p;
   *moved = bytes;
-  hs__log(HS_LOG_DATA, "%s: %zu bytes of features moved to huge pages in %.3f s", ds->dir, bytes,
-          hs__now() - t0);
+  hs__log(HS_LOG_DATA, "%s: %zu bytes of features copied to huge pages in %.3f s", ds->dir,
+          bytes, hs__now() - t0);
   return HS_OK;
 #endif
+}
+
+hs_status hs__dataset_features_huge(hs_dataset *ds, const void **copy, uint64_t *moved) {
+  *copy = NULL;
+  *moved = 0;
+  if (!ds->g.feat || !hs__thp_available()) return HS_OK;
+  pthread_mutex_lock(&ds->mu);
+  hs_status st = ds->feat_huge.base ? HS_OK : make_huge_copy(ds, moved);
+  *copy = ds->feat_huge.base;
+  pthread_mutex_unlock(&ds->mu);
+  return st;
 }
 
 hs_status hs__graph_topology(const hs_graph *g, const char *what) {

@@ -20,8 +20,7 @@ typedef struct hs_graph {
   const int32_t *indices; /* [e], every id in [0, n) */
   const float *weights;   /* [e] or NULL */
 
-  const void *feat;       /* [n][f] row-major, memory-mapped (or moved to
-                             huge pages), or NULL */
+  const void *feat;       /* [n][f] row-major, memory-mapped, or NULL */
   hs_dtype feat_dtype;    /* HS_DTYPE_FLOAT32 / HS_DTYPE_FLOAT16 */
   size_t feat_row_bytes;  /* f * element size */
 
@@ -43,19 +42,16 @@ const hs_graph *hs__dataset_graph(const hs_dataset *ds);
  * Whoever still holds the graph's pointers must not use them afterwards;
  * code that needs the topology checks hs__graph_topology. */
 uint64_t hs__dataset_free_topology(hs_dataset *ds);
-/* Move the features (feat.npy) from the file mapping into anonymous
- * memory the kernel is asked to back with 2 MiB pages (madvise
- * MADV_HUGEPAGE), so that gathering random rows costs a page walk per 2 MiB
- * instead of per 4 KiB. The file mapping stays until hs_dataset_close (its
- * pages are dropped from the process, so a pointer taken before stays
- * valid); the graph's `feat` then points at the copy. *moved: bytes copied
- * (0 when there are no features, they were already moved, or the host has
- * no such advice: nothing changes then). Not while another thread gathers
- * from this dataset's features. HS_ERR_NOMEM when the copy cannot be
- * allocated (nothing changes). */
-hs_status hs__dataset_features_to_huge_pages(hs_dataset *ds, uint64_t *moved);
-/* Whether hs__dataset_features_to_huge_pages moved this dataset's features. */
-bool hs__dataset_features_on_huge_pages(const hs_dataset *ds);
+/* A copy of the features (feat.npy) in anonymous memory the kernel is
+ * asked to back with 2 MiB pages (madvise MADV_HUGEPAGE), so that
+ * gathering random rows costs a page walk per 2 MiB instead of per 4 KiB.
+ * Made once per dataset, under the dataset's lock, on the first call, and
+ * kept until hs_dataset_close; the graph view (`feat` included) does not
+ * change, so sessions reading the file mapping meanwhile are unaffected.
+ * *copy: the copy, or NULL when there are no features or the host gives no
+ * huge pages on request; *moved: bytes copied by this call (0 when the copy
+ * existed). HS_ERR_NOMEM when it cannot be allocated (nothing changes). */
+hs_status hs__dataset_features_huge(hs_dataset *ds, const void **copy, uint64_t *moved);
 /* The host's transparent huge page mode for madvise'd memory: true when
  * /sys/kernel/mm/transparent_hugepage/enabled is "always" or "madvise". */
 bool hs__thp_available(void);

@@ -151,6 +151,8 @@ void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n),
 #define PREFETCH_L2_ROW 2048
 
 
+static atomic_bool baseline_only; /* hs__gather_baseline_only */
+
 typedef struct gather_job {
   const hs_gather_req *req;
   bool stream;    /* non-temporal stores */
@@ -204,16 +206,14 @@ __attribute__((target("avx2"))) static void copy_stream_avx2(char *dst, const ch
 }
 
 static atomic_int avx2_known = -1; /* -1: not asked yet; racing first calls agree */
-static atomic_bool avx2_off;         /* hs__gather_baseline_only */
 
 static bool have_avx2(void) {
   int k = atomic_load(&avx2_known);
   if (k < 0) {
-    __builtin_cpu_init();
     k = __builtin_cpu_supports("avx2") ? 1 : 0;
     atomic_store(&avx2_known, k);
   }
-  return k == 1 && !atomic_load(&avx2_off);
+  return k == 1 && !atomic_load(&baseline_only);
 }
 #else
 #define HAVE_AVX2_STREAM 0
@@ -232,13 +232,13 @@ static void copy_stream(char *dst, const char *src, size_t bytes, bool avx2) {
 }
 #endif
 
-bool hs__gather_baseline_only(bool on) {
+bool hs__gather_baseline_only(bool on) { return atomic_exchange(&baseline_only, on); }
+
+bool hs__gather_wide_stores(void) {
 #if HAVE_AVX2_STREAM
-  bool was = atomic_exchange(&avx2_off, on);
-  return was;
+  return have_avx2();
 #else
-  (void)on;
-  return true;
+  return false;
 #endif
 }
 

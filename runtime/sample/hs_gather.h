@@ -57,6 +57,9 @@ void hs__nontemporal_fence(void);
  * stores) even where the CPU has wider ones. Returns the previous
  * setting. */
 bool hs__gather_baseline_only(bool on);
+/* Whether non-temporal copies use stores wider than the baseline's (AVX2's
+ * 32 bytes: where the CPU has them, unless hs__gather_baseline_only). */
+bool hs__gather_wide_stores(void);
 
 /* ---- on a device ---------------------------------------------------------- */
 

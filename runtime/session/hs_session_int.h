@@ -52,7 +52,9 @@ struct hs_session {
   hs_transfer transfer;
   char transfer_why[160];
   uint64_t topology_freed; /* host topology bytes released at creation */
-  /* Feature bytes moved to huge pages at creation (0: none) and why. */
+  /* The features the host gathers from (the dataset's file mapping or its
+   * copy on huge pages), the bytes on huge pages (0: none), and why. */
+  const void *feat;
   uint64_t feat_huge;
   char feat_pages_why[160];
 

@@ -55,6 +55,9 @@ const char *hs_feature_pages_name(hs_feature_pages p) {
 }
 
 static hs_status check_config(const hs_session_config *c) {
+  if ((unsigned)c->feature_pages > HS_FEATURE_PAGES_HUGE)
+    return hs__fail(HS_ERR_INVALID_ARG, "feature_pages %d: expected auto, file or huge",
+                    (int)c->feature_pages);
   if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
     return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
                     HS_SAMPLE_MAX_LAYERS);
@@ -151,7 +154,8 @@ static hs_status open_devices(hs_session *s) {
 }
 
 /* The pages the host gathers features from (hs_feature_pages): after the
- * caches are open, so that the host tier's choice is known. */
+ * caches are open, so that the host tier's choice is known. Sets s->feat
+ * (the file mapping or the dataset's copy on huge pages). */
 static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
                                       const hs_session_config *cfg) {
   hs_feature_pages want = cfg->feature_pages;
@@ -165,48 +169,52 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
       return hs__fail(HS_ERR_INVALID_ARG,
                       "HETSAGE_FEATURE_PAGES '%s': expected auto, file or huge", env);
   }
+  s->feat = s->g->feat;
   char b[32], c[32];
+  char *why = s->feat_pages_why;
   size_t wl = sizeof s->feat_pages_why;
   uint64_t bytes = s->g->feature_bytes;
+  uint64_t avail = hs__proc_kb_field("/proc/meminfo", "MemAvailable");
+  size_t llc = hs__llc_bytes();
   if (s->tier) {
-    snprintf(s->feat_pages_why, wl, "read through the host tier (over the memory budget)");
+    snprintf(why, wl, "read through the host tier (over the memory budget)");
     return HS_OK;
   }
   if (want == HS_FEATURE_PAGES_FILE) {
-    snprintf(s->feat_pages_why, wl, "the file mapping (%s asks for it)", source);
+    snprintf(why, wl, "the file mapping (%s asks for it)", source);
     return HS_OK;
   }
-  if (want == HS_FEATURE_PAGES_AUTO) {
-    size_t llc = hs__llc_bytes();
-    uint64_t avail = hs__proc_kb_field("/proc/meminfo", "MemAvailable");
-    if (!hs__thp_available()) {
-      snprintf(s->feat_pages_why, wl, "the file mapping (the kernel grants no huge pages "
-               "on request)");
-      return HS_OK;
-    }
-    if (bytes <= (llc ? llc : (size_t)32 << 20)) {
-      snprintf(s->feat_pages_why, wl, "the file mapping (%s of features fit the last-level "
-               "cache)", hs__fmt_bytes(bytes, b, sizeof b));
-      return HS_OK;
-    }
-    if (!avail || bytes > avail / 2) {
-      snprintf(s->feat_pages_why, wl, "the file mapping (%s of features, %s available: a "
-               "copy would take over half)", hs__fmt_bytes(bytes, b, sizeof b),
-               hs__fmt_bytes(avail, c, sizeof c));
-      return HS_OK;
-    }
+  if (want == HS_FEATURE_PAGES_AUTO && bytes <= (llc ? llc : (size_t)32 << 20)) {
+    snprintf(why, wl, "the file mapping (%s of features fit the last-level cache)",
+             hs__fmt_bytes(bytes, b, sizeof b));
+    return HS_OK;
   }
-  hs_status st = hs__dataset_features_to_huge_pages(ds, &s->feat_huge);
+  if (!hs__thp_available()) {
+    snprintf(why, wl, "the file mapping (the kernel grants no huge pages on request)");
+    return HS_OK;
+  }
+  /* AUTO copies into at most half of the memory available, HUGE into all
+   * of it; not knowing what is available, only HUGE copies. */
+  uint64_t room = want == HS_FEATURE_PAGES_AUTO ? avail / 2 : avail;
+  if ((want == HS_FEATURE_PAGES_AUTO || avail) && bytes > room) {
+    snprintf(why, wl, "the file mapping (%s of features, %s of memory available: a copy "
+             "would take %s)", hs__fmt_bytes(bytes, b, sizeof b), hs__fmt_bytes(avail, c, sizeof c),
+             want == HS_FEATURE_PAGES_AUTO ? "over half" : "more");
+    return HS_OK;
+  }
+  const void *copy;
+  uint64_t moved;
+  hs_status st = hs__dataset_features_huge(ds, &copy, &moved);
   if (st != HS_OK) return st;
-  if (s->feat_huge)
-    snprintf(s->feat_pages_why, wl, "%s copied to 2 MiB pages (%s)",
-             hs__fmt_bytes(s->feat_huge, b, sizeof b),
-             want == HS_FEATURE_PAGES_HUGE ? source : "larger than the last-level cache");
-  else if (hs__dataset_features_on_huge_pages(ds))
-    snprintf(s->feat_pages_why, wl, "on 2 MiB pages (moved there by an earlier session)");
-  else
-    snprintf(s->feat_pages_why, wl, "the file mapping (the kernel grants no huge pages on "
-             "request)");
+  if (!copy) {
+    snprintf(why, wl, "the file mapping (the kernel grants no huge pages on request)");
+    return HS_OK;
+  }
+  s->feat = copy;
+  s->feat_huge = bytes;
+  snprintf(why, wl, "a copy on 2 MiB pages (%s, %s; %s)", hs__fmt_bytes(bytes, b, sizeof b),
+           want == HS_FEATURE_PAGES_HUGE ? source : "larger than the last-level cache",
+           moved ? "copied now" : "copied by an earlier session");
   return HS_OK;
 }
 

@@ -82,7 +82,7 @@ hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, flo
   if (s->tier) {
     st = hs__host_tier_gather(s->tier, ids, n, dst);
   } else {
-    hs_gather_req req = {.table = s->g->feat, .row_bytes = s->g->feat_row_bytes,
+    hs_gather_req req = {.table = s->feat, .row_bytes = s->g->feat_row_bytes,
                          .n_rows = s->g->n, .ids = ids, .n = n, .out = dst};
     st = hs__gather(s->pool, &req);
   }

@@ -86,7 +86,10 @@ typedef struct hs_dataset_info {
  * rewritten while the dataset is open.
  * Ownership: `*out` belongs to the caller; release with hs_dataset_close.
  * `dir` is copied. Threading: a dataset is immutable once open, and may be
- * read from any number of threads.
+ * read from any number of threads (a session may add a copy of the
+ * features on huge pages, once, under the dataset's lock: see
+ * hs_session_config.feature_pages; free_host_topology is the exception and
+ * says so).
  * Errors: HS_ERR_IO (a file cannot be opened or read), HS_ERR_FORMAT
  * (anything malformed: the detail names the file, the byte offset or element
  * index, and what was wrong), HS_ERR_UNSUPPORTED (N >= 2^31, a data offset

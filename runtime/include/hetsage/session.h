@@ -52,7 +52,8 @@ typedef enum hs_feature_pages {
   HS_FEATURE_PAGES_HUGE = 2, /* a copy on 2 MiB pages (transparent huge pages,
                                 madvise): a random row costs a page walk per
                                 2 MiB rather than per 4 KiB; where the kernel
-                                has none, the file mapping stays */
+                                has none, or the copy would not fit the memory
+                                available, the file mapping stays */
 } hs_feature_pages;
 
 /* "auto", "file", "huge"; never NULL. */
@@ -114,9 +115,12 @@ typedef struct hs_session_config {
   const hs_board_profile *profile;
   /* Pages the host gathers feature rows from (see hs_feature_pages). With
    * HS_FEATURE_PAGES_AUTO the environment variable HETSAGE_FEATURE_PAGES
-   * (auto, file, huge) decides. Moving the features modifies the dataset
-   * handle (its features then live in the copy until hs_dataset_close);
-   * results are bit-identical either way. */
+   * (auto, file, huge) decides. The copy on huge pages is made once per
+   * dataset, by the first session that asks, and kept until
+   * hs_dataset_close (the dataset's view of its features does not change);
+   * results are bit-identical either way. HUGE falls back to the file
+   * mapping, saying why in hs_session_describe, where the kernel gives no
+   * huge pages on request or the copy would not fit the available memory. */
   hs_feature_pages feature_pages;
 } hs_session_config;
 
@@ -188,8 +192,8 @@ typedef struct hs_epoch_stats {
   hs_pipeline_mode pipeline;
   int depth;
   bool interrupted; /* the stop flag ended the epoch early */
-  /* Feature bytes this session moved to huge pages (0: gathered from the
-   * file mapping or through the host tier). */
+  /* Feature bytes this session gathers from 2 MiB pages (0: from the file
+   * mapping or through the host tier). */
   uint64_t feature_huge_page_bytes;
 } hs_epoch_stats;
 
