@@ -351,6 +351,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->rt = rt;
   s->ds = ds;
   s->g = hs__dataset_graph(ds);
+  s->feat = s->g->feat; /* until choose_feature_pages, after the caches are filled */
   s->cfg = *cfg;
   s->cfg.board = NULL; /* borrowed strings are used during creation only */
   s->cfg.sampler = s->cfg.trainer = NULL;
