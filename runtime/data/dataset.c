@@ -3,6 +3,7 @@
  * are mapped and checked in place; int64 ids are narrowed into int32 copies
  * (ids are int32 everywhere downstream). feat.npy is mapped but never read. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -393,6 +394,31 @@ bool hs__thp_available(void) {
 
 
 
+/* feat.npy's payload into `dst` by pread: no page faults on the file
+ * mapping, 4 KiB each. A memcpy from the mapping took 1.3 to 1.6 times as
+ * long with the file in the page cache (0.36 to 0.40 s against 0.20 to
+ * 0.28 s for 934 MiB). False (the caller copies from the mapping) on any
+ * failure. */
+static bool read_features(hs_dataset *ds, char *dst, size_t bytes) {
+  const hs__map *fm = &ds->maps[MAP_FEAT];
+  if (!fm->base) return false;
+  off_t off = (off_t)((const char *)ds->g.feat - (const char *)fm->base);
+  char *path = hs__path_join(ds->dir, "feat.npy");
+  int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  free(path);
+  if (fd < 0) return false;
+  size_t done = 0;
+  while (done < bytes) {
+    size_t want = bytes - done < ((size_t)8 << 20) ? bytes - done : (size_t)8 << 20;
+    ssize_t got = pread(fd, dst + done, want, off + (off_t)done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    done += (size_t)got;
+  }
+  close(fd);
+  return done == bytes;
+}
+
 /* The copy, made by the caller holding ds->mu. */
 static hs_status make_huge_copy(hs_dataset *ds, uint64_t *moved) {
 #ifndef MADV_HUGEPAGE
@@ -419,7 +445,7 @@ static hs_status make_huge_copy(hs_dataset *ds, uint64_t *moved) {
     munmap(p, len);
     return HS_OK; /* no huge pages here: the file mapping it is */
   }
-  memcpy(p, g->feat, bytes);
+  if (!read_features(ds, p, bytes)) memcpy(p, g->feat, bytes);
   /* Read-only from here on; a failure leaves it writable, nothing worse. */
   (void)mprotect(p, len, PROT_READ);
   /* Drop the file mapping's pages from the process (they stay in the page
