@@ -34,7 +34,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "bench/hs_measure.h"
@@ -153,14 +152,10 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
 /* The table on 4 KiB pages (as features mapped from a file are), or with
  * --huge-table asked for on 2 MiB pages: random rows cost a page walk each
  * on the first, few on the second. */
-static char *table_alloc(bool huge) {
-  if (!huge) return malloc(TABLE_BYTES);
-  void *p = mmap(NULL, TABLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return NULL;
-#ifdef MADV_HUGEPAGE
-  madvise(p, TABLE_BYTES, MADV_HUGEPAGE);
-#endif
-  return p;
+static char *table_alloc(bool huge, size_t *len) {
+  bool advised;
+  *len = 0;
+  return huge ? hs__huge_map(TABLE_BYTES, len, &advised) : malloc(TABLE_BYTES);
 }
 
 static void print_gather_runs(const char *prefix, const hs_gather_runs *gr, const char *tail) {
@@ -179,7 +174,8 @@ static int bench_gather(const opts *o) {
   hs_gather_pool *pool;
   if (hs__gather_pool_create(o->threads, &pool) != HS_OK) return 1;
   unsigned long long huge0 = hs__proc_kb_field("/proc/self/smaps_rollup", "AnonHugePages");
-  char *table = table_alloc(o->huge_table), *out = malloc(OUT_BYTES);
+  size_t table_len;
+  char *table = table_alloc(o->huge_table, &table_len), *out = malloc(OUT_BYTES);
   char *a = malloc(2 * OUT_BYTES), *b2 = malloc(2 * OUT_BYTES);
   int32_t *ids = malloc(sizeof *ids * (OUT_BYTES / 128));
   int32_t *in_order = malloc(sizeof *in_order * (OUT_BYTES / 128));
@@ -222,7 +218,7 @@ static int bench_gather(const opts *o) {
   }
   printf("  ]}");
   hs__gather_pool_destroy(pool);
-  if (o->huge_table) munmap(table, TABLE_BYTES);
+  if (o->huge_table) hs__huge_unmap(table, table_len);
   else free(table);
   free(in_order);
   free(out);

@@ -1,9 +1,12 @@
 #include "hs_base.h"
 #include "hs_config.h"
 
+#include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,7 +130,46 @@ uint64_t hs__proc_kb_field(const char *path, const char *field) {
   return (uint64_t)kb * 1024;
 }
 
-size_t hs__llc_bytes(void) {
+bool hs__thp_available(void) {
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (!f) return false;
+  char line[128] = "";
+  bool ok = fgets(line, sizeof line, f) &&
+            (strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL);
+  fclose(f);
+  return ok;
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *hs__huge_map(size_t bytes, size_t *len, bool *advised) {
+  *len = 0;
+  *advised = false;
+  if (bytes > SIZE_MAX - 2 * HUGE_PAGE) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t n = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+  /* map one huge page more and trim the ends to a 2 MiB boundary */
+  char *raw = mmap(NULL, n + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                   0);
+  if (raw == MAP_FAILED) return NULL;
+  char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+  if (p > raw) munmap(raw, (size_t)(p - raw));
+  size_t tail = (size_t)(raw + n + HUGE_PAGE - (p + n));
+  if (tail) munmap(p + n, tail);
+#ifdef MADV_HUGEPAGE
+  *advised = madvise(p, n, MADV_HUGEPAGE) == 0;
+#endif
+  *len = n;
+  return p;
+}
+
+void hs__huge_unmap(void *p, size_t len) {
+  if (p) munmap(p, len);
+}
+
+static size_t llc_bytes_read(void) {
   size_t best = 0;
   for (int i = 0; i < 16; i++) {
     char type[32], size[32];
@@ -147,4 +189,12 @@ size_t hs__llc_bytes(void) {
   if (llc > 0) return (size_t)llc;
 #endif
   return 0;
+}
+
+/* Read once: sessions and gather pools ask on creation. */
+size_t hs__llc_bytes(void) {
+  static atomic_size_t known; /* 0: not read yet (or unknown: read again) */
+  size_t v = atomic_load(&known);
+  if (v == 0) atomic_store(&known, v = llc_bytes_read());
+  return v;
 }

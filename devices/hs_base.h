@@ -61,6 +61,17 @@ size_t hs__llc_bytes(void);
  * missing. */
 uint64_t hs__proc_kb_field(const char *path, const char *field);
 
+/* The host's transparent huge page mode for madvise'd memory: true when
+ * /sys/kernel/mm/transparent_hugepage/enabled is "always" or "madvise". */
+bool hs__thp_available(void);
+
+/* Anonymous read-write memory of `bytes` rounded up to 2 MiB (*len),
+ * 2 MiB aligned and advised MADV_HUGEPAGE; *advised false when the kernel
+ * refused the advice (the memory is still usable, on 4 KiB pages). NULL
+ * (errno set) when it cannot be mapped. Release with hs__huge_unmap. */
+void *hs__huge_map(size_t bytes, size_t *len, bool *advised);
+void hs__huge_unmap(void *p, size_t len);
+
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

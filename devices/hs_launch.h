@@ -25,6 +25,16 @@ hs_status hs__kernel_args(cl_kernel k, const hs_karg *args, int n);
  * memory). */
 hs_status hs__kernel_arg(cl_kernel k, cl_uint index, size_t size, const void *value);
 
+/* Work-groups per compute unit for grid-stride kernels on CPU devices: a
+ * launch sized for a batch's capacity would mostly be empty work-groups,
+ * each with a fixed cost, so this many per unit cover any count instead.
+ * Enough of them that the device's threads balance their work when other
+ * processes take cores away: 16 per unit left one thread waiting on
+ * another's last groups, and sampling took twice the time of 64 per unit
+ * on a loaded 2-core machine (bench_sample, products scale); 256 was no
+ * better. */
+#define HS_CPU_GROUPS_PER_CU 64
+
 /* Enqueue `k` over `dims` (1..3) dimensions. `local` NULL or local[0] == 0
  * lets the implementation choose; otherwise every global size is rounded up
  * to a multiple of its local size (kernels check their bounds). A global

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "hs_base.h"
+#include "hs_test_util.h"
 
 Test(base, strerror_covers_every_status) {
 #define CHECK(name, value, text) cr_expect_str_eq(hs_strerror(name), text);
@@ -49,14 +50,11 @@ Test(base, llc_bytes_is_the_largest_cache) {
 /* A "FIELD: N kB" line in bytes: the field named exactly (not one it is a
  * prefix of), 0 for a missing field or file. */
 Test(base, proc_kb_field_reads_one_field) {
-  char path[] = "/tmp/hs-proc-XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert_geq(fd, 0);
-  FILE *f = fdopen(fd, "w");
-  cr_assert_not_null(f);
-  fputs("MemTotal:       24684148 kB\nMemAvailableX:  5 kB\nMemAvailable:   21971236 kB\n"
-        "Odd: many kB\n", f);
-  fclose(f);
+  char *dir = tu_mkdtemp();
+  static const char text[] = "MemTotal:       24684148 kB\nMemAvailableX:  5 kB\n"
+                             "MemAvailable:   21971236 kB\nOdd: many kB\n";
+  tu_write_bytes(dir, "meminfo", text, sizeof text - 1);
+  char *path = tu_path(dir, "meminfo");
   cr_expect_eq(hs__proc_kb_field(path, "MemAvailable"), 21971236ull * 1024);
   cr_expect_eq(hs__proc_kb_field(path, "MemTotal"), 24684148ull * 1024);
   cr_expect_eq(hs__proc_kb_field(path, "Mem"), 0);
@@ -64,5 +62,7 @@ Test(base, proc_kb_field_reads_one_field) {
   cr_expect_eq(hs__proc_kb_field(path, "Cached"), 0);
   unlink(path);
   cr_expect_eq(hs__proc_kb_field(path, "MemTotal"), 0);
+  free(path);
+  tu_rmtree(dir);
   cr_expect_gt(hs__proc_kb_field("/proc/meminfo", "MemTotal"), 0);
 }

@@ -10,27 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cora_fixture.h"
 #include "hetsage.h"
 #include "tool_run.h"
 
-static hs_runtime *rt;
-static hs_dataset *ds;
-
-static void setup(void) {
-  hs_status st = hs_runtime_open(&rt, NULL);
-  if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
-  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
-  char dir[1024];
-  cr_assert_eq(hs_dataset_bundled("cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
-  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
-}
-
-static void teardown(void) {
-  hs_dataset_close(ds);
-  hs_runtime_close(rt);
-}
-
-TestSuite(transfer, .init = setup, .fini = teardown, .timeout = 600);
+TestSuite(transfer, .init = cora_setup, .fini = cora_teardown, .timeout = 600);
 
 static hs_session_config small_cfg(hs_pipeline_mode mode, hs_transfer transfer) {
   hs_session_config c;

@@ -145,16 +145,16 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     else return bad(cmd, o, v, "expected first, degree or presample");
   } else if (strcmp(o, "--transfer") == 0) {
     VAL();
-    if (strcmp(v, "auto") == 0) c->transfer = HS_TRANSFER_AUTO;
-    else if (strcmp(v, "host") == 0) c->transfer = HS_TRANSFER_HOST;
-    else if (strcmp(v, "device") == 0) c->transfer = HS_TRANSFER_DEVICE;
-    else return bad(cmd, o, v, "expected auto, host or device");
+    int t = HS_TRANSFER_DEVICE;
+    while (t >= 0 && strcmp(v, hs_transfer_name((hs_transfer)t)) != 0) t--;
+    if (t < 0) return bad(cmd, o, v, "expected auto, host or device");
+    c->transfer = (hs_transfer)t;
   } else if (strcmp(o, "--feature-pages") == 0) {
     VAL();
-    if (strcmp(v, "auto") == 0) c->feature_pages = HS_FEATURE_PAGES_AUTO;
-    else if (strcmp(v, "file") == 0) c->feature_pages = HS_FEATURE_PAGES_FILE;
-    else if (strcmp(v, "huge") == 0) c->feature_pages = HS_FEATURE_PAGES_HUGE;
-    else return bad(cmd, o, v, "expected auto, file or huge");
+    int p = HS_FEATURE_PAGES_HUGE;
+    while (p >= 0 && strcmp(v, hs_feature_pages_name((hs_feature_pages)p)) != 0) p--;
+    if (p < 0) return bad(cmd, o, v, "expected auto, file or huge");
+    c->feature_pages = (hs_feature_pages)p;
   } else if (strcmp(o, "--memory-budget") == 0) {
     VAL();
     if (!cli_parse_size(v, &u) || u == 0) return bad(cmd, o, v, "expected a size such as 512M");

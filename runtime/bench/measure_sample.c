@@ -146,7 +146,7 @@ done:
   return st;
 }
 
-/* `batches` batches (seeds of round `round`) on sampler 0 alone, then
+/* `batches` batches of `batch` seeds each on sampler 0 alone, then
  * alternating over both; edges per second of each. */
 static hs_status two_queue_round(hs_sampler *const *sm, cl_command_queue const *q,
                                  hs_batch *b, const int32_t *seeds, int32_t batch, int batches,

@@ -380,20 +380,6 @@ uint64_t hs__dataset_free_topology(hs_dataset *ds) {
   return bytes;
 }
 
-bool hs__thp_available(void) {
-  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-  if (!f) return false;
-  char line[128] = "";
-  bool ok = fgets(line, sizeof line, f) &&
-            (strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL);
-  fclose(f);
-  return ok;
-}
-
-#define HUGE_PAGE ((size_t)2 << 20)
-
-
-
 /* feat.npy's payload into `dst` by pread: no page faults on the file
  * mapping, 4 KiB each. A memcpy from the mapping took 1.3 to 1.6 times as
  * long with the file in the page cache (0.36 to 0.40 s against 0.20 to
@@ -421,28 +407,18 @@ static bool read_features(hs_dataset *ds, char *dst, size_t bytes) {
 
 /* The copy, made by the caller holding ds->mu. */
 static hs_status make_huge_copy(hs_dataset *ds, uint64_t *moved) {
-#ifndef MADV_HUGEPAGE
-  (void)ds, (void)moved;
-  return HS_OK;
-#else
   hs_graph *g = &ds->g;
-  if (g->feature_bytes > SIZE_MAX - 2 * HUGE_PAGE)
+  if (g->feature_bytes > SIZE_MAX)
     return hs__fail(HS_ERR_NOMEM, "%s: features too large to copy", ds->dir);
-  size_t bytes = (size_t)g->feature_bytes;
-  /* 2 MiB aligned: map one huge page more and trim the ends */
-  size_t len = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+  size_t bytes = (size_t)g->feature_bytes, len;
+  bool advised;
   double t0 = hs__now();
-  char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-  if (raw == MAP_FAILED)
+  char *p = hs__huge_map(bytes, &len, &advised);
+  if (!p)
     return hs__fail(HS_ERR_NOMEM, "%s: cannot map %zu bytes for a copy of the features: %s",
-                    ds->dir, len, strerror(errno));
-  char *p = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-  if (p > raw) munmap(raw, (size_t)(p - raw));
-  size_t tail = (size_t)(raw + len + HUGE_PAGE - (p + len));
-  if (tail) munmap(p + len, tail);
-  if (madvise(p, len, MADV_HUGEPAGE) != 0) {
-    munmap(p, len);
+                    ds->dir, bytes, strerror(errno));
+  if (!advised) {
+    hs__huge_unmap(p, len);
     return HS_OK; /* no huge pages here: the file mapping it is */
   }
   if (!read_features(ds, p, bytes)) memcpy(p, g->feat, bytes);
@@ -458,7 +434,6 @@ static hs_status make_huge_copy(hs_dataset *ds, uint64_t *moved) {
   hs__log(HS_LOG_DATA, "%s: %zu bytes of features copied to huge pages in %.3f s", ds->dir,
           bytes, hs__now() - t0);
   return HS_OK;
-#endif
 }
 
 hs_status hs__dataset_features_huge(hs_dataset *ds, const void **copy, uint64_t *moved) {

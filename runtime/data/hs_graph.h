@@ -52,9 +52,6 @@ uint64_t hs__dataset_free_topology(hs_dataset *ds);
  * huge pages on request; *moved: bytes copied by this call (0 when the copy
  * existed). HS_ERR_NOMEM when it cannot be allocated (nothing changes). */
 hs_status hs__dataset_features_huge(hs_dataset *ds, const void **copy, uint64_t *moved);
-/* The host's transparent huge page mode for madvise'd memory: true when
- * /sys/kernel/mm/transparent_hugepage/enabled is "always" or "madvise". */
-bool hs__thp_available(void);
 
 /* HS_OK while the graph's topology is in host memory, else HS_ERR_STATE
  * naming `what` needed it. */

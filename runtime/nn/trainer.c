@@ -197,7 +197,7 @@ hs_status hs__trainer_sync_model(hs_trainer *t, hs_model *m) {
 
 /* ---- batch ------------------------------------------------------------------ */
 
-/* Shapes of one layer's block, and whether the trainer holds its arrays. */
+/* Shapes of one layer's block. */
 typedef struct layer_shape {
   int32_t n_dst, n_src, n_edges;
 } layer_shape;
@@ -271,19 +271,26 @@ static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *la
   return HS_OK;
 }
 
+/* Start an upload of a batch of `n_layers` blocks (the model's count). */
+static hs_status begin_upload(hs_trainer *t, int n_layers) {
+  t->uploaded = false;
+  if (n_layers != t->shape.n_layers)
+    return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
+                    n_layers, t->shape.n_layers);
+  return HS_OK;
+}
+
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  t->uploaded = false;
-  if (b->n_layers != L)
-    return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
-                    b->n_layers, L);
+  hs_status st = begin_upload(t, b->n_layers);
+  if (st != HS_OK) return st;
   /* feat NULL: the caller assembles the features on the device
    * (hs__trainer_feat_buffer); the rest of the batch is checked as usual. */
   static const float no_feat = 0.0f;
   hs_nn_batch checked = *b;
   if (!checked.feat) checked.feat = &no_feat;
-  hs_status st = hs__nn_batch_validate(&checked, sh->dims[L]);
+  st = hs__nn_batch_validate(&checked, sh->dims[L]);
   if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++)
@@ -309,10 +316,8 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
                                  const cl_event *wait) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  t->uploaded = false;
-  if (b->n_layers != L)
-    return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
-                    b->n_layers, L);
+  hs_status st = begin_upload(t, b->n_layers);
+  if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++) {
     const hs_nn_dev_block *d = &b->blocks[l];
@@ -330,7 +335,7 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
       if (b->labels[i] < 0 || b->labels[i] >= sh->dims[L])
         return hs__fail(HS_ERR_FORMAT, "batch: seed %d has label %d, outside 0..%d", i,
                         b->labels[i], sh->dims[L] - 1);
-  hs_status st = reserve_batch(t, ls, false);
+  st = reserve_batch(t, ls, false);
   if (st != HS_OK) return st;
   for (int l = 0; l < L; l++) {
     t->blk_rp[l] = b->blocks[l].row_ptr;

@@ -150,7 +150,6 @@ void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n),
  * smaller rows gained nothing. */
 #define PREFETCH_L2_ROW 2048
 
-
 static atomic_bool baseline_only; /* hs__gather_baseline_only */
 
 typedef struct gather_job {
@@ -218,7 +217,13 @@ static bool have_avx2(void) {
 #else
 #define HAVE_AVX2_STREAM 0
 #endif
+#endif
 
+#if !HAVE_AVX2_STREAM
+static bool have_avx2(void) { return false; }
+#endif
+
+#if HAVE_STREAM_STORES
 /* `bytes` a multiple of 16 into 16-byte aligned `dst`. */
 static void copy_stream(char *dst, const char *src, size_t bytes, bool avx2) {
 #if HAVE_AVX2_STREAM
@@ -234,21 +239,11 @@ static void copy_stream(char *dst, const char *src, size_t bytes, bool avx2) {
 
 bool hs__gather_baseline_only(bool on) { return atomic_exchange(&baseline_only, on); }
 
-bool hs__gather_wide_stores(void) {
-#if HAVE_AVX2_STREAM
-  return have_avx2();
-#else
-  return false;
-#endif
-}
+bool hs__gather_wide_stores(void) { return have_avx2(); }
 
 bool hs__copy_nontemporal(void *dst, const void *src, size_t bytes) {
 #if HAVE_STREAM_STORES
-#if HAVE_AVX2_STREAM
   copy_stream(dst, src, bytes, have_avx2());
-#else
-  copy_stream(dst, src, bytes, false);
-#endif
   return true;
 #else
   (void)dst, (void)src, (void)bytes;
@@ -321,9 +316,7 @@ hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req) {
   job.stream = HAVE_STREAM_STORES && bytes > p->stream_above &&
                req->row_bytes >= STREAM_MIN_ROW && req->row_bytes % 16 == 0 &&
                (uintptr_t)req->out % 16 == 0;
-#if HAVE_AVX2_STREAM
   job.avx2 = job.stream && have_avx2();
-#endif
   hs__gather_pool_run(p, gather_slice, &job);
   if (atomic_load(&job.bad))
     return hs__fail(HS_ERR_RANGE, "gather: an id is outside the %lld rows of the table",

@@ -4,9 +4,8 @@
 #include "hs_gather.h"
 #include "hs_launch.h"
 
-/* Work-groups per compute unit when CPU devices copy whole rows per
- * work-item (grid strides cover any number of rows). */
-#define CPU_GROUPS_PER_CU 64
+/* Work-group size when CPU devices copy whole rows per work-item (grid
+ * strides cover any number of rows; HS_CPU_GROUPS_PER_CU groups a unit). */
 #define CPU_WG 64
 
 struct hs_gather_cl {
@@ -71,7 +70,7 @@ hs_status hs__gather_cl_enqueue(hs_gather_cl *g, cl_command_queue q, cl_mem tabl
     /* a work-item per row; enough groups to balance the device's threads */
     size_t cu = g->dev.info.compute_units > 0 ? (size_t)g->dev.info.compute_units : 1;
     size_t l1 = wg ? wg : CPU_WG;
-    size_t max_rows = cu * l1 * CPU_GROUPS_PER_CU;
+    size_t max_rows = cu * l1 * HS_CPU_GROUPS_PER_CU;
     global[1] = n < max_rows ? n : max_rows;
     local[1] = l1;
   } else {

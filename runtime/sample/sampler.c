@@ -49,14 +49,6 @@ static const char *const program_sources[] = {
 #define SCAN_MAX_PARTS 4096  /* partial sums of one scan (as in scan.cl) */
 #define SCAN_MIN_CHUNK 256   /* elements per partial sum, at least */
 #define MAX_GLOBAL (1u << 22) /* grid-stride kernels need no more items */
-/* On CPU devices a launch sized for the capacity would mostly be empty
- * work-groups, each with a fixed cost; grid-stride loops let this many
- * groups per compute unit cover any count instead. Enough of them that
- * the device's threads balance their work when other processes take
- * cores away: 16 per unit left one thread waiting on another's last
- * groups, and sampling took twice the time of 64 per unit on a loaded
- * 2-core machine (bench_sample, products scale); 256 was no better. */
-#define CPU_GROUPS_PER_CU 64
 #define MAX_EVENTS 256
 /* Work-group size when none is asked for. Always passing one matters: a
  * runtime left to choose (PoCL) picks a divisor of each global size and
@@ -111,13 +103,9 @@ struct hs_sampler {
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static hs_status set_arg(hs_sampler *s, int kid, cl_uint i, size_t size, const void *v) {
-  return hs__kernel_arg(s->k[kid], i, size, v);
-}
-
 #define ARG(kid, i, v)                                        \
   do {                                                        \
-    hs_status st_ = set_arg(s, (kid), (i), sizeof(v), &(v));  \
+    hs_status st_ = hs__kernel_arg(s->k[kid], (i), sizeof(v), &(v));  \
     if (st_ != HS_OK) return st_;                             \
   } while (0)
 
@@ -153,7 +141,7 @@ static hs_status launch(hs_sampler *s, int kid, size_t n, bool sample_phase) {
     size_t max_global = MAX_GLOBAL;
     if (s->dev.info.type == HS_DEVICE_CPU) {
       size_t cu = s->dev.info.compute_units > 0 ? (size_t)s->dev.info.compute_units : 1;
-      max_global = cu * s->wg * CPU_GROUPS_PER_CU;
+      max_global = cu * s->wg * HS_CPU_GROUPS_PER_CU;
     }
     local = s->wg;
     global = n < max_global ? n : max_global;

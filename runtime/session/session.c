@@ -153,29 +153,46 @@ static hs_status open_devices(hs_session *s) {
   return st;
 }
 
+static const char *transfer_name(int v) { return hs_transfer_name((hs_transfer)v); }
+static const char *feature_pages_name(int v) {
+  return hs_feature_pages_name((hs_feature_pages)v);
+}
+
+/* Under AUTO (0), environment variable `var` may name one of the values
+ * 0..max (as `name` spells them; "auto" keeps AUTO): *want becomes it and
+ * *source the variable's name. HS_ERR_INVALID_ARG for any other value. */
+static hs_status env_choice(const char *var, const char *(*name)(int), int max, int *want,
+                            const char **source) {
+  const char *env = getenv(var);
+  if (*want != 0 || !env || !*env) return HS_OK;
+  *source = var;
+  for (int v = 0; v <= max; v++)
+    if (strcmp(env, name(v)) == 0) {
+      *want = v;
+      return HS_OK;
+    }
+  char list[96] = "";
+  for (int v = 0; v <= max; v++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+             v == 0 ? "" : v == max ? " or " : ", ", name(v));
+  return hs__fail(HS_ERR_INVALID_ARG, "%s '%s': expected %s", var, env, list);
+}
+
 /* The pages the host gathers features from (hs_feature_pages): after the
  * caches are open, so that the host tier's choice is known. Sets s->feat
  * (the file mapping or the dataset's copy on huge pages). */
 static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
                                       const hs_session_config *cfg) {
-  hs_feature_pages want = cfg->feature_pages;
+  int want = (int)cfg->feature_pages;
   const char *source = "the feature pages option";
-  const char *env = getenv("HETSAGE_FEATURE_PAGES");
-  if (want == HS_FEATURE_PAGES_AUTO && env && *env) {
-    source = "HETSAGE_FEATURE_PAGES";
-    if (strcmp(env, "file") == 0) want = HS_FEATURE_PAGES_FILE;
-    else if (strcmp(env, "huge") == 0) want = HS_FEATURE_PAGES_HUGE;
-    else if (strcmp(env, "auto") != 0)
-      return hs__fail(HS_ERR_INVALID_ARG,
-                      "HETSAGE_FEATURE_PAGES '%s': expected auto, file or huge", env);
-  }
+  hs_status st = env_choice("HETSAGE_FEATURE_PAGES", feature_pages_name, HS_FEATURE_PAGES_HUGE,
+                            &want, &source);
+  if (st != HS_OK) return st;
   s->feat = s->g->feat;
   char b[32], c[32];
   char *why = s->feat_pages_why;
   size_t wl = sizeof s->feat_pages_why;
   uint64_t bytes = s->g->feature_bytes;
-  uint64_t avail = hs__proc_kb_field("/proc/meminfo", "MemAvailable");
-  size_t llc = hs__llc_bytes();
   if (s->tier) {
     snprintf(why, wl, "read through the host tier (over the memory budget)");
     return HS_OK;
@@ -184,6 +201,7 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
     snprintf(why, wl, "the file mapping (%s asks for it)", source);
     return HS_OK;
   }
+  size_t llc = hs__llc_bytes();
   if (want == HS_FEATURE_PAGES_AUTO && bytes <= (llc ? llc : (size_t)32 << 20)) {
     snprintf(why, wl, "the file mapping (%s of features fit the last-level cache)",
              hs__fmt_bytes(bytes, b, sizeof b));
@@ -195,6 +213,7 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
   }
   /* AUTO copies into at most half of the memory available, HUGE into all
    * of it; not knowing what is available, only HUGE copies. */
+  uint64_t avail = hs__proc_kb_field("/proc/meminfo", "MemAvailable");
   uint64_t room = want == HS_FEATURE_PAGES_AUTO ? avail / 2 : avail;
   if ((want == HS_FEATURE_PAGES_AUTO || avail) && bytes > room) {
     snprintf(why, wl, "the file mapping (%s of features, %s of memory available: a copy "
@@ -204,7 +223,7 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
   }
   const void *copy;
   uint64_t moved;
-  hs_status st = hs__dataset_features_huge(ds, &copy, &moved);
+  st = hs__dataset_features_huge(ds, &copy, &moved);
   if (st != HS_OK) return st;
   if (!copy) {
     snprintf(why, wl, "the file mapping (the kernel grants no huge pages on request)");
@@ -222,17 +241,11 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
  * unless the configuration (or HETSAGE_TRANSFER under AUTO) asks for the
  * host path. */
 static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
-  hs_transfer want = cfg->transfer;
+  int want = (int)cfg->transfer;
   const char *source = "the transfer option";
-  const char *env = getenv("HETSAGE_TRANSFER");
-  if (want == HS_TRANSFER_AUTO && env && *env) {
-    source = "HETSAGE_TRANSFER";
-    if (strcmp(env, "host") == 0) want = HS_TRANSFER_HOST;
-    else if (strcmp(env, "device") == 0) want = HS_TRANSFER_DEVICE;
-    else if (strcmp(env, "auto") != 0)
-      return hs__fail(HS_ERR_INVALID_ARG, "HETSAGE_TRANSFER '%s': expected auto, host or device",
-                      env);
-  }
+  hs_status st = env_choice("HETSAGE_TRANSFER", transfer_name, HS_TRANSFER_DEVICE, &want,
+                            &source);
+  if (st != HS_OK) return st;
   const char *link = hs_role_link_name(s->plan->link);
   if (want == HS_TRANSFER_DEVICE && !s->one_ctx)
     return hs__fail(HS_ERR_UNSUPPORTED, "%s asks for device-to-device block transfers, but "
