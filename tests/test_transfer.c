@@ -3,7 +3,6 @@
  * topology once the sampler holds it: both change what moves and what
  * stays resident, never the trained parameters. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 
 #include "cora_fixture.h"
 #include "hetsage.h"
+#include "hs_test_util.h"
 #include "tool_run.h"
 
 TestSuite(transfer, .init = cora_setup, .fini = cora_teardown, .timeout = 600);
@@ -158,24 +158,12 @@ static bool mapped(const char *suffix) {
   return found;
 }
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  char path[1200];
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      unlink(path);
-    }
-  closedir(d);
-  rmdir(dir);
-}
-
 /* A generated graph with int32 indices, so that the topology is mapped
- * from the files (their mappings show in /proc/self/maps). */
-static void generate(char *dir, size_t cap) {
-  snprintf(dir, cap, "/tmp/hs-xfer-%d", (int)getpid());
+ * from the files (their mappings show in /proc/self/maps), in `dir` under
+ * a scratch directory returned for tu_rmtree. */
+static char *generate(char *dir, size_t cap) {
+  char *root = tu_mkdtemp();
+  snprintf(dir, cap, "%s/g", root);
   hs_generate_opts o;
   hs_generate_opts_init(&o, HS_GENERATE_SBM);
   o.num_vertices = 20000;
@@ -185,6 +173,7 @@ static void generate(char *dir, size_t cap) {
   o.split_frac[HS_SPLIT_VALID] = 0.03;
   o.split_frac[HS_SPLIT_TEST] = 0.03;
   cr_assert_eq(hs_generate(dir, &o, NULL), HS_OK, "%s", hs_last_error());
+  return root;
 }
 
 /* The option releases the mapped topology after the session is set up,
@@ -192,7 +181,7 @@ static void generate(char *dir, size_t cap) {
  * turns everything that walks the host topology into a clear error. */
 Test(transfer, free_host_topology_releases_it_and_trains_the_same) {
   char dir[256];
-  generate(dir, sizeof dir);
+  char *root = generate(dir, sizeof dir);
   char indices[300], indptr[300];
   snprintf(indices, sizeof indices, "%s/indices.npy", dir);
   snprintf(indptr, sizeof indptr, "%s/indptr.npy", dir);
@@ -246,7 +235,7 @@ Test(transfer, free_host_topology_releases_it_and_trains_the_same) {
   hs_dataset_close(freed);
   free(ref.params);
   free(got.params);
-  remove_dir(dir);
+  tu_rmtree(root);
 }
 
 /* Whether /sys says the kernel grants huge pages on madvise. */
@@ -265,7 +254,7 @@ static bool thp_on_request(void) {
  * environment decides under AUTO only; a bad value is refused. */
 Test(transfer, features_on_huge_pages_train_the_same) {
   char dir[256];
-  generate(dir, sizeof dir);
+  char *root = generate(dir, sizeof dir);
   hs_session_config c = small_cfg(HS_PIPELINE_ASYNC, HS_TRANSFER_AUTO);
   c.fanouts[0] = 10;
   c.fanouts[1] = 5;
@@ -326,13 +315,13 @@ Test(transfer, features_on_huge_pages_train_the_same) {
   free(ref.params);
   free(small.params);
   free(moved.params);
-  remove_dir(dir);
+  tu_rmtree(root);
 }
 
 /* The command line: the option, its report, and the refused combination. */
 Test(transfer, command_line_free_host_topology) {
   char dir[256], stats[300], args[1024], out[16384];
-  generate(dir, sizeof dir);
+  char *root = generate(dir, sizeof dir);
   tool_tmp(stats, sizeof stats, "xfer-stats.json");
   snprintf(args, sizeof args,
            "train -q --dataset %s --epochs 1 --batch 256 --fanouts 5,5 --hidden 16 "
@@ -374,5 +363,5 @@ Test(transfer, command_line_free_host_topology) {
             "feature_huge_page_bytes %llu", huge_bytes);
   free(json);
   unlink(stats);
-  remove_dir(dir);
+  tu_rmtree(root);
 }
