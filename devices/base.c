@@ -62,7 +62,7 @@ hs_status hs__fail_context(hs_status st, const char *fmt, ...) {
 }
 
 static const char *const cat_names[HS_LOG_COUNT_] = {
-    "device", "build", "data", "sample", "train", "pipeline", "cache", "place",
+    "device", "build", "data", "sample", "train", "pipeline", "cache", "place", "dist",
 };
 
 static once_flag log_once = ONCE_FLAG_INIT;

@@ -33,6 +33,7 @@ typedef enum hs_log_cat {
   HS_LOG_PIPELINE,
   HS_LOG_CACHE,
   HS_LOG_PLACE,
+  HS_LOG_DIST,
   HS_LOG_COUNT_
 } hs_log_cat;
 
