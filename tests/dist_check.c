@@ -3,7 +3,8 @@
  * Every rank runs each check; rank 0 prints TAP with the failures of all
  * ranks (a failing rank's reason is sent to rank 0).
  *
- * Checks: p2p, collectives, allreduce, allreduce_1bit, timeout (the last
+ * Checks: p2p, collectives, allreduce, allreduce_1bit, modes_exact,
+ * modes_1bit, ps_async, stop, timeout (the last
  * rank stays silent; run it alone: the communicator is unusable after a
  * timeout), die (the last rank kills itself; the launcher or the others'
  * timeouts must end the run: the exit status is not 0). */
@@ -18,6 +19,10 @@ static int run(hs_comm *c, const char *name, char *why) {
   if (strcmp(name, "allreduce") == 0)
     return dc_allreduce(c, why, 0) + dc_allreduce(c, why, 64) + dc_allreduce(c, why, 4096);
   if (strcmp(name, "allreduce_1bit") == 0) return dc_allreduce_1bit(c, why);
+  if (strcmp(name, "modes_exact") == 0) return dc_modes_exact(c, why);
+  if (strcmp(name, "modes_1bit") == 0) return dc_modes_1bit(c, why);
+  if (strcmp(name, "ps_async") == 0) return dc_ps_async(c, why);
+  if (strcmp(name, "stop") == 0) return dc_stop(c, why);
   if (strcmp(name, "timeout") == 0) return dc_timeout(c, why, 2.0);
   if (strcmp(name, "die") == 0) {
     hs__comm_set_timeout(c, 10.0);

@@ -15,6 +15,8 @@
 
 #include "dist/hs_allreduce.h"
 #include "dist/hs_comm.h"
+#include "dist/hs_dist.h"
+#include "nn/ref_nn.h"
 #include "dist/hs_onebit.h"
 
 #define DC_FAIL(why, ...)                                       \
@@ -317,6 +319,390 @@ static inline int dc_timeout(hs_comm *c, char *why, double timeout_s) {
     DC_FAIL(why, "rank %d: detail '%s' does not name rank %d", r, hs_last_error(), n - 1);
   if (took < timeout_s || took > timeout_s + 5)
     DC_FAIL(why, "rank %d: gave up after %.2f s with a timeout of %.2f s", r, took, timeout_s);
+  return fails;
+}
+
+/* ---- the distributed step on a toy model -------------------------------------
+ * Rank r's loss is 0.5 |p - target_r|^2 plus noise that depends on the step:
+ * its gradient is p - target_r + noise(r, step). The model is the vector
+ * dc_tensors tiles; the optimizer is the plain-C reference. */
+
+typedef struct dc_toy {
+  size_t n;
+  float *p, *m, *v, *g;
+  uint64_t t;
+  hs_optim_cfg oc;
+  int rank;
+  int64_t step;
+  float *out; /* where grads_begin writes */
+} dc_toy;
+
+/* Ranks see samples of one distribution (data parallelism): a shared
+ * target and a small rank-specific part. (With targets far apart, each
+ * rank's gradient stays large at the optimum and 1-bit codes of them
+ * leave a jitter of lr x their scale that plain SGD never damps.) */
+static inline float dc_target(int r, size_t i) {
+  return 2.0f * dc_val(100u, (uint32_t)i, 0) + 0.1f * dc_val((uint32_t)r + 200u, (uint32_t)i, 0);
+}
+
+static inline void dc_toy_grad(const dc_toy *m, int r, int64_t step, const float *p, float *g) {
+  for (size_t i = 0; i < m->n; i++)
+    g[i] = p[i] - dc_target(r, i) + 0.1f * dc_val((uint32_t)r, (uint32_t)i, (uint32_t)step + 1u);
+}
+
+static inline void dc_toy_apply(dc_toy *m, const float *g) {
+  hs_optim_coef k;
+  hs__optim_coef(&m->oc, m->t + 1, &k);
+  hs__ref_optim(m->oc.kind, &k, m->n, m->p, g, m->m, m->v);
+  m->t++;
+}
+
+static inline hs_status dc_toy_begin(void *ctx, float *grads) {
+  dc_toy *m = ctx;
+  dc_toy_grad(m, m->rank, m->step, m->p, grads);
+  return HS_OK;
+}
+static inline hs_status dc_toy_poll(void *ctx, int tensor, bool *ready) {
+  (void)ctx;
+  (void)tensor;
+  *ready = true;
+  return HS_OK;
+}
+static inline hs_status dc_toy_apply_cb(void *ctx, const float *grads) {
+  dc_toy_apply(ctx, grads);
+  return HS_OK;
+}
+static inline hs_status dc_toy_step(void *ctx) {
+  dc_toy *m = ctx;
+  dc_toy_grad(m, m->rank, m->step, m->p, m->g);
+  dc_toy_apply(m, m->g);
+  return HS_OK;
+}
+static inline hs_status dc_toy_get(void *ctx, float *p) {
+  dc_toy *m = ctx;
+  memcpy(p, m->p, m->n * sizeof *p);
+  return HS_OK;
+}
+static inline hs_status dc_toy_set(void *ctx, const float *p) {
+  dc_toy *m = ctx;
+  memcpy(m->p, p, m->n * sizeof *p);
+  return HS_OK;
+}
+
+static inline void dc_toy_init(dc_toy *m, int rank, hs_optim_kind kind) {
+  memset(m, 0, sizeof *m);
+  m->n = DC_TOTAL;
+  m->p = malloc(m->n * sizeof *m->p);
+  m->m = calloc(m->n, sizeof *m->m);
+  m->v = calloc(m->n, sizeof *m->v);
+  m->g = malloc(m->n * sizeof *m->g);
+  for (size_t i = 0; i < m->n; i++) m->p[i] = 0.5f * dc_val(7, (uint32_t)i, 0);
+  m->oc = (hs_optim_cfg){.kind = kind, .lr = kind == HS_OPTIM_ADAM ? 0.05f : 0.1f,
+                         .weight_decay = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                         .momentum = 0.0f};
+  m->rank = rank;
+}
+
+static inline void dc_toy_free(dc_toy *m) {
+  free(m->p);
+  free(m->m);
+  free(m->v);
+  free(m->g);
+}
+
+/* Seeds of worker r in step s (some steps without any). */
+static inline int64_t dc_seeds(int r, int64_t s) { return (r * 7 + s) % 5 == 4 ? 0 : 3 + r; }
+
+typedef struct dc_run {
+  hs_dist_config cfg;
+  hs_optim_kind kind;
+  int epochs, steps;
+  int stop_rank;        /* -1: nobody asks to stop */
+  int64_t stop_from;    /* the step from which stop_rank asks */
+  /* Results on this rank: */
+  int64_t stopped_after; /* last step trained (-1: ran to the end) */
+  hs_dist_stats stats;   /* summed over the epochs */
+} dc_run;
+
+/* Train the toy; params: the worker's final parameters (DC_TOTAL). */
+static inline hs_status dc_train(hs_comm *c, dc_run *run, float *params) {
+  dc_toy m;
+  int r = hs__comm_rank(c);
+  dc_toy_init(&m, r, run->kind);
+  hs_dist_model dm = {.n_params = m.n, .tensors = dc_tensors,
+                      .n_tensors = (int)HS_ARRAY_LEN(dc_tensors), .optim = m.oc, .params = m.p};
+  hs_dist *d;
+  hs_status st = hs__dist_create(c, &run->cfg, &dm, &d);
+  if (st != HS_OK) {
+    dc_toy_free(&m);
+    return st;
+  }
+  hs_dist_trainer t = {.ctx = &m, .grads_begin = dc_toy_begin, .grads_poll = dc_toy_poll,
+                       .apply = dc_toy_apply_cb, .step = dc_toy_step, .get_params = dc_toy_get,
+                       .set_params = dc_toy_set};
+  run->stopped_after = -1;
+  memset(&run->stats, 0, sizeof run->stats);
+  for (int e = 0; e < run->epochs && st == HS_OK && run->stopped_after < 0; e++) {
+    int64_t done = 0;
+    bool stopped = false;
+    if (hs__dist_is_server(d)) {
+      st = hs__dist_serve(d, &done, &stopped);
+      if (st == HS_OK && stopped) run->stopped_after = (int64_t)e * run->steps + done - 1;
+    } else {
+      for (int b = 0; b < run->steps && st == HS_OK && !stopped; b++) {
+        int64_t step = (int64_t)e * run->steps + b;
+        m.step = step;
+        bool ask = r == run->stop_rank && step >= run->stop_from;
+        st = hs__dist_step(d, &t, step, dc_seeds(r, step), ask, &stopped);
+        done++;
+        if (stopped) run->stopped_after = step;
+      }
+      if (st == HS_OK) st = hs__dist_epoch_end(d, &t, done, stopped);
+    }
+    hs_dist_stats es;
+    hs__dist_stats_take(d, &es);
+    run->stats.steps += es.steps;
+    run->stats.bytes_sent += es.bytes_sent;
+    run->stats.compressed_steps += es.compressed_steps;
+    run->stats.late_gradients += es.late_gradients;
+    run->stats.updates += es.updates;
+    if (es.max_staleness > run->stats.max_staleness) run->stats.max_staleness = es.max_staleness;
+  }
+  if (st == HS_OK && params) memcpy(params, m.p, m.n * sizeof *params);
+  hs__dist_destroy(d);
+  dc_toy_free(&m);
+  return st;
+}
+
+/* The synchronous all-reduce of `workers` workers simulated in one
+ * process: the parameters every mode with an exact sum must reach. */
+static inline void dc_reference(int workers, const dc_run *run, int period, float *out) {
+  dc_toy m[64];
+  memset(m, 0, sizeof m);
+  if (workers < 1 || workers > 64) return;
+  float *g = malloc(DC_TOTAL * sizeof *g), *acc = malloc(DC_TOTAL * sizeof *acc);
+  for (int r = 0; r < workers; r++) dc_toy_init(&m[r], r, run->kind);
+  int64_t since[64] = {0};
+  for (int64_t step = 0; step < (int64_t)run->epochs * run->steps; step++) {
+    if (period == 0) { /* allreduce: one shared model in m[0] */
+      int64_t tot = 0;
+      for (int r = 0; r < workers; r++) tot += dc_seeds(r, step);
+      bool any = false;
+      for (int r = 0; r < workers; r++) {
+        if (!dc_seeds(r, step)) continue;
+        float w = (float)((double)dc_seeds(r, step) / (double)tot);
+        dc_toy_grad(&m[0], r, step, m[0].p, g);
+        for (size_t i = 0; i < DC_TOTAL; i++) acc[i] = any ? acc[i] + w * g[i] : w * g[i];
+        any = true;
+      }
+      if (!any) memset(acc, 0, DC_TOTAL * sizeof *acc); /* a step without seeds */
+      dc_toy_apply(&m[0], acc);
+      continue;
+    }
+    for (int r = 0; r < workers; r++) {
+      if (!dc_seeds(r, step)) continue;
+      dc_toy_grad(&m[r], r, step, m[r].p, g);
+      dc_toy_apply(&m[r], g);
+      since[r] += dc_seeds(r, step);
+    }
+    bool epoch_end = (step + 1) % run->steps == 0;
+    if (workers > 1 && ((step + 1) % period == 0 || epoch_end)) {
+      int64_t tot = 0;
+      for (int r = 0; r < workers; r++) tot += since[r];
+      bool any = false;
+      for (int r = 0; r < workers; r++) {
+        if (!since[r]) continue;
+        float w = (float)((double)since[r] / (double)tot);
+        for (size_t i = 0; i < DC_TOTAL; i++) acc[i] = any ? acc[i] + w * m[r].p[i] : w * m[r].p[i];
+        any = true;
+      }
+      for (int r = 0; r < workers; r++) {
+        memcpy(m[r].p, acc, DC_TOTAL * sizeof *acc);
+        since[r] = 0;
+      }
+    }
+  }
+  memcpy(out, m[0].p, DC_TOTAL * sizeof *out);
+  for (int r = 0; r < workers; r++) dc_toy_free(&m[r]);
+  free(g);
+  free(acc);
+}
+
+static inline int dc_first_diff(const float *a, const float *b) {
+  for (int i = 0; i < DC_TOTAL; i++)
+    if (memcmp(&a[i], &b[i], 4) != 0) return i;
+  return -1;
+}
+
+/* How far a is from b, relative to how far the initial parameters were:
+ * how much of the way to b training did not cover. */
+static inline double dc_remaining(const float *a, const float *b) {
+  double e = 0, n = 0;
+  for (int i = 0; i < DC_TOTAL; i++) {
+    double init = 0.5f * dc_val(7, (uint32_t)i, 0);
+    e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    n += (init - b[i]) * (init - b[i]);
+  }
+  return sqrt(e / n);
+}
+
+static inline double dc_rel_dist(const float *a, const float *b) {
+  double e = 0, n = 0;
+  for (int i = 0; i < DC_TOTAL; i++) {
+    e += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    n += (double)b[i] * b[i];
+  }
+  return sqrt(e / n);
+}
+
+/* Workers' final parameters agree bit for bit (servers pass NULL). */
+static inline int dc_same_on_workers(hs_comm *c, const float *p, int workers, char *why) {
+  int fails = 0, r = hs__comm_rank(c), n = hs__comm_size(c);
+  float *all = malloc((size_t)n * DC_TOTAL * sizeof *all), *mine = calloc(DC_TOTAL, sizeof *mine);
+  if (r < workers) memcpy(mine, p, DC_TOTAL * sizeof *mine);
+  hs_status st = hs__comm_allgather(c, mine, DC_TOTAL * sizeof *mine, all, "compare");
+  if (st != HS_OK) DC_FAIL(why, "allgather: %s", hs_last_error());
+  for (int q = 1; st == HS_OK && q < workers; q++)
+    if (dc_first_diff(all, all + (size_t)q * DC_TOTAL) >= 0)
+      DC_FAIL(why, "workers 0 and %d end with different parameters", q);
+  free(all);
+  free(mine);
+  return fails;
+}
+
+static inline dc_run dc_run_cfg(hs_sync_mode mode) {
+  dc_run run;
+  memset(&run, 0, sizeof run);
+  hs_dist_config_init(&run.cfg);
+  run.cfg.sync = mode;
+  run.cfg.compress_min = 8;
+  run.cfg.bucket_bytes = 4096;
+  run.cfg.period = 3;
+  run.kind = HS_OPTIM_ADAM;
+  run.epochs = 2;
+  run.steps = 20;
+  run.stop_rank = -1;
+  return run;
+}
+
+/* Uncompressed modes reach the simulated parameters bit for bit:
+ * allreduce and local on every rank; ps synchronous (full quorum) on
+ * size - K workers equals allreduce on that many. */
+static inline int dc_modes_exact(hs_comm *c, char *why) {
+  int fails = 0, r = hs__comm_rank(c), n = hs__comm_size(c);
+  float *p = malloc(DC_TOTAL * sizeof *p), *want = malloc(DC_TOTAL * sizeof *want);
+  for (int mode = 0; mode < 3; mode++) {
+    for (int servers = 1; servers <= (mode == HS_SYNC_PS ? 2 : 1); servers++) {
+      dc_run run = dc_run_cfg((hs_sync_mode)mode);
+      run.cfg.servers = servers;
+      int workers = mode == HS_SYNC_PS ? n - servers : n;
+      if (workers < 1) continue;
+      hs_status st = dc_train(c, &run, p);
+      DC_OK(st, why, hs_sync_mode_name((hs_sync_mode)mode));
+      dc_reference(workers, &run, mode == HS_SYNC_LOCAL ? run.cfg.period : 0, want);
+      int i = r < workers ? dc_first_diff(p, want) : -1;
+      if (i >= 0)
+        DC_FAIL(why, "%s (%d servers), rank %d: value %d is %.9g, the simulation %.9g",
+                hs_sync_mode_name((hs_sync_mode)mode), servers, r, i, p[i], want[i]);
+      if (mode == HS_SYNC_PS && r >= workers && run.stats.updates != 2 * run.steps)
+        DC_FAIL(why, "server rank %d applied %lld updates for %d steps", r,
+                (long long)run.stats.updates, 2 * run.steps);
+    }
+  }
+  free(p);
+  free(want);
+  return fails;
+}
+
+/* 1-bit in every mode: the workers agree and land near the uncompressed
+ * result (the toy's optimum is sharp: a loose bound would hide a broken
+ * error feedback, which leaves a bias of the order of the scale). */
+static inline int dc_modes_1bit(hs_comm *c, char *why) {
+  int fails = 0, r = hs__comm_rank(c), n = hs__comm_size(c);
+  float *p = malloc(DC_TOTAL * sizeof *p), *want = malloc(DC_TOTAL * sizeof *want);
+  for (int mode = 0; mode < 3; mode++) {
+    dc_run run = dc_run_cfg((hs_sync_mode)mode);
+    run.cfg.compress = HS_COMPRESS_1BIT;
+    run.cfg.compress_warmup = 2;
+    run.epochs = 3;
+    run.kind = HS_OPTIM_SGD;
+    int workers = mode == HS_SYNC_PS ? n - 1 : n;
+    if (workers < 1) continue;
+    hs_status st = dc_train(c, &run, p);
+    DC_OK(st, why, hs_sync_mode_name((hs_sync_mode)mode));
+    fails += dc_same_on_workers(c, p, workers, why);
+    dc_run ref = run;
+    dc_reference(workers, &ref, mode == HS_SYNC_LOCAL ? run.cfg.period : 0, want);
+    double dist = r < workers ? dc_remaining(p, want) : 0;
+    if (n > 1 && !(dist < 0.05))
+      DC_FAIL(why, "%s 1bit, rank %d: %.4f of the way to the uncompressed parameters left",
+              hs_sync_mode_name((hs_sync_mode)mode), r, dist);
+    if (n == 1 && dc_first_diff(p, want) >= 0)
+      DC_FAIL(why, "%s 1bit on one rank differs from the uncompressed run",
+              hs_sync_mode_name((hs_sync_mode)mode));
+    int64_t want_cmp = (n > 1 && r < workers) ? (mode == HS_SYNC_LOCAL ? -1 : 3 * 20 - 2) : 0;
+    if (want_cmp >= 0 && run.stats.compressed_steps != want_cmp)
+      DC_FAIL(why, "%s, rank %d: %lld compressed steps, %lld expected",
+              hs_sync_mode_name((hs_sync_mode)mode), r, (long long)run.stats.compressed_steps,
+              (long long)want_cmp);
+  }
+  free(p);
+  free(want);
+  return fails;
+}
+
+/* Asynchronous parameter server: bounded lead, converges, workers agree at
+ * the end of each epoch; a partial quorum drops late gradients only. */
+static inline int dc_ps_async(hs_comm *c, char *why) {
+  int fails = 0, r = hs__comm_rank(c), n = hs__comm_size(c);
+  if (n < 3) return 0;
+  float *p = malloc(DC_TOTAL * sizeof *p), *want = malloc(DC_TOTAL * sizeof *want);
+  int configs[3][3] = {{2, 1, 0}, {4, 2, 0}, {0, n - 2, 1}}; /* staleness, quorum, 1bit */
+  for (int k = 0; k < 3; k++) {
+    dc_run run = dc_run_cfg(HS_SYNC_PS);
+    run.cfg.staleness = configs[k][0];
+    run.cfg.quorum = configs[k][1];
+    run.cfg.compress = configs[k][2] ? HS_COMPRESS_1BIT : HS_COMPRESS_NONE;
+    run.epochs = 3;
+    hs_status st = dc_train(c, &run, p);
+    DC_OK(st, why, "ps async");
+    fails += dc_same_on_workers(c, p, n - 1, why);
+    dc_reference(n - 1, &run, 0, want);
+    /* Asynchronous updates differ from synchronous ones (one update per
+     * push): they must still cover the way to the same optimum. */
+    if (r < n - 1 && !(dc_remaining(p, want) < 0.1))
+      DC_FAIL(why, "ps staleness %d quorum %d, rank %d: %.4f of the way to the synchronous "
+              "result left", run.cfg.staleness, run.cfg.quorum, r, dc_remaining(p, want));
+    if (r == n - 1 && run.stats.max_staleness > run.cfg.staleness)
+      DC_FAIL(why, "server: a worker led by %lld steps, bound %d",
+              (long long)run.stats.max_staleness, run.cfg.staleness);
+  }
+  free(p);
+  free(want);
+  return fails;
+}
+
+/* A stop asked by one rank ends every worker after the same step. */
+static inline int dc_stop(hs_comm *c, char *why) {
+  int fails = 0, n = hs__comm_size(c);
+  for (int mode = 0; mode < 3; mode++) {
+    if (mode == HS_SYNC_PS && n < 2) continue;
+    dc_run run = dc_run_cfg((hs_sync_mode)mode);
+    run.stop_rank = n > 1 ? 1 : 0;
+    run.stop_from = 25; /* in the second epoch */
+    if (mode == HS_SYNC_PS) run.stop_rank = 0;
+    hs_status st = dc_train(c, &run, NULL);
+    DC_OK(st, why, "stop");
+    int64_t all[64];
+    st = hs__comm_allgather(c, &run.stopped_after, sizeof run.stopped_after, all, "stops");
+    DC_OK(st, why, "allgather");
+    for (int q = 0; q < n; q++)
+      if (all[q] != all[0] || all[q] < 25 || all[q] > 28)
+        DC_FAIL(why, "%s: rank %d stopped after step %lld, rank 0 after %lld",
+                hs_sync_mode_name((hs_sync_mode)mode), q, (long long)all[q], (long long)all[0]);
+    if (mode == HS_SYNC_ALLREDUCE && all[0] != 25)
+      DC_FAIL(why, "allreduce stopped after %lld, not at once", (long long)all[0]);
+  }
   return fails;
 }
 

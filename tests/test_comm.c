@@ -157,3 +157,37 @@ Test(onebit, encoding_and_residual) {
   hs__onebit_encode(z, 0, enc, NULL);
   cr_assert_eq(hs__onebit_scale(enc), 0.0f);
 }
+
+static int modes_exact(hs_comm *c, char *why, void *arg) {
+  (void)arg;
+  return dc_modes_exact(c, why);
+}
+static int modes_1bit(hs_comm *c, char *why, void *arg) {
+  (void)arg;
+  return dc_modes_1bit(c, why);
+}
+static int ps_async(hs_comm *c, char *why, void *arg) {
+  (void)arg;
+  return dc_ps_async(c, why);
+}
+static int stop(hs_comm *c, char *why, void *arg) {
+  (void)arg;
+  return dc_stop(c, why);
+}
+
+Test(dist, uncompressed_modes_equal_the_simulation) {
+  for (int n = 1; n <= 4; n++) run_group(n, modes_exact, NULL);
+}
+
+Test(dist, one_bit_modes_stay_near_uncompressed) {
+  for (int n = 1; n <= 4; n++) run_group(n, modes_1bit, NULL);
+}
+
+Test(dist, asynchronous_parameter_server) {
+  run_group(3, ps_async, NULL);
+  run_group(4, ps_async, NULL);
+}
+
+Test(dist, stop_request_ends_every_rank_after_the_same_step) {
+  for (int n = 1; n <= 4; n++) run_group(n, stop, NULL);
+}

@@ -141,22 +141,30 @@ static void backoff(unsigned *polls) {
   (*polls)++;
 }
 
+/* The i-th request of a wait: from an array of requests or of pointers. */
+static hs_comm_req *req_at(hs_comm_req *arr, hs_comm_req *const *ptrs, int i) {
+  return ptrs ? ptrs[i] : &arr[i];
+}
+
 /* The timeout's detail: the ranks whose requests are still pending. */
-static hs_status timed_out(const hs_comm *c, const hs_comm_req *reqs, int n, const char *what,
-                           double waited) {
+static hs_status timed_out(const hs_comm *c, hs_comm_req *arr, hs_comm_req *const *ptrs, int n,
+                           const char *what, double waited) {
   char ranks[160] = "";
   size_t len = 0;
-  int shown = 0, first = -1;
+  int shown = 0;
   bool recv = false;
   for (int i = 0; i < n; i++) {
-    if (!reqs[i].active) continue;
+    const hs_comm_req *ri = req_at(arr, ptrs, i);
+    if (!ri->active) continue;
     bool dup = false;
-    for (int j = 0; j < i; j++) dup = dup || (reqs[j].active && reqs[j].peer == reqs[i].peer);
+    for (int j = 0; j < i && !dup; j++) {
+      const hs_comm_req *rj = req_at(arr, ptrs, j);
+      dup = rj->active && rj->peer == ri->peer;
+    }
     if (dup) continue;
-    if (first < 0) first = i;
-    recv = recv || reqs[i].recv;
+    recv = recv || ri->recv;
     if (shown < 8 && len < sizeof ranks) {
-      int k = snprintf(ranks + len, sizeof ranks - len, "%s%d", shown ? ", " : "", reqs[i].peer);
+      int k = snprintf(ranks + len, sizeof ranks - len, "%s%d", shown ? ", " : "", ri->peer);
       if (k > 0) len += (size_t)k;
     } else if (shown == 8 && len < sizeof ranks) {
       int k = snprintf(ranks + len, sizeof ranks - len, ", ...");
@@ -171,9 +179,9 @@ static hs_status timed_out(const hs_comm *c, const hs_comm_req *reqs, int n, con
                   recv ? "sent" : "received", waited, what ? what : "an exchange");
 }
 
-/* Poll until `need` of the active requests completed (need <= 0: all). */
-static hs_status wait_some(hs_comm *c, hs_comm_req *reqs, int n, const char *what, bool any,
-                           int *index) {
+/* Poll until every active request completed, or (any) one of them. */
+static hs_status wait_some(hs_comm *c, hs_comm_req *arr, hs_comm_req *const *ptrs, int n,
+                           const char *what, bool any, int *index) {
   double t0 = hs__now(), last = t0;
   unsigned polls = 0;
   hs_status st = HS_OK;
@@ -181,10 +189,11 @@ static hs_status wait_some(hs_comm *c, hs_comm_req *reqs, int n, const char *wha
   for (;;) {
     bool all = true, progress = false, had_active = false;
     for (int i = 0; i < n; i++) {
-      if (!reqs[i].active) continue;
+      hs_comm_req *r = req_at(arr, ptrs, i);
+      if (!r->active) continue;
       had_active = true;
       bool done;
-      if ((st = hs__comm_test(c, &reqs[i], &done)) != HS_OK) goto out;
+      if ((st = hs__comm_test(c, r, &done)) != HS_OK) goto out;
       if (done) {
         progress = true;
         if (any) {
@@ -204,7 +213,7 @@ static hs_status wait_some(hs_comm *c, hs_comm_req *reqs, int n, const char *wha
     }
     if ((st = c->ops->check_abort(c)) != HS_OK) goto out;
     if (now - last > c->timeout_s) {
-      st = timed_out(c, reqs, n, what, now - last);
+      st = timed_out(c, arr, ptrs, n, what, now - last);
       goto out;
     }
     backoff(&polls);
@@ -215,11 +224,12 @@ out:
 }
 
 hs_status hs__comm_waitall(hs_comm *c, hs_comm_req *reqs, int n, const char *what) {
-  return wait_some(c, reqs, n, what, false, NULL);
+  return wait_some(c, reqs, NULL, n, what, false, NULL);
 }
 
-hs_status hs__comm_waitany(hs_comm *c, hs_comm_req *reqs, int n, const char *what, int *index) {
-  return wait_some(c, reqs, n, what, true, index);
+hs_status hs__comm_waitany(hs_comm *c, hs_comm_req *const *reqs, int n, const char *what,
+                           int *index) {
+  return wait_some(c, NULL, reqs, n, what, true, index);
 }
 
 hs_status hs__comm_send(hs_comm *c, int peer, int tag, const void *buf, size_t bytes,

@@ -138,9 +138,11 @@ hs_status hs__comm_test(hs_comm *c, hs_comm_req *req, bool *done);
 /* Wait for every request (inactive ones count as done). `what` names the
  * exchange in the timeout message ("gradient bucket 2"). */
 hs_status hs__comm_waitall(hs_comm *c, hs_comm_req *reqs, int n, const char *what);
-/* Wait until at least one active request of reqs[0..n) completes; its index
- * in *index (-1 when none is active). */
-hs_status hs__comm_waitany(hs_comm *c, hs_comm_req *reqs, int n, const char *what, int *index);
+/* Wait until at least one active request of *reqs[0..n) completes; its
+ * index in *index (-1 when none is active). A timeout names the peers of
+ * the requests given: pass those whose silence would be a fault. */
+hs_status hs__comm_waitany(hs_comm *c, hs_comm_req *const *reqs, int n, const char *what,
+                           int *index);
 /* Withdraw an uncompleted request (after an error, before giving up). */
 void hs__comm_cancel(hs_comm *c, hs_comm_req *req);
 

@@ -12,6 +12,7 @@
 #include "hetsage/runtime.h"
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
+#include "hetsage/dist.h"
 #include "hetsage/session.h"
 #include "hetsage/bringup.h"
 #include "hetsage/bench.h"
