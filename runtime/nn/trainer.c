@@ -509,11 +509,15 @@ hs_status hs__trainer_gradients(hs_trainer *t, uint32_t epoch, uint32_t batch, b
   return st;
 }
 
-hs_status hs__trainer_step(hs_trainer *t, uint32_t epoch, uint32_t batch) {
-  hs_status st = hs__trainer_gradients(t, epoch, batch, true);
-  if (st == HS_OK) st = optimizer(t);
+hs_status hs__trainer_apply(hs_trainer *t) {
+  hs_status st = optimizer(t);
   if (st == HS_OK) t->timed_steps++;
   return st;
+}
+
+hs_status hs__trainer_step(hs_trainer *t, uint32_t epoch, uint32_t batch) {
+  hs_status st = hs__trainer_gradients(t, epoch, batch, true);
+  return st == HS_OK ? hs__trainer_apply(t) : st;
 }
 
 hs_status hs__trainer_predict(hs_trainer *t, float *logits) {
@@ -539,6 +543,10 @@ hs_status hs__trainer_predict(hs_trainer *t, float *logits) {
 
 hs_status hs__trainer_read_grads(hs_trainer *t, float *grads) {
   return hs__mem_read(t->q, t->grads.m, true, 0, t->shape.n_params * 4, grads, 0, NULL, NULL);
+}
+
+hs_status hs__trainer_write_grads(hs_trainer *t, const float *grads) {
+  return hs__mem_write(t->q, t->grads.m, true, 0, t->shape.n_params * 4, grads, 0, NULL, NULL);
 }
 
 hs_status hs__trainer_drain_stats(hs_trainer *t, hs_train_stats *acc) {

@@ -105,6 +105,13 @@ hs_status hs__trainer_step(hs_trainer *t, uint32_t epoch, uint32_t batch);
  * hs__trainer_read_grads); `train` false disables dropout. */
 hs_status hs__trainer_gradients(hs_trainer *t, uint32_t epoch, uint32_t batch, bool train);
 
+/* Enqueue only the optimizer update (step t+1) from the gradient buffer as
+ * it stands: hs__trainer_step is hs__trainer_gradients then this. */
+hs_status hs__trainer_apply(hs_trainer *t);
+/* Overwrite the gradient buffer with `grads` (n_params floats; the write
+ * is enqueued blocking, after the commands before it). */
+hs_status hs__trainer_write_grads(hs_trainer *t, const float *grads);
+
 /* Read what was computed (each waits for the queue). */
 hs_status hs__trainer_read_grads(hs_trainer *t, float *grads);
 /* Add the statistics of the steps since the last call to `acc`. */

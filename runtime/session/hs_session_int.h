@@ -6,6 +6,7 @@
 #include "cache/hs_host_tier.h"
 #include "core/hs_runtime.h"
 #include "data/hs_graph.h"
+#include "dist/hs_dist.h"
 #include "hetsage/session.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
@@ -96,16 +97,49 @@ struct hs_session {
   hs_batch_progress_fn progress;
   void *progress_user;
   volatile sig_atomic_t *stop;
+
+  /* Distributed (session_dist.c). A single-process session is worker 0
+   * of 1 whose slice is the whole order. */
+  hs_comm *comm;       /* the world's, borrowed; NULL: one process */
+  hs_dist *dist;
+  int rank, world_size, workers, worker; /* worker: -1 on a server */
+  bool server;
+  int64_t slice_lo, slice_len; /* this worker's slice of each order */
+  int64_t dist_stop_at;        /* first batch not to train, -1: none */
+  int64_t dist_batch;          /* the batch the distributed step trains */
+  bool dist_local;             /* rank 0 evaluating for everyone */
+  volatile sig_atomic_t dist_stop; /* the pipeline's stop flag */
+  float *dist_grads;           /* the host gradient vector */
+  hs_epoch_stats *rank_stats;  /* rank 0: every rank's last epoch */
+  bool rank_stats_valid;
 };
 
-/* Seeds of one batch of the current order. */
+/* Seeds batch b trains: of this worker's slice of the current order (the
+ * whole order in one process); 0 when the slice is used up, which happens
+ * on some workers in an epoch's last step. */
+static inline int32_t hs__session_batch_count(const hs_session *s, int64_t b) {
+  int64_t n = s->slice_len - b * s->cfg.batch_size;
+  if (n > s->cfg.batch_size) n = s->cfg.batch_size;
+  return n > 0 ? (int32_t)n : 0;
+}
+
+/* The seeds of batch b: at least one (an empty batch samples the slice's
+ * first seed, so that every stage runs alike, and trains nothing). */
 static inline int32_t hs__session_batch_seeds(const hs_session *s, int64_t b,
                                               const int32_t **seeds) {
-  int64_t first = b * s->cfg.batch_size;
-  int64_t n = s->g->split_n[HS_SPLIT_TRAIN] - first;
-  if (n > s->cfg.batch_size) n = s->cfg.batch_size;
-  *seeds = s->order + first;
-  return (int32_t)n;
+  int32_t n = hs__session_batch_count(s, b);
+  if (n == 0) {
+    *seeds = s->order + (s->slice_len > 0 ? s->slice_lo : 0);
+    return 1;
+  }
+  *seeds = s->order + s->slice_lo + b * s->cfg.batch_size;
+  return n;
+}
+
+/* The key of batch b in the sampling and dropout streams: distinct for
+ * every worker's batch of a step (b on one process). */
+static inline uint32_t hs__session_batch_key(const hs_session *s, int64_t b) {
+  return (uint32_t)(b * s->workers + (s->worker > 0 ? s->worker : 0));
 }
 
 /* The pipeline stages (session_stages.c). */
@@ -139,5 +173,28 @@ float hs__half_to_float(uint16_t h);
 
 /* The trainer's view of a sampled, gathered slot. */
 void hs__session_nn_batch(hs_slot_data *slot, hs_nn_batch *out);
+
+/* ---- distributed sessions (session_dist.c) -------------------------------- */
+
+/* Before placement: join the world (roles, slices) and check that every
+ * rank has the same options and dataset. Single process: sets the
+ * one-worker defaults. */
+hs_status hs__session_dist_join(hs_session *s, const hs_session_config *cfg);
+/* After the model (and on workers the trainer) exist: the distributed
+ * step, then wait for every rank to be ready (program builds vary). */
+hs_status hs__session_dist_open(hs_session *s);
+void hs__session_dist_close(hs_session *s);
+/* The train stage of a distributed worker: batch `b` is uploaded; train
+ * it through the distributed step (count 0: contribute nothing). */
+hs_status hs__session_dist_train(hs_session *s, int64_t b);
+/* After a worker's epoch (or its stop): the mode's end of epoch. */
+hs_status hs__session_dist_epoch_end(hs_session *s, int64_t done, bool interrupted);
+/* A server's epoch. */
+hs_status hs__session_dist_serve(hs_session *s, hs_epoch_stats *stats);
+/* The epoch's figures combined over the ranks into `stats` (collective). */
+hs_status hs__session_dist_stats(hs_session *s, hs_epoch_stats *stats);
+/* Run `fn` on rank 0 and give its result to every rank (collective). */
+hs_status hs__session_dist_on_root(hs_session *s, hs_status (*fn)(hs_session *, int, double *),
+                                   int arg, double *out);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "board/hs_board.h"
 #include "hs_launch.h"
@@ -372,6 +373,17 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  if ((st = hs__session_dist_join(s, cfg)) != HS_OK) goto fail;
+  /* Batches per epoch: of the largest worker slice (every worker trains
+   * as many steps). */
+  int64_t per_worker = (s->g->split_n[HS_SPLIT_TRAIN] + s->workers - 1) / s->workers;
+  s->n_batches = (per_worker + cfg->batch_size - 1) / cfg->batch_size;
+  if (s->server) {
+    /* A parameter server rank holds a shard of the model: no devices. */
+    if ((st = make_model(s)) != HS_OK || (st = hs__session_dist_open(s)) != HS_OK) goto fail;
+    *out = s;
+    return HS_OK;
+  }
   if ((st = place(s, cfg)) != HS_OK) goto fail;
   switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
     case HS_PIPELINE_THREADS: s->mode = HS_PIPE_THREADS; break;
@@ -399,12 +411,12 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the training order");
     goto fail;
   }
-  s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
   if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
   if ((st = choose_feature_pages(s, ds, cfg)) != HS_OK) goto fail;
   /* Everything that reads the host topology (the sampler's upload, the
    * degree and presample cache fills) has run. */
   if (cfg->free_host_topology) s->topology_freed = hs__dataset_free_topology(ds);
+  if ((st = hs__session_dist_open(s)) != HS_OK) goto fail;
   *out = s;
   return HS_OK;
 fail:
@@ -414,6 +426,7 @@ fail:
 
 void hs_session_destroy(hs_session *s) {
   if (!s) return;
+  hs__session_dist_close(s);
   hs__session_cache_close(s);
   hs__queue_release(&s->sq);
   hs__queue_release(&s->tq);
@@ -443,8 +456,40 @@ void hs_session_destroy(hs_session *s) {
   free(s);
 }
 
+/* The rank's part in a distributed run, as a line of describe. */
+static int describe_rank(const hs_session *s, char *buf, size_t len) {
+  if (!s->comm) return snprintf(buf, len, "%s", "");
+  char host[128] = "";
+  hs__comm_host(s->comm, host, sizeof host);
+  const hs_dist_config *d = &s->cfg.dist;
+  char mode[96];
+  if (d->sync == HS_SYNC_PS)
+    snprintf(mode, sizeof mode, "ps, %d servers, %s, quorum %d", d->servers,
+             d->staleness ? "asynchronous" : "synchronous", d->quorum);
+  else if (d->sync == HS_SYNC_LOCAL)
+    snprintf(mode, sizeof mode, "local, average every %d steps", d->period);
+  else
+    snprintf(mode, sizeof mode, "allreduce");
+  if (s->server)
+    return snprintf(buf, len, "rank:     %d of %d on %s (pid %d): parameter server %d of %d "
+                    "(%s; compression %s), no devices\n", s->rank, s->world_size, host,
+                    (int)getpid(), s->rank - s->workers, d->servers, mode,
+                    hs_compress_name(d->compress));
+  return snprintf(buf, len, "rank:     %d of %d on %s (pid %d): worker %d of %d, seeds %lld..%lld "
+                  "of each epoch, %lld steps (%s; compression %s)\n", s->rank, s->world_size,
+                  host, (int)getpid(), s->worker, s->workers, (long long)s->slice_lo,
+                  (long long)(s->slice_lo + s->slice_len), (long long)s->n_batches, mode,
+                  hs_compress_name(d->compress));
+}
+
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
-  size_t n = hs_placement_describe(s->plan, buf, len);
+  char rank[512];
+  int rk = describe_rank(s, rank, sizeof rank);
+  size_t r = rk > 0 ? (size_t)rk : 0;
+  if (buf && len) snprintf(buf, len, "%s", rank);
+  if (s->server) return r;
+  size_t n = r + hs_placement_describe(s->plan, buf && len > r ? buf + r : NULL,
+                                       buf && len > r ? len - r : 0);
   char more[768], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
                    s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"

@@ -15,9 +15,21 @@ static int32_t argmax(const float *row, int n) {
   return best;
 }
 
+static hs_status eval_sampled_on_root(hs_session *s, int split, double *accuracy) {
+  return hs_session_evaluate(s, (hs_split)split, accuracy);
+}
+
+static hs_status eval_full_on_root(hs_session *s, int split, double *accuracy) {
+  return hs_session_evaluate_full(s, (hs_split)split, accuracy);
+}
+
 hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   if (!s || !accuracy || split < 0 || split >= HS_SPLIT_COUNT_)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate: bad argument");
+  /* Distributed: the workers hold the same parameters; rank 0 evaluates
+   * for everyone. */
+  if (s->comm && !s->dist_local)
+    return hs__session_dist_on_root(s, eval_sampled_on_root, (int)split, accuracy);
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
   if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no %s split",
@@ -134,6 +146,8 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
 hs_status hs_session_evaluate_full(hs_session *s, hs_split split, double *accuracy) {
   if (!s || !accuracy || split < 0 || split >= HS_SPLIT_COUNT_)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate_full: bad argument");
+  if (s->comm && !s->dist_local)
+    return hs__session_dist_on_root(s, eval_full_on_root, (int)split, accuracy);
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
   if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no such split");
@@ -155,6 +169,9 @@ hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n, int32
                              float *logits_out) {
   if (!s || (!ids && n > 0) || !classes || n < 0 || n > INT32_MAX)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_predict: bad argument");
+  if (s->server)
+    return hs__fail(HS_ERR_STATE, "rank %d is a parameter server: it holds no model to predict "
+                    "with", s->rank);
   const int c = s->g->num_classes;
   int32_t *ids32 = calloc((size_t)n + 1, sizeof *ids32);
   float *logits = malloc((size_t)n * (size_t)c * sizeof *logits + 1);
@@ -234,6 +251,8 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
 
 hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n) {
   if (!s || !n) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_parameters: NULL argument");
+  if (s->server)
+    return hs__fail(HS_ERR_STATE, "rank %d is a parameter server: it holds a shard", s->rank);
   hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
   if (st != HS_OK) return st;
   *n = s->model.shape.n_params;

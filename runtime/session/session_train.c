@@ -132,7 +132,7 @@ static hs_status sample_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   const int32_t *seeds;
   int32_t n = hs__session_batch_seeds(s, slot->batch, &seeds);
   hs_status st = hs__sampler_begin(s->sampler, seeds, n, (uint32_t)s->epoch,
-                                   (uint32_t)slot->batch, &d->batch, &ev[0]);
+                                   hs__session_batch_key(s, slot->batch), &d->batch, &ev[0]);
   *n_ev = st == HS_OK ? 1 : 0;
   return st;
 }
@@ -199,11 +199,22 @@ static hs_status assemble(hs_session *s, hs_slot_data *d) {
   return st;
 }
 
+/* A distributed run stopped at an earlier step: batches already in the
+ * pipeline are not trained (every rank stops after the same step). */
+static bool past_stop(const hs_session *s, int64_t batch) {
+  return s->dist_stop_at >= 0 && batch >= s->dist_stop_at;
+}
+
 static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
   double t0 = hs__now();
   hs_status st;
+  *n_ev = 0;
+  if (past_stop(s, slot->batch)) {
+    hs__events_release(&d->blk_ev, 1);
+    return HS_OK;
+  }
   /* With the trainer cache the features are assembled below, on the
    * trainer's queue. */
   if (s->transfer == HS_TRANSFER_DEVICE) {
@@ -220,7 +231,10 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   if (st != HS_OK) return st;
   if (s->coo && (st = assemble(s, d)) != HS_OK) return st;
   s->acc_upload_s += hs__now() - t0;
-  st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, (uint32_t)slot->batch);
+  if (s->dist)
+    st = hs__session_dist_train(s, slot->batch);
+  else
+    st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, hs__session_batch_key(s, slot->batch));
   if (st != HS_OK) return st;
   st = hs__queue_marker(s->tq, 0, NULL, &ev[0]);
   *n_ev = st == HS_OK ? 1 : 0;
@@ -230,6 +244,7 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
 static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
+  if (past_stop(s, slot->batch)) return HS_OK;
   s->acc_batches++;
   s->batch_pos = slot->batch + 1;
   s->acc_edges += d->edges;
@@ -286,11 +301,30 @@ static void bind_host_thread(void *ctx) {
     hs__log(HS_LOG_PIPELINE, "host thread not bound: %s", hs_last_error());
 }
 
+/* A parameter server's epoch: serve the workers' steps. */
+static hs_status serve_epoch(hs_session *s, hs_epoch_stats *stats) {
+  memset(&s->acc_train, 0, sizeof s->acc_train);
+  stats->epoch = s->epoch;
+  hs_status st = hs__session_dist_serve(s, stats);
+  if (st == HS_OK) st = hs__session_dist_stats(s, stats);
+  if (st != HS_OK) return st;
+  if (s->batch_pos >= s->n_batches) {
+    s->epoch++;
+    s->batch_pos = 0;
+  } else {
+    stats->interrupted = true;
+  }
+  return HS_OK;
+}
+
 hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   if (!s) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_train_epoch: NULL session");
   hs_epoch_stats local;
   if (!stats) stats = &local;
   memset(stats, 0, sizeof *stats);
+  if (s->server) return serve_epoch(s, stats);
+  s->dist_stop = 0;
+  s->dist_stop_at = -1;
   if (s->order_epoch != s->epoch) {
     hs_status sst = hs__session_shuffle(s, s->epoch);
     if (sst != HS_OK) return sst;
@@ -305,8 +339,11 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
 
   int first_core, n_cores;
   host_cores(s, &first_core, &n_cores);
+  /* Distributed, a stop is agreed between the ranks (the step says when)
+   * rather than taken from the caller's flag directly. */
   hs_pipe p = {.stages = hs__session_stages, .n_stages = HS_STAGE_COUNT_, .ctx = s,
-               .slots = s->pslots, .depth = s->depth, .mode = s->mode, .stop = s->stop,
+               .slots = s->pslots, .depth = s->depth, .mode = s->mode,
+               .stop = s->dist ? &s->dist_stop : s->stop,
                .thread_init = n_cores > 0 ? bind_host_thread : NULL};
   /* Drivers that run on the caller's thread bind it for the epoch only. */
   void *saved = NULL;
@@ -324,6 +361,8 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   hs__sampler_stats(s->sampler, &ss1);
   hs_status st2 = hs__trainer_drain_stats(s->trainer, &s->acc_train);
   if (st == HS_OK) st = st2;
+  if (st == HS_OK && s->dist)
+    st = hs__session_dist_epoch_end(s, s->acc_batches, s->batch_pos < s->n_batches);
 
   stats->epoch = s->epoch;
   stats->batches = s->acc_batches;
@@ -354,6 +393,7 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
                     : s->mode == HS_PIPE_OFF   ? HS_PIPELINE_OFF
                                                : HS_PIPELINE_ASYNC;
   stats->depth = s->depth;
+  if (st == HS_OK && s->dist) st = hs__session_dist_stats(s, stats);
   if (st != HS_OK) return st;
   if (s->batch_pos >= s->n_batches) {
     s->epoch++;

@@ -14,6 +14,7 @@
 
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
+#include "hetsage/dist.h"
 #include "hetsage/runtime.h"
 #include "hetsage/status.h"
 
@@ -122,6 +123,12 @@ typedef struct hs_session_config {
    * mapping, saying why in hs_session_describe, where the kernel gives no
    * huge pages on request or the copy would not fit the available memory. */
   hs_feature_pages feature_pages;
+  /* Distributed training (hetsage/dist.h): the world this session is one
+   * rank of (borrowed, must outlive the session; NULL: one process) and
+   * how the ranks combine their work. Every rank creates its session with
+   * the same options (placement, board and cache options may differ). */
+  hs_world *world;
+  hs_dist_config dist;
 } hs_session_config;
 
 /* Fill `cfg` with the defaults above. */
@@ -195,6 +202,18 @@ typedef struct hs_epoch_stats {
   /* Feature bytes this session gathers from 2 MiB pages (0: from the file
    * mapping or through the host tier). */
   uint64_t feature_huge_page_bytes;
+  /* Distributed sessions (zero otherwise). loss and train_acc above are
+   * over every worker's seeds; the figures below are this rank's:
+   * training steps, time computing gradients (or local steps), time
+   * exchanging (waits included), payload bytes sent and received, steps
+   * sent compressed, late gradients (ps, partial quorum), the largest lead
+   * a worker was allowed (ps, asynchronous), updates applied (servers). */
+  int rank, world_size;
+  bool server;
+  int64_t dist_steps;
+  double dist_compute_s, dist_comm_s;
+  uint64_t dist_bytes_sent, dist_bytes_recv;
+  int64_t dist_compressed_steps, dist_late_gradients, dist_max_staleness, dist_updates;
 } hs_epoch_stats;
 
 /* Called from the driving thread after each trained batch. */
@@ -207,13 +226,26 @@ HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void
  * position is kept so that a checkpoint saved now resumes exactly. */
 HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
 
-/* Train one epoch (or the rest of an interrupted one). */
+/* Train one epoch (or the rest of an interrupted one). Distributed: every
+ * rank calls it; workers train their slices, servers serve them. A stop
+ * flag set on any rank stops every rank after the same step (the next
+ * step with allreduce, the next average with local SGD, within two steps
+ * with a parameter server). */
 HS_API hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats);
+
+/* Distributed sessions, on rank 0 after hs_session_train_epoch: rank r's
+ * part of the epoch (the distributed fields of its hs_epoch_stats; the
+ * rest zero). HS_ERR_RANGE for a rank outside the world, HS_ERR_STATE on
+ * other ranks or before the first epoch. */
+HS_API hs_status hs_session_rank_stats(const hs_session *s, int rank, hs_epoch_stats *out);
 
 /* Epochs completed so far. */
 HS_API int64_t hs_session_epoch(const hs_session *s);
 
-/* Accuracy on a split with sampled neighbourhoods (the training fanouts). */
+/* Accuracy on a split with sampled neighbourhoods (the training fanouts).
+ * Distributed: every rank calls the evaluations; rank 0 computes (the
+ * workers hold the same parameters after each epoch) and every rank
+ * receives its result. */
 HS_API hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy);
 /* Accuracy on a split with layer-wise full-neighbour inference over all
  * vertices (the standard way to report GraphSAGE accuracy). */
@@ -227,7 +259,11 @@ HS_API hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n
 HS_API int hs_session_num_classes(const hs_session *s);
 
 /* Model, optimizer state and training position, written atomically.
- * Loading refuses a file of another model shape. */
+ * Loading refuses a file of another model shape. Distributed: every rank
+ * calls them; rank 0 alone reads or writes the file (the other ranks'
+ * state travels to and from it), which also holds the state each rank
+ * needs to continue exactly (error feedback residuals, parameter server
+ * shards); loading it requires the same world size and options. */
 HS_API hs_status hs_session_save(hs_session *s, const char *path);
 HS_API hs_status hs_session_load(hs_session *s, const char *path);
 
@@ -237,7 +273,8 @@ HS_API hs_status hs_session_load(hs_session *s, const char *path);
 HS_API hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg);
 
 /* The model's parameters (flat, layer by layer: W then b), for tests and
- * comparison; `n` receives the count. Waits for the device. */
+ * comparison; `n` receives the count. Waits for the device. On a
+ * parameter server rank, HS_ERR_STATE (it holds a shard). */
 HS_API hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n);
 
 #ifdef __cplusplus
