@@ -90,12 +90,16 @@ typedef struct hs_sampler_stats {
 typedef struct hs_sampler hs_sampler;
 
 /* Build the programs (binary cache), upload `g` and allocate work arrays.
- * `ctx`, `dev` and `queue` are borrowed and must outlive the sampler; `g`
- * is copied to the device and not kept. `cfg` is copied. */
+ * `ctx` and `dev` are borrowed and must outlive the sampler; `queue` is
+ * retained until hs__sampler_destroy; `g` is copied to the device and not
+ * kept. `cfg` is copied. */
 hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue queue,
                              const hs_csr *g, const hs_sample_cfg *cfg,
                              const hs_sampler_opts *opts, hs_sampler **out);
 void hs__sampler_destroy(hs_sampler *s);
+/* How the program was built: note->without_speedups says the device's
+ * compiler rejected the CPU prefetches and the kernels run without them. */
+const hs_build_note *hs__sampler_build_note(const hs_sampler *s);
 
 /* Build the sampler's program for `dev` and write its binary to `path`: what
  * a board profile's [binaries] entry names for a device that cannot build
