@@ -138,6 +138,9 @@ typedef struct hs_role_plan {
   uint64_t budget_bytes; /* device memory this role may use */
   const char *binary;    /* prebuilt program to load, NULL: build from
                             source; owned by the plan */
+  char selector[48];     /* the device's stable name ("pocl:0"; see
+                            hs_device_info.selector) */
+  bool simulator;        /* the device is a simulator (hs_device_info) */
 } hs_role_plan;
 
 typedef struct hs_placement_reason {
