@@ -14,6 +14,7 @@
 #include "hetsage/dataset.h"
 #include "hetsage/dist.h"
 #include "hetsage/session.h"
+#include "hetsage/kernels.h"
 #include "hetsage/bringup.h"
 #include "hetsage/bench.h"
 

@@ -96,6 +96,25 @@ static hs_status check_dataset(const hs_graph *g) {
   return HS_OK;
 }
 
+/* What the profile provides for the programs of each role's device; a
+ * device that does not compile must have them all (placement checked the
+ * profile's keys; a bundle is opened here, before anything is built). */
+static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
+                               const hs_device_info *devs) {
+  const hs_role_plan *rp[2] = {&s->plan->sampler, &s->plan->trainer};
+  hs__prog_files *pf[2] = {&s->sprogs, &s->tprogs};
+  unsigned roles[2] = {HS_PROG_ROLE_SAMPLER, HS_PROG_ROLE_TRAINER};
+  for (int r = 0; r < 2; r++) {
+    const hs__board_device *bd =
+        prof && rp[r]->profile_id[0] ? hs__board_device_find(prof, rp[r]->profile_id) : NULL;
+    const hs_device_info *d = &devs[rp[r]->device];
+    hs_status st = hs__board_prog_files(bd, d, pf[r]);
+    if (st == HS_OK) st = hs__prog_files_check(pf[r], roles[r], NULL, d->name);
+    if (st != HS_OK) return st;
+  }
+  return HS_OK;
+}
+
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
   hs_status st = HS_OK;
@@ -116,6 +135,7 @@ static hs_status place(hs_session *s, const hs_session_config *cfg) {
   req.trainer_source = "trainer option";
   hs_placement_request_env(&req);
   st = hs_placement_make(&req, &s->plan);
+  if (st == HS_OK) st = role_programs(s, req.profile, devs);
   hs_board_profile_free(prof);
   return st;
 }
@@ -149,6 +169,8 @@ static hs_status open_devices(hs_session *s) {
     s->one_ctx = true;
   }
   if (st != HS_OK) return st;
+  s->sdev.progs = &s->sprogs;
+  s->tdev.progs = &s->tprogs;
   st = hs__queue_create(&s->sctx, &s->sdev, 0, &s->sq);
   if (st == HS_OK) st = hs__queue_create(&s->tctx, &s->tdev, 0, &s->tq);
   return st;
@@ -294,8 +316,7 @@ static hs_status make_sampler(hs_session *s) {
   hs_csr csr = {.n = s->g->n, .e = s->g->e, .indptr = s->g->indptr,
                 .indices = s->g->indices, .weights = s->g->weights};
   hs_sampler_opts so = {.style = HS_STYLE_AUTO, .work_group_size = 0,
-                        .max_seeds = s->cfg.batch_size, .profile = false,
-                        .binary = s->plan->sampler.binary};
+                        .max_seeds = s->cfg.batch_size, .profile = false};
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
 }
 
@@ -427,9 +448,11 @@ fail:
 void hs_session_destroy(hs_session *s) {
   if (!s) return;
   hs__session_dist_close(s);
+  /* Nothing may still run on the device when the buffers go; the queues
+   * themselves are released last, after every module that keeps them. */
+  if (s->sq) hs__queue_finish(s->sq);
+  if (s->tq) hs__queue_finish(s->tq);
   hs__session_cache_close(s);
-  hs__queue_release(&s->sq);
-  hs__queue_release(&s->tq);
   for (int i = 0; s->slots && i < s->depth; i++) {
     hs_slot_data *d = &s->slots[i];
     hs__events_release(&d->blk_ev, 1);
@@ -448,10 +471,14 @@ void hs_session_destroy(hs_session *s) {
   hs__gather_pool_destroy(s->pool);
   hs__trainer_destroy(s->trainer);
   hs__sampler_destroy(s->sampler);
+  hs__queue_release(&s->sq);
+  hs__queue_release(&s->tq);
   hs__model_destroy(&s->model);
   if (!s->one_ctx) hs__ctx_release(&s->tctx);
   hs__ctx_release(&s->sctx);
   hs__subdevices_release(s->subs, s->n_subs);
+  hs__board_prog_files_free(&s->sprogs);
+  hs__board_prog_files_free(&s->tprogs);
   hs_placement_free(s->plan);
   free(s);
 }
@@ -490,13 +517,19 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
   if (s->server) return r;
   size_t n = r + hs_placement_describe(s->plan, buf && len > r ? buf + r : NULL,
                                        buf && len > r ? len - r : 0);
-  char more[768], b[32];
+  char more[1280], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
                    s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"
                                                      : "blocks through the host",
                    s->transfer_why);
   if (k > 0 && (size_t)k < sizeof more)
     k += snprintf(more + k, sizeof more - (size_t)k, "features: %s\n", s->feat_pages_why);
+  const hs_build_note *bn = s->sampler ? hs__sampler_build_note(s->sampler) : NULL;
+  if (bn && bn->without_speedups && k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k,
+                  "sampler kernels: built without their CPU prefetches, which the device's "
+                  "compiler rejected (%s)\n",
+                  bn->why);
   if (s->topology_freed && k > 0 && (size_t)k < sizeof more)
     snprintf(more + k, sizeof more - (size_t)k,
              "host topology: %s released after the upload to the sampler\n",
