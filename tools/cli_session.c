@@ -175,8 +175,20 @@ int cli_session_open(const char *cmd, cli_session_args *a, hs_runtime **rt, hs_d
   const char *path = a->dataset;
   hs_status st;
   if (!path) {
+    /* Distributed: rank 0 imports the bundled copy, then the others find
+     * it (concurrent imports would replace one another's). */
+    hs_world *w = a->cfg.world;
+    bool first = !w || hs_world_rank(w) == 0;
+    if (!first && (st = hs_world_barrier(w, &a->cfg.dist)) != HS_OK) {
+      cli_report(cmd, "waiting for rank 0's bundled Cora", st);
+      return 1;
+    }
     if ((st = hs_dataset_bundled("cora", bundled, sizeof bundled)) != HS_OK) {
       cli_report(cmd, "preparing the bundled Cora", st);
+      return 1;
+    }
+    if (w && first && (st = hs_world_barrier(w, &a->cfg.dist)) != HS_OK) {
+      cli_report(cmd, "waiting for the other ranks", st);
       return 1;
     }
     path = bundled;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_dist.h"
 #include "cli_session.h"
 
 static volatile sig_atomic_t interrupted;
@@ -26,6 +27,7 @@ static void usage(FILE *f) {
           "are pipelined. With no options: the bundled Cora on the default board.\n"
           "\n");
   cli_session_usage(f);
+  cli_dist_usage(f);
   fprintf(f,
           "  --epochs N           most epochs (default 50)\n"
           "  --target-acc X       stop once validation accuracy reaches X\n"
@@ -73,7 +75,8 @@ static bool path_join(char *buf, size_t len, const char *dir, const char *name) 
   return n > 0 && (size_t)n < len;
 }
 
-static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc) {
+static void write_stats_json(FILE *f, const hs_session *s, const hs_epoch_stats *st,
+                             double valid_acc) {
   fprintf(f, "{\"epoch\": %lld, \"batches\": %lld, \"wall_s\": %.6f, \"pipeline\": \"%s\", "
              "\"depth\": %d, \"stages\": {",
           (long long)st->epoch, (long long)st->batches, st->wall_s,
@@ -94,7 +97,7 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           "\"transfer\": \"%s\", \"bytes_to_host\": %llu, \"bytes_device_to_device\": %llu, "
           "\"upload_s\": %.6f, \"host_topology_freed_bytes\": %llu, "
           "\"feature_huge_page_bytes\": %llu, "
-          "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
+          "\"loss\": %.6f, \"valid_acc\": %.4f",
           busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
           st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
           (unsigned long long)st->bytes_uploaded, (unsigned long long)st->cache_lookups,
@@ -108,12 +111,16 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           (unsigned long long)st->bytes_device_to_device, st->upload_s,
           (unsigned long long)st->host_topology_freed_bytes,
           (unsigned long long)st->feature_huge_page_bytes, st->loss, valid_acc);
+  cli_dist_stats_json(f, s, st);
+  fputs("}\n", f);
   fflush(f);
 }
 
-int cmd_train(int argc, char **argv) {
+static int train(int argc, char **argv, hs_world **world) {
   cli_session_args a;
   cli_session_args_init(&a);
+  cli_dist_args da;
+  cli_dist_args_init(&da);
   uint64_t epochs = 50, patience = 0;
   double target = 0;
   const char *ckpt_dir = NULL, *stats_path = NULL, *log_path = NULL;
@@ -121,6 +128,7 @@ int cmd_train(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_session_arg("train", &a, argc, argv, &i);
+    if (r == 0) r = cli_dist_arg("train", &da, argc, argv, &i);
     if (r < 0) return 2;
     if (r > 0) continue;
     if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
@@ -175,17 +183,26 @@ int cmd_train(int argc, char **argv) {
                              "--free-host-topology releases; use --eval sampled");
     full_eval = false;
   }
+  int drc = cli_dist_start("train", &da, &argc, &argv, &a.cfg, world);
+  if (drc != 0) return drc;
+  /* Rank 0 alone reports progress and results and writes files; every
+   * rank shows its placement. */
+  bool root = cli_dist_root(*world);
+  if (!root) {
+    stats_path = log_path = NULL;
+    json = false;
+  }
 
   char last[1100] = "", best[1100] = "";
   if (ckpt_dir) {
-    if (mkdir(ckpt_dir, 0755) != 0 && errno != EEXIST) {
+    if (root && mkdir(ckpt_dir, 0755) != 0 && errno != EEXIST) {
       fprintf(stderr, "hetsage train: cannot create %s: %s\n", ckpt_dir, strerror(errno));
       return 1;
     }
     if (!path_join(last, sizeof last, ckpt_dir, "last.ckpt") ||
         !path_join(best, sizeof best, ckpt_dir, "best.ckpt"))
       return cli_usage_error("train", "--checkpoint path too long");
-    if (resume && access(last, R_OK) != 0) {
+    if (root && resume && access(last, R_OK) != 0) {
       fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
       return 1;
     }
@@ -217,11 +234,13 @@ int cmd_train(int argc, char **argv) {
     hs_session_describe(s, plan, sizeof plan);
     hs_dataset_info info;
     hs_dataset_get_info(ds, &info);
-    fprintf(stderr, "dataset   %lld vertices, %lld edges, %lld features, %d classes\n",
-            (long long)info.num_vertices, (long long)info.num_edges,
-            (long long)info.num_features, (int)info.num_classes);
-    fputs(plan, stderr);
-    if (resume) fprintf(stderr, "resumed   from %s at epoch %lld\n", last, (long long)hs_session_epoch(s));
+    if (root)
+      fprintf(stderr, "dataset   %lld vertices, %lld edges, %lld features, %d classes\n",
+              (long long)info.num_vertices, (long long)info.num_edges,
+              (long long)info.num_features, (int)info.num_classes);
+    cli_dist_print(stderr, *world, plan);
+    if (resume && root)
+      fprintf(stderr, "resumed   from %s at epoch %lld\n", last, (long long)hs_session_epoch(s));
   }
 
   struct sigaction sa;
@@ -230,7 +249,7 @@ int cmd_train(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   hs_session_set_stop_flag(s, &interrupted);
-  progress_ctx pc = {.tty = !quiet && isatty(2), .epochs = (int64_t)epochs};
+  progress_ctx pc = {.tty = root && !quiet && isatty(2), .epochs = (int64_t)epochs};
   hs_session_set_progress(s, on_batch, &pc);
 
   double best_valid = -1, test_at_best = NAN, total_s = 0, last_loss = NAN;
@@ -253,8 +272,9 @@ int cmd_train(int argc, char **argv) {
         cli_report("train", "saving the checkpoint after Ctrl-C", st);
         rc = 1;
       } else {
-        fprintf(stderr, "interrupted: checkpoint saved to %s (resume with --checkpoint %s --resume)\n",
-                where, ckpt_dir ? ckpt_dir : "DIR holding it as last.ckpt");
+        if (root)
+          fprintf(stderr, "interrupted: checkpoint saved to %s (resume with --checkpoint %s "
+                  "--resume)\n", where, ckpt_dir ? ckpt_dir : "DIR holding it as last.ckpt");
         rc = 130;
       }
       goto out;
@@ -270,7 +290,7 @@ int cmd_train(int argc, char **argv) {
     }
     /* The epoch's stats before any test evaluation (which can take longer
      * than the epoch on a large test split). */
-    if (stats_f) write_stats_json(stats_f, &es, valid);
+    if (stats_f) write_stats_json(stats_f, s, &es, valid);
     bool better = valid > best_valid;
     if (better) {
       best_valid = valid;
@@ -291,7 +311,7 @@ int cmd_train(int argc, char **argv) {
         goto out;
       }
     }
-    if (!quiet) {
+    if (root && !quiet) {
       double eta = (total_s / (double)done) * (double)((int64_t)epochs - hs_session_epoch(s));
       fprintf(stderr,
               "epoch %3lld  loss %.4f  train acc %.3f  valid acc %.3f%s  %.2f s  %.0f edges/s  "
@@ -323,7 +343,9 @@ int cmd_train(int argc, char **argv) {
     }
     best_epoch = hs_session_epoch(s) - 1;
   }
-  if (json) {
+  if (!root) {
+    /* rank 0 reports */
+  } else if (json) {
     printf("{\"epochs\": %lld, \"stopped_by\": \"%s\", \"final_loss\": %.6f, \"best_epoch\": %lld, "
            "\"valid_acc\": %.4f, \"test_acc\": %.4f, \"train_s\": %.3f}\n",
            (long long)hs_session_epoch(s), stop_reason, last_loss, (long long)best_epoch + 1,
@@ -339,5 +361,14 @@ out:
 out_files:
   if (stats_f) fclose(stats_f);
   if (log_f) fclose(log_f);
+  return rc;
+}
+
+int cmd_train(int argc, char **argv) {
+  hs_world *world = NULL;
+  int rc = train(argc, argv, &world);
+  /* A rank that fails leaves the others waiting for it: end them all. */
+  if (rc != 0 && rc != 130) cli_dist_fail(world);
+  hs_world_destroy(world);
   return rc;
 }

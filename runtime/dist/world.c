@@ -52,6 +52,19 @@ void hs_world_host(const hs_world *w, char *buf, size_t len) {
   else if (len) buf[0] = '\0';
 }
 
+hs_status hs_world_barrier(hs_world *w, const hs_dist_config *cfg) {
+  if (!w) return hs__fail(HS_ERR_INVALID_ARG, "hs_world_barrier: NULL world");
+  hs_dist_config d;
+  if (!cfg) {
+    hs_dist_config_init(&d);
+    cfg = &d;
+  }
+  double saved = hs__comm_set_timeout(w->comm, cfg->start_timeout_s);
+  hs_status st = hs__comm_barrier(w->comm, "a barrier of the application");
+  hs__comm_set_timeout(w->comm, saved);
+  return st;
+}
+
 void hs_world_abort(hs_world *w, int code) {
   if (w && hs__comm_size(w->comm) > 1) hs__comm_abort(w->comm, code);
 }

@@ -195,6 +195,10 @@ hs_status hs__session_dist_epoch_end(hs_session *s, int64_t done, bool interrupt
 hs_status hs__session_dist_serve(hs_session *s, hs_epoch_stats *stats);
 /* The epoch's figures combined over the ranks into `stats` (collective). */
 hs_status hs__session_dist_stats(hs_session *s, hs_epoch_stats *stats);
+/* Collective checkpoints (session_dist_ckpt.c): rank 0 reads and writes
+ * the files. */
+hs_status hs__session_dist_save(hs_session *s, const char *path);
+hs_status hs__session_dist_load(hs_session *s, const char *path);
 /* Run `fn` on rank 0 and give its result to every rank (collective). */
 hs_status hs__session_dist_on_root(hs_session *s, hs_status (*fn)(hs_session *, int, double *),
                                    int arg, double *out);

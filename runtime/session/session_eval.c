@@ -200,6 +200,7 @@ done:
 
 hs_status hs_session_save(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_save: NULL argument");
+  if (s->comm) return hs__session_dist_save(s, path);
   hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
   if (st != HS_OK) return st;
   s->model.epoch = (uint64_t)s->epoch;
@@ -209,6 +210,7 @@ hs_status hs_session_save(hs_session *s, const char *path) {
 
 hs_status hs_session_load(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_load: NULL argument");
+  if (s->comm) return hs__session_dist_load(s, path);
   hs_model m;
   hs_status st = hs__model_create(&s->model.cfg, &m);
   if (st != HS_OK) return st;

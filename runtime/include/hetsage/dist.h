@@ -123,6 +123,10 @@ HS_API int hs_world_rank(const hs_world *w);
 HS_API int hs_world_size(const hs_world *w);
 /* The host name of this rank as the MPI library knows it. */
 HS_API void hs_world_host(const hs_world *w, char *buf, size_t len);
+/* Wait until every rank arrives (at most the start-up timeout of
+ * `cfg`, NULL: the default's; HS_ERR_PEER names a rank that does not). */
+HS_API hs_status hs_world_barrier(hs_world *w, const hs_dist_config *cfg);
+
 /* End every rank of the run with exit status `code` (after an error that
  * leaves the others waiting). With one rank, returns. */
 HS_API void hs_world_abort(hs_world *w, int code);
