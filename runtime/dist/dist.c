@@ -117,6 +117,11 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
   if (st != HS_OK) goto fail;
   d->local_fresh = true;
   hs__comm_counters(c, &d->c0);
+  hs__log(HS_LOG_DIST, "rank %d of %d (%s, %s): %s, %zu parameters in %d tensors, compression %s "
+          "from step %lld for tensors of %lld values and more", d->rank, d->size,
+          hs__comm_backend(c), d->server ? "server" : "worker", hs_sync_mode_name(cfg->sync), d->n,
+          d->nt, hs_compress_name(cfg->compress), (long long)cfg->compress_warmup,
+          (long long)cfg->compress_min);
   *out = d;
   return HS_OK;
 fail:
@@ -249,6 +254,9 @@ void hs__dist_stats_take(hs_dist *d, hs_dist_stats *out) {
   hs__comm_counters(d->c, &now);
   d->st.bytes_sent = now.bytes_sent - d->c0.bytes_sent;
   d->st.bytes_recv = now.bytes_recv - d->c0.bytes_recv;
+  hs__log(HS_LOG_DIST, "rank %d: %lld steps, compute %.3f s, exchanges %.3f s, %llu bytes sent, "
+          "%llu received", d->rank, (long long)d->st.steps, d->st.compute_s, d->st.comm_s,
+          (unsigned long long)d->st.bytes_sent, (unsigned long long)d->st.bytes_recv);
   *out = d->st;
   memset(&d->st, 0, sizeof d->st);
   d->c0 = now;
