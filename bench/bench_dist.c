@@ -16,7 +16,7 @@
  *      ps         2 (alpha + W * V / (K * beta))       the servers' links
  *      local      allreduce of V every 8 steps
  *    with V the bytes of P values (as floats, or 1-bit codes: P/8 plus a
- *    scale per chunk) and W = N - K workers.
+ *    scale per 128 values) and W = N - K workers.
  * Rank 0 prints one JSON object. */
 #include <math.h>
 #include <stdio.h>
@@ -146,18 +146,19 @@ static hs_status run_mode(hs_comm *c, size_t n, hs_sync_mode mode, bool onebit, 
   return st;
 }
 
-/* Payload bytes of P values as floats or 1-bit codes in `chunks` chunks. */
-static double payload(double p, bool onebit, int chunks) {
-  return onebit ? p / 8 + 4.0 * chunks : 4 * p;
+/* Payload bytes of P values as floats or as 1-bit codes (a scale per
+ * block of HS_ONEBIT_BLOCK values). */
+static double payload(double p, bool onebit) {
+  return onebit ? p / 8 + 4.0 * ceil(p / HS_ONEBIT_BLOCK) : 4 * p;
 }
 
 static double model_s(hs_sync_mode mode, bool onebit, double p, int n, int servers, double alpha,
                       double beta) {
   if (mode == HS_SYNC_PS) {
     int w = n - servers;
-    return 2 * (alpha + w * payload(p / servers, onebit, 1) / beta);
+    return 2 * (alpha + w * payload(p / servers, onebit) / beta);
   }
-  double ar = 2 * (alpha + (double)(n - 1) / n * payload(p, onebit, n) / beta);
+  double ar = 2 * (alpha + (double)(n - 1) / n * payload(p, onebit) / beta);
   return mode == HS_SYNC_LOCAL ? ar / 8 : ar;
 }
 

@@ -52,7 +52,8 @@ def allreduce_bytes(params, m, onebit):
     if m == 1:
         return 0.0
     frac = (m - 1) / m
-    per = params / 8 + 4 * m if onebit else 4 * params
+    # 1-bit: a sign bit per value and a scale per block of 128 values.
+    per = params / 8 + 4 * math.ceil(params / 128) if onebit else 4 * params
     return 2 * frac * per + 2 * (m - 1) * HEADER
 
 

@@ -136,7 +136,7 @@ Test(onebit, encoding_and_residual) {
   cr_assert_eq(hs__onebit_bytes(13), 6);
   hs__onebit_encode(x, 13, enc, res);
   float scale = (float)sqrt(ss / 13);
-  cr_assert_eq(hs__onebit_scale(enc), scale);
+  cr_assert_eq(hs__onebit_scale(enc, 0), scale);
   hs__onebit_decode(enc, 13, back);
   for (int i = 0; i < 13; i++) {
     cr_assert_eq(back[i], x[i] < 0 ? -scale : scale, "value %d", i);
@@ -154,8 +154,24 @@ Test(onebit, encoding_and_residual) {
   hs__onebit_encode(z, 3, enc, NULL);
   hs__onebit_decode(enc, 3, out);
   for (int i = 0; i < 3; i++) cr_assert_eq(out[i], 0.0f);
-  hs__onebit_encode(z, 0, enc, NULL);
-  cr_assert_eq(hs__onebit_scale(enc), 0.0f);
+}
+
+Test(onebit, blocks_have_their_own_scale) {
+  /* Three blocks: one of zeros between two of different magnitudes. */
+  enum { N = 2 * HS_ONEBIT_BLOCK + 40 };
+  float x[N], back[N];
+  for (int i = 0; i < N; i++)
+    x[i] = i < HS_ONEBIT_BLOCK ? (i % 2 ? 3.0f : -3.0f)
+           : i < 2 * HS_ONEBIT_BLOCK ? 0.0f : (i % 3 ? 0.5f : -0.5f);
+  uint8_t enc[4 * 3 + N / 8 + 1];
+  cr_assert_eq(hs__onebit_bytes(N), 4 * 3 + (N + 7) / 8);
+  hs__onebit_encode(x, N, enc, NULL);
+  cr_assert_eq(hs__onebit_scale(enc, 0), 3.0f);
+  cr_assert_eq(hs__onebit_scale(enc, 1), 0.0f);
+  cr_assert_eq(hs__onebit_scale(enc, 2), 0.5f);
+  hs__onebit_decode(enc, N, back);
+  /* Equal magnitudes within a block decode exactly; the zeros stay zeros. */
+  for (int i = 0; i < N; i++) cr_assert_eq(back[i], x[i], "value %d", i);
 }
 
 static int modes_exact(hs_comm *c, char *why, void *arg) {

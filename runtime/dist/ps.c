@@ -19,9 +19,10 @@
  * epoch's last step are applied at its end.
  *
  * Asynchronous (staleness S): each push is added to a running sum; every
- * `quorum` pushes the sum (weighted by seeds) is applied. A worker is
- * answered at once unless it has pushed more than S steps beyond the
- * slowest worker still in the epoch; then its answer waits.
+ * `quorum` pushes (default: as many as there are workers) the sum,
+ * weighted by seeds, is applied. A worker is answered at once, with the
+ * parameters as they stand, unless it has pushed more than S steps beyond
+ * the slowest worker still in the epoch; then its answer waits.
  *
  * Stopping: stop requests go to server 0, which fixes the first step not
  * to train at (largest step pushed so far) + 2. No worker can have been
@@ -381,10 +382,11 @@ hs_status hs__ps_worker_end(hs_dist *d, const hs_dist_trainer *t, int64_t steps_
 
 /* ---- server ---------------------------------------------------------------------- */
 
-static int quorum(const hs_dist *d) {
-  if (d->cfg.quorum > 0) return d->cfg.quorum;
-  return d->cfg.staleness > 0 ? 1 : d->workers;
-}
+/* Gradients per update: all workers' unless told otherwise, in both
+ * modes, so that an update averages as many gradients as an all-reduce
+ * step does (one update per push would multiply the effective learning
+ * rate by the workers). */
+static int quorum(const hs_dist *d) { return d->cfg.quorum > 0 ? d->cfg.quorum : d->workers; }
 
 static hs_status post_push(hs_dist *d, int w) {
   hs_ps *p = d->ps;

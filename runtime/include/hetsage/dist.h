@@ -53,9 +53,12 @@ typedef enum hs_sync_mode {
    * its step was applied (a straggler's, with quorum < workers) is not
    * dropped: it is added to the next step applied, one step stale,
    * weighted by its seeds, and counted (hs_epoch_stats.dist_late_gradients);
-   * its worker gets the current parameters at once. Asynchronous (staleness S > 0): gradients are
-   * applied as they arrive, `quorum` at a time (default 1), and a worker is
-   * held back while it is more than S steps ahead of the slowest. */
+   * its worker gets the current parameters at once. Asynchronous
+   * (staleness S > 0): gradients are summed as they arrive and applied
+   * `quorum` at a time, each worker answered at once with the parameters
+   * as they stand, unless it is more than S steps ahead of the slowest:
+   * then it waits. (Quorum 1 applies every gradient alone, which scales
+   * the effective learning rate by about the number of workers.) */
   HS_SYNC_PS = 1,
   /* Local SGD: each worker steps its own optimizer; every `period` steps
    * (and at the end of each epoch) the parameters are averaged, weighted by
@@ -85,8 +88,7 @@ typedef struct hs_dist_config {
   hs_sync_mode sync;
   int servers;   /* ps: ranks holding parameter shards, the last ones (1) */
   int staleness; /* ps: 0 synchronous, S > 0 asynchronous with bound S (0) */
-  int quorum;    /* ps: gradients per update (0: all workers when
-                    synchronous, 1 when asynchronous) */
+  int quorum;    /* ps: gradients per update (0: all workers) */
   int period;    /* local: steps between averages (8) */
   hs_compress compress;
   int64_t compress_warmup; /* steps trained uncompressed first (0) */
