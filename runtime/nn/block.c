@@ -24,8 +24,30 @@ hs_status hs__nn_block_validate(const hs_nn_block *b, int layer) {
   return HS_OK;
 }
 
+hs_status hs__nn_sparse_validate(const hs_nn_sparse *x, int32_t n_rows, int32_t d) {
+  if (!x->ptr || x->n_rows != n_rows)
+    return hs__fail(HS_ERR_FORMAT, "sparse features: %d rows, the batch has %d", x->n_rows,
+                    n_rows);
+  if (x->ptr[0] != 0)
+    return hs__fail(HS_ERR_FORMAT, "sparse features: ptr[0] is %d, not 0", x->ptr[0]);
+  for (int32_t i = 0; i < n_rows; i++) {
+    if (x->ptr[i + 1] < x->ptr[i])
+      return hs__fail(HS_ERR_FORMAT, "sparse features: ptr decreases at row %d", i);
+    for (int32_t e = x->ptr[i]; e < x->ptr[i + 1]; e++) {
+      if (x->col[e] < 0 || x->col[e] >= d || (e > x->ptr[i] && x->col[e] <= x->col[e - 1]))
+        return hs__fail(HS_ERR_FORMAT, "sparse features: row %d entry %d: column %d (need "
+                        "0..%d, increasing)", i, e, x->col[e], d - 1);
+      if (x->val && !(x->val[e] - x->val[e] == 0.0f))
+        return hs__fail(HS_ERR_FORMAT, "sparse features: row %d entry %d: value not finite", i,
+                        e);
+    }
+  }
+  return HS_OK;
+}
+
 hs_status hs__nn_batch_validate(const hs_nn_batch *b, int n_classes) {
-  if (b->n_layers < 1 || b->n_layers > HS_NN_MAX_LAYERS || !b->blocks || !b->feat)
+  if (b->n_layers < 1 || b->n_layers > HS_NN_MAX_LAYERS || !b->blocks ||
+      (!b->feat && !b->sfeat))
     return hs__fail(HS_ERR_INVALID_ARG, "batch: %d layers (1..%d) or missing blocks/features",
                     b->n_layers, HS_NN_MAX_LAYERS);
   for (int l = 0; l < b->n_layers; l++) {

@@ -38,12 +38,40 @@ static inline int32_t hs__nn_block_edges(const hs_nn_block *b) {
   return b->row_ptr[b->n_dst];
 }
 
+/* Sparse feature rows of a batch (CSR in local-id order): row i's
+ * non-zeros are col[ptr[i] .. ptr[i+1]) (column ids < in_dim, strictly
+ * increasing within a row) with values val[...], or 1 when val is NULL
+ * (binary features). */
+typedef enum hs_sparse_order {
+  HS_SPARSE_AUTO = 0,            /* the cheaper, by hs__sparse_first_choose */
+  HS_SPARSE_MULTIPLY_FIRST = 1,  /* see nn/sparse_first.h */
+  HS_SPARSE_AGGREGATE_FIRST = 2,
+} hs_sparse_order;
+
+typedef struct hs_nn_sparse {
+  int32_t n_rows;
+  const int32_t *ptr; /* n_rows + 1, ptr[0] == 0 */
+  const int32_t *col; /* ptr[n_rows] */
+  const float *val;   /* ptr[n_rows], or NULL */
+  hs_sparse_order order; /* how the first layer forms its neighbour term
+                          * (the device step and the reference alike) */
+} hs_nn_sparse;
+
+static inline int32_t hs__nn_sparse_nnz(const hs_nn_sparse *x) { return x->ptr[x->n_rows]; }
+
 typedef struct hs_nn_batch {
   int n_layers;
   const hs_nn_block *blocks; /* n_layers, input side first */
-  const float *feat;      /* blocks[0].n_src x in_dim */
+  const float *feat;      /* blocks[0].n_src x in_dim, or NULL with sfeat */
+  const hs_nn_sparse *sfeat; /* the same rows stored sparse (blocks[0].n_src
+                              * rows), or NULL: the first layer then
+                              * multiplies only the non-zeros */
   const int32_t *labels;  /* blocks[n_layers-1].n_dst; may be NULL for inference */
 } hs_nn_batch;
+
+/* Check sparse rows: n_rows rows, ptr monotone from 0, column ids in
+ * [0, d) and strictly increasing per row, values finite. */
+hs_status hs__nn_sparse_validate(const hs_nn_sparse *x, int32_t n_rows, int32_t d);
 
 /* Check one block's structure: sizes, row_ptr monotone from 0, ids in
  * range. `layer` only names the block in the message. */

@@ -79,6 +79,7 @@ typedef struct hs_nn_dev_batch {
   int n_layers;
   const hs_nn_dev_block *blocks; /* input side first, as hs_nn_batch */
   const float *feat;             /* host rows, or NULL (see hs__trainer_upload) */
+  const hs_nn_sparse *sfeat;     /* host rows stored sparse, or NULL */
   const int32_t *labels;         /* host labels, or NULL */
 } hs_nn_dev_batch;
 
