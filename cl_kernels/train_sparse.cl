@@ -213,3 +213,39 @@ __kernel void hs_sp_wgrad(__global const int *t_ptr, __global const int *t_ent,
     wn[k] = an;
   }
 }
+
+/* The same from column lists the host built: column c's rows, increasing,
+ * are t_row[t_ptr[c] .. t_ptr[c+1]), those below n_dst first, up to
+ * t_mid[c]; t_val holds their values in that order. Two loops without a
+ * branch: the self half over the rows below n_dst, the neighbour half over
+ * all. */
+__kernel void hs_sp_wgrad_cols(__global const int *t_ptr, __global const int *t_mid,
+                               __global const int *t_row, __global const float *t_val,
+                               int has_val, __global const float *dz, __global const float *g,
+                               int d_in, int d_out, __global float *grads, ulong w_off) {
+  int k = (int)get_global_id(0) * SP_VW, c = (int)get_global_id(1);
+  if (k >= d_out || c >= d_in) return;
+  int lo = t_ptr[c], mid = t_mid[c], hi = t_ptr[c + 1];
+  __global float *ws = grads + w_off + (size_t)c * d_out;
+  __global float *wn = ws + (size_t)d_in * d_out;
+  if (k + SP_VW <= d_out) {
+    float8 as = (float8)(0.0f), an = (float8)(0.0f);
+    if (has_val) {
+      for (int p = lo; p < mid; p++) as += t_val[p] * vload8(0, dz + (size_t)t_row[p] * d_out + k);
+      for (int p = lo; p < hi; p++) an += t_val[p] * vload8(0, g + (size_t)t_row[p] * d_out + k);
+    } else {
+      for (int p = lo; p < mid; p++) as += vload8(0, dz + (size_t)t_row[p] * d_out + k);
+      for (int p = lo; p < hi; p++) an += vload8(0, g + (size_t)t_row[p] * d_out + k);
+    }
+    vstore8(as, 0, ws + k);
+    vstore8(an, 0, wn + k);
+    return;
+  }
+  for (; k < d_out; k++) {
+    float as = 0.0f, an = 0.0f;
+    for (int p = lo; p < mid; p++) as += (has_val ? t_val[p] : 1.0f) * dz[(size_t)t_row[p] * d_out + k];
+    for (int p = lo; p < hi; p++) an += (has_val ? t_val[p] : 1.0f) * g[(size_t)t_row[p] * d_out + k];
+    ws[k] = as;
+    wn[k] = an;
+  }
+}

@@ -528,3 +528,30 @@ Test(sparse, batch_rows_are_validated) {
   x.val = val;
   cr_expect_eq(hs__nn_sparse_validate(&x, 2, 4), HS_ERR_FORMAT);
 }
+
+Test(sparse, column_lists_list_each_columns_rows_in_order) {
+  sp_rows r;
+  rows_make(&r, 40, 11, 3, false, 3);
+  int32_t nnz = hs__nn_sparse_nnz(&r.x), tp[12], tm[11], cur[11];
+  int32_t *tr = malloc(4 * (size_t)nnz + 4);
+  float *tv = malloc(4 * (size_t)nnz + 4);
+  hs__nn_sparse_columns(&r.x, 17, 11, tp, tm, tr, tv, cur);
+  cr_expect_eq(hs__nn_sparse_validate(&r.x, 40, 11), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(tp[11], nnz);
+  int32_t seen = 0;
+  for (int32_t c = 0; c < 11; c++)
+    for (int32_t p = tp[c]; p < tp[c + 1]; p++) {
+      int32_t row = tr[p], e = r.ptr[row];
+      while (e < r.ptr[row + 1] && r.col[e] != c) e++;
+      cr_assert_lt(e, r.ptr[row + 1], "column %d lists row %d, which lacks it", c, row);
+      cr_expect_eq(tv[p], r.val[e]);
+      cr_expect_eq(p < tm[c], row < 17, "column %d entry %d (row %d) on the wrong side", c, p, row);
+      seen++;
+    }
+  cr_expect_eq(seen, nnz);
+  /* Malformed lists are refused. */
+  tr[0] = 40;
+  cr_expect_eq(hs__nn_sparse_validate(&r.x, 40, 11), HS_ERR_FORMAT);
+  free(tr), free(tv);
+  rows_free(&r);
+}

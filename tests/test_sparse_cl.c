@@ -84,7 +84,8 @@ Test(sparse_cl, first_layer_kernels_equal_the_reference_bit_for_bit) {
   static const int widths[2] = {13, 16};
   for (int w = 0; w < 2; w++)
     for (int order = HS_SPARSE_MULTIPLY_FIRST; order <= HS_SPARSE_AGGREGATE_FIRST; order++)
-      for (int binary = 0; binary < 2; binary++) {
+      for (int binary = 0; binary < 2; binary++)
+      for (int cols = 0; cols < 2; cols++) {
         hs_model m;
         model(&m, 1, 37, 8, widths[w], 0.0f, 40 + (uint64_t)w);
         hs_trainer *t;
@@ -97,6 +98,12 @@ Test(sparse_cl, first_layer_kernels_equal_the_reference_bit_for_bit) {
         sp_rows r;
         rows_make(&r, fb.blocks[0].n_src, 37, 6, binary, 5 + (uint64_t)binary);
         r.x.order = (hs_sparse_order)order;
+        /* Column lists from the host, or built on the device. */
+        int32_t nnz = hs__nn_sparse_nnz(&r.x);
+        int32_t *tp = malloc(4 * 38), *tm = malloc(4 * 38), *tr = malloc(4 * (size_t)nnz + 4),
+                *cur = malloc(4 * 38);
+        float *tv = malloc(4 * (size_t)nnz + 4);
+        if (cols) hs__nn_sparse_columns(&r.x, fb.blocks[0].n_dst, 37, tp, tm, tr, tv, cur);
         hs_nn_batch b = {.n_layers = 1, .blocks = fb.blocks, .sfeat = &r.x, .labels = fb.labels};
         size_t nl = (size_t)60 * (size_t)widths[w], np = m.shape.n_params;
         float *got = malloc(4 * nl), *want = malloc(4 * nl);
@@ -112,9 +119,12 @@ Test(sparse_cl, first_layer_kernels_equal_the_reference_bit_for_bit) {
         cr_assert_eq(hs__trainer_read_grads(t, g_dev), HS_OK);
         cr_assert_eq(hs__ref_gradients(&m, &b, 0, 0, false, g_ref, NULL), HS_OK);
         expect_rel("layer-0 gradients", g_dev, g_ref, np, 1e-6);
+        /* Only the loss's rounding can differ: the same dz gives the same
+         * weight gradient bits on either column path. */
         hs_train_stats skip = {0};
         cr_assert_eq(hs__trainer_drain_stats(t, &skip), HS_OK);
         free(got), free(want), free(g_dev), free(g_ref);
+        free(tp), free(tm), free(tr), free(cur), free(tv);
         rows_free(&r);
         fx_batch_free(&fb);
         hs__trainer_destroy(t);
@@ -145,6 +155,10 @@ Test(sparse_cl, device_step_matches_reference_step_and_the_dense_step) {
       sp_rows r;
       rows_make(&r, fb.blocks[0].n_src, 30, 4, step == 1, 600 + step);
       r.x.order = (hs_sparse_order)order;
+      int32_t nnz = hs__nn_sparse_nnz(&r.x);
+      int32_t tp[31], tm[31], cur[31], *tr = malloc(4 * (size_t)nnz + 4);
+      float *tv = malloc(4 * (size_t)nnz + 4);
+      if (step != 2) hs__nn_sparse_columns(&r.x, fb.blocks[0].n_dst, 30, tp, tm, tr, tv, cur);
       float *dense = malloc(sizeof(float) * (size_t)r.x.n_rows * 30);
       hs__sparse_densify(&r.x, 30, dense);
       hs_nn_batch b = {.n_layers = 2, .blocks = fb.blocks, .sfeat = &r.x, .labels = fb.labels};
@@ -159,7 +173,7 @@ Test(sparse_cl, device_step_matches_reference_step_and_the_dense_step) {
       cr_assert_eq(hs__trainer_sync_model(td, &den), HS_OK);
       expect_rel("sparse device vs reference", dev.params, ref.params, n, 1e-5);
       expect_rel("sparse vs dense device", dev.params, den.params, n, 1e-5);
-      free(dense);
+      free(dense), free(tr), free(tv);
       rows_free(&r);
       fx_batch_free(&fb);
     }

@@ -55,7 +55,23 @@ typedef struct hs_nn_sparse {
   const float *val;   /* ptr[n_rows], or NULL */
   hs_sparse_order order; /* how the first layer forms its neighbour term
                           * (the device step and the reference alike) */
+  /* Optional, for the weight gradient: the same entries by column (the
+   * host builds them beside the rows; without them the trainer builds
+   * them on the device). Column c's rows, increasing, are
+   * t_row[t_ptr[c] .. t_ptr[c+1]), those below n_dst of block 0 first, up
+   * to t_mid[c]; t_val the values in that order (NULL when val is). */
+  const int32_t *t_ptr; /* in_dim + 1 */
+  const int32_t *t_mid; /* in_dim */
+  const int32_t *t_row; /* ptr[n_rows] */
+  const float *t_val;
 } hs_nn_sparse;
+
+/* Fill the column lists of `x` (in_dim d) for a block 0 of n_dst dst into
+ * the caller's arrays (t_ptr d + 1, t_mid d, t_row and t_val nnz; t_val
+ * unused when x->val is NULL; `cursor` d entries of scratch) and point x
+ * at them. O(nnz + d), no allocation. */
+void hs__nn_sparse_columns(hs_nn_sparse *x, int32_t n_dst, int32_t d, int32_t *t_ptr,
+                           int32_t *t_mid, int32_t *t_row, float *t_val, int32_t *cursor);
 
 static inline int32_t hs__nn_sparse_nnz(const hs_nn_sparse *x) { return x->ptr[x->n_rows]; }
 

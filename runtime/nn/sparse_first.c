@@ -8,18 +8,18 @@
 #include "nn/trainer_internal.h"
 
 static const char *const sp_sources[] = {"hs_common.h", "train_sparse.cl"};
-static const char *const sp_names[SK_COUNT + 1] = {
+static const char *const sp_names[SK_COUNT] = {
     [SK_MM] = "hs_sp_mm",           [SK_FWD_MF] = "hs_sp_fwd_mf", [SK_FWD_AF] = "hs_sp_fwd_af",
     [SK_GSUM] = "hs_sp_gsum",       [SK_ENTRY_ROWS] = "hs_sp_entry_rows",
-    [SK_TR_FILL] = "hs_sp_tr_fill", [SK_COUNT] = "hs_sp_wgrad",
+    [SK_TR_FILL] = "hs_sp_tr_fill", [SK_WGRAD] = "hs_sp_wgrad",
+    [SK_WGRAD_COLS] = "hs_sp_wgrad_cols",
 };
-#define SK_WGRAD SK_COUNT
 
 static hs_status build(hs_trainer *t) {
   if (t->sp_program) return HS_OK;
   hs_status st = hs__program_build(t->ctx, &t->dev, sp_sources, (int)HS_ARRAY_LEN(sp_sources), "",
                                    &t->sp_program, NULL);
-  for (int i = 0; st == HS_OK && i <= SK_COUNT; i++) {
+  for (int i = 0; st == HS_OK && i < SK_COUNT; i++) {
     st = hs__kernel_create(t->sp_program, sp_names[i], &t->dev, &t->sk[i]);
     if (st != HS_OK) break;
     size_t lim = hs__kernel_max_wg(t->sk[i], &t->dev), want = t->opts.wg ? t->opts.wg : DEFAULT_WG;
@@ -29,16 +29,16 @@ static hs_status build(hs_trainer *t) {
 }
 
 void hs__sparse_first_release(hs_trainer *t) {
-  dbuf *all[] = {&t->x_ptr, &t->x_col, &t->x_val, &t->x_tmp, &t->x_tptr,
-                 &t->x_tent, &t->x_erow, &t->x_cursor, &t->x_sums};
+  dbuf *all[] = {&t->x_ptr, &t->x_col, &t->x_val, &t->x_tmp, &t->x_tptr, &t->x_tent,
+                 &t->x_erow, &t->x_cursor, &t->x_sums, &t->x_tmid, &t->x_tval};
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) hs__trainer_drop(all[i]);
-  for (int i = 0; i <= SK_COUNT; i++) hs__kernel_release(&t->sk[i]);
+  for (int i = 0; i < SK_COUNT; i++) hs__kernel_release(&t->sk[i]);
   hs__program_release(&t->sp_program);
 }
 
 static hs_status run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
                      const hs_karg *args, int n) {
-  return hs__trainer_run_k(t, ph, t->sk[id], t->swg[id], g0, g1, args, n);
+  return hs__trainer_run_k(t, ph, sp_names[id], t->sk[id], t->swg[id], g0, g1, args, n);
 }
 
 hs_status hs__sparse_first_upload(hs_trainer *t, const hs_nn_sparse *x) {
@@ -65,6 +65,22 @@ hs_status hs__sparse_first_upload(hs_trainer *t, const hs_nn_sparse *x) {
                   HS_OK) ||
       (nnz && x->val &&
        (st = hs__mem_write(t->q, t->x_val.m, true, 0, nnz * 4, x->val, 0, NULL, NULL)) != HS_OK))
+    return st;
+  /* Column lists built by the host ride along (they save the device the
+   * counting sort); else the step builds them. */
+  t->x_cols = x->t_ptr != NULL;
+  if (t->x_cols &&
+      ((st = hs__trainer_reserve(t, &t->x_tmid, (size_t)d_in + 1, 4)) != HS_OK ||
+       (x->val && (st = hs__trainer_reserve(t, &t->x_tval, nnz + 1, 4)) != HS_OK) ||
+       (st = hs__mem_write(t->q, t->x_tptr.m, true, 0, ((size_t)d_in + 1) * 4, x->t_ptr, 0, NULL,
+                           NULL)) != HS_OK ||
+       (st = hs__mem_write(t->q, t->x_tmid.m, true, 0, (size_t)d_in * 4, x->t_mid, 0, NULL,
+                           NULL)) != HS_OK ||
+       (nnz && (st = hs__mem_write(t->q, t->x_tent.m, true, 0, nnz * 4, x->t_row, 0, NULL,
+                                   NULL)) != HS_OK) ||
+       (nnz && x->val &&
+        (st = hs__mem_write(t->q, t->x_tval.m, true, 0, nnz * 4, x->t_val, 0, NULL, NULL)) !=
+            HS_OK)))
     return st;
   t->x_sparse = true;
   t->x_has_val = x->val != NULL;
@@ -142,9 +158,17 @@ hs_status hs__sparse_first_wgrad(hs_trainer *t) {
   size_t vecs = ((size_t)d_out + VW - 1) / VW;
   hs_status st;
   if (!t->transposed[0] && (st = hs__trainer_transpose(t, 0)) != HS_OK) return st;
-  if ((st = columns(t)) != HS_OK) return st;
+  if (!t->x_cols && (st = columns(t)) != HS_OK) return st;
   hs_karg gs[] = {HS_KARG(t->blk_rp[0]), HS_KARG(t->t_ptr[0].m), HS_KARG(t->t_dst[0].m),
                   HS_KARG(t->dz[0].m), HS_KARG(n_src), HS_KARG(d_out), HS_KARG(t->x_tmp.m)};
+  if (t->x_cols) {
+    cl_mem tval = t->x_has_val ? t->x_tval.m : t->x_tent.m;
+    hs_karg wc[] = {HS_KARG(t->x_tptr.m), HS_KARG(t->x_tmid.m), HS_KARG(t->x_tent.m),
+                    HS_KARG(tval), HS_KARG(has_val), HS_KARG(t->dz[0].m), HS_KARG(t->x_tmp.m),
+                    HS_KARG(d_in), HS_KARG(d_out), HS_KARG(t->grads.m), HS_KARG(w_off)};
+    if ((st = run(t, HS_PHASE_AGG, SK_GSUM, vecs, (size_t)n_src, gs, 7)) != HS_OK) return st;
+    return run(t, HS_PHASE_GEMM, SK_WGRAD_COLS, vecs, (size_t)d_in, wc, 11);
+  }
   hs_karg wg[] = {HS_KARG(t->x_tptr.m), HS_KARG(t->x_tent.m), HS_KARG(t->x_erow.m), HS_KARG(val),
                   HS_KARG(has_val), HS_KARG(n_dst), HS_KARG(t->dz[0].m), HS_KARG(t->x_tmp.m),
                   HS_KARG(d_in), HS_KARG(d_out), HS_KARG(t->grads.m), HS_KARG(w_off)};

@@ -51,22 +51,24 @@ static hs_status span_open(hs_trainer *t, cl_event *mark) {
   return hs__queue_marker(t->q, 0, NULL, mark);
 }
 
-static void span_close(hs_trainer *t, hs_train_phase ph, cl_event mark, cl_event end) {
+static void span_close(hs_trainer *t, hs_train_phase ph, const char *name, cl_event mark,
+                       cl_event end) {
   if (!t->opts.profile) return;
   t->span_mark[t->n_spans] = mark;
   t->span_end[t->n_spans] = end;
   t->span_phase[t->n_spans] = ph;
+  t->span_name[t->n_spans] = name;
   t->n_spans++;
 }
 
 /* Set arguments and launch kernel `id` over (g0) or (g0, g1). */
 hs_status hs__trainer_run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
                           const hs_karg *args, int n_args) {
-  return hs__trainer_run_k(t, ph, t->k[id], t->wg[id], g0, g1, args, n_args);
+  return hs__trainer_run_k(t, ph, kernel_names[id], t->k[id], t->wg[id], g0, g1, args, n_args);
 }
 
-hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, cl_kernel k, size_t wg, size_t g0,
-                            size_t g1, const hs_karg *args, int n_args) {
+hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, const char *name, cl_kernel k,
+                            size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args) {
   hs_status st = hs__kernel_args(k, args, n_args);
   if (st != HS_OK) return st;
   cl_event mark, ev = NULL;
@@ -83,7 +85,7 @@ hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, cl_kernel k, size_
     hs__events_release(&mark, 1);
     return st;
   }
-  span_close(t, ph, mark, ev);
+  span_close(t, ph, name, mark, ev);
   return HS_OK;
 }
 
@@ -96,7 +98,7 @@ hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op) {
     hs__events_release(&mark, 1);
     return st;
   }
-  span_close(t, HS_PHASE_GEMM, mark, ev);
+  span_close(t, HS_PHASE_GEMM, "gemm", mark, ev);
   return HS_OK;
 }
 
@@ -607,8 +609,19 @@ static hs_status collect_spans(hs_trainer *t) {
     uint64_t s0, e0, s1, e1;
     if (st == HS_OK && (st = hs__events_wait(&t->span_end[i], 1)) == HS_OK &&
         (st = hs__event_times(t->span_mark[i], &s0, &e0)) == HS_OK &&
-        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0)
-      t->phase_s[t->span_phase[i]] += (double)(e1 - e0) * 1e-9;
+        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0) {
+      double span = (double)(e1 - e0) * 1e-9, run = e1 > s1 ? (double)(e1 - s1) * 1e-9 : 0.0;
+      t->phase_s[t->span_phase[i]] += span;
+      int k = 0;
+      while (k < t->n_kernel_times && strcmp(t->kernel_times[k].name, t->span_name[i]) != 0) k++;
+      if (k == t->n_kernel_times && k < HS_TRAIN_MAX_KERNELS)
+        t->kernel_times[t->n_kernel_times++] = (hs_train_kernel_time){.name = t->span_name[i]};
+      if (k < HS_TRAIN_MAX_KERNELS) {
+        t->kernel_times[k].launches++;
+        t->kernel_times[k].span_s += span;
+        t->kernel_times[k].run_s += run;
+      }
+    }
     hs__events_release(&t->span_mark[i], 1);
     hs__events_release(&t->span_end[i], 1);
   }
@@ -623,6 +636,9 @@ hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out) {
   if (st != HS_OK) return st;
   memcpy(out->seconds, t->phase_s, sizeof out->seconds);
   out->steps = t->timed_steps;
+  out->n_kernels = t->n_kernel_times;
+  memcpy(out->kernel, t->kernel_times, sizeof out->kernel);
+  t->n_kernel_times = 0;
   memset(t->phase_s, 0, sizeof t->phase_s);
   t->timed_steps = 0;
   return HS_OK;

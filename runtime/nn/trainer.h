@@ -37,9 +37,23 @@ typedef enum hs_train_phase {
   HS_PHASE_COUNT_
 } hs_train_phase;
 
+enum { HS_TRAIN_MAX_KERNELS = 48 };
+
+/* One kernel's (or the GEMM's) share of the device time: `span_s` from the
+ * end of the command before it to its own end (what it costs the in-order
+ * queue), `run_s` from its start to its end; span - run is the time the
+ * device spent between commands (launch and scheduling). */
+typedef struct hs_train_kernel_time {
+  const char *name;
+  int launches;
+  double span_s, run_s;
+} hs_train_kernel_time;
+
 typedef struct hs_train_times {
   double seconds[HS_PHASE_COUNT_];
   int steps;
+  int n_kernels;
+  hs_train_kernel_time kernel[HS_TRAIN_MAX_KERNELS];
 } hs_train_times;
 
 /* Accumulated statistics of steps not yet read. */

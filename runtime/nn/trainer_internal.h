@@ -41,6 +41,8 @@ enum {
   SK_GSUM,
   SK_ENTRY_ROWS,
   SK_TR_FILL,
+  SK_WGRAD,
+  SK_WGRAD_COLS,
   SK_COUNT
 };
 
@@ -81,13 +83,13 @@ struct hs_trainer {
    * arrays, the n_src x d_out scratch (H forward, G backward), and the
    * rows' column lists for the weight gradient. The program is built on
    * the first sparse batch. */
-  bool x_sparse, x_has_val;
+  bool x_sparse, x_has_val, x_cols; /* x_cols: column lists from the host */
   int32_t x_nnz;
   hs_sparse_order x_order;
   cl_program sp_program;
-  cl_kernel sk[SK_COUNT + 1]; /* + hs_sp_wgrad */
-  size_t swg[SK_COUNT + 1];
-  dbuf x_ptr, x_col, x_val, x_tmp, x_tptr, x_tent, x_erow, x_cursor, x_sums;
+  cl_kernel sk[SK_COUNT];
+  size_t swg[SK_COUNT];
+  dbuf x_ptr, x_col, x_val, x_tmp, x_tptr, x_tent, x_erow, x_cursor, x_sums, x_tmid, x_tval;
 
   /* Activations and gradients: act[l] is the input of layer l >= 1. */
   dbuf cat[HS_NN_MAX_LAYERS], act[HS_NN_MAX_LAYERS], dz[HS_NN_MAX_LAYERS];
@@ -102,6 +104,9 @@ struct hs_trainer {
   /* Profiling spans: (marker before, last event) per phase. */
   cl_event span_mark[MAX_SPANS], span_end[MAX_SPANS];
   hs_train_phase span_phase[MAX_SPANS];
+  const char *span_name[MAX_SPANS];
+  int n_kernel_times;
+  hs_train_kernel_time kernel_times[HS_TRAIN_MAX_KERNELS];
   int n_spans;
   double phase_s[HS_PHASE_COUNT_];
   int timed_steps;
@@ -115,9 +120,9 @@ void hs__trainer_drop(dbuf *b);
 hs_status hs__trainer_run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
                           const hs_karg *args, int n_args);
 /* The same for any kernel `k` of the trainer's context, with local size
- * `wg` along dimension 0. */
-hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, cl_kernel k, size_t wg, size_t g0,
-                            size_t g1, const hs_karg *args, int n_args);
+ * `wg` along dimension 0; `name` labels its profiling time. */
+hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, const char *name, cl_kernel k,
+                            size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args);
 /* The transposed block l (t_ptr[l], t_dst[l]) on the device. */
 hs_status hs__trainer_transpose(hs_trainer *t, int l);
 

@@ -25,6 +25,9 @@ typedef struct hs_slot_data {
   float *sx_val;          /* NULL for binary features */
   int64_t sx_cap;         /* entries sx_col / sx_val hold */
   int64_t sx_rows;        /* rows sx_ptr holds */
+  /* ... and the same entries by column, for the weight gradient. */
+  int32_t *sx_tptr, *sx_tmid, *sx_trow, *sx_cursor;
+  float *sx_tval;
   hs_nn_block nb[HS_SAMPLE_MAX_LAYERS];
   int64_t edges;
   /* With the trainer cache: the batch's classification and the slot's
@@ -127,8 +130,9 @@ hs_status hs__session_shuffle(hs_session *s, int64_t epoch);
 hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
                              uint32_t batch, hs_slot_data *slot);
 /* Sparse feature rows ids[0..n) into the slot's CSR arrays (sx), values
- * as float32. Uses the gather pool: gather stage only. */
-hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n,
+ * as float32, and (n_dst >= 0: a training batch whose block 0 has n_dst
+ * dst) their column lists. Uses the gather pool: gather stage only. */
+hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t n_dst,
                                   hs_slot_data *slot);
 /* Allocate a slot's sparse arrays for `rows` rows (the most a batch or an
  * evaluation chunk may have); no-op for dense features. */

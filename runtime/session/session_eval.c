@@ -108,7 +108,7 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
       /* Slot 0's CSR arrays, grown to the receptive field if needed. */
       hs_slot_data *d = &s->slots[0];
       if ((st = hs__session_sparse_alloc(s, d, (int64_t)rows)) == HS_OK)
-        st = hs__session_rows_sparse(s, set.ids, (int32_t)rows, d);
+        st = hs__session_rows_sparse(s, set.ids, (int32_t)rows, -1, d);
       hs_nn_batch nb = {.n_layers = set.n_layers, .blocks = set.blocks, .sfeat = &d->sx};
       if (st == HS_OK) st = hs__trainer_upload(s->trainer, &nb);
       if (st == HS_OK) st = hs__trainer_predict(s->trainer, out);

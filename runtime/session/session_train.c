@@ -79,10 +79,19 @@ hs_status hs__session_sparse_alloc(hs_session *s, hs_slot_data *d, int64_t rows)
   if (cap > g->feat_nnz) cap = g->feat_nnz;
   if (cap > d->sx_cap || !d->sx_ptr || d->sx_rows < rows) {
     hs__session_sparse_free(d);
+    size_t f = (size_t)g->f;
     d->sx_ptr = malloc(((size_t)rows + 1) * sizeof *d->sx_ptr);
     d->sx_col = malloc(((size_t)cap + 1) * sizeof *d->sx_col);
-    if (g->feat_val) d->sx_val = malloc(((size_t)cap + 1) * sizeof *d->sx_val);
-    if (!d->sx_ptr || !d->sx_col || (g->feat_val && !d->sx_val))
+    d->sx_tptr = malloc((f + 1) * sizeof *d->sx_tptr);
+    d->sx_tmid = malloc((f + 1) * sizeof *d->sx_tmid);
+    d->sx_cursor = malloc((f + 1) * sizeof *d->sx_cursor);
+    d->sx_trow = malloc(((size_t)cap + 1) * sizeof *d->sx_trow);
+    if (g->feat_val) {
+      d->sx_val = malloc(((size_t)cap + 1) * sizeof *d->sx_val);
+      d->sx_tval = malloc(((size_t)cap + 1) * sizeof *d->sx_tval);
+    }
+    if (!d->sx_ptr || !d->sx_col || !d->sx_tptr || !d->sx_tmid || !d->sx_cursor ||
+        !d->sx_trow || (g->feat_val && (!d->sx_val || !d->sx_tval)))
       return hs__fail(HS_ERR_NOMEM, "out of memory for %lld sparse feature entries",
                       (long long)cap);
     d->sx_cap = cap;
@@ -95,13 +104,18 @@ void hs__session_sparse_free(hs_slot_data *d) {
   free(d->sx_ptr);
   free(d->sx_col);
   free(d->sx_val);
-  d->sx_ptr = d->sx_col = NULL;
-  d->sx_val = NULL;
+  free(d->sx_tptr);
+  free(d->sx_tmid);
+  free(d->sx_trow);
+  free(d->sx_cursor);
+  free(d->sx_tval);
+  d->sx_ptr = d->sx_col = d->sx_tptr = d->sx_tmid = d->sx_trow = d->sx_cursor = NULL;
+  d->sx_val = d->sx_tval = NULL;
   d->sx_cap = 0;
   d->sx_rows = 0;
 }
 
-hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n,
+hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t n_dst,
                                   hs_slot_data *d) {
   const hs_graph *g = s->g;
   hs_gather_sparse_req req = {.ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val,
@@ -114,6 +128,12 @@ hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n,
   hs_status st = hs__gather_sparse(s->pool, &req);
   d->sx = (hs_nn_sparse){.n_rows = n, .ptr = d->sx_ptr, .col = d->sx_col,
                          .val = g->feat_val ? d->sx_val : NULL, .order = HS_SPARSE_AUTO};
+  /* The column lists for the weight gradient: built here, where the host
+   * has the rows at hand and the pipeline overlaps it with training,
+   * rather than by a counting sort on the trainer. */
+  if (st == HS_OK && n_dst >= 0)
+    hs__nn_sparse_columns(&d->sx, n_dst, (int32_t)g->f, d->sx_tptr, d->sx_tmid, d->sx_trow,
+                          d->sx_tval, d->sx_cursor);
   return st;
 }
 
@@ -122,7 +142,8 @@ hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n,
 static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached) {
   const hs_batch *b = &d->batch;
   for (int32_t i = 0; i < b->n_seeds; i++) d->labels[i] = s->g->labels[b->ids[i]];
-  if (s->g->feat_sparse) return hs__session_rows_sparse(s, b->ids, b->n_vertices, d);
+  if (s->g->feat_sparse)
+    return hs__session_rows_sparse(s, b->ids, b->n_vertices, b->blocks[0].n_dst, d);
   if (!cached) return hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw);
   hs_status st = hs__coo_classify(s->coo, b->ids, b->n_vertices, &d->plan);
   if (st != HS_OK) return st;
@@ -270,6 +291,8 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
     uint64_t bytes = 4u * ((uint64_t)d->sx.n_rows + 1) + nnz * (d->sx.val ? 8u : 4u);
     s->acc_gather_bytes += bytes;
     s->acc_upload_bytes += bytes;
+    if (d->sx.t_ptr) /* the column lists */
+      s->acc_upload_bytes += 8u * (uint64_t)s->g->f + nnz * (d->sx.val ? 8u : 4u);
     s->acc_feat_nnz += nnz;
   } else {
     s->acc_gather_bytes +=
