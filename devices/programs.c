@@ -65,6 +65,16 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .model = "sage",
          .what = "GraphSAGE-mean training: aggregation, activations, loss, optimizers"},
+    [HS_PROG_TRAIN_SPARSE] =
+        {.name = "train_sparse",
+         .sources = NUL_LIST("hs_common.h", "train_sparse.cl"),
+         .kernels = NUL_LIST("hs_sp_mm", "hs_sp_fwd_mf", "hs_sp_fwd_af", "hs_sp_gsum",
+                             "hs_sp_entry_rows", "hs_sp_tr_fill", "hs_sp_wgrad",
+                             "hs_sp_wgrad_cols"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .what = "the first layer over sparse input features: sparse x dense products"},
     [HS_PROG_GEMM] =
         {.name = "gemm",
          .sources = NUL_LIST("gemm.cl"),

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "nn/trainer_internal.h"
 
-static const char *const sp_sources[] = {"hs_common.h", "train_sparse.cl"};
 static const char *const sp_names[SK_COUNT] = {
     [SK_MM] = "hs_sp_mm",           [SK_FWD_MF] = "hs_sp_fwd_mf", [SK_FWD_AF] = "hs_sp_fwd_af",
     [SK_GSUM] = "hs_sp_gsum",       [SK_ENTRY_ROWS] = "hs_sp_entry_rows",
@@ -17,8 +17,7 @@ static const char *const sp_names[SK_COUNT] = {
 
 static hs_status build(hs_trainer *t) {
   if (t->sp_program) return HS_OK;
-  hs_status st = hs__program_build(t->ctx, &t->dev, sp_sources, (int)HS_ARRAY_LEN(sp_sources), "",
-                                   &t->sp_program, NULL);
+  hs_status st = hs__program_get(t->ctx, &t->dev, HS_PROG_TRAIN_SPARSE, &t->sp_program);
   for (int i = 0; st == HS_OK && i < SK_COUNT; i++) {
     st = hs__kernel_create(t->sp_program, sp_names[i], &t->dev, &t->sk[i]);
     if (st != HS_OK) break;
