@@ -555,3 +555,97 @@ Test(sparse, column_lists_list_each_columns_rows_in_order) {
   free(tr), free(tv);
   rows_free(&r);
 }
+
+/* ---- importers and the generator --------------------------------------------- */
+
+static char *fixture(const char *rel) { return tu_path(tu_data_dir(), rel); }
+
+/* Import fixture `rel` in `fmt`, then check the features read back equal
+ * those of a dense import, value for value. */
+static void import_both_ways(hs_import_format from, const char *rel, bool expect_binary) {
+  char *root = tu_mkdtemp(), *src = fixture(rel);
+  char *dd = tu_path(root, "dense"), *sd = tu_path(root, "sparse");
+  hs_convert_opts o;
+  hs_convert_opts_init(&o, from);
+  o.make_split = false;
+  o.feat_format = HS_FEAT_FORMAT_DENSE;
+  hs_dataset_info di, si;
+  cr_assert_eq(hs_convert(src, dd, &o, &di), HS_OK, "%s", hs_last_error());
+  o.feat_format = HS_FEAT_FORMAT_SPARSE;
+  cr_assert_eq(hs_convert(src, sd, &o, &si), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(di.feature_format, HS_FEAT_FORMAT_DENSE);
+  cr_expect_eq(si.feature_format, HS_FEAT_FORMAT_SPARSE);
+  cr_expect_eq(si.feature_binary, expect_binary, "%s", rel);
+  cr_expect_eq(si.num_features, di.num_features);
+  hs_dataset *a, *b;
+  cr_assert_eq(hs_dataset_open(dd, &a), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(sd, &b), HS_OK, "%s", hs_last_error());
+  const hs_graph *ga = hs__dataset_graph(a), *gb = hs__dataset_graph(b);
+  int64_t f = ga->f, nnz = 0;
+  for (int64_t v = 0; v < ga->n; v++) {
+    const float *row = (const float *)ga->feat + v * f;
+    int64_t k = gb->feat_ptr[v];
+    for (int64_t j = 0; j < f; j++) {
+      if (row[j] == 0.0f) continue;
+      nnz++;
+      cr_assert_lt(k, gb->feat_ptr[v + 1], "%s: row %lld lacks column %lld", rel, (long long)v,
+                   (long long)j);
+      cr_expect_eq(gb->feat_col[k], j);
+      float x = gb->feat_val ? ((const float *)gb->feat_val)[k] : 1.0f;
+      cr_expect_eq(x, row[j], "%s: row %lld column %lld", rel, (long long)v, (long long)j);
+      k++;
+    }
+    cr_expect_eq(k, gb->feat_ptr[v + 1]);
+  }
+  cr_expect_eq(nnz, gb->feat_nnz);
+  hs_dataset_close(a), hs_dataset_close(b);
+  free(src), free(dd), free(sd);
+  tu_rmtree(root);
+}
+
+Test(sparse, importers_write_either_form_with_the_same_features) {
+  import_both_ways(HS_IMPORT_LINQS, "linqs_tiny", false); /* one value is 0.5 */
+  import_both_ways(HS_IMPORT_MUSAE, "musae_tiny", true);
+  import_both_ways(HS_IMPORT_OGB, "ogb_tiny", false);
+}
+
+Test(sparse, generated_words_are_sparse_binary_and_class_topical) {
+  char *root = tu_mkdtemp(), *a = tu_path(root, "a"), *b = tu_path(root, "b");
+  hs_generate_opts o;
+  hs_generate_opts_init(&o, HS_GENERATE_SBM);
+  o.num_vertices = 600;
+  o.num_edges = 1200;
+  o.num_classes = 3;
+  o.num_features = 300;
+  o.features = HS_GENERATE_WORDS;
+  o.words = 12;
+  o.topic = 0.5;
+  hs_generate_summary s;
+  cr_assert_eq(hs_generate(a, &o, &s), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(s.info.feature_format, HS_FEAT_FORMAT_SPARSE);
+  cr_expect(s.info.feature_binary);
+  cr_expect(isnan(s.bayes_accuracy));
+  /* Rows hold words/2 .. 3 words/2 draws (repeats merged). */
+  double per_row = (double)s.info.feature_nnz / 600.0;
+  cr_expect(per_row > 9 && per_row <= 12.5, "%g words per row", per_row);
+  hs_dataset *ds;
+  cr_assert_eq(hs_dataset_open(a, &ds), HS_OK, "%s", hs_last_error());
+  const hs_graph *g = hs__dataset_graph(ds);
+  /* About topic + (1 - topic) / K of a row's words are in its class's block. */
+  int64_t own = 0;
+  for (int64_t v = 0; v < g->n; v++)
+    for (int64_t k = g->feat_ptr[v]; k < g->feat_ptr[v + 1]; k++)
+      own += g->feat_col[k] / 100 == g->labels[v];
+  double share = (double)own / (double)g->feat_nnz;
+  cr_expect(share > 0.6 && share < 0.73, "own-block share %g (expected about 0.67)", share);
+  hs_dataset_close(ds);
+  /* Same options, same bytes. */
+  cr_assert_eq(hs_generate(b, &o, NULL), HS_OK, "%s", hs_last_error());
+  expect_same_file(a, b, "feat_indices.npy");
+  expect_same_file(a, b, "feat_indptr.npy");
+  o.topic = 2;
+  char *c = tu_path(root, "c");
+  cr_expect_eq(hs_generate(c, &o, NULL), HS_ERR_INVALID_ARG);
+  free(a), free(b), free(c);
+  tu_rmtree(root);
+}
