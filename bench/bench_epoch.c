@@ -267,16 +267,17 @@ int main(int argc, char **argv) {
       printf("%s\"%d\": %.6f", t ? ", " : "", threads[t], pmed[t]);
     }
     for (int r = 0; r < peer_runs; r++) pacc += peer_acc[best][r] / peer_runs;
-    char rss[64] = "null", ratio[64] = "null";
+    char rss[64] = "null", rss_ratio[64] = "null";
     if (peer_rss_kb > 0) {
       snprintf(rss, sizeof rss, "%.0f", peer_rss_kb * 1024.0);
-      snprintf(ratio, sizeof ratio, "%.3f", (double)st.peak_rss_bytes / (peer_rss_kb * 1024.0));
+      snprintf(rss_ratio, sizeof rss_ratio, "%.3f",
+               (double)st.peak_rss_bytes / (peer_rss_kb * 1024.0));
     }
     printf("},\n           \"threads\": %d, \"epoch_s_median\": %.6f, \"test_acc\": %.4f,\n"
            "           \"peak_rss_bytes\": %s, \"ratio_peer_epoch_to_hetsage\": %.3f, "
            "\"test_acc_hetsage_minus_peer\": %.4f,\n"
            "           \"ratio_hetsage_peak_rss_to_peer\": %s}\n}\n",
-           threads[best], pmed[best], pacc, rss, pmed[best] / med, acc_mean - pacc, ratio);
+           threads[best], pmed[best], pacc, rss, pmed[best] / med, acc_mean - pacc, rss_ratio);
   } else {
     printf("  \"peer\": {\"name\": \"dgl\", \"skipped\": \"%s\"}\n}\n", pr.why);
   }
