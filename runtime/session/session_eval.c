@@ -222,6 +222,8 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
   if (mc.n_layers > HS_MAX_LAYERS)
     return hs__fail(HS_ERR_FORMAT, "%s: %d layers", path, mc.n_layers);
   for (int l = cfg->n_layers; l < mc.n_layers; l++) cfg->fanouts[l] = 10;
+  cfg->model = (hs_model_kind)mc.kind;
+  if (mc.kind == HS_NN_GAT) cfg->heads = mc.heads;
   cfg->n_layers = mc.n_layers;
   cfg->hidden = mc.hidden;
   cfg->dropout = mc.dropout;
