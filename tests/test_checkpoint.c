@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "nn/checkpoint.h"
+#include "nn/model_ops.h"
 #include "nn/ref_nn.h"
 #include "nn_fixtures.h"
 
@@ -325,6 +326,40 @@ Test(checkpoint, records_are_skipped_only_when_optional) {
   free(rec);
   free(buf);
   hs__model_destroy(&a);
+}
+
+/* A checkpoint names its model: loading it into another kind is refused
+ * with both named, even where the parameter counts agree. */
+Test(checkpoint, other_model_kinds_are_refused) {
+  for (int a = 0; a < HS_NN_KIND_COUNT_; a++)
+    for (int b = 0; b < HS_NN_KIND_COUNT_; b++) {
+      if (a == b || !hs__model_ops(a) || !hs__model_ops(b)) continue;
+      hs_model_cfg cfg;
+      hs__model_cfg_defaults(&cfg);
+      cfg.in_dim = 5;
+      cfg.hidden = 4;
+      cfg.n_classes = 3;
+      cfg.heads = 2;
+      cfg.kind = (hs_nn_kind)a;
+      hs_model ma, mb;
+      cr_assert_eq(hs__model_create(&cfg, &ma), HS_OK, "%s", hs_last_error());
+      cr_assert_eq(hs__checkpoint_save(&ma, path), HS_OK);
+      hs_model_cfg read;
+      cr_assert_eq(hs__checkpoint_read_cfg(path, &read), HS_OK);
+      cr_expect_eq(read.kind, (hs_nn_kind)a);
+      cfg.kind = (hs_nn_kind)b;
+      cr_assert_eq(hs__model_create(&cfg, &mb), HS_OK, "%s", hs_last_error());
+      float first = mb.params[0];
+      cr_expect_eq(hs__checkpoint_load(path, &mb), HS_ERR_INVALID_ARG);
+      char want[96];
+      snprintf(want, sizeof want, "holds a %s", hs__nn_kind_name(a));
+      cr_expect(strstr(hs_last_error(), want), "%s", hs_last_error());
+      cr_expect(strstr(hs_last_error(), hs__nn_kind_name(b)), "%s", hs_last_error());
+      cr_expect(strstr(hs_last_error(), path), "%s", hs_last_error());
+      cr_expect_eq(mb.params[0], first);
+      hs__model_destroy(&ma);
+      hs__model_destroy(&mb);
+    }
 }
 
 Test(checkpoint, shape_and_optimizer_mismatches_are_refused) {

@@ -61,6 +61,11 @@ typedef struct hs_model_ops {
   hs_nn_kind kind;
   const char *name;  /* "sage": what --model, checkpoints and logs say */
   const char *title; /* "GraphSAGE-mean" */
+  /* A vertex's output depends on its block beyond the values of its
+   * receptive field (GCN's degrees count the block's edges): over
+   * full-neighbour blocks of a few vertices it is not what the whole graph
+   * gives, so full-neighbour inference runs layer-wise. */
+  bool block_normalised;
 
   /* ---- layout ---------------------------------------------------------- */
 

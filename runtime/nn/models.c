@@ -4,10 +4,11 @@
 
 #include "nn/model_ops.h"
 
-extern const hs_model_ops hs__model_sage;
+extern const hs_model_ops hs__model_sage, hs__model_gcn;
 
 static const hs_model_ops *const tables[] = {
     &hs__model_sage,
+    &hs__model_gcn,
 };
 
 const hs_model_ops *hs__model_ops(int kind) {

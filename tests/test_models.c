@@ -1,7 +1,9 @@
-/* The trainer's seams for other modules, for every model kind there is:
- * the step in parts (gradients, a replaced gradient, the update), the
- * per-layer readiness hook, input gradients, and layer 0's input transform
- * standing in for the dense features. */
+/* Every model kind there is, through the trainer: the device passes
+ * against the kind's reference, the same bits at every work-group size,
+ * prediction and layer-wise inference against the host's; and the seams
+ * for other modules: the step in parts (gradients, a replaced gradient, the
+ * update), the per-layer readiness hook, input gradients, and layer 0's
+ * input transform standing in for the dense features. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "cl_fixture.h"
+#include "nn/infer.h"
 #include "nn/model_ops.h"
 #include "nn/ref_nn.h"
 #include "nn/trainer.h"
@@ -65,9 +68,150 @@ static void expect_rel(const char *what, const float *a, const float *b, size_t 
             (double)a[at], (double)b[at]);
 }
 
+Test(models, device_passes_match_the_reference) {
+  cl_fixture f;
+  clf_open(&f);
+  for (int kind = 0; kind < HS_NN_KIND_COUNT_; kind++)
+    for (int sgd = 0; sgd < 2; sgd++) {
+      hs_model ref, dev;
+      if (!model_of(kind, 2, 21, &ref)) break;
+      model_of(kind, 2, 21, &dev);
+      /* SGD with momentum, and Adam */
+      hs_optim_kind ok = sgd ? HS_OPTIM_SGD : HS_OPTIM_ADAM;
+      ref.cfg.optim.kind = dev.cfg.optim.kind = ok;
+      ref.cfg.optim.momentum = dev.cfg.optim.momentum = sgd ? 0.9f : 0.0f;
+      ref.cfg.optim.lr = dev.cfg.optim.lr = sgd ? 0.1f : 0.01f;
+      hs_trainer *t = trainer_of(&f, &dev, false);
+      size_t n = ref.shape.n_params;
+      float *g_ref = malloc(4 * n), *g_dev = malloc(4 * n);
+      const char *name = hs__nn_kind_name(kind);
+      char what[96];
+      for (uint32_t step = 0; step < 3; step++) {
+        fx_batch fb;
+        batch_of(&fb, 300 + step);
+        hs_nn_batch b = fx_batch_view(&fb);
+        cr_assert_eq(hs__trainer_upload(t, &b), HS_OK, "%s", hs_last_error());
+        if (step == 0) {
+          cr_assert_eq(hs__trainer_gradients(t, 1, step, true), HS_OK, "%s", hs_last_error());
+          cr_assert_eq(hs__trainer_read_grads(t, g_dev), HS_OK);
+          cr_assert_eq(hs__ref_gradients(&ref, &b, 1, step, true, g_ref, NULL), HS_OK);
+          snprintf(what, sizeof what, "%s: gradients", name);
+          expect_rel(what, g_dev, g_ref, n, 1e-5);
+          hs_train_stats skip = {0};
+          cr_assert_eq(hs__trainer_drain_stats(t, &skip), HS_OK);
+        }
+        cr_assert_eq(hs__trainer_step(t, 1, step), HS_OK, "%s", hs_last_error());
+        cr_assert_eq(hs__ref_train_step(&ref, &b, 1, step, NULL), HS_OK);
+        cr_assert_eq(hs__trainer_sync_model(t, &dev), HS_OK);
+        snprintf(what, sizeof what, "%s, %s: parameters after step %u", name, sgd ? "sgd" : "adam",
+                 step + 1);
+        expect_rel(what, dev.params, ref.params, n, 1e-5);
+        fx_batch_free(&fb);
+      }
+      free(g_ref), free(g_dev);
+      hs__trainer_destroy(t);
+      hs__model_destroy(&ref), hs__model_destroy(&dev);
+    }
+  clf_close(&f);
+}
+
+/* Parameters after 3 steps of a 3-layer model at local size `wg`. */
+static float *three_steps(cl_fixture *f, hs_nn_kind kind, size_t wg) {
+  hs_model m;
+  model_of(kind, 3, 5, &m);
+  hs_trainer_opts o = {.wg = wg};
+  hs_trainer *t;
+  cr_assert_eq(hs__trainer_create(&f->ctx, &f->dev, f->q, &m, &o, &t), HS_OK, "%s",
+               hs_last_error());
+  int fan[3] = {3, 4, 5};
+  for (uint32_t step = 0; step < 3; step++) {
+    fx_batch fb;
+    fx_batch_make(&fb, 3, 40, fan, IN_DIM, CLASSES, 900 + step);
+    hs_nn_batch b = fx_batch_view(&fb);
+    cr_assert_eq(hs__trainer_upload(t, &b), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs__trainer_step(t, 0, step), HS_OK, "%s", hs_last_error());
+    fx_batch_free(&fb);
+  }
+  cr_assert_eq(hs__trainer_sync_model(t, &m), HS_OK);
+  float *out = malloc(4 * m.shape.n_params);
+  memcpy(out, m.params, 4 * m.shape.n_params);
+  hs__trainer_destroy(t);
+  hs__model_destroy(&m);
+  return out;
+}
+
+Test(models, the_same_bits_at_every_work_group_size) {
+  cl_fixture f;
+  clf_open(&f);
+  static const size_t sizes[] = {0, 1, 3, 16, 64};
+  for (int kind = 0; kind < HS_NN_KIND_COUNT_; kind++) {
+    hs_model m;
+    if (!model_of(kind, 3, 5, &m)) continue;
+    size_t n = m.shape.n_params;
+    hs__model_destroy(&m);
+    float *first = three_steps(&f, kind, 64);
+    for (size_t w = 0; w < sizeof sizes / sizeof sizes[0]; w++) {
+      float *again = three_steps(&f, kind, sizes[w]);
+      cr_expect_arr_eq(again, first, 4 * n, "%s: parameters differ at work-group size %zu",
+                       hs__nn_kind_name(kind), sizes[w]);
+      free(again);
+    }
+    free(first);
+  }
+  clf_close(&f);
+}
+
+/* Prediction on a batch against the reference forward, and layer-wise
+ * inference over a whole graph against the host's. */
+Test(models, prediction_and_layerwise_inference_match_the_reference) {
+  cl_fixture f;
+  clf_open(&f);
+  fx_graph g;
+  fx_graph_make(&g, 700, CLASSES, IN_DIM, 6, 3);
+  hs_csr_view view = {.n_vertices = g.n, .indptr = g.indptr, .indices = g.indices};
+  for (int kind = 0; kind < HS_NN_KIND_COUNT_; kind++) {
+    hs_model m;
+    if (!model_of(kind, 2, 29, &m)) continue;
+    hs_trainer *t = trainer_of(&f, &m, false);
+    const char *name = hs__nn_kind_name(kind);
+    char what[64];
+    fx_batch fb;
+    batch_of(&fb, 17);
+    hs_nn_batch b = fx_batch_view(&fb);
+    size_t nl = (size_t)fb.blocks[1].n_dst * CLASSES;
+    float *got = malloc(4 * nl), *want = malloc(4 * nl);
+    cr_assert_eq(hs__trainer_upload(t, &b), HS_OK);
+    cr_assert_eq(hs__trainer_predict(t, got), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs__ref_forward(&m.shape, m.params, &b, want), HS_OK, "%s", hs_last_error());
+    snprintf(what, sizeof what, "%s: predicted logits", name);
+    expect_rel(what, got, want, nl, 1e-5);
+    size_t nall = (size_t)g.n * CLASSES, nh = (size_t)g.n * 32;
+    float *dev_all = malloc(4 * nall), *host_all = malloc(4 * nall);
+    float *dev_h = malloc(4 * nh), *host_h = malloc(4 * nh);
+    cr_assert_eq(hs__trainer_infer_full(t, &view, g.feat, dev_all), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs__infer_full(&m.shape, m.params, &view, g.feat, host_all), HS_OK, "%s",
+                 hs_last_error());
+    snprintf(what, sizeof what, "%s: layer-wise logits", name);
+    expect_rel(what, dev_all, host_all, nall, 1e-5);
+    /* Stopped after the hidden layer: its representation. */
+    cr_assert_eq(hs__trainer_infer_layers(t, &view, g.feat, 1, dev_h), HS_OK, "%s",
+                 hs_last_error());
+    cr_assert_eq(m.shape.ops->ref_layer(&m.shape, m.params, 0, &view, g.feat, host_h), HS_OK);
+    snprintf(what, sizeof what, "%s: hidden representation", name);
+    expect_rel(what, dev_h, host_h, nh, 1e-5);
+    cr_expect_eq(hs__trainer_infer_layers(t, &view, g.feat, 3, dev_h), HS_ERR_INVALID_ARG);
+    free(got), free(want), free(dev_all), free(host_all), free(dev_h), free(host_h);
+    fx_batch_free(&fb);
+    hs__trainer_destroy(t);
+    hs__model_destroy(&m);
+  }
+  fx_graph_free(&g);
+  clf_close(&f);
+}
+
 /* gradients + read + write back + apply is the step, bit for bit; and the
  * update applies what was written, not what was computed. */
-Test(train_seams, the_step_in_parts_is_the_step) {
+Test(models, the_step_in_parts_is_the_step) {
   cl_fixture f;
   clf_open(&f);
   for (int kind = 0; kind < HS_NN_KIND_COUNT_; kind++) {
@@ -151,7 +295,7 @@ static void on_layer(void *user, int layer, size_t off, size_t n, cl_event ready
   hs__mem_read(h->q, h->grads, false, off * 4, n * 4, h->seen + off, 1, &ready, NULL);
 }
 
-Test(train_seams, the_layer_hook_hears_each_layer_once_its_gradients_are_final) {
+Test(models, the_layer_hook_hears_each_layer_once_its_gradients_are_final) {
   cl_fixture f;
   clf_open(&f);
   for (int kind = 0; kind < HS_NN_KIND_COUNT_; kind++) {
@@ -200,7 +344,7 @@ Test(train_seams, the_layer_hook_hears_each_layer_once_its_gradients_are_final) 
 
 /* d(loss)/dX on the device against the reference's, which the reference
  * tests check against finite differences. */
-Test(train_seams, input_gradients_match_the_reference) {
+Test(models, input_gradients_match_the_reference) {
   cl_fixture f;
   clf_open(&f);
   for (int kind = 0; kind < HS_NN_KIND_COUNT_; kind++) {
@@ -265,7 +409,7 @@ static hs_status in_mul_t(void *user, hs_trainer *t, cl_mem dout, size_t n, cl_m
   return hs__trainer_gemm(t, &op);
 }
 
-Test(train_seams, an_input_provider_stands_in_for_the_features) {
+Test(models, an_input_provider_stands_in_for_the_features) {
   cl_fixture f;
   clf_open(&f);
   for (int kind = 0; kind < HS_NN_KIND_COUNT_; kind++) {
