@@ -4,11 +4,12 @@
 
 #include "nn/model_ops.h"
 
-extern const hs_model_ops hs__model_sage, hs__model_gcn;
+extern const hs_model_ops hs__model_sage, hs__model_gcn, hs__model_gat;
 
 static const hs_model_ops *const tables[] = {
     &hs__model_sage,
     &hs__model_gcn,
+    &hs__model_gat,
 };
 
 const hs_model_ops *hs__model_ops(int kind) {

@@ -18,7 +18,7 @@ typedef struct hs_dbuf {
 
 /* Buffers a model keeps per layer and per batch (its own slot numbers). */
 #define HS_NN_LAYER_SLOTS 6
-#define HS_NN_BATCH_SLOTS 8
+#define HS_NN_BATCH_SLOTS 12
 
 struct hs_trainer {
   const hs_ctx *ctx;
