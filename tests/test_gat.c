@@ -239,8 +239,7 @@ Test(gat_cl, kernels_equal_their_references) {
   cl_fixture f;
   clf_open(&f);
   hs_kset ks;
-  cr_assert_eq(hs__kset_create(&f.ctx, &f.dev, f.q, &hs__model_ops(HS_NN_GAT)->program, 0, &ks,
-                               NULL),
+  cr_assert_eq(hs__kset_create(&f.ctx, &f.dev, f.q, &hs__model_ops(HS_NN_GAT)->program, 0, &ks),
                HS_OK, "%s", hs_last_error());
   int fan[1] = {5};
   fx_batch fb;

@@ -193,8 +193,7 @@ Test(gcn_cl, kernels_equal_their_references_bit_for_bit) {
   cl_fixture f;
   clf_open(&f);
   hs_kset ks;
-  cr_assert_eq(hs__kset_create(&f.ctx, &f.dev, f.q, &hs__model_ops(HS_NN_GCN)->program, 0, &ks,
-                               NULL),
+  cr_assert_eq(hs__kset_create(&f.ctx, &f.dev, f.q, &hs__model_ops(HS_NN_GCN)->program, 0, &ks),
                HS_OK, "%s", hs_last_error());
   /* A block with a hub: src 0 named by every dst that has neighbours. */
   int fan[1] = {5};

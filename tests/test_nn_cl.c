@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cl_fixture.h"
+#include "hs_programs.h"
 #include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/model_ops.h"
@@ -34,7 +35,7 @@ typedef struct kfix {
 static void kfix_open(kfix *k) {
   clf_open(&k->f);
   cr_assert_eq(hs__kset_create(&k->f.ctx, &k->f.dev, k->f.q, &hs__model_ops(HS_NN_SAGE)->program,
-                               0, &k->ks, NULL),
+                               0, &k->ks),
                HS_OK, "%s", hs_last_error());
 }
 

@@ -11,6 +11,7 @@
 #include "bench/hs_measure.h"
 #include "hs_bringup_int.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "rng/philox.h"
 
 static const char *const level_names[] = {"quick", "standard", "long"};
@@ -215,15 +216,24 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
   return hs_placement_make(&req, out);
 }
 
-static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
+/* `in_board[i]` (n entries) is set for the devices bring-up checks: those
+ * the profile's device rules matched and those that take a role (an
+ * override may name any device); every device when the profile declares
+ * none. Others, such as a second OpenCL implementation installed beside
+ * the one the board uses, are none of the board's business. */
+static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES], bool *in_board) {
   const hs_device_info *devs;
   int n;
   hs_runtime_devices(b->rt, &devs, &n);
+  for (int i = 0; i < n; i++) in_board[i] = b->prof->device_count == 0;
+  for (int r = 0; r < b->prof->device_count; r++)
+    if (match[r] >= 0 && match[r] < n) in_board[match[r]] = true;
   hs_placement *pl = NULL;
   hs_status st = hs__bu_place(b, &pl);
   bool role[64] = {false};
   if (st == HS_OK) {
     role[pl->sampler.device] = role[pl->trainer.device] = true;
+    in_board[pl->sampler.device] = in_board[pl->trainer.device] = true;
     hs__bu_recordf(b, "board", "placement", HS_CHECK_PASS, 0,
                    "sampler on device %d%s, trainer on device %d%s, link %s, pipeline %s",
                    pl->sampler.device, pl->sampler.cores ? " (sub-device)" : "",
@@ -251,6 +261,7 @@ static hs_status scope_open(hs__scope *s) {
 static void scope_close(hs__scope *s) {
   hs__queue_release(&s->q);
   hs__ctx_release(&s->ctx);
+  hs__board_prog_files_free(&s->files);
 }
 
 /* The device compiles, launches and moves data: fill (exact) and axpy
@@ -261,14 +272,13 @@ static hs_check_result selftest(hs__bu *b, hs__scope *s, hs__out *o) {
   static float x[N], y[N], got[N];
   uint32_t fill_got[N];
   for (int i = 0; i < N; i++) x[i] = (float)i * 0.25f - 3.0f, y[i] = 1.0f / (float)(i + 1);
-  const char *src[] = {"selftest.cl"};
   cl_program prog = NULL;
   cl_kernel ka = NULL, kf = NULL;
   cl_mem dx = NULL, dy = NULL, du = NULL;
   float a = 1.75f;
   cl_uint n = N, value = 1000;
   size_t global = N;
-  hs_status st = hs__program_build(&s->ctx, &s->dev, src, 1, "", &prog, NULL);
+  hs_status st = hs__program_get(&s->ctx, &s->dev, HS_PROG_SELFTEST, &prog);
   if (st == HS_OK) st = hs__kernel_create(prog, "hs_selftest_axpy", &s->dev, &ka);
   if (st == HS_OK) st = hs__kernel_create(prog, "hs_selftest_fill_u32", &s->dev, &kf);
   if (st == HS_OK) st = hs__mem_create(&s->ctx, CL_MEM_READ_WRITE, sizeof x, &dx);
@@ -302,7 +312,7 @@ static hs_check_result selftest(hs__bu *b, hs__scope *s, hs__out *o) {
   return HS_CHECK_PASS;
 }
 
-static const hs__kernel_check selftest_check[] = {{"selftest", HS_BRINGUP_QUICK, selftest, false}};
+static const hs__kernel_check selftest_check[] = {{"selftest", HS_BRINGUP_QUICK, selftest, HS_PROG_SELFTEST}};
 
 typedef struct check_list {
   const hs__kernel_check *checks;
@@ -348,10 +358,12 @@ static void scope_checks(hs__bu *b, hs__scope *s, size_t scope_i, digest_table *
     for (size_t i = 0; i < family_count(f); i++, k++) {
       const hs__kernel_check *c = &families[f].checks[i];
       if (c->level > b->opts.level) continue;
-      if (!s->dev.info.compiler_available && !(c->prebuilt && s->binary)) {
+      if (c->program >= 0 && !hs__dev_compiles(&s->dev) &&
+          !hs__prog_files_provide(s->dev.progs, (hs_prog)c->program)) {
         hs__bu_recordf(b, s->name, c->name, HS_CHECK_SKIP, 0,
-                       "'%s' reports no compiler and the profile's [binaries] %s", s->dev.info.name,
-                       s->binary ? "holds the sampler's kernels only" : "names no program for it");
+                       "'%s' does not compile and the profile's [binaries] provide no program "
+                       "'%s'",
+                       s->dev.info.name, hs__program_def_of((hs_prog)c->program)->name);
         continue;
       }
       hs__out o;
@@ -500,7 +512,7 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   hs__scope *scopes = NULL;
   int n_scopes = 0;
   hs_dev(*subs)[2] = NULL;
-  bool *have_subs = NULL;
+  bool *have_subs = NULL, *in_board = NULL;
   digest_table dt = {0};
   b.rep = hs__bu_report_new();
   if (!b.rep) {
@@ -522,10 +534,16 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   int match[HS__BOARD_MAX_DEVICES];
   if ((st = hs__board_match(profile, devs, n_devs, match)) != HS_OK) goto fail;
   rule_checks(&b, match);
-  board_checks(&b, match);
+  in_board = calloc((size_t)n_devs, sizeof *in_board);
+  if (!in_board) {
+    st = hs__fail(HS_ERR_NOMEM, "bring-up scopes");
+    goto fail;
+  }
+  board_checks(&b, match, in_board);
 
-  /* Scopes: every device whole; from the standard level, for a CPU that
-   * partitions by counts, a sub-device of half its units as well. */
+  /* Scopes: every device of the board whole; from the standard level, for
+   * a CPU that partitions by counts, a sub-device of half its units as
+   * well. */
   scopes = calloc((size_t)n_devs * 2, sizeof *scopes);
   subs = calloc((size_t)n_devs, sizeof *subs);
   have_subs = calloc((size_t)n_devs, sizeof *have_subs);
@@ -537,15 +555,25 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
     const hs_dev *d = &rt->inv.devs[i];
     hs__scope *s = &scopes[n_scopes];
     snprintf(s->name, sizeof s->name, "dev%d", i);
+    if (!in_board[i]) {
+      hs__bu_recordf(&b, s->name, "open", HS_CHECK_SKIP, 0,
+                     "'%s' (%s) is outside board profile '%s': no rule matches it and it "
+                     "takes no role",
+                     d->info.name, d->info.platform_name, hs_board_profile_name(profile));
+      continue;
+    }
     s->dev = *d;
     s->index = i;
+    const hs__board_device *rule = NULL;
     for (int k = 0; k < profile->device_count; k++)
-      if (match[k] == i) s->binary = profile->devices[k].binary;
+      if (match[k] == i) rule = &profile->devices[k];
     if (!d->info.available) {
       hs__bu_recordf(&b, s->name, "open", HS_CHECK_SKIP, 0, "'%s' reports it is not available",
                      d->info.name);
       continue;
     }
+    if ((st = hs__board_prog_files(rule, &d->info, &s->files)) != HS_OK) goto fail;
+    s->dev.progs = &s->files;
     double t0 = hs__now();
     if ((st = scope_open(s)) != HS_OK) {
       hs__bu_recordf(&b, s->name, "open", HS_CHECK_FAIL, hs__now() - t0, "%s: %s",
@@ -562,12 +590,13 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
       snprintf(u->name, sizeof u->name, "dev%d.sub%u", i, counts[0]);
       u->index = i;
       u->sub = true;
-      u->binary = s->binary;
       t0 = hs__now();
-      st = hs__subdevices_create(d, counts, 2, subs[i]);
+      st = hs__board_prog_files(rule, &d->info, &u->files);
+      if (st == HS_OK) st = hs__subdevices_create(d, counts, 2, subs[i]);
       if (st == HS_OK) {
         have_subs[i] = true;
         u->dev = subs[i][0];
+        u->dev.progs = &u->files;
         st = scope_open(u);
       }
       if (st != HS_OK) {
@@ -613,6 +642,7 @@ fail:
     if (have_subs[i]) hs__subdevices_release(subs[i], 2);
   free(subs);
   free(have_subs);
+  free(in_board);
   free(scopes);
   free(dt.v);
   free(dt.have);

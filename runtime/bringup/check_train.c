@@ -110,7 +110,7 @@ static hs_status down(hs__scope *s, cl_mem m, void *host, size_t bytes) {
  * the trainer's default local size; kernels are launched through the same
  * typed launchers the trainer uses. */
 static hs_status open_ks(hs__scope *s, hs_nn_kind kind, hs_kset *ks) {
-  return hs__kset_create(&s->ctx, &s->dev, s->q, &hs__model_ops(kind)->program, 0, ks, NULL);
+  return hs__kset_create(&s->ctx, &s->dev, s->q, &hs__model_ops(kind)->program, 0, ks);
 }
 
 /* A block with a hub: the hop-0 block of a Cora batch whose first
@@ -715,18 +715,18 @@ static hs_check_result step_cora(hs__bu *b, hs__scope *s, hs__out *o) {
 }
 
 const hs__kernel_check hs__bu_train_checks[] = {
-    {"train.transpose", HS_BRINGUP_STANDARD, transpose, false},
-    {"train.agg_fwd", HS_BRINGUP_STANDARD, agg_fwd, false},
-    {"train.agg_bwd", HS_BRINGUP_STANDARD, agg_bwd, false},
-    {"train.elementwise", HS_BRINGUP_STANDARD, elementwise, false},
-    {"train.colsum", HS_BRINGUP_STANDARD, colsum, false},
-    {"train.loss", HS_BRINGUP_STANDARD, loss, false},
-    {"train.optimizer", HS_BRINGUP_STANDARD, optimizer, false},
-    {"gemm.default", HS_BRINGUP_QUICK, gemm_default, false},
-    {"gemm.cblas", HS_BRINGUP_STANDARD, gemm_cblas, false},
-    {"gemm.clblast", HS_BRINGUP_STANDARD, gemm_clblast, false},
-    {"gemm.builtin", HS_BRINGUP_STANDARD, gemm_builtin, false},
-    {"train.step.generated", HS_BRINGUP_STANDARD, step_generated, false},
-    {"train.step.cora", HS_BRINGUP_STANDARD, step_cora, false},
+    {"train.transpose", HS_BRINGUP_STANDARD, transpose, HS_PROG_TRAIN_SAGE},
+    {"train.agg_fwd", HS_BRINGUP_STANDARD, agg_fwd, HS_PROG_TRAIN_SAGE},
+    {"train.agg_bwd", HS_BRINGUP_STANDARD, agg_bwd, HS_PROG_TRAIN_SAGE},
+    {"train.elementwise", HS_BRINGUP_STANDARD, elementwise, HS_PROG_TRAIN_SAGE},
+    {"train.colsum", HS_BRINGUP_STANDARD, colsum, HS_PROG_TRAIN_SAGE},
+    {"train.loss", HS_BRINGUP_STANDARD, loss, HS_PROG_TRAIN_SAGE},
+    {"train.optimizer", HS_BRINGUP_STANDARD, optimizer, HS_PROG_TRAIN_SAGE},
+    {"gemm.default", HS_BRINGUP_QUICK, gemm_default, HS_PROG_GEMM},
+    {"gemm.cblas", HS_BRINGUP_STANDARD, gemm_cblas, -1},
+    {"gemm.clblast", HS_BRINGUP_STANDARD, gemm_clblast, -1},
+    {"gemm.builtin", HS_BRINGUP_STANDARD, gemm_builtin, HS_PROG_GEMM},
+    {"train.step.generated", HS_BRINGUP_STANDARD, step_generated, HS_PROG_TRAIN_SAGE},
+    {"train.step.cora", HS_BRINGUP_STANDARD, step_cora, HS_PROG_TRAIN_SAGE},
 };
 const size_t hs__bu_train_check_count = HS_ARRAY_LEN(hs__bu_train_checks);

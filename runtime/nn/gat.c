@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hs_programs.h"
 #include "nn/gat.h"
 #include "nn/nn_rng.h"
 #include "nn/ref_nn.h"
@@ -377,7 +378,6 @@ done:
 
 /* ---- the table ------------------------------------------------------------------ */
 
-static const char *const gat_sources[] = {HS_TRAIN_SHARED_SOURCES, "train_gat.cl"};
 static const char *const gat_kernels[] = {
     [HS_K_GAT_SCORES - HS_K_MODEL] = "hs_gat_scores",
     [HS_K_GAT_SOFTMAX - HS_K_MODEL] = "hs_gat_softmax",
@@ -400,8 +400,7 @@ const hs_model_ops hs__model_gat = {
     .ref_backward = gat_ref_backward,
     .ref_free = gat_ref_free,
     .ref_layer = gat_ref_layer,
-    .program = {.sources = gat_sources,
-                .n_sources = (int)(sizeof gat_sources / sizeof gat_sources[0]),
+    .program = {.prog = HS_PROG_TRAIN_GAT,
                 .kernels = gat_kernels,
                 .n_kernels = (int)(sizeof gat_kernels / sizeof gat_kernels[0])},
     .dev_reserve = hs__gat_dev_reserve,

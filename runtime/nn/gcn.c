@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hs_programs.h"
 #include "nn/gcn.h"
 #include "nn/ref_nn.h"
 
@@ -215,7 +216,6 @@ done:
 
 /* ---- the table ------------------------------------------------------------------ */
 
-static const char *const gcn_sources[] = {HS_TRAIN_SHARED_SOURCES, "train_gcn.cl"};
 static const char *const gcn_kernels[] = {
     [HS_K_GCN_NORM - HS_K_MODEL] = "hs_gcn_norm",
     [HS_K_GCN_AGG_FWD - HS_K_MODEL] = "hs_gcn_agg_fwd",
@@ -233,8 +233,7 @@ const hs_model_ops hs__model_gcn = {
     .ref_backward = gcn_ref_backward,
     .ref_free = gcn_ref_free,
     .ref_layer = gcn_ref_layer,
-    .program = {.sources = gcn_sources,
-                .n_sources = (int)(sizeof gcn_sources / sizeof gcn_sources[0]),
+    .program = {.prog = HS_PROG_TRAIN_GCN,
                 .kernels = gcn_kernels,
                 .n_kernels = (int)(sizeof gcn_kernels / sizeof gcn_kernels[0])},
     .dev_reserve = hs__gcn_dev_reserve,

@@ -2,6 +2,7 @@
  * nn_kernels.h). */
 #include <string.h>
 
+#include "hs_programs.h"
 #include "nn/model.h"
 #include "nn/nn_kernels.h"
 
@@ -19,23 +20,22 @@ static const char *const shared_names[HS_K_MODEL] = {
 enum { DEFAULT_WG = 64 };
 
 hs_status hs__kset_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
-                          const hs_train_program *p, size_t wg, hs_kset *out, bool *hit) {
+                          const hs_train_program *p, size_t wg, hs_kset *out) {
   memset(out, 0, sizeof *out);
   out->q = q;
   if (p->n_kernels < 0 || HS_K_MODEL + p->n_kernels > HS_K_MAX)
     return hs__fail(HS_ERR_INVALID_ARG, "training program: %d model kernels (at most %d)",
                     p->n_kernels, HS_K_MAX - HS_K_MODEL);
-  bool cached = false;
   double t0 = hs__now();
-  hs_status st = hs__program_build(ctx, dev, p->sources, p->n_sources, "", &out->program, &cached);
+  hs_status st = hs__program_get(ctx, dev, (hs_prog)p->prog, &out->program);
   if (st != HS_OK) return st;
-  hs__log(HS_LOG_TRAIN, "training program on '%s' %s in %.2f s", dev->info.name,
-          cached ? "loaded from the cache" : "built", hs__now() - t0);
-  if (hit) *hit = cached;
+  hs__log(HS_LOG_TRAIN, "training program %s on '%s' ready in %.2f s",
+          hs__program_def_of((hs_prog)p->prog)->name, dev->info.name, hs__now() - t0);
   out->n_kernels = HS_K_MODEL + p->n_kernels;
   size_t want = wg ? wg : DEFAULT_WG;
   for (int i = 0; i < out->n_kernels; i++) {
     const char *name = i < HS_K_MODEL ? shared_names[i] : p->kernels[i - HS_K_MODEL];
+    out->names[i] = name;
     if ((st = hs__kernel_create(out->program, name, dev, &out->k[i])) != HS_OK) {
       hs__kset_release(out);
       return st;
@@ -56,24 +56,29 @@ hs_status hs__kset_run(hs_kset *ks, hs_train_phase ph, int id, size_t g0, size_t
                        const hs_karg *args, int n_args) {
   if (id < 0 || id >= ks->n_kernels || !ks->k[id])
     return hs__fail(HS_ERR_STATE, "training kernel %d is not in this program", id);
-  hs_status st = hs__kernel_args(ks->k[id], args, n_args);
+  return hs__kset_launch(ks, ph, ks->names[id], ks->k[id], ks->wg[id], g0, g1, args, n_args);
+}
+
+hs_status hs__kset_launch(hs_kset *ks, hs_train_phase ph, const char *name, cl_kernel k,
+                          size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args) {
+  hs_status st = hs__kernel_args(k, args, n_args);
   if (st != HS_OK) return st;
   cl_event mark = NULL, ev = NULL;
   bool prof = ks->span_open != NULL;
   if (prof && (st = ks->span_open(ks->span_user, &mark)) != HS_OK) return st;
   /* A narrow first dimension (few feature vectors per row) must not leave
    * most of each work-group idle: the rest of the group goes to rows. */
-  size_t global[2] = {g0, g1}, local[2] = {ks->wg[id], 1};
+  size_t global[2] = {g0, g1}, local[2] = {wg, 1};
   if (g1 && g0 < local[0]) {
     local[0] = g0 ? g0 : 1;
-    local[1] = ks->wg[id] / local[0];
+    local[1] = wg / local[0];
   }
-  st = hs__launch(ks->q, ks->k[id], g1 ? 2 : 1, global, local, 0, NULL, prof ? &ev : NULL);
+  st = hs__launch(ks->q, k, g1 ? 2 : 1, global, local, 0, NULL, prof ? &ev : NULL);
   if (st != HS_OK) {
     if (mark) hs__events_release(&mark, 1);
     return st;
   }
-  if (prof) ks->span_close(ks->span_user, ph, mark, ev);
+  if (prof) ks->span_close(ks->span_user, ph, name, mark, ev);
   return HS_OK;
 }
 

@@ -2,7 +2,8 @@
  *
  * A model's training program is the shared training sources (block
  * transposes, element-wise kernels, loss, optimizers) followed by the
- * model's own (its table names them: model_ops.h). A kernel set holds one
+ * model's own, registered in the program registry (devices/programs.c). A
+ * kernel set holds one
  * built program on one device queue and its kernels: the shared ones at the
  * ids below, the model's own from HS_K_MODEL on, in the order of the
  * table's kernel names.
@@ -30,11 +31,6 @@ typedef enum hs_train_phase {
   HS_PHASE_OPTIM,
   HS_PHASE_COUNT_
 } hs_train_phase;
-
-/* The shared training sources, in program order; a model's program
- * appends its own. */
-#define HS_TRAIN_SHARED_SOURCES \
-  "hs_common.h", "hs_philox.h", "hs_train.h", "train_block.cl", "train_elem.cl", "train_optim.cl"
 
 /* Kernels of the shared sources. */
 enum {
@@ -71,11 +67,14 @@ typedef struct hs_kset {
   cl_program program;
   cl_kernel k[HS_K_MAX];
   size_t wg[HS_K_MAX]; /* the requested local size clamped to each kernel's limit */
+  const char *names[HS_K_MAX];
   int n_kernels;
   /* Profiling (optional): `open` enqueues a marker before a launch,
-   * `close` receives it with the launch's event and the phase. */
+   * `close` receives it with the launch's event, the phase and the
+   * kernel's name. */
   hs_status (*span_open)(void *user, cl_event *mark);
-  void (*span_close)(void *user, hs_train_phase ph, cl_event mark, cl_event end);
+  void (*span_close)(void *user, hs_train_phase ph, const char *name, cl_event mark,
+                     cl_event end);
   void *span_user;
 } hs_kset;
 
@@ -91,6 +90,10 @@ void hs__kset_release(hs_kset *ks);
  * vectors per row) hands the rest of the work-group to the second. */
 hs_status hs__kset_run(hs_kset *ks, hs_train_phase ph, int id, size_t g0, size_t g1,
                        const hs_karg *args, int n_args);
+/* The same launch for a kernel outside the set (on the set's queue, with
+ * its profiling), local size `wg`, labelled `name`. */
+hs_status hs__kset_launch(hs_kset *ks, hs_train_phase ph, const char *name, cl_kernel k,
+                          size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args);
 
 /* Work-items over a row of d features: ceil(d / HS_VW). */
 static inline size_t hs__vecs(size_t d) { return (d + HS_VW - 1) / HS_VW; }

@@ -6,6 +6,7 @@
 
 #include "nn/model_ops.h"
 #include "nn/ref_nn.h"
+#include "nn/sparse_first.h"
 
 static hs_status check_batch(const hs_model_shape *shape, const hs_nn_batch *b, bool need_labels) {
   if (b->n_layers != shape->n_layers)
@@ -14,7 +15,12 @@ static hs_status check_batch(const hs_model_shape *shape, const hs_nn_batch *b, 
   if (need_labels && !b->labels) return hs__fail(HS_ERR_INVALID_ARG, "batch has no labels");
   if (b->blocks[b->n_layers - 1].n_dst < 1 && need_labels)
     return hs__fail(HS_ERR_INVALID_ARG, "batch has no seeds");
-  return hs__nn_batch_validate(b, shape->dims[shape->n_layers]);
+  if (b->sfeat && shape->kind != HS_NN_SAGE)
+    return hs__fail(HS_ERR_UNSUPPORTED, "sparse feature rows reach only GraphSAGE's first layer");
+  hs_status st = hs__nn_batch_validate(b, shape->dims[shape->n_layers]);
+  if (st == HS_OK && b->sfeat)
+    st = hs__nn_sparse_validate(b->sfeat, b->blocks[0].n_src, shape->dims[0]);
+  return st;
 }
 
 hs_status hs__ref_forward(const hs_model_shape *shape, const float *params, const hs_nn_batch *b,

@@ -4,9 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hs_programs.h"
 #include "nn/model_ops.h"
 #include "nn/ref_nn.h"
 #include "nn/sage.h"
+#include "nn/sparse_first.h"
 
 /* ---- layout ------------------------------------------------------------------ */
 
@@ -63,6 +65,47 @@ static void *alloc_mat(int64_t rows, int64_t cols, size_t elem) {
   return malloc(n ? n : elem);
 }
 
+/* Layer 0 over sparse rows (sparse_first.h) into out (n_dst x d_out). */
+static hs_status sparse_first_fwd(const hs_model_shape *shape, const float *params,
+                                  const hs_nn_batch *b, float *out) {
+  const hs_nn_block *blk = &b->blocks[0];
+  int32_t d_in = shape->dims[0], d_out = shape->dims[1];
+  const float *w_self = params + shape->w_off[0];
+  const float *w_neigh = w_self + (size_t)d_in * (size_t)d_out;
+  if (hs__sparse_first_order(b->sfeat, blk) == HS_SPARSE_AGGREGATE_FIRST) {
+    hs__ref_sp_fwd_af(b->sfeat, blk, w_self, w_neigh, d_out, out);
+    return HS_OK;
+  }
+  float *h = alloc_mat(blk->n_src, d_out, sizeof(float));
+  if (!h) return hs__fail(HS_ERR_NOMEM, "reference forward: sparse layer 0");
+  hs__ref_sp_mm(b->sfeat, 0, blk->n_src, w_neigh, d_out, h);
+  hs__ref_sp_fwd_mf(b->sfeat, blk, w_self, h, d_out, out);
+  free(h);
+  return HS_OK;
+}
+
+/* Layer 0's weight gradient over sparse rows. */
+static hs_status sparse_first_wgrad(const hs_model_shape *shape, const hs_nn_batch *b,
+                                    const float *dz, float *dw) {
+  const hs_nn_block *blk = &b->blocks[0];
+  int32_t d_in = shape->dims[0], d_out = shape->dims[1];
+  int32_t *t_ptr = alloc_mat((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
+  int32_t *t_dst = alloc_mat(hs__nn_block_edges(blk), 1, sizeof(int32_t));
+  float *g = alloc_mat(blk->n_src, d_out, sizeof(float));
+  hs_status st = HS_OK;
+  if (!t_ptr || !t_dst || !g) {
+    st = hs__fail(HS_ERR_NOMEM, "reference backward: sparse layer 0");
+  } else {
+    hs__nn_block_transpose(blk, t_ptr, t_dst);
+    hs__ref_sp_gsum(blk, t_ptr, t_dst, dz, d_out, g);
+    hs__ref_sp_wgrad(b->sfeat, blk->n_dst, dz, g, d_in, d_out, dw);
+  }
+  free(t_ptr);
+  free(t_dst);
+  free(g);
+  return st;
+}
+
 static hs_status sage_ref_forward(const hs_model_shape *shape, const float *params,
                                   const hs_nn_batch *b, const hs_nn_keys *k, void **out_ws,
                                   const float **logits) {
@@ -74,18 +117,24 @@ static hs_status sage_ref_forward(const hs_model_shape *shape, const float *para
   for (int l = 0; l < L; l++) {
     const hs_nn_block *blk = &b->blocks[l];
     int32_t d_in = shape->dims[l], d_out = shape->dims[l + 1];
+    bool sparse = l == 0 && b->sfeat;
     float *out = alloc_mat(blk->n_dst, d_out, sizeof(float));
-    ws->cat[l] = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
+    if (!sparse) ws->cat[l] = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
     if (l < L - 1)
       ws->h[l + 1] = out;
     else
       ws->logits = out;
-    if (!out || !ws->cat[l])
+    if (!out || (!sparse && !ws->cat[l]))
       return hs__fail(HS_ERR_NOMEM, "reference forward: layer %d, %d rows", l, blk->n_dst);
-    hs__ref_agg_fwd(blk, in, d_in, ws->cat[l]);
-    hs__ref_gemm(false, false, (size_t)blk->n_dst, (size_t)d_out, 2 * (size_t)d_in, 1.0f,
-                 ws->cat[l], 2 * (size_t)d_in, params + shape->w_off[l], (size_t)d_out, 0.0f, out,
-                 (size_t)d_out);
+    if (sparse) {
+      hs_status st = sparse_first_fwd(shape, params, b, out);
+      if (st != HS_OK) return st;
+    } else {
+      hs__ref_agg_fwd(blk, in, d_in, ws->cat[l]);
+      hs__ref_gemm(false, false, (size_t)blk->n_dst, (size_t)d_out, 2 * (size_t)d_in, 1.0f,
+                   ws->cat[l], 2 * (size_t)d_in, params + shape->w_off[l], (size_t)d_out, 0.0f,
+                   out, (size_t)d_out);
+    }
     if (l < L - 1)
       hs__ref_bias_act_fwd(out, blk->n_dst, d_out, params + shape->b_off[l], true, k->p, k->seed,
                            k->epoch, k->batch, (uint32_t)l);
@@ -109,6 +158,14 @@ static hs_status sage_ref_backward(const hs_model_shape *shape, const float *par
     size_t d_in = (size_t)shape->dims[l], d_out = (size_t)shape->dims[l + 1];
     const float *g = l == L - 1 ? dout : dz[l];
     hs__ref_colsum(g, blk->n_dst, (int32_t)d_out, grads + shape->b_off[l]);
+    if (l == 0 && b->sfeat) {
+      if (dx) {
+        st = hs__fail(HS_ERR_UNSUPPORTED, "reference backward: input gradients of sparse rows");
+        goto done;
+      }
+      st = sparse_first_wgrad(shape, b, g, grads + shape->w_off[0]);
+      goto done;
+    }
     hs__ref_gemm(true, false, 2 * d_in, d_out, (size_t)blk->n_dst, 1.0f, ws->cat[l], 2 * d_in, g,
                  d_out, 0.0f, grads + shape->w_off[l], d_out);
     if (l == 0 && !dx) break; /* no gradient for the input features */
@@ -176,7 +233,6 @@ static hs_status sage_ref_layer(const hs_model_shape *shape, const float *params
 
 /* ---- the table ------------------------------------------------------------------ */
 
-static const char *const sage_sources[] = {HS_TRAIN_SHARED_SOURCES, "train_sage.cl"};
 static const char *const sage_kernels[] = {
     [HS_K_AGG_FWD - HS_K_MODEL] = "hs_agg_fwd",
     [HS_K_AGG_BWD - HS_K_MODEL] = "hs_agg_bwd",
@@ -194,8 +250,7 @@ const hs_model_ops hs__model_sage = {
     .ref_backward = sage_ref_backward,
     .ref_free = sage_ref_free,
     .ref_layer = sage_ref_layer,
-    .program = {.sources = sage_sources,
-                .n_sources = (int)(sizeof sage_sources / sizeof sage_sources[0]),
+    .program = {.prog = HS_PROG_TRAIN_SAGE,
                 .kernels = sage_kernels,
                 .n_kernels = (int)(sizeof sage_kernels / sizeof sage_kernels[0])},
     .dev_reserve = hs__sage_dev_reserve,

@@ -50,10 +50,16 @@ hs_status hs__sage_dev_reserve(hs_trainer *t) {
   for (int l = 0; l < sh->n_layers; l++) {
     size_t nd = (size_t)t->n_dst[l], ns = (size_t)t->n_src[l], ne = (size_t)t->n_edges[l];
     size_t d_in = (size_t)sh->dims[l], d_out = (size_t)sh->dims[l + 1];
-    bool first = multiplies_first(t, l);
+    bool first = multiplies_first(t, l), sparse = l == 0 && t->x_sparse;
     size_t width = 2 * (first ? d_out : d_in);
-    if ((st = hs__trainer_reserve(t, &t->mb[l][SAGE_CAT], nd, width * 4)) != HS_OK) return st;
-    if (l > 0 || first || t->opts.input_grad) {
+    /* Sparse rows need no [self | mean] matrix, but the transposed block
+     * for their weight gradient (sparse_first.h). */
+    if (!sparse && (st = hs__trainer_reserve(t, &t->mb[l][SAGE_CAT], nd, width * 4)) != HS_OK)
+      return st;
+    if (sparse && ((st = hs__trainer_reserve(t, &t->t_ptr[0], ns + 1, 4)) != HS_OK ||
+                   (st = hs__trainer_reserve(t, &t->t_list[0], ne + 1, 4)) != HS_OK))
+      return st;
+    if (!sparse && (l > 0 || first || t->opts.input_grad)) {
       if ((st = hs__trainer_reserve(t, &t->t_ptr[l], ns + 1, 4)) != HS_OK ||
           (st = hs__trainer_reserve(t, &t->t_list[l], ne, 4)) != HS_OK)
         return st;
@@ -92,7 +98,9 @@ hs_status hs__sage_dev_forward(hs_trainer *t, const hs_nn_keys *k) {
     cl_mem in = l == 0 ? t->feat.m : t->act[l].m;
     cl_mem out = l < L - 1 ? t->act[l + 1].m : t->logits.m;
     cl_mem cat = t->mb[l][SAGE_CAT].m;
-    if (multiplies_first(t, l)) {
+    if (l == 0 && t->x_sparse) {
+      if ((st = hs__sparse_first_forward(t, out)) != HS_OK) return st;
+    } else if (multiplies_first(t, l)) {
       if ((st = first_forward(t, out)) != HS_OK) return st;
     } else {
       if ((st = hs__k_agg_fwd(&t->ks, t->blk_rp[l], t->blk_col[l], in, 0, n_dst, d_in, cat)) !=
@@ -156,6 +164,10 @@ hs_status hs__sage_dev_backward(hs_trainer *t, const hs_nn_keys *k) {
     if ((st = hs__nn_colsum(&t->ks, t->dz[l].m, n_dst, d_out, t->colsum_part.m, t->grads.m,
                             sh->b_off[l])) != HS_OK)
       return st;
+    if (l == 0 && t->x_sparse) {
+      if ((st = hs__sparse_first_wgrad(t)) != HS_OK) return st;
+      return hs__trainer_layer_done(t, 0);
+    }
     if (multiplies_first(t, l)) return first_backward(t);
     hs_gemm_op dw = {.trans_a = true, .m = 2 * (size_t)d_in, .n = (size_t)d_out,
                      .k = (size_t)n_dst, .alpha = 1.0f, .a = cat, .lda = 2 * (size_t)d_in,

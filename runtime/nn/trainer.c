@@ -38,13 +38,20 @@ static hs_status span_open(void *user, cl_event *mark) {
   return hs__queue_marker(t->q, 0, NULL, mark);
 }
 
-static void span_close(void *user, hs_train_phase ph, cl_event mark, cl_event end) {
+static void span_close(void *user, hs_train_phase ph, const char *name, cl_event mark,
+                       cl_event end) {
   hs_trainer *t = user;
   if (!t->opts.profile) return;
   t->span_mark[t->n_spans] = mark;
   t->span_end[t->n_spans] = end;
   t->span_phase[t->n_spans] = ph;
+  t->span_name[t->n_spans] = name;
   t->n_spans++;
+}
+
+hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, const char *name, cl_kernel k,
+                            size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args) {
+  return hs__kset_launch(&t->ks, ph, name, k, wg, g0, g1, args, n_args);
 }
 
 hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op) {
@@ -56,7 +63,7 @@ hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op) {
     hs__events_release(&mark, 1);
     return st;
   }
-  span_close(t, HS_PHASE_GEMM, mark, ev);
+  span_close(t, HS_PHASE_GEMM, "gemm", mark, ev);
   return HS_OK;
 }
 
@@ -69,7 +76,7 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   if (!t) return hs__fail(HS_ERR_NOMEM, "trainer");
   t->ctx = ctx;
   t->dev = *dev;
-  t->q = q;
+  t->q = hs__queue_retain(q);
   if (opts) t->opts = *opts;
   t->cfg = m->cfg;
   t->shape = m->shape;
@@ -79,7 +86,7 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
     st = hs__fail(HS_ERR_UNSUPPORTED, "trainer: '%s' cannot profile queues", dev->info.name);
     goto fail;
   }
-  if ((st = hs__kset_create(ctx, dev, q, &t->ops->program, t->opts.wg, &t->ks, NULL)) != HS_OK)
+  if ((st = hs__kset_create(ctx, dev, q, &t->ops->program, t->opts.wg, &t->ks)) != HS_OK)
     goto fail;
   if (t->opts.profile) {
     t->ks.span_open = span_open;
@@ -123,8 +130,10 @@ void hs__trainer_destroy(hs_trainer *t) {
     for (int k = 0; k < HS_NN_LAYER_SLOTS; k++) hs__trainer_drop(&t->mb[l][k]);
   }
   for (int k = 0; k < HS_NN_BATCH_SLOTS; k++) hs__trainer_drop(&t->mw[k]);
+  hs__sparse_first_release(t);
   hs__gemm_destroy(t->gemm);
   hs__kset_release(&t->ks);
+  hs__queue_release(&t->q);
   free(t);
 }
 
@@ -205,7 +214,7 @@ static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_bl
   }
   size_t n_seeds = (size_t)t->n_dst[L - 1], c = (size_t)sh->dims[L];
   size_t n_in = (size_t)t->n_src[0], d0 = (size_t)sh->dims[0];
-  if ((st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK ||
+  if ((!t->x_sparse && (st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK) ||
       (st = hs__trainer_reserve(t, &t->labels, n_seeds, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->logits, n_seeds, c * 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->loss_rows, n_seeds, 4)) != HS_OK ||
@@ -214,20 +223,23 @@ static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_bl
       (st = hs__trainer_reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->scan_sums, max_src / HS_SCAN_CHUNK + 1, 4)) != HS_OK)
     return st;
-  if (t->opts.input_grad && (st = hs__trainer_reserve(t, &t->dx, n_in, d0 * 4)) != HS_OK)
+  if (t->opts.input_grad && !t->x_sparse &&
+      (st = hs__trainer_reserve(t, &t->dx, n_in, d0 * 4)) != HS_OK)
     return st;
   return t->ops->dev_reserve(t);
 }
 
 /* The features (unless the caller assembles them) and labels of a batch
  * whose shapes reserve_batch recorded. */
-static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *labels) {
+static hs_status upload_rows(hs_trainer *t, const float *feat, const hs_nn_sparse *sfeat,
+                             const int32_t *labels) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
   size_t n_seeds = (size_t)t->n_dst[L - 1], n_in = (size_t)t->n_src[0];
   size_t d0 = (size_t)sh->dims[0];
   hs_status st;
-  if (feat &&
+  if (sfeat && (st = hs__sparse_first_upload(t, sfeat)) != HS_OK) return st;
+  if (!sfeat && feat &&
       (st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, feat, 0, NULL, NULL)) != HS_OK)
     return st;
   t->has_labels = labels != NULL;
@@ -237,19 +249,30 @@ static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *la
   return HS_OK;
 }
 
-/* Start an upload of a batch of `n_layers` blocks (the model's count). */
-static hs_status begin_upload(hs_trainer *t, int n_layers) {
+/* Start an upload of a batch of `n_layers` blocks (the model's count),
+ * its features sparse or not. Sparse rows reach GraphSAGE's layer 0 only
+ * (sparse_first.h); other models take them through an input provider. */
+static hs_status begin_upload(hs_trainer *t, int n_layers, bool sparse) {
   t->uploaded = false;
+  t->x_sparse = sparse;
   if (n_layers != t->shape.n_layers)
     return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
                     n_layers, t->shape.n_layers);
+  if (sparse && t->shape.kind != HS_NN_SAGE)
+    return hs__fail(HS_ERR_UNSUPPORTED,
+                    "trainer: sparse feature rows reach only GraphSAGE's first layer so far; "
+                    "%s needs dense features (hetsage convert --feat-format dense)",
+                    t->ops->title);
+  if (sparse && (t->input.mul || t->opts.input_grad))
+    return hs__fail(HS_ERR_UNSUPPORTED, "trainer: sparse feature rows with an input provider "
+                    "or input gradients");
   return HS_OK;
 }
 
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  hs_status st = begin_upload(t, b->n_layers);
+  hs_status st = begin_upload(t, b->n_layers, b->sfeat != NULL);
   if (st != HS_OK) return st;
   /* feat NULL: the caller assembles the features on the device
    * (hs__trainer_feat_buffer); the rest of the batch is checked as usual. */
@@ -257,6 +280,8 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   hs_nn_batch checked = *b;
   if (!checked.feat) checked.feat = &no_feat;
   st = hs__nn_batch_validate(&checked, sh->dims[L]);
+  if (st == HS_OK && b->sfeat)
+    st = hs__nn_sparse_validate(b->sfeat, b->blocks[0].n_src, sh->dims[0]);
   if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++)
@@ -273,7 +298,7 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
     t->blk_rp[l] = t->row_ptr[l].m;
     t->blk_col[l] = t->col[l].m;
   }
-  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
+  if ((st = upload_rows(t, b->feat, b->sfeat, b->labels)) != HS_OK) return st;
   t->uploaded = true;
   return HS_OK;
 }
@@ -282,7 +307,7 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
                                  const cl_event *wait) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  hs_status st = begin_upload(t, b->n_layers);
+  hs_status st = begin_upload(t, b->n_layers, b->sfeat != NULL);
   if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++) {
@@ -307,9 +332,12 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
     t->blk_rp[l] = b->blocks[l].row_ptr;
     t->blk_col[l] = b->blocks[l].col;
   }
+  if (b->sfeat &&
+      (st = hs__nn_sparse_validate(b->sfeat, ls[0].n_src, sh->dims[0])) != HS_OK)
+    return st;
   /* Everything enqueued from here on (the step) waits for the blocks. */
   if ((st = hs__queue_wait_for(t->q, n_wait, wait)) != HS_OK) return st;
-  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
+  if ((st = upload_rows(t, b->feat, b->sfeat, b->labels)) != HS_OK) return st;
   t->uploaded = true;
   return HS_OK;
 }
@@ -510,8 +538,19 @@ static hs_status collect_spans(hs_trainer *t) {
     uint64_t s0, e0, s1, e1;
     if (st == HS_OK && (st = hs__events_wait(&t->span_end[i], 1)) == HS_OK &&
         (st = hs__event_times(t->span_mark[i], &s0, &e0)) == HS_OK &&
-        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0)
-      t->phase_s[t->span_phase[i]] += (double)(e1 - e0) * 1e-9;
+        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0) {
+      double span = (double)(e1 - e0) * 1e-9, run = e1 > s1 ? (double)(e1 - s1) * 1e-9 : 0.0;
+      t->phase_s[t->span_phase[i]] += span;
+      int k = 0;
+      while (k < t->n_kernel_times && strcmp(t->kernel_times[k].name, t->span_name[i]) != 0) k++;
+      if (k == t->n_kernel_times && k < HS_TRAIN_MAX_KERNELS)
+        t->kernel_times[t->n_kernel_times++] = (hs_train_kernel_time){.name = t->span_name[i]};
+      if (k < HS_TRAIN_MAX_KERNELS) {
+        t->kernel_times[k].launches++;
+        t->kernel_times[k].span_s += span;
+        t->kernel_times[k].run_s += run;
+      }
+    }
     hs__events_release(&t->span_mark[i], 1);
     hs__events_release(&t->span_end[i], 1);
   }
@@ -526,6 +565,9 @@ hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out) {
   if (st != HS_OK) return st;
   memcpy(out->seconds, t->phase_s, sizeof out->seconds);
   out->steps = t->timed_steps;
+  out->n_kernels = t->n_kernel_times;
+  memcpy(out->kernel, t->kernel_times, sizeof out->kernel);
+  t->n_kernel_times = 0;
   memset(t->phase_s, 0, sizeof t->phase_s);
   t->timed_steps = 0;
   return HS_OK;

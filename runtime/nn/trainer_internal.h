@@ -6,9 +6,23 @@
 
 #include "hs_launch.h"
 #include "nn/model_ops.h"
+#include "nn/sparse_first.h"
 #include "nn/trainer.h"
 
 enum { STATS_RING = 256, MAX_SPANS = 512 };
+
+/* Kernels of the sparse first layer (cl_kernels/train_sparse.cl). */
+enum {
+  SK_MM,
+  SK_FWD_MF,
+  SK_FWD_AF,
+  SK_GSUM,
+  SK_ENTRY_ROWS,
+  SK_TR_FILL,
+  SK_WGRAD,
+  SK_WGRAD_COLS,
+  SK_COUNT
+};
 
 /* A device buffer that grows to the largest size asked of it. */
 typedef struct hs_dbuf {
@@ -50,6 +64,19 @@ struct hs_trainer {
   hs_dbuf cursor, scan_sums; /* the transposes' scratch, sized for every layer */
   hs_dbuf feat, labels;
 
+  /* Sparse input rows of the uploaded batch (nn/sparse_first.h): CSR
+   * arrays, the n_src x d_out scratch (H forward, G backward), and the
+   * rows' column lists for the weight gradient. The program is built on
+   * the first sparse batch; only GraphSAGE's layer 0 reads them (other
+   * models refuse sparse rows). */
+  bool x_sparse, x_has_val, x_cols; /* x_cols: column lists from the host */
+  int32_t x_nnz;
+  hs_sparse_order x_order;
+  cl_program sp_program;
+  cl_kernel sk[SK_COUNT];
+  size_t swg[SK_COUNT];
+  hs_dbuf x_ptr, x_col, x_val, x_tmp, x_tptr, x_tent, x_erow, x_cursor, x_sums, x_tmid, x_tval;
+
   /* Shared activations and gradients: act[l] is the input of layer l >= 1
    * (n_src[l] x dims[l], the output of layer l-1 after bias, ReLU and
    * dropout); dz[l] the gradient at layer l's output before its bias
@@ -78,6 +105,9 @@ struct hs_trainer {
   /* Profiling spans: (marker before, last event) per phase. */
   cl_event span_mark[MAX_SPANS], span_end[MAX_SPANS];
   hs_train_phase span_phase[MAX_SPANS];
+  const char *span_name[MAX_SPANS];
+  int n_kernel_times;
+  hs_train_kernel_time kernel_times[HS_TRAIN_MAX_KERNELS];
   int n_spans;
   double phase_s[HS_PHASE_COUNT_];
   int timed_steps;
@@ -86,6 +116,23 @@ struct hs_trainer {
 /* Grow `b` to hold count x elem bytes (contents lost when it grows). */
 hs_status hs__trainer_reserve(hs_trainer *t, hs_dbuf *b, size_t count, size_t elem);
 void hs__trainer_drop(hs_dbuf *b);
+/* Launch kernel `k` of the trainer's context, outside the model's kernel
+ * set (the sparse first layer's), as hs__kset_run launches: local size
+ * `wg` along dimension 0, `name` labelling its profiling time. */
+hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, const char *name, cl_kernel k,
+                            size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args);
+
+/* ---- the sparse first layer (sparse_first.c) ---- */
+
+/* Copy sparse rows `x` (n_src of block 0, whose shapes the upload has
+ * recorded) to the device, grow the layer's buffers, and fix the order the
+ * step takes; builds the program on first use. Blocking. */
+hs_status hs__sparse_first_upload(hs_trainer *t, const hs_nn_sparse *x);
+/* Layer 0's pre-activation into `out` (n_dst x d_out). */
+hs_status hs__sparse_first_forward(hs_trainer *t, cl_mem out);
+/* Layer 0's weight gradient into grads (dz[0] computed). */
+hs_status hs__sparse_first_wgrad(hs_trainer *t);
+void hs__sparse_first_release(hs_trainer *t);
 hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op);
 
 /* Transpose block l of the uploaded batch into t_ptr[l] / t_list[l] unless

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "cl_kernels/hs_sample_meta.h"
 #include "hs_sampler.h"
 
@@ -40,10 +41,6 @@ static const char *const kernel_names[K_N_] = {
     "hs_compact_cols",   "hs_compact_rows",   "hs_reindex_reset", "hs_reindex_single",
 };
 
-static const char *const program_sources[] = {
-    "hs_common.h", "hs_philox.h", "hs_sample_rng.h", "hs_sample_meta.h",
-    "sample.cl",   "scan.cl",     "reindex.cl",
-};
 
 #define TOPO_PARTS 4         /* part buffers a kernel takes */
 #define SCAN_MAX_PARTS 4096  /* partial sums of one scan (as in scan.cl) */
@@ -67,6 +64,7 @@ struct hs_sampler {
   hs_ctx ctx;
   hs_dev dev;
   cl_command_queue q;
+  hs_build_note build; /* how the program was built */
   hs_sample_cfg cfg;
   hs_sampler_opts opts;
   hs_sampler_style style;
@@ -270,27 +268,13 @@ static hs_status set_topology_args(hs_sampler *s) {
   return HS_OK;
 }
 
-/* CPU devices get the kernels' software prefetches (hs_common.h). */
-static const char *build_options(const hs_dev *dev, bool no_prefetch) {
-  return dev->info.type == HS_DEVICE_CPU && !no_prefetch ? "-DHS_CPU_DEVICE" : "";
-}
-
-hs_status hs__sampler_save_binary(const hs_ctx *ctx, const hs_dev *dev, const char *path) {
-  cl_program prog;
-  hs_status st = hs__program_build(ctx, dev, program_sources, (int)HS_ARRAY_LEN(program_sources),
-                                   build_options(dev, false), &prog, NULL);
-  if (st != HS_OK) return st;
-  st = hs__program_save_binary(prog, dev, path);
-  hs__program_release(&prog);
-  return st;
-}
-
+/* no_prefetch builds without the CPU devices' software prefetches
+ * (hs_common.h), as other devices build. */
 static hs_status build(hs_sampler *s) {
-  hs_status st =
-      s->opts.binary ? hs__program_from_binary_file(&s->ctx, &s->dev, s->opts.binary, "", &s->prog)
-                : hs__program_build(&s->ctx, &s->dev, program_sources,
-                                    (int)HS_ARRAY_LEN(program_sources),
-                                    build_options(&s->dev, s->opts.no_prefetch), &s->prog, NULL);
+  hs_status st = s->opts.no_prefetch && s->dev.info.type == HS_DEVICE_CPU
+                     ? hs__program_get_variant(&s->ctx, &s->dev, HS_PROG_SAMPLE, "", &s->prog)
+                     : hs__program_get_noted(&s->ctx, &s->dev, HS_PROG_SAMPLE, &s->prog,
+                                             &s->build);
   for (int i = 0; i < K_N_ && st == HS_OK; i++)
     st = hs__kernel_create(s->prog, kernel_names[i], &s->dev, &s->k[i]);
   if (st != HS_OK) return st;
@@ -378,7 +362,7 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   if (!s) return hs__fail(HS_ERR_NOMEM, "sampler");
   s->ctx = *ctx;
   s->dev = *dev;
-  s->q = queue;
+  s->q = hs__queue_retain(queue);
   s->cfg = *cfg;
   s->opts = *opts;
   s->n_graph = g->n;
@@ -442,6 +426,7 @@ void hs__sampler_destroy(hs_sampler *s) {
   hs__split_buf_release(&s->wt);
   for (int i = 0; i < K_N_; i++) hs__kernel_release(&s->k[i]);
   hs__program_release(&s->prog);
+  hs__queue_release(&s->q);
   free(s->seed_scratch);
   free(s);
 }
@@ -449,6 +434,8 @@ void hs__sampler_destroy(hs_sampler *s) {
 const hs_batch_caps *hs__sampler_caps(const hs_sampler *s) { return &s->caps; }
 
 hs_sampler_style hs__sampler_style(const hs_sampler *s) { return s->style; }
+
+const hs_build_note *hs__sampler_build_note(const hs_sampler *s) { return &s->build; }
 
 hs_reindex_style hs__sampler_reindex(const hs_sampler *s) { return s->reindex; }
 
