@@ -1,4 +1,5 @@
-/* hetsage train: pipelined GraphSAGE training from one command. */
+/* hetsage train: pipelined GNN training (GraphSAGE, GCN, GAT) from one
+ * command. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -21,9 +22,10 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: hetsage train [options]\n"
           "\n"
-          "Train GraphSAGE by neighbour sampling: the sampler device samples and\n"
-          "reindexes, the host gathers features, the trainer device trains; batches\n"
-          "are pipelined. With no options: the bundled Cora on the default board.\n"
+          "Train a GNN (GraphSAGE, GCN or GAT: --model) by neighbour sampling: the\n"
+          "sampler device samples and reindexes, the host gathers features, the\n"
+          "trainer device trains; batches are pipelined. With no options: GraphSAGE\n"
+          "on the bundled Cora on the default board.\n"
           "\n");
   cli_session_usage(f);
   fprintf(f,

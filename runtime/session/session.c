@@ -8,6 +8,7 @@
 #include "board/hs_board.h"
 #include "hs_launch.h"
 #include "hs_session_int.h"
+#include "nn/model_ops.h"
 
 void hs_session_config_init(hs_session_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
@@ -25,6 +26,24 @@ void hs_session_config_init(hs_session_config *cfg) {
   cfg->depth = 0;
   cfg->cache_rows = -1;
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
+  cfg->model = HS_MODEL_SAGE;
+  cfg->heads = 4;
+}
+
+/* The public kinds are the model tables' kinds (nn/model.h). */
+_Static_assert((int)HS_MODEL_SAGE == (int)HS_NN_SAGE && (int)HS_MODEL_GCN == (int)HS_NN_GCN &&
+                   (int)HS_MODEL_GAT == (int)HS_NN_GAT,
+               "hs_model_kind and hs_nn_kind must agree");
+
+const char *hs_model_kind_name(hs_model_kind kind) { return hs__nn_kind_name((int)kind); }
+
+hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
+  const hs_model_ops *ops = hs__model_ops_by_name(name);
+  if (!ops)
+    return hs__fail(HS_ERR_INVALID_ARG, "model '%s': expected sage, gcn or gat",
+                    name ? name : "(null)");
+  *out = (hs_model_kind)ops->kind;
+  return HS_OK;
 }
 
 const char *hs_stage_name(hs_stage stage) {
@@ -78,6 +97,13 @@ static hs_status check_config(const hs_session_config *c) {
                     (int)c->transfer);
   if (c->depth < 0 || c->depth > 64)
     return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
+  if (!hs__model_ops((int)c->model))
+    return hs__fail(HS_ERR_INVALID_ARG, "model %d: expected sage, gcn or gat", (int)c->model);
+  if (c->model == HS_MODEL_GAT && (c->heads < 1 || c->heads > HS_NN_MAX_HEADS))
+    return hs__fail(HS_ERR_INVALID_ARG, "heads %d: must be 1..%d", c->heads, HS_NN_MAX_HEADS);
+  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be a multiple of the %d heads",
+                    c->hidden, c->heads);
   return HS_OK;
 }
 
@@ -109,7 +135,8 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
         prof && rp[r]->profile_id[0] ? hs__board_device_find(prof, rp[r]->profile_id) : NULL;
     const hs_device_info *d = &devs[rp[r]->device];
     hs_status st = hs__board_prog_files(bd, d, pf[r]);
-    if (st == HS_OK) st = hs__prog_files_check(pf[r], roles[r], NULL, d->name);
+    if (st == HS_OK)
+      st = hs__prog_files_check(pf[r], roles[r], hs_model_kind_name(s->cfg.model), d->name);
     if (st != HS_OK) return st;
   }
   return HS_OK;
@@ -138,6 +165,7 @@ static hs_status place(hs_session *s, const hs_session_config *cfg) {
   req.sampler_source = "sampler option";
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";
+  req.model = hs_model_kind_name(cfg->model);
   hs_placement_request_env(&req);
   st = hs_placement_make(&req, &s->plan);
   if (st == HS_OK) st = role_programs(s, req.profile, devs);
@@ -303,6 +331,8 @@ static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
 static hs_status make_model(hs_session *s) {
   hs_model_cfg mc;
   hs__model_cfg_defaults(&mc);
+  mc.kind = (hs_nn_kind)s->cfg.model;
+  mc.heads = s->cfg.heads;
   mc.n_layers = s->cfg.n_layers;
   mc.in_dim = (int)s->g->f;
   mc.hidden = s->cfg.hidden;
@@ -407,6 +437,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
+    st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
+                  "GraphSAGE's first layer reads so far; for %s, convert them to dense "
+                  "(hetsage convert --from native --feat-format dense)",
+                  hs_model_kind_name(cfg->model));
+    goto fail;
+  }
   if ((st = place(s, cfg)) != HS_OK) goto fail;
   switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
     case HS_PIPELINE_THREADS: s->mode = HS_PIPE_THREADS; break;

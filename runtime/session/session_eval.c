@@ -4,6 +4,7 @@
 
 #include "hs_session_int.h"
 #include "nn/checkpoint.h"
+#include "nn/model_ops.h"
 
 /* Evaluation batches are keyed apart from every training epoch. */
 #define EVAL_EPOCH_KEY 0xfffffff0u
@@ -50,7 +51,10 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
  * (L * E entries) and needs every feature row resident as float32 (no
  * host tier) and 32-bit edge offsets. The cheaper one runs;
  * $HETSAGE_FULL_INFERENCE=layerwise|fields forces one (tests compare
- * them). */
+ * them). A model whose outputs depend on the block beyond the receptive
+ * field (GCN's normalisation: model_ops.h) runs layer-wise whenever it can,
+ * so that a vertex's prediction is its whole-graph output however many
+ * vertices are asked for. */
 static bool use_layerwise(const hs_session *s, int64_t n) {
   const hs_graph *g = s->g;
   bool can = !s->tier && g->feat && !g->feat_sparse && g->feat_dtype == HS_DTYPE_FLOAT32 &&
@@ -59,6 +63,7 @@ static bool use_layerwise(const hs_session *s, int64_t n) {
   if (env && strcmp(env, "fields") == 0) return false;
   if (env && strcmp(env, "layerwise") == 0) return can;
   if (!can) return false;
+  if (s->model.shape.ops->block_normalised) return true;
   int L = s->model.shape.n_layers;
   double e = (double)g->indptr[g->n], dbar = g->n ? e / (double)g->n : 0, fields = (double)n;
   for (int l = 0; l < L; l++) fields *= dbar > 1 ? dbar : 1;
@@ -236,6 +241,8 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
   if (mc.n_layers > HS_MAX_LAYERS)
     return hs__fail(HS_ERR_FORMAT, "%s: %d layers", path, mc.n_layers);
   for (int l = cfg->n_layers; l < mc.n_layers; l++) cfg->fanouts[l] = 10;
+  cfg->model = (hs_model_kind)mc.kind;
+  if (mc.kind == HS_NN_GAT) cfg->heads = mc.heads;
   cfg->n_layers = mc.n_layers;
   cfg->hidden = mc.hidden;
   cfg->dropout = mc.dropout;
