@@ -217,6 +217,7 @@ int main(int argc, char **argv) {
   memset(&pr, 0, sizeof pr);
   snprintf(pr.why, sizeof pr.why, "skipped (--no-peer)");
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   if (hs_runtime_open(&rt, NULL) || hs_dataset_open(dataset, &ds)) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     goto done;

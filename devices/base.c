@@ -30,7 +30,49 @@ const char *hs_last_error(void) { return tl_detail; }
 
 const char *hs_version(void) { return HS_VERSION; }
 
+unsigned hs_version_hex(void) { return HS_VERSION_HEX; }
+
 void hs__clear_error(void) { tl_detail[0] = '\0'; }
+
+hs_status hs__sized_check(size_t size, size_t full, const char *what) {
+  if (size >= HS__SIZED_MIN && size <= full) return HS_OK;
+  if (size > full && size < ((size_t)1 << 20))
+    return hs__fail(HS_ERR_INVALID_ARG,
+                    "%s: struct_size %zu is larger than this library's %zu: the program was "
+                    "built against newer headers (library %s; check hs_version_hex())",
+                    what, size, full, HS_VERSION);
+  return hs__fail(HS_ERR_INVALID_ARG,
+                  "%s: struct_size %zu is not a size (this library's is %zu): initialise the "
+                  "struct with its *_init function",
+                  what, size, full);
+}
+
+hs_status hs__sized_in(void *dst, size_t full, const void *src, const char *what) {
+  size_t size;
+  memcpy(&size, src, sizeof size);
+  hs_status st = hs__sized_check(size, full, what);
+  if (st != HS_OK) return st;
+  memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, size - sizeof size);
+  memcpy(dst, &full, sizeof full);
+  return HS_OK;
+}
+
+hs_status hs__sized_out(void *dst, const void *src, size_t full, const char *what) {
+  size_t size;
+  memcpy(&size, dst, sizeof size);
+  hs_status st = hs__sized_check(size, full, what);
+  if (st != HS_OK) return st;
+  memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, size - sizeof size);
+  return HS_OK;
+}
+
+void hs__sized_init(void *dst, size_t size, const void *src, size_t full) {
+  if (size < HS__SIZED_MIN) return;
+  size_t n = size < full ? size : full;
+  memcpy(dst, src, n);
+  if (size > n) memset((char *)dst + n, 0, size - n);
+  memcpy(dst, &size, sizeof size);
+}
 
 hs_status hs__fail(hs_status st, const char *fmt, ...) {
   va_list ap;

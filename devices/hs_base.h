@@ -74,4 +74,24 @@ void hs__huge_unmap(void *p, size_t len);
 
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* ---- sized structs of the public API (hetsage/version.h) ----------------- */
+
+/* The smallest struct_size accepted: the field itself. */
+#define HS__SIZED_MIN sizeof(size_t)
+
+/* Check a caller's struct_size `size` against the `full` size this library
+ * knows; HS_ERR_INVALID_ARG naming `what` otherwise. */
+hs_status hs__sized_check(size_t size, size_t full, const char *what);
+/* A caller's struct `src` (struct_size first) into `dst`, a struct of
+ * `full` bytes already holding the defaults: the caller's bytes replace
+ * them, the rest keep theirs; dst's struct_size becomes `full`. */
+hs_status hs__sized_in(void *dst, size_t full, const void *src, const char *what);
+/* A result `src` of `full` bytes into the caller's struct `dst`, whose
+ * struct_size says how much of it there is room for (and stays as it
+ * is). */
+hs_status hs__sized_out(void *dst, const void *src, size_t full, const char *what);
+/* Defaults `src` (`full` bytes) into a caller's struct of `size` bytes,
+ * whose struct_size becomes `size`: what a public *_init does. */
+void hs__sized_init(void *dst, size_t size, const void *src, size_t full);
+
 #endif

@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
 
   for (int epoch = 0; epoch < 10; epoch++) {
     hs_epoch_stats es;
+    hs_epoch_stats_init(&es);
     if ((st = hs_session_train_epoch(s, &es)) != HS_OK) {
       rc = fail("training", st);
       goto out;

@@ -163,12 +163,10 @@ Test(bringup, standard_passes_and_its_reports_validate, .timeout = 300) {
   hs_board_profile *p = load("generic-cpu");
   hs_bringup_report *r = run(rt, p, HS_BRINGUP_STANDARD, "");
   expect_all_pass(r);
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(rt, &devs, &n);
+  int n = hs_runtime_device_count(rt);
   int cpu = -1;
   for (int i = 0; i < n && cpu < 0; i++)
-    if (devs[i].type == HS_DEVICE_CPU) cpu = i;
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_CPU) cpu = i;
   cr_assert_geq(cpu, 0);
   char name[96];
   for (size_t i = 0; i < sizeof standard_checks / sizeof standard_checks[0]; i++) {
@@ -179,8 +177,8 @@ Test(bringup, standard_passes_and_its_reports_validate, .timeout = 300) {
     if (strncmp(standard_checks[i], "gemm.", 5) != 0 || !strcmp(standard_checks[i], "gemm.default"))
       cr_expect_eq(c->result, HS_CHECK_PASS, "%s: %s", name, c->detail);
   }
-  if (devs[cpu].partition_by_counts && devs[cpu].compute_units >= 2) {
-    snprintf(name, sizeof name, "dev%d.sub%u.train.step.cora", cpu, devs[cpu].compute_units / 2);
+  if (hs_runtime_device(rt, cpu)->partition_by_counts && hs_runtime_device(rt, cpu)->compute_units >= 2) {
+    snprintf(name, sizeof name, "dev%d.sub%u.train.step.cora", cpu, hs_runtime_device(rt, cpu)->compute_units / 2);
     expect_result(r, name, HS_CHECK_PASS);
     expect_result(r, "e2e.sub-devices", HS_CHECK_PASS);
     expect_result(r, "e2e.same-device", HS_CHECK_PASS);
@@ -242,11 +240,9 @@ Test(bringup, a_wrong_gather_kernel_fails_and_leaves_normal_runs_alone) {
 
 Test(bringup, absent_optional_device_skips_and_absent_required_fails) {
   hs_runtime *rt = open_rt();
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(rt, &devs, &n);
+  int n = hs_runtime_device_count(rt);
   for (int i = 0; i < n; i++)
-    if (devs[i].type == HS_DEVICE_GPU) cr_skip_test("this machine has a GPU");
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_GPU) cr_skip_test("this machine has a GPU");
   /* Odd characters in the name and path travel into both reports. */
   hs_board_profile *p = parse(
       "[board]\nname = cpu<&>\"gpu'\n[device.cpu]\ntype = cpu\n[device.gpu]\ntype = gpu\n"

@@ -39,24 +39,23 @@ Test(devices, runtime_exposes_inventory_and_topology) {
   hs_status st = hs_runtime_open(&rt, NULL);
   if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
   cr_assert_eq(st, HS_OK, "%s", hs_last_error());
-  const hs_device_info *devs;
-  int n;
-  cr_assert_eq(hs_runtime_devices(rt, &devs, &n), HS_OK);
+  int n = hs_runtime_device_count(rt);
+  cr_expect_null(hs_runtime_device(rt, n));
+  cr_expect_null(hs_runtime_device(rt, -1));
   cr_expect_gt(n, 0);
   for (int i = 0; i < n; i++) {
-    cr_expect_eq(devs[i].index, i);
-    if (devs[i].type == HS_DEVICE_CPU)
-      cr_expect_gt(strlen(devs[i].cpuset), 0, "a CPU device maps to host cores");
+    cr_expect_eq(hs_runtime_device(rt, i)->index, i);
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_CPU)
+      cr_expect_gt(strlen(hs_runtime_device(rt, i)->cpuset), 0, "a CPU device maps to host cores");
   }
-  hs_host_topology topo;
-  cr_assert_eq(hs_runtime_topology(rt, &topo), HS_OK);
+  cr_assert_not_null(hs_runtime_topology(rt));
+  hs_host_topology topo = *hs_runtime_topology(rt);
   cr_expect_geq(topo.cores, 1);
   cr_expect_geq(topo.pus, topo.cores);
   cr_expect_eq(hs_runtime_host_cores(rt), topo.cores);
   cr_expect_geq(hs_runtime_platform_count(rt), 1);
-  hs_platform_info pi;
-  cr_expect_eq(hs_runtime_platform(rt, 0, &pi), HS_OK);
-  cr_expect_eq(hs_runtime_platform(rt, 99, &pi), HS_ERR_RANGE);
+  cr_expect_not_null(hs_runtime_platform(rt, 0));
+  cr_expect_null(hs_runtime_platform(rt, 99));
   hs_runtime_close(rt);
 }
 

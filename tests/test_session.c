@@ -37,6 +37,7 @@ static float *train_stats(const hs_session_config *c, int epochs, size_t *n,
   cr_assert_eq(hs_session_create(rt, ds, c, &s), HS_OK, "%s", hs_last_error());
   for (int e = 0; e < epochs; e++) {
     hs_epoch_stats st;
+    hs_epoch_stats_init(&st);
     cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
     if (stats) stats[e] = st;
     cr_assert_not(st.interrupted);
@@ -179,6 +180,7 @@ static void interrupt_and_resume(hs_pipeline_mode mode) {
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK);
   volatile sig_atomic_t flag = 0;
   stopper sp = {&flag, 4};
@@ -361,11 +363,9 @@ Test(session, compiler_less_device_trains_from_a_prebuilt_bundle) {
   snprintf(bundle, sizeof bundle, "%s/kernels.hsk", dir);
   snprintf(ini, sizeof ini, "%s/nocc.ini", dir);
   snprintf(cache, sizeof cache, "%s/empty-cache", dir);
-  const hs_device_info *devs;
-  int n_devs, cpu = -1;
-  cr_assert_eq(hs_runtime_devices(rt, &devs, &n_devs), HS_OK);
+  int n_devs = hs_runtime_device_count(rt), cpu = -1;
   for (int i = n_devs - 1; i >= 0; i--)
-    if (devs[i].type == HS_DEVICE_CPU) cpu = i;
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_CPU) cpu = i;
   if (cpu < 0) cr_skip_test("no CPU device");
   char names[256];
   cr_assert_eq(hs_kernels_build(rt, cpu, HS_KERNELS_SAMPLER | HS_KERNELS_TRAINER, bundle, names,
@@ -487,7 +487,8 @@ static budget_run run_in_child(const char *dir, uint64_t budget) {
     hs_status st = hs_runtime_open(&crt, NULL);
     if (st == HS_OK) st = hs_dataset_open(dir, &cds);
     if (st == HS_OK) st = hs_session_create(crt, cds, &c, &s);
-    hs_epoch_stats es = {0};
+    hs_epoch_stats es;
+    hs_epoch_stats_init(&es);
     for (int e = 0; e < 2 && st == HS_OK; e++) st = hs_session_train_epoch(s, &es);
     r.ok = st == HS_OK;
     if (st != HS_OK) snprintf(r.err, sizeof r.err, "%s: %s", hs_strerror(st), hs_last_error());
@@ -537,7 +538,7 @@ static void generate(const char *dir, int64_t features) {
   o.split_frac[HS_SPLIT_TRAIN] = 0.05; /* 2000 seeds: 63 batches an epoch */
   o.split_frac[HS_SPLIT_VALID] = 0.05;
   o.split_frac[HS_SPLIT_TEST] = 0.05;
-  cr_assert_eq(hs_generate(dir, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(dir, &o, NULL, NULL), HS_OK, "%s", hs_last_error());
 }
 
 TestSuite(session_budget, .timeout = 600);

@@ -42,6 +42,7 @@ static run train_on(hs_dataset *d, const hs_session_config *c) {
   cr_assert_eq(hs_session_create(rt, d, c, &s), HS_OK, "%s", hs_last_error());
   hs_session_describe(s, r.describe, sizeof r.describe);
   for (int e = 0; e < 2; e++) {
+    hs_epoch_stats_init(&r.st[e]);
     cr_assert_eq(hs_session_train_epoch(s, &r.st[e]), HS_OK, "%s", hs_last_error());
     cr_assert(isfinite(r.st[e].loss));
   }
@@ -120,6 +121,7 @@ Test(transfer, environment_chooses_under_auto_only) {
   setenv("HETSAGE_TRANSFER", "host", 1);
   cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
   cr_expect_eq(st.transfer, HS_TRANSFER_HOST);
   hs_session_destroy(s);
@@ -172,7 +174,7 @@ static char *generate(char *dir, size_t cap) {
   o.split_frac[HS_SPLIT_TRAIN] = 0.03;
   o.split_frac[HS_SPLIT_VALID] = 0.03;
   o.split_frac[HS_SPLIT_TEST] = 0.03;
-  cr_assert_eq(hs_generate(dir, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(dir, &o, NULL, NULL), HS_OK, "%s", hs_last_error());
   return root;
 }
 
@@ -197,6 +199,7 @@ Test(transfer, free_host_topology_releases_it_and_trains_the_same) {
 
   cr_assert_eq(hs_dataset_open(dir, &freed), HS_OK, "%s", hs_last_error());
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(freed, &info);
   cr_assert(mapped(indices) && mapped(indptr), "the topology is not mapped after opening");
   c.free_host_topology = true;
@@ -214,8 +217,10 @@ Test(transfer, free_host_topology_releases_it_and_trains_the_same) {
   cr_expect_eq(hs_session_create(rt, freed, &c, &s), HS_ERR_STATE);
   cr_expect_not_null(strstr(hs_last_error(), "free_host_topology"), "%s", hs_last_error());
   hs_dataset_stats dst;
+  hs_dataset_stats_init(&dst);
   cr_expect_eq(hs_dataset_stats_compute(freed, &dst), HS_ERR_STATE);
   hs_dataset_info after;
+  hs_dataset_info_init(&after);
   hs_dataset_get_info(freed, &after);
   cr_expect_eq(after.num_edges, info.num_edges);
   hs_dataset_close(freed);
@@ -263,6 +268,7 @@ Test(transfer, features_on_huge_pages_train_the_same) {
   hs_dataset *d;
   cr_assert_eq(hs_dataset_open(dir, &d), HS_OK, "%s", hs_last_error());
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(d, &info);
   c.feature_pages = HS_FEATURE_PAGES_FILE;
   run ref = train_on(d, &c);

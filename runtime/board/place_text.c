@@ -38,7 +38,11 @@ const char *hs_role_link_name(hs_role_link link) {
 }
 
 void hs_placement_request_env(hs_placement_request *req) {
-  if (!req) return;
+  /* The overrides are fields of every layout; a struct_size that is no
+   * size leaves the request alone (placement then refuses it). */
+  if (!req || req->struct_size < offsetof(hs_placement_request, trainer_source) + sizeof(char *) ||
+      req->struct_size > sizeof *req)
+    return;
   const char *s = getenv("HETSAGE_SAMPLER");
   if (!req->sampler && s && *s) {
     req->sampler = s;

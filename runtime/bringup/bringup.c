@@ -80,7 +80,7 @@ static hs_status open_generated(hs_dataset **out) {
   o.num_features = 24;
   o.seed = 7;
   o.force = true;
-  st = hs_generate(dir, &o, NULL);
+  st = hs_generate(dir, &o, NULL, NULL);
   if (st != HS_OK) return hs__fail_context(st, "generating bring-up's R-MAT graph");
   return hs_dataset_open(dir, out);
 }
@@ -112,9 +112,7 @@ static void free_data(hs__bu_data *d) {
 
 static void rule_checks(hs__bu *b, int match[HS__BOARD_MAX_DEVICES]) {
   const hs_board_profile *p = b->prof;
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  const hs_device_info *devs = b->rt->infos;
   for (int r = 0; r < p->device_count; r++) {
     const hs__board_device *rule = &p->devices[r];
     char name[48];
@@ -199,11 +197,10 @@ static void require_checks(hs__bu *b, const hs_dev *dev) {
 /* Placement tells which devices take a role; [require] applies to those.
  * When placement fails, to every device a rule matched. */
 hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  const hs_device_info *devs = b->rt->infos;
+  int n = b->rt->inv.n_devs;
   hs_placement_request req;
-  memset(&req, 0, sizeof req);
+  hs_placement_request_init(&req);
   req.devices = devs;
   req.device_count = n;
   req.profile = b->prof;
@@ -217,9 +214,7 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
 }
 
 static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  int n = b->rt->inv.n_devs;
   hs_placement *pl = NULL;
   hs_status st = hs__bu_place(b, &pl);
   bool role[64] = {false};
@@ -457,17 +452,15 @@ static hs_status resolve_inject(hs__bu *b, const char *inject) {
 }
 
 static void discovery_check(hs__bu *b) {
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  int n = b->rt->inv.n_devs;
   int np = hs_runtime_platform_count(b->rt), skipped = 0;
   char notes[512] = "";
   for (int p = 0; p < np; p++) {
-    hs_platform_info pi;
-    if (hs_runtime_platform(b->rt, p, &pi) != HS_OK || !pi.error[0]) continue;
+    const hs_platform_info *pi = hs_runtime_platform(b->rt, p);
+    if (!pi || !pi->error[0]) continue;
     skipped++;
     size_t used = strlen(notes);
-    snprintf(notes + used, sizeof notes - used, "; platform '%s' skipped: %s", pi.name, pi.error);
+    snprintf(notes + used, sizeof notes - used, "; platform '%s' skipped: %s", pi->name, pi->error);
   }
   hs__bu_recordf(b, "board", "discovery", n > 0 ? HS_CHECK_PASS : HS_CHECK_FAIL, 0,
                  "%d device(s) on %d platform(s)%s", n, np - skipped, notes);
@@ -492,14 +485,14 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   if (st != HS_OK) return st;
   if (rt->inv.n_devs == 0) return hs__fail(HS_ERR_NO_DEVICE, "bring-up: no OpenCL device");
   hs_board_profile *own = NULL;
+  if (!profile) profile = rt->board;
   if (!profile) {
     if ((st = hs_board_profile_load(NULL, &own)) != HS_OK) return st;
     profile = own;
   }
   b.prof = profile;
-  const hs_device_info *devs;
-  int n_devs;
-  hs_runtime_devices(rt, &devs, &n_devs);
+  const hs_device_info *devs = rt->infos;
+  int n_devs = rt->inv.n_devs;
   hs__scope *scopes = NULL;
   int n_scopes = 0;
   hs_dev(*subs)[2] = NULL;

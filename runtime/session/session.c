@@ -9,8 +9,10 @@
 #include "hs_launch.h"
 #include "hs_session_int.h"
 
-void hs_session_config_init(hs_session_config *cfg) {
+void hs_session_config_init_sized(hs_session_config *user, size_t struct_size) {
+  hs_session_config full, *cfg = &full;
   memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
   cfg->n_layers = 2;
   cfg->fanouts[0] = 25;
   cfg->fanouts[1] = 10;
@@ -25,6 +27,7 @@ void hs_session_config_init(hs_session_config *cfg) {
   cfg->depth = 0;
   cfg->cache_rows = -1;
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
+  hs__sized_init(user, struct_size, cfg, sizeof *cfg);
 }
 
 const char *hs_stage_name(hs_stage stage) {
@@ -117,13 +120,16 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
   hs_status st = HS_OK;
-  if (!cfg->profile && (st = hs_board_profile_load(cfg->board, &prof)) != HS_OK) return st;
+  /* The session's own profile, else the runtime's board, else the default. */
+  const hs_board_profile *use = cfg->profile;
+  if (!use && !cfg->board) use = s->rt->board;
+  if (!use && (st = hs_board_profile_load(cfg->board, &prof)) != HS_OK) return st;
   hs_placement_request req;
-  memset(&req, 0, sizeof req);
-  const hs_device_info *devs;
-  hs_runtime_devices(s->rt, &devs, &req.device_count);
+  hs_placement_request_init(&req);
+  const hs_device_info *devs = s->rt->infos;
+  req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = cfg->profile ? cfg->profile : prof;
+  req.profile = use ? use : prof;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
   req.feature_row_bytes = s->g->feat_row_bytes;
@@ -373,12 +379,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   if (!rt || !ds || !out)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_create: NULL argument");
   *out = NULL;
-  hs_session_config defaults;
-  if (!cfg) {
-    hs_session_config_init(&defaults);
-    cfg = &defaults;
-  }
-  hs_status st = check_config(cfg);
+  /* The caller's configuration, the fields it may lack at their defaults. */
+  hs_session_config full;
+  hs_session_config_init(&full);
+  hs_status st;
+  if (cfg && (st = hs__sized_in(&full, sizeof full, cfg, "hs_session_config")) != HS_OK) return st;
+  cfg = &full;
+  st = check_config(cfg);
   if (st != HS_OK) return st;
   hs_session *s = calloc(1, sizeof *s);
   if (!s) return hs__fail(HS_ERR_NOMEM, "out of memory for a session");

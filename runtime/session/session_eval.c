@@ -213,11 +213,15 @@ fail:
   return st;
 }
 
-hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg) {
-  if (!path || !cfg)
+hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *user) {
+  if (!path || !user)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_config_from_checkpoint: NULL argument");
+  hs_session_config full, *cfg = &full;
+  hs_session_config_init(cfg);
+  hs_status st = hs__sized_in(cfg, sizeof *cfg, user, "hs_session_config");
+  if (st != HS_OK) return st;
   hs_model_cfg mc;
-  hs_status st = hs__checkpoint_read_cfg(path, &mc);
+  st = hs__checkpoint_read_cfg(path, &mc);
   if (st != HS_OK) return st;
   if (mc.n_layers > HS_MAX_LAYERS)
     return hs__fail(HS_ERR_FORMAT, "%s: %d layers", path, mc.n_layers);
@@ -229,7 +233,7 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
   cfg->lr = mc.optim.lr;
   cfg->weight_decay = mc.optim.weight_decay;
   cfg->seed = mc.seed;
-  return HS_OK;
+  return hs__sized_out(user, cfg, sizeof *cfg, "hs_session_config");
 }
 
 hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n) {

@@ -97,9 +97,14 @@ HS_API const char *hs_pipeline_mode_name(hs_pipeline_mode mode);
 HS_API const char *hs_cache_fill_name(hs_cache_fill fill);
 HS_API const char *hs_role_link_name(hs_role_link link);
 
-/* What placement is asked. Zero-initialise, then set what is known. */
+/* What placement is asked: hs_placement_request_init, then set what is
+ * known. */
 typedef struct hs_placement_request {
-  const hs_device_info *devices; /* the inventory; not kept */
+  size_t struct_size; /* set by hs_placement_request_init */
+  /* The inventory: device_count devices, each struct_size bytes after the
+   * previous (hs_device_info_init, or as the runtime reports them: see
+   * hs_runtime_device); not kept. */
+  const hs_device_info *devices;
   int device_count;
   const hs_board_profile *profile; /* NULL: built-in defaults only; not kept */
 
@@ -129,13 +134,20 @@ typedef struct hs_placement_request {
   const char *model;
 } hs_placement_request;
 
+HS_API void hs_placement_request_init_sized(hs_placement_request *req, size_t struct_size);
+/* Every field zero (NULL, unknown). */
+static inline void hs_placement_request_init(hs_placement_request *req) {
+  hs_placement_request_init_sized(req, sizeof *req);
+}
+
 /* Fill the role overrides that are still NULL from $HETSAGE_SAMPLER and
  * $HETSAGE_TRAINER (sources set to those names). Set command-line flags
  * first, then call this: flags win over the environment. The strings point
  * into the environment and are valid until it changes. */
 HS_API void hs_placement_request_env(hs_placement_request *req);
 
-/* One role's place. */
+/* One role's place. Embedded in hs_placement: never changes (see
+ * hetsage/version.h); what a later release adds goes to hs_placement. */
 typedef struct hs_role_plan {
   int device;            /* inventory index */
   char profile_id[32];   /* the profile's device id for it, "" if none */
@@ -148,13 +160,15 @@ typedef struct hs_role_plan {
                             owned by the plan */
 } hs_role_plan;
 
+/* Handed out as an array: never changes. */
 typedef struct hs_placement_reason {
   const char *topic; /* "sampler", "trainer", "link", "split", "gather",
                         "pipeline", "memory", "cache", "zero-copy" */
   const char *text;  /* one sentence with the numbers behind the choice */
 } hs_placement_reason;
 
-/* A placement plan. Every field is read-only for the caller. */
+/* A placement plan, owned by the library (it grows only at its end).
+ * Every field is read-only for the caller. */
 typedef struct hs_placement {
   char board[64]; /* profile name, "defaults" without a profile */
   hs_role_plan sampler;

@@ -2,6 +2,8 @@
 #ifndef HETSAGE_RUNTIME_H
 #define HETSAGE_RUNTIME_H
 
+#include <stddef.h>
+
 #include "hetsage/device.h"
 #include "hetsage/status.h"
 
@@ -12,9 +14,20 @@ extern "C" {
 typedef struct hs_runtime hs_runtime;
 
 typedef struct hs_runtime_options {
-  const char *board; /* board profile name or path; NULL: the default board */
-  int flags;         /* reserved, 0 */
+  size_t struct_size; /* set by hs_runtime_options_init */
+  /* The board profile (name or path, as hs_board_profile_load takes it)
+   * that sessions, bring-up and placement use when they name none; NULL:
+   * none (they use HS_BOARD_DEFAULT). Loaded by hs_runtime_open, which
+   * fails as hs_board_profile_load does when it cannot be. */
+  const char *board;
+  int flags; /* reserved, 0 */
 } hs_runtime_options;
+
+HS_API void hs_runtime_options_init_sized(hs_runtime_options *opts, size_t struct_size);
+/* Defaults: no board, no flags. */
+static inline void hs_runtime_options_init(hs_runtime_options *opts) {
+  hs_runtime_options_init_sized(opts, sizeof *opts);
+}
 
 /* Discover every OpenCL platform and device and the host topology (hwloc).
  * `opts` may be NULL. A platform whose calls fail, or that has no device, is
@@ -27,9 +40,12 @@ HS_API hs_status hs_runtime_open(hs_runtime **out, const hs_runtime_options *opt
 /* Release everything the runtime holds. NULL is ignored. */
 HS_API void hs_runtime_close(hs_runtime *rt);
 
-/* The device inventory, valid until hs_runtime_close. */
-HS_API hs_status hs_runtime_devices(const hs_runtime *rt, const hs_device_info **devs,
-                                    int *n);
+/* The device inventory: the number of devices, and device `i` (its
+ * `index`), valid until hs_runtime_close; NULL when `i` is out of range.
+ * Reach devices through this accessor, never by indexing from the first:
+ * hs_device_info may grow (hetsage/version.h). */
+HS_API int hs_runtime_device_count(const hs_runtime *rt);
+HS_API const hs_device_info *hs_runtime_device(const hs_runtime *rt, int i);
 
 typedef struct hs_platform_info {
   char name[HS_NAME_MAX];
@@ -39,14 +55,21 @@ typedef struct hs_platform_info {
 
 /* Number of platforms found, including those that were skipped. */
 HS_API int hs_runtime_platform_count(const hs_runtime *rt);
-/* Platform `i` (0 <= i < count); HS_ERR_RANGE otherwise. */
-HS_API hs_status hs_runtime_platform(const hs_runtime *rt, int i, hs_platform_info *out);
+/* Platform `i` (0 <= i < count), valid until hs_runtime_close; NULL
+ * otherwise. */
+HS_API const hs_platform_info *hs_runtime_platform(const hs_runtime *rt, int i);
 
 typedef struct hs_host_topology {
   int packages, numa_nodes, cores, pus;
 } hs_host_topology;
 
-HS_API hs_status hs_runtime_topology(const hs_runtime *rt, hs_host_topology *out);
+/* The host topology (hwloc), valid until hs_runtime_close. */
+HS_API const hs_host_topology *hs_runtime_topology(const hs_runtime *rt);
+
+struct hs_board_profile;
+/* The board profile hs_runtime_options.board named, NULL when it named
+ * none; owned by the runtime. */
+HS_API const struct hs_board_profile *hs_runtime_board(const hs_runtime *rt);
 /* Cores of the host (hwloc), at least 1. */
 HS_API int hs_runtime_host_cores(const hs_runtime *rt);
 

@@ -60,6 +60,7 @@ typedef enum hs_feature_pages {
 HS_API const char *hs_feature_pages_name(hs_feature_pages p);
 
 typedef struct hs_session_config {
+  size_t struct_size; /* set by hs_session_config_init */
   /* Sampling: layers, fanouts from the seeds outward (-1: every neighbour),
    * seeds per batch. Defaults: 2 layers, 25,10, batch 1024. */
   int n_layers;
@@ -74,7 +75,8 @@ typedef struct hs_session_config {
   float weight_decay;
   /* Seeds parameter init, the per-epoch shuffles, sampling and dropout. */
   uint64_t seed;
-  /* Placement: board profile (NULL: the default board) and role overrides
+  /* Placement: board profile (NULL: the runtime's, hs_runtime_options.board,
+   * else the default board) and role overrides
    * ("1", "gpu", a name substring; NULL: none). Placement reads
    * HETSAGE_SAMPLER / HETSAGE_TRAINER for overrides left NULL. */
   const char *board;
@@ -124,8 +126,11 @@ typedef struct hs_session_config {
   hs_feature_pages feature_pages;
 } hs_session_config;
 
-/* Fill `cfg` with the defaults above. */
-HS_API void hs_session_config_init(hs_session_config *cfg);
+HS_API void hs_session_config_init_sized(hs_session_config *cfg, size_t struct_size);
+/* Fill `cfg` with the defaults above; struct_size set. */
+static inline void hs_session_config_init(hs_session_config *cfg) {
+  hs_session_config_init_sized(cfg, sizeof *cfg);
+}
 
 typedef struct hs_session hs_session;
 
@@ -155,6 +160,7 @@ typedef enum hs_stage {
 HS_API const char *hs_stage_name(hs_stage stage);
 
 typedef struct hs_epoch_stats {
+  size_t struct_size; /* set by hs_epoch_stats_init */
   int64_t epoch;    /* the epoch just trained (0-based) */
   int64_t batches;  /* batches trained in this call */
   double loss;      /* mean training loss over those batches */
@@ -197,6 +203,12 @@ typedef struct hs_epoch_stats {
   uint64_t feature_huge_page_bytes;
 } hs_epoch_stats;
 
+HS_API void hs_epoch_stats_init_sized(hs_epoch_stats *stats, size_t struct_size);
+/* Zeroes, struct_size set: do this before passing it to be filled. */
+static inline void hs_epoch_stats_init(hs_epoch_stats *stats) {
+  hs_epoch_stats_init_sized(stats, sizeof *stats);
+}
+
 /* Called from the driving thread after each trained batch. */
 typedef void (*hs_batch_progress_fn)(void *user, int64_t batch, int64_t n_batches,
                                      double loss);
@@ -207,7 +219,8 @@ HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void
  * position is kept so that a checkpoint saved now resumes exactly. */
 HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
 
-/* Train one epoch (or the rest of an interrupted one). */
+/* Train one epoch (or the rest of an interrupted one); `stats` (may be NULL,
+ * else initialised with hs_epoch_stats_init) receives its figures. */
 HS_API hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats);
 
 /* Epochs completed so far. */
