@@ -113,8 +113,8 @@ static void print_role(const char *role, const hs_role_plan *r,
   const hs_device_info *d = hs_runtime_device(rt, r->device);
   char b[32];
   human_bytes(r->budget_bytes, b, sizeof b);
-  printf("%-10s device %d, %s '%s'", role, r->device, type_name(d->type),
-         d->name);
+  printf("%-10s device %d (%s), %s '%s'%s", role, r->device, d->selector,
+         type_name(d->type), d->name, d->simulator ? " (simulator)" : "");
   if (r->profile_id[0]) printf(" [device.%s]", r->profile_id);
   if (r->cores) printf("; sub-device of %" PRIu32 " compute unit(s)", r->cores);
   else printf("; whole device");
@@ -133,10 +133,12 @@ static void print_human(const place_args *a, const hs_board_profile *prof,
   if (hs_board_profile_description(prof)[0])
     printf("          %s\n", hs_board_profile_description(prof));
   for (int i = 0; i < n; i++) {
-    human_bytes(hs_runtime_device(rt, i)->global_mem_bytes, x, sizeof x);
-    printf("%-10s %d: %s '%s', %" PRIu32 " compute unit(s), %s%s\n",
-           i ? "" : "devices", i, type_name(hs_runtime_device(rt, i)->type), hs_runtime_device(rt, i)->name,
-           hs_runtime_device(rt, i)->compute_units, x, hs_runtime_device(rt, i)->available ? "" : " (unavailable)");
+    const hs_device_info *d = hs_runtime_device(rt, i);
+    human_bytes(d->global_mem_bytes, x, sizeof x);
+    printf("%-10s %d (%s): %s '%s', %" PRIu32 " compute unit(s), %s%s%s\n",
+           i ? "" : "devices", i, d->selector, type_name(d->type), d->name,
+           d->compute_units, x, d->simulator ? ", simulator" : "",
+           d->available ? "" : " (unavailable)");
   }
   human_bytes(a->topology, x, sizeof x);
   human_bytes(a->features, y, sizeof y);

@@ -101,7 +101,7 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   if (!t) return hs__fail(HS_ERR_NOMEM, "trainer");
   t->ctx = ctx;
   t->dev = *dev;
-  t->q = q;
+  t->q = hs__queue_retain(q);
   if (opts) t->opts = *opts;
   t->cfg = m->cfg;
   t->shape = m->shape;
@@ -157,6 +157,7 @@ void hs__trainer_destroy(hs_trainer *t) {
   hs__gemm_destroy(t->gemm);
   for (int i = 0; i < K_COUNT; i++) hs__kernel_release(&t->k[i]);
   hs__program_release(&t->program);
+  hs__queue_release(&t->q);
   free(t);
 }
 

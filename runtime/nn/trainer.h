@@ -51,8 +51,9 @@ typedef struct hs_train_stats {
 } hs_train_stats;
 
 /* A trainer for model `m` (its configuration and current state are copied
- * to the device) on `dev`, enqueuing on in-order queue `q`. `ctx` and `q`
- * are kept, not owned, and must outlive the trainer. Builds the training
+ * to the device) on `dev`, enqueuing on in-order queue `q`. `ctx` is kept,
+ * not owned, and must outlive the trainer; `q` is retained until
+ * hs__trainer_destroy. Builds the training
  * program once (binary-cached) and picks the GEMM provider (gemm.h). */
 hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
                              const hs_model *m, const hs_trainer_opts *opts, hs_trainer **out);

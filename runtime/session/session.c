@@ -442,9 +442,11 @@ fail:
 
 void hs_session_destroy(hs_session *s) {
   if (!s) return;
+  /* Nothing may still run on the device when the buffers go; the queues
+   * themselves are released last, after every module that keeps them. */
+  if (s->sq) hs__queue_finish(s->sq);
+  if (s->tq) hs__queue_finish(s->tq);
   hs__session_cache_close(s);
-  hs__queue_release(&s->sq);
-  hs__queue_release(&s->tq);
   for (int i = 0; s->slots && i < s->depth; i++) {
     hs_slot_data *d = &s->slots[i];
     hs__events_release(&d->blk_ev, 1);
@@ -463,6 +465,8 @@ void hs_session_destroy(hs_session *s) {
   hs__gather_pool_destroy(s->pool);
   hs__trainer_destroy(s->trainer);
   hs__sampler_destroy(s->sampler);
+  hs__queue_release(&s->sq);
+  hs__queue_release(&s->tq);
   hs__model_destroy(&s->model);
   if (!s->one_ctx) hs__ctx_release(&s->tctx);
   hs__ctx_release(&s->sctx);
@@ -475,13 +479,19 @@ void hs_session_destroy(hs_session *s) {
 
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
   size_t n = hs_placement_describe(s->plan, buf, len);
-  char more[768], b[32];
+  char more[1280], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
                    s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"
                                                      : "blocks through the host",
                    s->transfer_why);
   if (k > 0 && (size_t)k < sizeof more)
     k += snprintf(more + k, sizeof more - (size_t)k, "features: %s\n", s->feat_pages_why);
+  const hs_build_note *bn = s->sampler ? hs__sampler_build_note(s->sampler) : NULL;
+  if (bn && bn->without_speedups && k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k,
+                  "sampler kernels: built without their CPU prefetches, which the device's "
+                  "compiler rejected (%s)\n",
+                  bn->why);
   if (s->topology_freed && k > 0 && (size_t)k < sizeof more)
     snprintf(more + k, sizeof more - (size_t)k,
              "host topology: %s released after the upload to the sampler\n",

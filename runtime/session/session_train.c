@@ -223,6 +223,10 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, (uint32_t)slot->batch);
   if (st != HS_OK) return st;
   st = hs__queue_marker(s->tq, 0, NULL, &ev[0]);
+  /* The async driver polls the marker: an implementation may start
+   * nothing until the queue is flushed (oclgrind, rusticl do), and the
+   * specification requires the flush before waiting on an event that way. */
+  if (st == HS_OK && (st = hs__queue_flush(s->tq)) != HS_OK) hs__events_release(&ev[0], 1);
   *n_ev = st == HS_OK ? 1 : 0;
   return st;
 }

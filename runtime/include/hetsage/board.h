@@ -158,6 +158,9 @@ typedef struct hs_role_plan {
                             the device ([binaries] <id>), NULL: none (programs
                             named one by one are listed in the reasons);
                             owned by the plan */
+  char selector[48];     /* the device's stable name ("pocl:0"; see
+                            hs_device_info.selector) */
+  bool simulator;        /* the device is a simulator (hs_device_info) */
 } hs_role_plan;
 
 /* Handed out as an array: never changes. */
