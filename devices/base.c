@@ -107,29 +107,41 @@ static const char *const cat_names[HS_LOG_COUNT_] = {
     "device", "build", "data", "sample", "train", "pipeline", "cache", "place",
 };
 
-static once_flag log_once = ONCE_FLAG_INIT;
-static unsigned log_mask;
+/* The one piece of global state: which categories log. */
+static atomic_uint log_mask;
 
-static void log_init(void) {
-  const char *env = getenv("HETSAGE_DEBUG");
-  if (!env || !*env) return;
+bool hs__log_parse(const char *list, unsigned *mask, char *why, size_t why_len) {
+  *mask = 0;
   char buf[256];
-  snprintf(buf, sizeof buf, "%s", env);
+  if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf) {
+    snprintf(why, why_len, "too long");
+    return false;
+  }
   char *save = NULL;
   for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     if (strcmp(tok, "all") == 0 || strcmp(tok, "1") == 0) {
-      log_mask = ~0u;
+      *mask = ~0u;
       continue;
     }
+    int found = -1;
     for (int i = 0; i < HS_LOG_COUNT_; i++)
-      if (strcmp(tok, cat_names[i]) == 0) log_mask |= 1u << i;
+      if (strcmp(tok, cat_names[i]) == 0) found = i;
+    if (found < 0) {
+      char known[160] = "";
+      for (int i = 0; i < HS_LOG_COUNT_; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", cat_names[i]);
+      snprintf(why, why_len, "unknown log category '%s' (expected %sor all, comma-separated)",
+               tok, known);
+      return false;
+    }
+    *mask |= 1u << found;
   }
+  return true;
 }
 
-bool hs__log_enabled(hs_log_cat cat) {
-  call_once(&log_once, log_init);
-  return (log_mask >> cat) & 1u;
-}
+void hs__log_set_mask(unsigned mask) { atomic_store(&log_mask, mask); }
+
+bool hs__log_enabled(hs_log_cat cat) { return (atomic_load(&log_mask) >> cat) & 1u; }
 
 void hs__log(hs_log_cat cat, const char *fmt, ...) {
   if (!hs__log_enabled(cat)) return;

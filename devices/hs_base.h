@@ -23,7 +23,8 @@ hs_status hs__fail(hs_status st, const char *fmt, ...) HS_PRINTF(2, 3);
 hs_status hs__fail_context(hs_status st, const char *fmt, ...) HS_PRINTF(2, 3);
 void hs__clear_error(void);
 
-/* Log categories, enabled by HETSAGE_DEBUG=cat1,cat2 (or "all"). */
+/* Log categories, enabled process-wide by hs_log_enable (the runtime's
+ * `debug` setting, HETSAGE_DEBUG: cat1,cat2 or "all"). */
 typedef enum hs_log_cat {
   HS_LOG_DEVICE = 0,
   HS_LOG_BUILD,
@@ -37,6 +38,10 @@ typedef enum hs_log_cat {
 } hs_log_cat;
 
 bool hs__log_enabled(hs_log_cat cat);
+/* Parse "cat1,cat2" or "all" ("1" too) into a mask; false with the reason
+ * (the unknown category and the known ones) in `why`. */
+bool hs__log_parse(const char *list, unsigned *mask, char *why, size_t why_len);
+void hs__log_set_mask(unsigned mask);
 void hs__log(hs_log_cat cat, const char *fmt, ...) HS_PRINTF(2, 3);
 
 /* Overflow-checked size arithmetic: false on overflow. */

@@ -224,12 +224,15 @@ Test(bringup, a_wrong_gather_kernel_fails_and_leaves_normal_runs_alone) {
   r = run(rt, p, HS_BRINGUP_QUICK, "");
   expect_result(r, "dev0.gather.device", HS_CHECK_PASS);
   hs_bringup_report_free(r);
-  /* The environment variable selects it too; an unknown kernel is refused. */
+  /* The environment variable selects it too (read when a runtime opens);
+   * an unknown kernel is refused. */
   setenv("HETSAGE_BRINGUP_INJECT", "gather", 1);
-  r = run(rt, p, HS_BRINGUP_QUICK, NULL);
+  hs_runtime *irt = open_rt();
+  unsetenv("HETSAGE_BRINGUP_INJECT");
+  r = run(irt, p, HS_BRINGUP_QUICK, NULL);
   expect_result(r, "dev0.gather.device", HS_CHECK_FAIL);
   hs_bringup_report_free(r);
-  unsetenv("HETSAGE_BRINGUP_INJECT");
+  hs_runtime_close(irt);
   hs_bringup_options o;
   hs_bringup_options_init(&o);
   o.inject = "sampler";

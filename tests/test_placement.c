@@ -62,7 +62,6 @@ static void number(hs_device_info *d, int n) {
 
 static hs_board_profile *shipped(const char *name) {
   hs_board_profile *p = NULL;
-  unsetenv("HETSAGE_BOARDS_DIR");
   cr_assert_eq(hs_board_profile_load(name, &p), HS_OK, "%s", hs_last_error());
   return p;
 }
@@ -518,11 +517,15 @@ Test(placement, overrides_beat_the_profile_and_flags_beat_the_environment) {
                          dev_gpu("Test GPU", 40, 1500, GiB(8))};
   number(d, 2);
   hs_board_profile *p = shipped("gpu-single");
+  /* The role settings, as HETSAGE_SAMPLER and HETSAGE_TRAINER give them. */
   setenv("HETSAGE_SAMPLER", "cpu", 1);
   setenv("HETSAGE_TRAINER", "0", 1);
+  hs_settings env;
+  hs_settings_init(&env);
+  cr_assert_eq(hs_settings_from_env(&env), HS_OK, "%s", hs_last_error());
   hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p,
                              .topology_bytes = GiB(1)};
-  hs_placement_request_env(&rq);
+  hs_placement_request_settings(&rq, &env);
   cr_expect_str_eq(rq.sampler_source, "HETSAGE_SAMPLER");
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->sampler.device, 0);
@@ -534,7 +537,7 @@ Test(placement, overrides_beat_the_profile_and_flags_beat_the_environment) {
 
   hs_placement_request flags = {.struct_size = sizeof flags, .devices = d, .device_count = 2, .profile = p,
                                 .sampler = "gpu", .sampler_source = "--sampler"};
-  hs_placement_request_env(&flags);
+  hs_placement_request_settings(&flags, &env);
   cr_expect_str_eq(flags.sampler, "gpu");
   cr_expect_str_eq(flags.trainer, "0");
   pl = place_ok(&flags);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hs_test_cl.h"
 #include "cora_fixture.h"
 #include "hetsage.h"
 #include "hs_test_util.h"
@@ -307,7 +308,7 @@ Test(session, sampler_from_a_prebuilt_binary) {
   snprintf(ini, sizeof ini, "%s/cpu-binary.ini", dir);
   /* The binary, built for the CPU device as an offline compiler would. */
   hs_inventory inv;
-  cr_assert_eq(hs__inventory_discover(&inv), HS_OK);
+  cr_assert_eq(hs_test_discover(&inv), HS_OK);
   const hs_dev *cpu = NULL;
   for (int i = 0; i < inv.n_devs; i++)
     if (inv.devs[i].info.type == HS_DEVICE_CPU) cpu = &inv.devs[i];
@@ -595,24 +596,44 @@ Test(session_budget, features_larger_than_the_budget_stay_on_disk) {
 Test(session, layerwise_and_receptive_field_inference_agree) {
   /* Full-neighbour evaluation picks layer-wise inference over the whole
    * graph or per-chunk receptive fields by cost; both compute the same
-   * function, so the logits agree to rounding and the classes match. */
+   * function, so the logits agree to rounding and the classes match. The
+   * full_inference setting (HETSAGE_FULL_INFERENCE) forces either: the
+   * model trained here runs under a runtime set for each. */
   hs_session_config c = small_cfg(HS_PIPELINE_OFF);
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
   for (int e = 0; e < 3; e++) cr_assert_eq(hs_session_train_epoch(s, NULL), HS_OK, "%s", hs_last_error());
+  char ckpt[] = "/tmp/hs-infer-XXXXXX";
+  int fd = mkstemp(ckpt);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(hs_session_save(s, ckpt), HS_OK, "%s", hs_last_error());
+  hs_session_destroy(s);
   enum { N = 300 };
   int64_t ids[N];
   for (int i = 0; i < N; i++) ids[i] = (int64_t)((i * 2699) % 2708);
   int32_t cls[2][N];
   static float logits[2][N * 7];
-  const char *mode[2] = {"fields", "layerwise"};
+  const hs_full_inference mode[2] = {HS_FULL_INFERENCE_FIELDS, HS_FULL_INFERENCE_LAYERWISE};
   double acc[2];
   for (int m = 0; m < 2; m++) {
-    setenv("HETSAGE_FULL_INFERENCE", mode[m], 1);
+    hs_settings set;
+    hs_settings_init(&set);
+    set.full_inference = mode[m];
+    hs_runtime_options o;
+    hs_runtime_options_init(&o);
+    o.settings = &set;
+    hs_runtime *mrt;
+    cr_assert_eq(hs_runtime_open(&mrt, &o), HS_OK, "%s", hs_last_error());
+    cr_expect_eq(hs_runtime_settings(mrt)->full_inference, mode[m]);
+    cr_assert_eq(hs_session_create(mrt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs_session_load(s, ckpt), HS_OK, "%s", hs_last_error());
     cr_assert_eq(hs_session_predict(s, ids, N, cls[m], logits[m]), HS_OK, "%s", hs_last_error());
     cr_assert_eq(hs_session_evaluate_full(s, HS_SPLIT_TEST, &acc[m]), HS_OK, "%s", hs_last_error());
+    hs_session_destroy(s);
+    hs_runtime_close(mrt);
   }
-  unsetenv("HETSAGE_FULL_INFERENCE");
+  unlink(ckpt);
   int differ = 0;
   for (int i = 0; i < N; i++) {
     differ += cls[0][i] != cls[1][i];
@@ -624,5 +645,4 @@ Test(session, layerwise_and_receptive_field_inference_agree) {
   }
   cr_expect_leq(differ, 1, "%d of %d classes differ", differ, N);
   cr_expect(fabs(acc[0] - acc[1]) <= 2.0 / 542, "test accuracy %f vs %f", acc[0], acc[1]);
-  hs_session_destroy(s);
 }

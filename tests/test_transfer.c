@@ -35,11 +35,12 @@ typedef struct run {
   char describe[8192];
 } run;
 
-/* Two epochs on `d`, then sampled evaluation of the validation split. */
-static run train_on(hs_dataset *d, const hs_session_config *c) {
+/* Two epochs on `d` on runtime `r_rt`, then sampled evaluation of the
+ * validation split. */
+static run train_on_rt(hs_runtime *r_rt, hs_dataset *d, const hs_session_config *c) {
   run r = {0};
   hs_session *s;
-  cr_assert_eq(hs_session_create(rt, d, c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_create(r_rt, d, c, &s), HS_OK, "%s", hs_last_error());
   hs_session_describe(s, r.describe, sizeof r.describe);
   for (int e = 0; e < 2; e++) {
     hs_epoch_stats_init(&r.st[e]);
@@ -53,6 +54,8 @@ static run train_on(hs_dataset *d, const hs_session_config *c) {
   hs_session_destroy(s);
   return r;
 }
+
+static run train_on(hs_dataset *d, const hs_session_config *c) { return train_on_rt(rt, d, c); }
 
 static void expect_same(const run *a, const run *b, const char *what) {
   cr_assert_eq(a->n, b->n);
@@ -115,11 +118,21 @@ Test(transfer, device_and_host_paths_give_bit_identical_parameters) {
   free(dev.params);
 }
 
+/* A runtime opened in the environment as it is now. */
+static hs_runtime *runtime_now(void) {
+  hs_runtime *r;
+  cr_assert_eq(hs_runtime_open(&r, NULL), HS_OK, "%s", hs_last_error());
+  return r;
+}
+
 Test(transfer, environment_chooses_under_auto_only) {
   hs_session_config c = small_cfg(HS_PIPELINE_ASYNC, HS_TRANSFER_AUTO);
   hs_session *s;
   setenv("HETSAGE_TRANSFER", "host", 1);
-  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  hs_runtime *ert = runtime_now(); /* the environment is read when a runtime opens */
+  unsetenv("HETSAGE_TRANSFER");
+  cr_expect_eq(hs_runtime_settings(ert)->transfer, HS_TRANSFER_HOST);
+  cr_assert_eq(hs_session_create(ert, ds, &c, &s), HS_OK, "%s", hs_last_error());
   hs_epoch_stats st;
   hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
@@ -127,15 +140,32 @@ Test(transfer, environment_chooses_under_auto_only) {
   hs_session_destroy(s);
   /* The API is stronger than the environment. */
   c.transfer = HS_TRANSFER_DEVICE;
-  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_create(ert, ds, &c, &s), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
   cr_expect_eq(st.transfer, HS_TRANSFER_DEVICE);
   hs_session_destroy(s);
+  hs_runtime_close(ert);
+  /* The same by API, the environment ignored. */
   c.transfer = HS_TRANSFER_AUTO;
+  hs_settings set;
+  hs_settings_init(&set);
+  set.transfer = HS_TRANSFER_HOST;
+  hs_runtime_options o;
+  hs_runtime_options_init(&o);
+  o.settings = &set;
+  o.flags = HS_RUNTIME_IGNORE_ENV;
+  cr_assert_eq(hs_runtime_open(&ert, &o), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_create(ert, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(st.transfer, HS_TRANSFER_HOST);
+  hs_session_destroy(s);
+  hs_runtime_close(ert);
+  ert = NULL;
   setenv("HETSAGE_TRANSFER", "sideways", 1);
-  cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
+  cr_expect_eq(hs_runtime_open(&ert, NULL), HS_ERR_INVALID_ARG);
   cr_expect_not_null(strstr(hs_last_error(), "HETSAGE_TRANSFER 'sideways'"), "%s",
                      hs_last_error());
+  cr_expect_null(ert);
   unsetenv("HETSAGE_TRANSFER");
   c.transfer = (hs_transfer)7;
   cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
@@ -281,15 +311,19 @@ Test(transfer, features_on_huge_pages_train_the_same) {
     cr_expect_eq(ref.st[e].feature_huge_page_bytes, 0);
     cr_expect_eq(small.st[e].feature_huge_page_bytes, 0);
   }
-  /* The environment under AUTO: a bad value is refused, "huge" copies. */
+  /* The environment under AUTO, read when a runtime opens: a bad value is
+   * refused, "huge" copies. */
   setenv("HETSAGE_FEATURE_PAGES", "giant", 1);
   hs_session *s;
-  cr_expect_eq(hs_session_create(rt, d, &c, &s), HS_ERR_INVALID_ARG);
+  hs_runtime *hrt = NULL;
+  cr_expect_eq(hs_runtime_open(&hrt, NULL), HS_ERR_INVALID_ARG);
   cr_expect_not_null(strstr(hs_last_error(), "HETSAGE_FEATURE_PAGES 'giant'"), "%s",
                      hs_last_error());
   setenv("HETSAGE_FEATURE_PAGES", "huge", 1);
-  run moved = train_on(d, &c);
+  cr_assert_eq(hs_runtime_open(&hrt, NULL), HS_OK, "%s", hs_last_error());
   unsetenv("HETSAGE_FEATURE_PAGES");
+  run moved = train_on_rt(hrt, d, &c);
+  hs_runtime_close(hrt);
   expect_same(&ref, &moved, "huge pages");
   if (strstr(moved.describe, "features: a copy on 2 MiB pages")) {
     for (int e = 0; e < 2; e++)

@@ -250,7 +250,7 @@ int cmd_place(int argc, char **argv) {
   hs_runtime *rt = NULL;
   hs_placement *pl = NULL;
   rc = 1;
-  hs_status st = hs_board_profile_load(a.board, &prof);
+  hs_status st = hs_board_profile_load_from(cli_settings()->boards_dir, a.board, &prof);
   if (st != HS_OK) {
     cli_report("place", "cannot load the board profile", st);
     goto done;
@@ -275,7 +275,7 @@ int cmd_place(int argc, char **argv) {
   rq.sampler_source = "--sampler";
   rq.trainer = a.trainer;
   rq.trainer_source = "--trainer";
-  hs_placement_request_env(&rq);
+  hs_placement_request_settings(&rq, hs_runtime_settings(rt));
   st = hs_placement_make(&rq, &pl);
   if (st != HS_OK) {
     cli_report("place", "placement failed", st);

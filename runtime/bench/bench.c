@@ -119,7 +119,7 @@ static hs_status parse_devices(const char *spec, int n, bool *sel) {
 
 static hs_status generated(run_ctx *c, hs_dataset **out) {
   char cache[900];
-  hs_status st = hs__cache_dir(cache, sizeof cache);
+  hs_status st = hs__cache_dir_at(hs_runtime_settings(c->rt)->cache_dir, cache, sizeof cache);
   if (st != HS_OK) return st;
   int scale = c->o.quick ? 12 : 17;
   /* Bump the suffix when the options below change. */
@@ -376,9 +376,10 @@ static hs_status bench_train(run_ctx *c) {
   hs_dataset *cora = NULL;
   hs_board_profile *own = NULL;
   const hs_board_profile *prof = c->o.profile ? c->o.profile : c->rt->board;
-  hs_status st = hs_dataset_bundled("cora", dir, sizeof dir);
+  hs_status st = hs_dataset_bundled(c->rt, "cora", dir, sizeof dir);
   if (st == HS_OK) st = hs_dataset_open(dir, &cora);
-  if (st == HS_OK && !prof && (st = hs_board_profile_load(NULL, &own)) == HS_OK) prof = own;
+  if (st == HS_OK && !prof && (st = hs_board_profile_load_from(c->rt->settings.boards_dir, NULL, &own)) == HS_OK)
+    prof = own;
   if (st != HS_OK) goto done;
   for (int i = 0; i < c->n_scopes; i++) {
     train_step(c, &c->scopes[i]);

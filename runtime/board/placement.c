@@ -711,6 +711,13 @@ static hs_status check_request(const hs_placement_request *user, hs_placement_re
   if (req->device_count &&
       (st = hs__sized_check(stride, sizeof **devs, "hs_device_info of the request")) != HS_OK)
     return st;
+  /* A compiler pads a struct to its alignment: any other stride is no
+   * struct's size (and would misalign the elements after the first). */
+  if (stride % _Alignof(hs_device_info) != 0)
+    return hs__fail(HS_ERR_INVALID_ARG,
+                    "hs_placement_make: hs_device_info struct_size %zu is not a multiple of "
+                    "its alignment %zu",
+                    stride, (size_t)_Alignof(hs_device_info));
   *devs = calloc((size_t)req->device_count + 1, sizeof **devs);
   if (!*devs) return hs__fail(HS_ERR_NOMEM, "placement: no memory");
   for (int i = 0; i < req->device_count; i++) {

@@ -64,9 +64,9 @@ static float *make_weights(int64_t e) {
   return w;
 }
 
-static hs_status open_generated(hs_dataset **out) {
+static hs_status open_generated(const hs_runtime *rt, hs_dataset **out) {
   char cache[900], dir[1024];
-  hs_status st = hs__cache_dir(cache, sizeof cache);
+  hs_status st = hs__cache_dir_at(hs_runtime_settings(rt)->cache_dir, cache, sizeof cache);
   if (st != HS_OK) return st;
   /* Bump the suffix when the options below change. */
   snprintf(dir, sizeof dir, "%s/bringup-rmat-s11-v1", cache);
@@ -85,11 +85,11 @@ static hs_status open_generated(hs_dataset **out) {
   return hs_dataset_open(dir, out);
 }
 
-static hs_status prepare_data(hs__bu_data *d) {
+static hs_status prepare_data(const hs_runtime *rt, hs__bu_data *d) {
   char dir[1024];
-  hs_status st = hs_dataset_bundled("cora", dir, sizeof dir);
+  hs_status st = hs_dataset_bundled(rt, "cora", dir, sizeof dir);
   if (st == HS_OK) st = hs_dataset_open(dir, &d->cora_ds);
-  if (st == HS_OK) st = open_generated(&d->gen_ds);
+  if (st == HS_OK) st = open_generated(rt, &d->gen_ds);
   if (st != HS_OK) return st;
   d->cora = hs__dataset_graph(d->cora_ds);
   d->gen = hs__dataset_graph(d->gen_ds);
@@ -208,7 +208,7 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
   req.feature_bytes = b->data.cora->feature_bytes;
   req.feature_row_bytes = b->data.cora->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(b->rt);
-  hs_placement_request_env(&req); /* as the sessions place roles */
+  hs_placement_request_settings(&req, &b->rt->settings); /* as the sessions place roles */
   *out = NULL;
   return hs_placement_make(&req, out);
 }
@@ -448,7 +448,7 @@ static void soak(hs__bu *b, hs__scope *scopes, int n_scopes, digest_table *dt) {
 /* ---- the run ------------------------------------------------------------------------- */
 
 static hs_status resolve_inject(hs__bu *b, const char *inject) {
-  if (!inject) inject = getenv("HETSAGE_BRINGUP_INJECT");
+  if (!inject) inject = hs_runtime_settings(b->rt)->bringup_inject;
   if (!inject || !*inject) return HS_OK;
   if (strcmp(inject, "gather") == 0) {
     b->inject_gather = true;
@@ -496,7 +496,8 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   hs_board_profile *own = NULL;
   if (!profile) profile = rt->board;
   if (!profile) {
-    if ((st = hs_board_profile_load(NULL, &own)) != HS_OK) return st;
+    if ((st = hs_board_profile_load_from(rt->settings.boards_dir, NULL, &own)) != HS_OK)
+      return st;
     profile = own;
   }
   b.prof = profile;
@@ -521,7 +522,7 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   }
   memcpy(b.rep->devices, devs, sizeof *devs * (size_t)n_devs);
   b.rep->n_devices = n_devs;
-  if ((st = prepare_data(&b.data)) != HS_OK) goto fail;
+  if ((st = prepare_data(rt, &b.data)) != HS_OK) goto fail;
 
   discovery_check(&b);
   int match[HS__BOARD_MAX_DEVICES];

@@ -49,15 +49,15 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
  * degree dbar. Layer-wise inference costs L passes over the whole graph
  * (L * E entries) and needs every feature row resident as float32 (no
  * host tier) and 32-bit edge offsets. The cheaper one runs;
- * $HETSAGE_FULL_INFERENCE=layerwise|fields forces one (tests compare
- * them). */
+ * the full_inference setting (HETSAGE_FULL_INFERENCE) forces one (tests
+ * compare them). */
 static bool use_layerwise(const hs_session *s, int64_t n) {
   const hs_graph *g = s->g;
   bool can = !s->tier && g->feat && g->feat_dtype == HS_DTYPE_FLOAT32 &&
              g->indptr[g->n] <= INT32_MAX;
-  const char *env = getenv("HETSAGE_FULL_INFERENCE");
-  if (env && strcmp(env, "fields") == 0) return false;
-  if (env && strcmp(env, "layerwise") == 0) return can;
+  hs_full_inference force = s->rt->settings.full_inference;
+  if (force == HS_FULL_INFERENCE_FIELDS) return false;
+  if (force == HS_FULL_INFERENCE_LAYERWISE) return can;
   if (!can) return false;
   int L = s->model.shape.n_layers;
   double e = (double)g->indptr[g->n], dbar = g->n ? e / (double)g->n : 0, fields = (double)n;

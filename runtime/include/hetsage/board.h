@@ -9,8 +9,8 @@
  * touches no device, so it can be run on inventories that are not present.
  *
  * Precedence of settings: API > command-line flags > HETSAGE_* environment
- * > board profile > built-in defaults. Role overrides (flags, environment)
- * travel in hs_placement_request. */
+ * (hetsage/settings.h) > board profile > built-in defaults. Role overrides
+ * (flags, settings) travel in hs_placement_request. */
 #ifndef HETSAGE_BOARD_H
 #define HETSAGE_BOARD_H
 
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "hetsage/device.h"
+#include "hetsage/settings.h"
 #include "hetsage/status.h"
 
 #ifdef __cplusplus
@@ -36,18 +37,20 @@ typedef struct hs_board_profile hs_board_profile;
  *
  * `name_or_path` NULL or "" means HS_BOARD_DEFAULT. A value containing '/'
  * or ending in ".ini" is a file path; anything else is a name looked up as
- * <dir>/<name>.ini in, in order: every directory of $HETSAGE_BOARDS_DIR
- * (colon-separated), the boards/ folder of the source tree the library was
- * built from, and <datadir>/hetsage/boards of the installation.
+ * <dir>/<name>.ini in, in order: every folder of `dirs` (colon-separated;
+ * NULL: none; the runtime passes its boards_dir setting,
+ * HETSAGE_BOARDS_DIR), the boards/ folder of the source tree the library
+ * was built from, and <datadir>/hetsage/boards of the installation.
  *
  * On success *out owns the profile (free with hs_board_profile_free).
  * Errors: HS_ERR_NOT_FOUND (no such name; the detail lists the folders
  * searched), HS_ERR_IO (unreadable file), HS_ERR_PROFILE (the detail names
  * the file, the line and the key or section at fault), HS_ERR_NOMEM,
- * HS_ERR_INVALID_ARG (out is NULL). Reads the environment; thread-safe as
- * long as no other thread changes the environment. */
-HS_API hs_status hs_board_profile_load(const char *name_or_path,
-                                       hs_board_profile **out);
+ * HS_ERR_INVALID_ARG (out is NULL). Thread-safe. */
+HS_API hs_status hs_board_profile_load_from(const char *dirs, const char *name_or_path,
+                                            hs_board_profile **out);
+/* The same with no folders of the caller's. */
+HS_API hs_status hs_board_profile_load(const char *name_or_path, hs_board_profile **out);
 
 /* Parse a profile held in memory. `origin` names it in error messages
  * (NULL: "<string>"); relative [binaries] paths are resolved against
@@ -140,11 +143,12 @@ static inline void hs_placement_request_init(hs_placement_request *req) {
   hs_placement_request_init_sized(req, sizeof *req);
 }
 
-/* Fill the role overrides that are still NULL from $HETSAGE_SAMPLER and
- * $HETSAGE_TRAINER (sources set to those names). Set command-line flags
- * first, then call this: flags win over the environment. The strings point
- * into the environment and are valid until it changes. */
-HS_API void hs_placement_request_env(hs_placement_request *req);
+/* Fill the role overrides that are still NULL from the sampler and trainer
+ * settings (HETSAGE_SAMPLER, HETSAGE_TRAINER; sources set to those names),
+ * e.g. hs_runtime_settings(rt). Set command-line flags first, then call
+ * this: flags win over the settings. The strings are borrowed from
+ * `settings`. NULL settings: nothing. */
+HS_API void hs_placement_request_settings(hs_placement_request *req, const hs_settings *settings);
 
 /* One role's place. Embedded in hs_placement: never changes (see
  * hetsage/version.h); what a later release adds goes to hs_placement. */

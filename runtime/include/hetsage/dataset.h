@@ -278,13 +278,14 @@ HS_API hs_status hs_generate(const char *dst, const hs_generate_opts *opts,
 
 /* The native dataset of a bundled public dataset ("cora"): imported on
  * first use from the copy shipped with hetsage (the source tree it was
- * built from, else the installed data folder) into the cache directory
- * ($HETSAGE_CACHE_DIR, else $XDG_CACHE_HOME/hetsage, else ~/.cache/hetsage)
- * and reused afterwards. Cora is symmetrised, de-duplicated and split
+ * built from, else the installed data folder) into the cache folder of
+ * `rt`'s settings (cache_dir, HETSAGE_CACHE_DIR) and reused afterwards. Cora is symmetrised, de-duplicated and split
  * 60/20/20, stratified by class, with seed 0. `dir` receives the dataset's
- * path. Errors: HS_ERR_NOT_FOUND (unknown name, or the shipped copy is
- * missing), those of hs_convert. */
-HS_API hs_status hs_dataset_bundled(const char *name, char *dir, size_t len);
+ * path. Errors: HS_ERR_NOT_FOUND (unknown name, the shipped copy is
+ * missing, or the settings have no cache folder), those of hs_convert. */
+struct hs_runtime;
+HS_API hs_status hs_dataset_bundled(const struct hs_runtime *rt, const char *name, char *dir,
+                                    size_t len);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "hetsage/device.h"
+#include "hetsage/settings.h"
 #include "hetsage/status.h"
 
 #ifdef __cplusplus
@@ -20,16 +21,28 @@ typedef struct hs_runtime_options {
    * none (they use HS_BOARD_DEFAULT). Loaded by hs_runtime_open, which
    * fails as hs_board_profile_load does when it cannot be. */
   const char *board;
-  int flags; /* reserved, 0 */
+  int flags; /* HS_RUNTIME_* bits */
+  /* Settings that win over the environment (hetsage/settings.h); NULL: none.
+   * Copied by hs_runtime_open, not kept. */
+  const hs_settings *settings;
 } hs_runtime_options;
 
+/* Read nothing from the environment: the settings are hs_runtime_options'
+ * alone, the defaults otherwise (no binary cache unless a cache_dir is
+ * set). */
+#define HS_RUNTIME_IGNORE_ENV 1
+
 HS_API void hs_runtime_options_init_sized(hs_runtime_options *opts, size_t struct_size);
-/* Defaults: no board, no flags. */
+/* Defaults: no board, no flags, no settings. */
 static inline void hs_runtime_options_init(hs_runtime_options *opts) {
   hs_runtime_options_init_sized(opts, sizeof *opts);
 }
 
-/* Discover every OpenCL platform and device and the host topology (hwloc).
+/* Discover every OpenCL platform and device and the host topology (hwloc),
+ * after resolving the settings: `opts->settings`, then (unless
+ * HS_RUNTIME_IGNORE_ENV) the HETSAGE_* environment, then the defaults. A
+ * bad setting or environment variable fails here with HS_ERR_INVALID_ARG
+ * naming it and what it accepts; log categories it names are enabled.
  * `opts` may be NULL. A platform whose calls fail, or that has no device, is
  * recorded (hs_runtime_platform) and skipped; finding no usable device at
  * all is HS_ERR_NO_DEVICE. On success *out is owned by the caller and must
@@ -65,6 +78,9 @@ typedef struct hs_host_topology {
 
 /* The host topology (hwloc), valid until hs_runtime_close. */
 HS_API const hs_host_topology *hs_runtime_topology(const hs_runtime *rt);
+
+/* The settings in force, resolved at open (strings owned by the runtime). */
+HS_API const hs_settings *hs_runtime_settings(const hs_runtime *rt);
 
 struct hs_board_profile;
 /* The board profile hs_runtime_options.board named, NULL when it named

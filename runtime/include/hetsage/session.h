@@ -28,36 +28,7 @@ typedef enum hs_optimizer {
   HS_OPTIMIZER_SGD = 1,
 } hs_optimizer;
 
-/* How sampled blocks reach the trainer. */
-typedef enum hs_transfer {
-  HS_TRANSFER_AUTO = 0,   /* device to device when both roles share a context
-                             (sub-devices of one device, two queues on one
-                             device, one context over two devices), else host */
-  HS_TRANSFER_HOST = 1,   /* read back to the host, written to the trainer */
-  HS_TRANSFER_DEVICE = 2, /* device to device; session creation fails with
-                             HS_ERR_UNSUPPORTED when the roles' contexts differ */
-} hs_transfer;
-
-/* "auto", "host", "device"; never NULL. */
-HS_API const char *hs_transfer_name(hs_transfer t);
-
-/* Where the host gathers feature rows from (features held in memory, not
- * through the host tier). */
-typedef enum hs_feature_pages {
-  HS_FEATURE_PAGES_AUTO = 0, /* HUGE when the features are larger than the
-                                last-level cache, the kernel grants huge
-                                pages on request, and they take at most half
-                                of the memory available; else FILE */
-  HS_FEATURE_PAGES_FILE = 1, /* the file mapping of feat.npy (4 KiB pages) */
-  HS_FEATURE_PAGES_HUGE = 2, /* a copy on 2 MiB pages (transparent huge pages,
-                                madvise): a random row costs a page walk per
-                                2 MiB rather than per 4 KiB; where the kernel
-                                has none, or the copy would not fit the memory
-                                available, the file mapping stays */
-} hs_feature_pages;
-
-/* "auto", "file", "huge"; never NULL. */
-HS_API const char *hs_feature_pages_name(hs_feature_pages p);
+/* hs_transfer and hs_feature_pages: hetsage/settings.h. */
 
 typedef struct hs_session_config {
   size_t struct_size; /* set by hs_session_config_init */
