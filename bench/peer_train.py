@@ -7,7 +7,10 @@ usage: peer_train.py --peer dgl --dataset DIR --fanouts 25,10 --batch B
                      --hidden H --lr X --weight-decay X --dropout P
                      --epochs N --threads T --seed S
 
-The model matches hetsage's: per layer z = W_self h_dst + W_neigh mean(h_src)
+Sparse features (feat_shape.npy, feat_indptr.npy, feat_indices.npy and
+feat_values.npy unless binary) are expanded into the dense matrix DGL's
+SAGEConv takes: neither DGL nor PyG multiplies only the non-zeros for the
+user. The model matches hetsage's: per layer z = W_self h_dst + W_neigh mean(h_src)
 + b (DGL's SAGEConv with the mean aggregator), ReLU then dropout on hidden
 layers, softmax cross-entropy on the seeds, Adam with L2 weight decay.
 Row v of the CSR lists the vertices v aggregates from, so each entry e of
@@ -18,12 +21,14 @@ first batch drawn to the last optimizer step. Test accuracy is measured
 after the last epoch with full neighbourhoods (the whole graph in one
 forward pass). The last line printed is
 
-  epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION
+  epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION PEAK_RSS_KB
 
-which bench_epoch parses; anything else goes to stderr.
+which bench_epoch parses (the peak resident set of this process, in KiB,
+as getrusage reports it); anything else goes to stderr.
 """
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -38,7 +43,19 @@ def load(dataset):
     indices = arr('indices.npy').astype(np.int64)
     n = indptr.shape[0] - 1
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    feat = arr('feat.npy').astype(np.float32)
+    if os.path.exists(os.path.join(dataset, 'feat.npy')):
+        feat = arr('feat.npy').astype(np.float32)
+    else:
+        # Sparse features (feat_shape/indptr/indices[/values].npy): DGL's
+        # model takes a dense tensor, as a DGL user would build it.
+        rows, cols = (int(x) for x in arr('feat_shape.npy'))
+        fptr = arr('feat_indptr.npy').astype(np.int64)
+        fcol = arr('feat_indices.npy').astype(np.int64)
+        vals = (arr('feat_values.npy').astype(np.float32)
+                if os.path.exists(os.path.join(dataset, 'feat_values.npy'))
+                else np.ones(fcol.shape[0], dtype=np.float32))
+        feat = np.zeros((rows, cols), dtype=np.float32)
+        feat[np.repeat(np.arange(rows), np.diff(fptr)), fcol] = vals
     label = arr('label.npy').astype(np.int64)
     split = [arr(s + '_idx.npy').astype(np.int64) for s in ('train', 'valid', 'test')]
     return n, indices, dst, feat, label, split
@@ -116,8 +133,9 @@ def main():
     # The first epoch carries one-time costs on both sides; bench_epoch
     # drops it too.
     kept = times[1:] if len(times) > 1 else times
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f'epoch_s {statistics.median(kept):.6f} {min(kept):.6f} {max(kept):.6f} '
-          f'{len(times)} {acc:.6f} {version}')
+          f'{len(times)} {acc:.6f} {version} {rss_kb}')
 
 
 if __name__ == '__main__':

@@ -119,7 +119,7 @@ int cli_dist_start(const char *cmd, cli_dist_args *d, int *argc, char ***argv,
     return 1;
   }
   cfg->world = *world;
-  cfg->dist = d->cfg;
+  cfg->dist = &d->cfg;
   return 0;
 }
 

@@ -23,8 +23,9 @@ const char *hs_compress_name(hs_compress c) {
   }
 }
 
-void hs_dist_config_init(hs_dist_config *cfg) {
+static void defaults(hs_dist_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
   cfg->sync = HS_SYNC_ALLREDUCE;
   cfg->servers = 1;
   cfg->period = 8;
@@ -33,6 +34,17 @@ void hs_dist_config_init(hs_dist_config *cfg) {
   cfg->bucket_bytes = (size_t)1 << 20;
   cfg->timeout_s = 60;
   cfg->start_timeout_s = 900;
+}
+
+void hs_dist_config_init_sized(hs_dist_config *user, size_t struct_size) {
+  hs_dist_config full;
+  defaults(&full);
+  hs__sized_init(user, struct_size, &full, sizeof full);
+}
+
+hs_status hs__dist_config_take(const hs_dist_config *user, hs_dist_config *out) {
+  defaults(out);
+  return user ? hs__sized_in(out, sizeof *out, user, "hs_dist_config") : HS_OK;
 }
 
 static hs_status check_cfg(const hs_dist_config *cfg, int size) {

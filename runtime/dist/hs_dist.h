@@ -59,6 +59,10 @@ typedef struct hs_dist_stats {
 
 typedef struct hs_dist hs_dist;
 
+/* A caller's configuration (NULL: the defaults) as this library's full
+ * struct: fields the caller's struct_size lacks keep their defaults. */
+hs_status hs__dist_config_take(const hs_dist_config *user, hs_dist_config *out);
+
 /* `c` is borrowed and must outlive the object. Checks the configuration
  * against the world (servers < size, quorum <= workers, ...). */
 hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_model *m,

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "dist/hs_comm.h"
+#include "dist/hs_dist.h"
 #include "dist/hs_world.h"
 
 hs_status hs_world_init(int *argc, char ***argv, hs_world **out) {
@@ -55,12 +56,10 @@ void hs_world_host(const hs_world *w, char *buf, size_t len) {
 hs_status hs_world_barrier(hs_world *w, const hs_dist_config *cfg) {
   if (!w) return hs__fail(HS_ERR_INVALID_ARG, "hs_world_barrier: NULL world");
   hs_dist_config d;
-  if (!cfg) {
-    hs_dist_config_init(&d);
-    cfg = &d;
-  }
-  double saved = hs__comm_set_timeout(w->comm, cfg->start_timeout_s);
-  hs_status st = hs__comm_barrier(w->comm, "a barrier of the application");
+  hs_status st = hs__dist_config_take(cfg, &d);
+  if (st != HS_OK) return st;
+  double saved = hs__comm_set_timeout(w->comm, d.start_timeout_s);
+  st = hs__comm_barrier(w->comm, "a barrier of the application");
   hs__comm_set_timeout(w->comm, saved);
   return st;
 }

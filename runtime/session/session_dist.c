@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "dist/hs_world.h"
+#include "hs_launch.h"
 #include "hs_session_int.h"
 
 /* ---- the same options and data everywhere ------------------------------------ */
@@ -52,9 +53,11 @@ static unsigned long crc(const void *p, size_t bytes) {
 static void make_fingerprint(const hs_session *s, const hs_session_config *cfg, fingerprint *f) {
   memset(f, 0, sizeof *f);
   const hs_graph *g = s->g;
-  const hs_dist_config *d = &cfg->dist;
+  const hs_dist_config *d = &s->dcfg;
   add(f, "hetsage version=%s", hs_version());
   add(f, "world size=%d", s->world_size);
+  add(f, "model=%s", hs_model_kind_name(cfg->model));
+  add(f, "heads=%d", cfg->model == HS_MODEL_GAT ? cfg->heads : 0);
   add(f, "layers=%d", cfg->n_layers);
   for (int l = 0; l < cfg->n_layers; l++) add(f, "fanout %d=%d", l, cfg->fanouts[l]);
   add(f, "batch size=%d", cfg->batch_size);
@@ -140,11 +143,14 @@ hs_status hs__session_dist_join(hs_session *s, const hs_session_config *cfg) {
   s->slice_lo = 0;
   s->slice_len = n;
   s->dist_stop_at = -1;
-  if (!cfg->world) return HS_OK;
+  /* The options are copied: the caller's struct is borrowed. */
+  hs_status st = hs__dist_config_take(cfg->dist, &s->dcfg);
+  s->cfg.dist = NULL;
+  if (st != HS_OK || !cfg->world) return st;
   s->comm = cfg->world->comm;
   s->rank = hs__comm_rank(s->comm);
   s->world_size = hs__comm_size(s->comm);
-  const hs_dist_config *d = &cfg->dist;
+  const hs_dist_config *d = &s->dcfg;
   if (d->sync == HS_SYNC_PS && (d->servers < 1 || d->servers >= s->world_size))
     return hs__fail(HS_ERR_INVALID_ARG, "%d parameter servers in a world of %d ranks: the "
                     "parameter server needs 1 .. %d servers and at least one worker",
@@ -163,26 +169,55 @@ hs_status hs__session_dist_join(hs_session *s, const hs_session_config *cfg) {
   }
   /* Ranks start at different moments (datasets open at their own pace):
    * the check may wait the start-up time. */
-  double saved = hs__comm_set_timeout(s->comm, d->start_timeout_s);
-  hs_status st = check_agreement(s, cfg);
+  hs__comm_set_timeout(s->comm, d->start_timeout_s);
+  st = check_agreement(s, cfg);
   hs__comm_set_timeout(s->comm, d->timeout_s);
-  (void)saved;
   return st;
 }
 
 /* ---- the model as the distributed step drives it -------------------------------- */
 
+/* The backward pass completed layer `layer`'s gradients (once the event
+ * `ready` completes): read them behind it on the trainer's in-order queue
+ * (a copy, short beside the rest of the pass), without waiting. */
+static void on_layer(void *user, int layer, size_t off, size_t n, cl_event ready) {
+  hs_session *s = user;
+  if (s->hook_st != HS_OK || layer < 0 || layer >= HS_NN_MAX_LAYERS) return;
+  hs__events_release(&s->layer_ev[layer], 1);
+  s->hook_st = hs__mem_read(hs__trainer_queue(s->trainer), hs__trainer_grad_buffer(s->trainer),
+                            false, off * sizeof(float), n * sizeof(float), s->dist_grads + off,
+                            1, &ready, &s->layer_ev[layer]);
+}
+
 static hs_status tr_grads_begin(void *ctx, float *grads) {
   hs_session *s = ctx;
+  const hs_model_shape *sh = &s->model.shape;
+  for (int l = 0; l < HS_NN_MAX_LAYERS; l++) hs__events_release(&s->layer_ev[l], 1);
+  s->hook_st = HS_OK;
+  s->dist_grads = grads; /* the distributed step's vector, where reads land */
+  hs__trainer_set_layer_hook(s->trainer, on_layer, s);
   hs_status st = hs__trainer_gradients(s->trainer, (uint32_t)s->epoch,
                                        hs__session_batch_key(s, s->dist_batch), true);
-  return st == HS_OK ? hs__trainer_read_grads(s->trainer, grads) : st;
+  hs__trainer_set_layer_hook(s->trainer, NULL, NULL);
+  if (st == HS_OK) st = s->hook_st;
+  /* A layer the hook did not announce is read after the whole pass. */
+  cl_command_queue q = hs__trainer_queue(s->trainer);
+  for (int l = 0; l < sh->n_layers && st == HS_OK; l++)
+    if (!s->layer_ev[l])
+      st = hs__mem_read(q, hs__trainer_grad_buffer(s->trainer), false,
+                        sh->layer_off[l] * sizeof(float), sh->layer_n[l] * sizeof(float),
+                        s->dist_grads + sh->layer_off[l], 0, NULL, &s->layer_ev[l]);
+  /* Drivers start nothing until a flush. */
+  if (st == HS_OK) st = hs__queue_flush(q);
+  return st;
 }
 
 static hs_status tr_grads_poll(void *ctx, int tensor, bool *ready) {
-  (void)ctx;
-  (void)tensor;
-  *ready = true; /* grads_begin read them all */
+  hs_session *s = ctx;
+  cl_event *ev = &s->layer_ev[s->tensor_layer[tensor]];
+  hs_event_state es = hs__events_poll(ev, 1);
+  if (es == HS_EVENTS_FAILED) return hs__fail_context(HS_ERR_OPENCL, "reading gradients");
+  *ready = es == HS_EVENTS_DONE;
   return HS_OK;
 }
 
@@ -199,18 +234,15 @@ static hs_status tr_step(void *ctx) {
 
 static hs_status tr_get_params(void *ctx, float *params) {
   hs_session *s = ctx;
-  hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
-  if (st == HS_OK) memcpy(params, s->model.params, s->model.shape.n_params * sizeof *params);
-  return st;
+  return hs__mem_read(hs__trainer_queue(s->trainer), hs__trainer_param_buffer(s->trainer), true,
+                      0, s->model.shape.n_params * sizeof *params, params, 0, NULL, NULL);
 }
 
+/* The moments and the step stay the trainer's. */
 static hs_status tr_set_params(void *ctx, const float *params) {
   hs_session *s = ctx;
-  /* The moments and the step stay the trainer's. */
-  hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
-  if (st != HS_OK) return st;
-  memcpy(s->model.params, params, s->model.shape.n_params * sizeof *params);
-  return hs__trainer_load_model(s->trainer, &s->model);
+  return hs__mem_write(hs__trainer_queue(s->trainer), hs__trainer_param_buffer(s->trainer), true,
+                       0, s->model.shape.n_params * sizeof *params, params, 0, NULL, NULL);
 }
 
 static const hs_dist_trainer *trainer_iface(hs_session *s, hs_dist_trainer *t) {
@@ -220,41 +252,53 @@ static const hs_dist_trainer *trainer_iface(hs_session *s, hs_dist_trainer *t) {
   return t;
 }
 
-/* Tensors in the order the backward pass completes them: the output
- * layer's bias and weights first. */
+/* Tensors in the order the backward pass completes them, the output layer
+ * first: each layer's range cut around its bias, so that the bias (too
+ * small to compress) travels apart from the weights. */
 static int model_tensors(const hs_model_shape *sh, hs_dist_tensor *t) {
   int n = 0;
   for (int l = sh->n_layers - 1; l >= 0; l--) {
-    t[n++] = (hs_dist_tensor){.off = sh->b_off[l], .n = (size_t)sh->dims[l + 1]};
-    t[n++] = (hs_dist_tensor){.off = sh->w_off[l], .n = sh->b_off[l] - sh->w_off[l]};
+    size_t lo = sh->layer_off[l], hi = lo + sh->layer_n[l];
+    size_t blo = sh->b_off[l], bhi = blo + (size_t)sh->dims[l + 1];
+    if (blo < lo || bhi > hi) { /* no bias inside the layer's range */
+      t[n++] = (hs_dist_tensor){.off = lo, .n = hi - lo};
+      continue;
+    }
+    t[n++] = (hs_dist_tensor){.off = blo, .n = bhi - blo};
+    if (blo > lo) t[n++] = (hs_dist_tensor){.off = lo, .n = blo - lo};
+    if (hi > bhi) t[n++] = (hs_dist_tensor){.off = bhi, .n = hi - bhi};
   }
   return n;
 }
 
 hs_status hs__session_dist_open(hs_session *s) {
   if (!s->comm) return HS_OK;
-  hs_dist_tensor tensors[2 * HS_NN_MAX_LAYERS];
+  hs_dist_tensor tensors[3 * HS_NN_MAX_LAYERS];
   int nt = model_tensors(&s->model.shape, tensors);
+  for (int i = 0; i < nt; i++) /* the layer each tensor lies in */
+    for (int l = 0; l < s->model.shape.n_layers; l++)
+      if (tensors[i].off >= s->model.shape.layer_off[l] &&
+          tensors[i].off < s->model.shape.layer_off[l] + s->model.shape.layer_n[l])
+        s->tensor_layer[i] = l;
   hs_dist_model dm = {.n_params = s->model.shape.n_params, .tensors = tensors, .n_tensors = nt,
                       .optim = s->model.cfg.optim, .params = s->model.params, .m = s->model.m,
                       .v = s->model.v, .step = s->model.step};
-  hs_status st = hs__dist_create(s->comm, &s->cfg.dist, &dm, &s->dist);
+  hs_status st = hs__dist_create(s->comm, &s->dcfg, &dm, &s->dist);
   if (st != HS_OK) return st;
-  s->dist_grads = malloc(dm.n_params * sizeof *s->dist_grads);
   if (s->rank == 0) s->rank_stats = calloc((size_t)s->world_size, sizeof *s->rank_stats);
-  if (!s->dist_grads || (s->rank == 0 && !s->rank_stats))
+  if (s->rank == 0 && !s->rank_stats)
     return hs__fail(HS_ERR_NOMEM, "distributed session buffers");
   /* Program builds take each rank its own time. */
-  hs__comm_set_timeout(s->comm, s->cfg.dist.start_timeout_s);
+  hs__comm_set_timeout(s->comm, s->dcfg.start_timeout_s);
   st = hs__comm_barrier(s->comm, "the ranks' start-up (session creation)");
-  hs__comm_set_timeout(s->comm, s->cfg.dist.timeout_s);
+  hs__comm_set_timeout(s->comm, s->dcfg.timeout_s);
   return st;
 }
 
 void hs__session_dist_close(hs_session *s) {
+  hs__events_release(s->layer_ev, HS_NN_MAX_LAYERS);
   hs__dist_destroy(s->dist);
   s->dist = NULL;
-  free(s->dist_grads);
   free(s->rank_stats);
   s->dist_grads = NULL;
   s->rank_stats = NULL;
@@ -331,7 +375,7 @@ hs_status hs__session_dist_stats(hs_session *s, hs_epoch_stats *stats) {
     for (int r = 0; r < s->world_size; r++) {
       const double *v = all + (size_t)r * RS_FIELDS;
       hs_epoch_stats *o = &s->rank_stats[r];
-      memset(o, 0, sizeof *o);
+      hs_epoch_stats_init(o);
       o->epoch = stats->epoch;
       o->rank = r;
       o->world_size = s->world_size;
@@ -355,13 +399,14 @@ hs_status hs__session_dist_stats(hs_session *s, hs_epoch_stats *stats) {
 
 hs_status hs_session_rank_stats(const hs_session *s, int rank, hs_epoch_stats *out) {
   if (!s || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_rank_stats: NULL argument");
+  hs_status st = hs__sized_check(out->struct_size, sizeof *out, "hs_epoch_stats");
+  if (st != HS_OK) return st;
   if (rank < 0 || rank >= s->world_size)
     return hs__fail(HS_ERR_RANGE, "rank %d of a world of %d", rank, s->world_size);
   if (!s->comm || s->rank != 0 || !s->rank_stats_valid)
     return hs__fail(HS_ERR_STATE, "rank statistics are kept on rank 0 of a distributed session "
                     "after an epoch");
-  *out = s->rank_stats[rank];
-  return HS_OK;
+  return hs__sized_out(out, &s->rank_stats[rank], sizeof *out, "hs_epoch_stats");
 }
 
 /* ---- rank 0 computes, every rank learns ------------------------------------------- */
@@ -384,9 +429,9 @@ hs_status hs__session_dist_on_root(hs_session *s, hs_status (*fn)(hs_session *, 
     if (r.status != HS_OK) snprintf(r.detail, sizeof r.detail, "%s", hs_last_error());
   }
   /* The others wait while rank 0 works alone. */
-  hs__comm_set_timeout(s->comm, s->cfg.dist.start_timeout_s);
+  hs__comm_set_timeout(s->comm, s->dcfg.start_timeout_s);
   hs_status st = hs__comm_bcast(s->comm, 0, &r, sizeof r, "rank 0's evaluation");
-  hs__comm_set_timeout(s->comm, s->cfg.dist.timeout_s);
+  hs__comm_set_timeout(s->comm, s->dcfg.timeout_s);
   if (st != HS_OK) return st;
   if (r.status != HS_OK) {
     if (s->rank == 0) return hs__fail((hs_status)r.status, "%s", r.detail);

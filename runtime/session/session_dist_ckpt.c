@@ -86,7 +86,7 @@ static hs_status write_atomic(const char *path, const uint8_t *data, size_t len)
 
 static size_t rank_bytes(const hs_session *s) {
   size_t n = 8 + hs__dist_state_bytes(s->dist) + 8;
-  if (s->cfg.dist.sync == HS_SYNC_LOCAL && !s->server)
+  if (s->dcfg.sync == HS_SYNC_LOCAL && !s->server)
     n += 2 * s->model.shape.n_params * sizeof(float) + 8;
   return n;
 }
@@ -195,7 +195,7 @@ static hs_status save(hs_session *s, const char *path) {
     }
     if (st == HS_OK) {
       memcpy(file, dist_magic, 8);
-      uint32_t h[4] = {1, (uint32_t)s->world_size, (uint32_t)s->cfg.dist.sync, 0};
+      uint32_t h[4] = {1, (uint32_t)s->world_size, (uint32_t)s->dcfg.sync, 0};
       memcpy(file + 8, h, 16);
       uint64_t pos[3] = {s->model.epoch, s->model.rng_counter, s->model.step};
       memcpy(file + 24, pos, 24);
@@ -216,7 +216,7 @@ static hs_status save(hs_session *s, const char *path) {
 }
 
 hs_status hs__session_dist_save(hs_session *s, const char *path) {
-  double saved = hs__comm_set_timeout(s->comm, s->cfg.dist.start_timeout_s);
+  double saved = hs__comm_set_timeout(s->comm, s->dcfg.start_timeout_s);
   hs_status st = save(s, path);
   /* The others learn whether rank 0 wrote it (and a rank that failed
    * above has already said so to all). */
@@ -282,11 +282,11 @@ static hs_status read_state(const hs_session *s, const char *path, const hs_mode
                   (unsigned long long)m->epoch, (unsigned long long)m->rng_counter);
     goto out;
   }
-  if (h[1] != (uint32_t)s->world_size || h[2] != (uint32_t)s->cfg.dist.sync) {
+  if (h[1] != (uint32_t)s->world_size || h[2] != (uint32_t)s->dcfg.sync) {
     st = hs__fail(HS_ERR_INVALID_ARG, "%s was written by %u ranks (%s); this run has %d ranks "
                   "(%s): resume with the world it was written by", sp, h[1],
                   hs_sync_mode_name((hs_sync_mode)h[2]), s->world_size,
-                  hs_sync_mode_name(s->cfg.dist.sync));
+                  hs_sync_mode_name(s->dcfg.sync));
     goto out;
   }
   *data = buf;
@@ -377,7 +377,7 @@ hs_status hs__session_dist_load(hs_session *s, const char *path) {
   hs_model m;
   hs_status st = hs__model_create(&s->model.cfg, &m);
   if (st != HS_OK) return st;
-  double saved = hs__comm_set_timeout(s->comm, s->cfg.dist.start_timeout_s);
+  double saved = hs__comm_set_timeout(s->comm, s->dcfg.start_timeout_s);
   st = load(s, path, &m);
   /* Any rank's failure fails every rank's load. */
   int64_t bad = st != HS_OK;

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-20}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(npy dataset linqs musae edgelist)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(npy dataset sparse linqs musae edgelist)
 out=build-fuzz
 cc=${CLANG:-clang}
 
@@ -23,6 +23,10 @@ if ! command -v "$cc" >/dev/null ||
 fi
 
 printf '#define HS_VERSION "fuzz"\n#define HS_HAVE_CLBLAST 0\n#define HS_HAVE_CBLAS 0\n' > "$out/hs_config.h"
+# hetsage/version.h, which meson generates from its template.
+mkdir -p "$out/hetsage"
+sed 's/@MAJOR@/0/; s/@MINOR@/0/; s/@PATCH@/0/; s/@VERSION@/fuzz/' \
+  runtime/include/hetsage/version.h.in > "$out/hetsage/version.h"
 flags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -Iruntime -Iruntime/include -Idevices -I"$out")
 # The library sources once, instrumented for coverage; each harness links them.

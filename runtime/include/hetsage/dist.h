@@ -85,6 +85,7 @@ typedef enum hs_compress {
 HS_API const char *hs_compress_name(hs_compress c);
 
 typedef struct hs_dist_config {
+  size_t struct_size; /* set by hs_dist_config_init (hetsage/version.h) */
   hs_sync_mode sync;
   int servers;   /* ps: ranks holding parameter shards, the last ones (1) */
   int staleness; /* ps: 0 synchronous, S > 0 asynchronous with bound S (0) */
@@ -101,8 +102,11 @@ typedef struct hs_dist_config {
   double start_timeout_s;
 } hs_dist_config;
 
-/* Fill `cfg` with the defaults above. */
-HS_API void hs_dist_config_init(hs_dist_config *cfg);
+HS_API void hs_dist_config_init_sized(hs_dist_config *cfg, size_t struct_size);
+/* Fill `cfg` with the defaults above; struct_size set. */
+static inline void hs_dist_config_init(hs_dist_config *cfg) {
+  hs_dist_config_init_sized(cfg, sizeof *cfg);
+}
 
 typedef struct hs_world hs_world;
 
