@@ -167,6 +167,7 @@ void cli_dist_stats_json(FILE *f, const hs_session *s, const hs_epoch_stats *st)
   fprintf(f, ", \"dist\": {\"world_size\": %d, \"ranks\": [", st->world_size);
   for (int r = 0; r < st->world_size; r++) {
     hs_epoch_stats rs;
+    hs_epoch_stats_init(&rs);
     if (hs_session_rank_stats(s, r, &rs) != HS_OK) continue;
     double n = rs.dist_steps > 0 ? (double)rs.dist_steps : steps;
     fprintf(f,
