@@ -26,10 +26,17 @@ char *hs__path_join(const char *a, const char *b) {
   return p;
 }
 
-/* Files a dataset directory may hold; with force, nothing else is deleted. */
+static bool ends_with(const char *n, size_t l, const char *suffix) {
+  size_t k = strlen(suffix);
+  return l > k && strcmp(n + l - k, suffix) == 0;
+}
+
+/* Files a dataset directory may hold (arrays, meta.json, the text splits
+ * of a CTR dataset); with force, nothing else is deleted. */
 static bool dataset_file_name(const char *n) {
   size_t l = strlen(n);
-  return strcmp(n, "meta.json") == 0 || (l > 4 && strcmp(n + l - 4, ".npy") == 0);
+  return strcmp(n, "meta.json") == 0 || ends_with(n, l, ".npy") || ends_with(n, l, ".txt") ||
+         ends_with(n, l, ".txt.gz");
 }
 
 /* Remove a directory that holds only dataset files (or, with `any`, only

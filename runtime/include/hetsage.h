@@ -15,5 +15,6 @@
 #include "hetsage/session.h"
 #include "hetsage/bringup.h"
 #include "hetsage/bench.h"
+#include "hetsage/ctr.h"
 
 #endif
