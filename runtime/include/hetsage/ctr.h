@@ -30,6 +30,18 @@ extern "C" {
 #define HS_CTR_DENSE 13
 #define HS_CTR_SPARSE 26
 
+/* The models (see hs_ctr_config for their widths). */
+typedef enum hs_ctr_model {
+  HS_CTR_LR = 1,     /* logistic regression: a weight per id, linear integers */
+  HS_CTR_DEEPFM = 2, /* first order + factorisation machine + MLP (Guo et al. 2017) */
+  HS_CTR_DLRM = 3,   /* bottom MLP, dot-product interactions, top MLP (Naumov et al. 2019) */
+} hs_ctr_model;
+
+/* "lr", "deepfm", "dlrm"; NULL for anything else. */
+HS_API const char *hs_ctr_model_name(hs_ctr_model m);
+/* HS_ERR_INVALID_ARG for an unknown name. */
+HS_API hs_status hs_ctr_model_parse(const char *name, hs_ctr_model *out);
+
 /* ---- generated data ---------------------------------------------------- */
 
 typedef struct hs_ctr_generate_opts {
