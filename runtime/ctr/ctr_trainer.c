@@ -4,6 +4,7 @@
 
 #include "ctr/ctr_trainer.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "nn/model.h"
 
 /* hs_train.h's constants, which the shared kernels below use. */
@@ -40,12 +41,6 @@ static const char *const kernel_names[K_COUNT] = {
     [K_BIAS_ACT] = "hs_bias_act_fwd",   [K_COLSUM_PART] = "hs_colsum_part",
     [K_COLSUM_FINAL] = "hs_colsum_final", [K_ADAM] = "hs_adam",
     [K_SGD] = "hs_sgd",
-};
-
-/* The CTR kernels, and the training kernels they share with the GNN
- * trainer (bias + ReLU, column sums, the dense optimizers). */
-static const char *const program_sources[] = {
-    "hs_common.h", "hs_philox.h", "hs_train.h", "train_elem.cl", "train_optim.cl", "ctr.cl",
 };
 
 enum { DEFAULT_WG = 64, STATS_RING = 256, CS_VW = 8 };
@@ -142,12 +137,11 @@ hs_status hs__ctr_trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_comman
   hs_status st = hs__ctr_layout(cfg, &t->lay);
   if (st != HS_OK) goto fail;
   double t0 = hs__now();
-  bool hit = false;
-  st = hs__program_build(ctx, dev, program_sources, (int)HS_ARRAY_LEN(program_sources), "",
-                         &t->program, &hit);
-  if (st != HS_OK) goto fail;
-  hs__log(HS_LOG_TRAIN, "CTR program on '%s' %s in %.2f s", dev->info.name,
-          hit ? "loaded from the cache" : "built", hs__now() - t0);
+  /* The CTR kernels and the training kernels they share with the GNN
+   * trainer (bias + ReLU, column sums, the dense optimizers): one program
+   * of the registry. */
+  if ((st = hs__program_get(ctx, dev, HS_PROG_TRAIN_CTR, &t->program)) != HS_OK) goto fail;
+  hs__log(HS_LOG_TRAIN, "CTR program on '%s' ready in %.2f s", dev->info.name, hs__now() - t0);
   for (int i = 0; i < K_COUNT; i++) {
     if ((st = hs__kernel_create(t->program, kernel_names[i], dev, &t->k[i])) != HS_OK) goto fail;
     size_t lim = hs__kernel_max_wg(t->k[i], dev), want = t->opts.wg ? t->opts.wg : DEFAULT_WG;
