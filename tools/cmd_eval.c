@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_ctr.h"
 #include "cli_session.h"
 
 /* A checkpoint file, or a training --checkpoint folder (its best.ckpt). */
@@ -55,6 +56,7 @@ static int parse_split(const char *v, hs_split *out) {
 }
 
 int cmd_eval(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_eval_ctr(argc, argv);
   cli_session_args a;
   cli_session_args_init(&a);
   const char *ckpt_arg = NULL;
@@ -174,6 +176,7 @@ static int read_ids(const char *cmd, const char *list, const char *file, int64_t
 }
 
 int cmd_predict(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_predict_ctr(argc, argv);
   cli_session_args a;
   cli_session_args_init(&a);
   const char *ckpt_arg = NULL, *list = NULL, *file = NULL;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_ctr.h"
 #include "cli_session.h"
 
 static volatile sig_atomic_t interrupted;
@@ -24,6 +25,7 @@ static void usage(FILE *f) {
           "Train GraphSAGE by neighbour sampling: the sampler device samples and\n"
           "reindexes, the host gathers features, the trainer device trains; batches\n"
           "are pipelined. With no options: the bundled Cora on the default board.\n"
+          "Click-through-rate models: hetsage train --task ctr --help.\n"
           "\n");
   cli_session_usage(f);
   fprintf(f,
@@ -112,6 +114,7 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
 }
 
 int cmd_train(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_train_ctr(argc, argv);
   cli_session_args a;
   cli_session_args_init(&a);
   uint64_t epochs = 50, patience = 0;

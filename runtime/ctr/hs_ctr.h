@@ -14,9 +14,6 @@
  * f's shares it. */
 #define HS_CTR_MISSING UINT64_MAX
 
-/* Labels of files without a label column. */
-#define HS_CTR_NO_LABEL 255u
-
 /* A batch of examples as read. */
 typedef struct hs_ctr_rows {
   int32_t n;

@@ -217,7 +217,9 @@ static hs_status read_section(hs_embed *e, hs_rfile *r, bool whole) {
   return HS_OK;
 }
 
-hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r) { return read_section(e, r, false); }
+hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r, bool last) {
+  return read_section(e, r, last);
+}
 
 hs_status hs__embed_load(hs_embed *e, const char *path) {
   FILE *f = fopen(path, "rb");

@@ -209,10 +209,10 @@ hs_status hs__embed_save(const hs_embed *e, const char *path);
 hs_status hs__embed_load(hs_embed *e, const char *path);
 /* The same as a section of a larger file: appended to an atomic file, or
  * read from a stream positioned at its start (which must be seekable: the
- * section is checked whole before the store changes). A section carries
- * its own CRC-32. */
+ * section, and with `last` that the file ends with it, is checked whole
+ * before the store changes). A section carries its own CRC-32. */
 hs_status hs__embed_write(const hs_embed *e, hs_afile *a);
-hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r);
+hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r, bool last);
 
 #define HS_EMBED_FREE 0xffffffffu
 

@@ -29,6 +29,8 @@ extern "C" {
 
 #define HS_CTR_DENSE 13
 #define HS_CTR_SPARSE 26
+/* The label of an example read from a file without labels. */
+#define HS_CTR_NO_LABEL 255u
 
 /* The models (see hs_ctr_config for their widths). */
 typedef enum hs_ctr_model {
@@ -87,6 +89,150 @@ typedef struct hs_ctr_generate_summary {
  * the options (not of `threads`). */
 HS_API hs_status hs_ctr_generate(const char *dst, const hs_ctr_generate_opts *opts,
                                  hs_ctr_generate_summary *summary);
+
+/* ---- training sessions --------------------------------------------------- */
+
+#define HS_CTR_MAX_HIDDEN 7
+
+/* The optimizer of the embedding rows, applied on the host to the rows a
+ * batch touched (see the embedding store). */
+typedef enum hs_sparse_optimizer {
+  HS_SPARSE_ADAGRAD = 0, /* row-wise: one accumulator per row */
+  HS_SPARSE_SGD = 1,
+  HS_SPARSE_ADAM = 2,    /* lazy: moments and a step count per row */
+  HS_SPARSE_FTRL = 3,    /* FTRL-Proximal; rows start at zero */
+} hs_sparse_optimizer;
+
+/* "adagrad", "sgd", "adam", "ftrl"; NULL for anything else. */
+HS_API const char *hs_sparse_optimizer_name(hs_sparse_optimizer o);
+HS_API hs_status hs_sparse_optimizer_parse(const char *name, hs_sparse_optimizer *out);
+
+typedef struct hs_ctr_config {
+  hs_ctr_model model; /* default DeepFM */
+  int32_t dim;        /* embedding width D (DeepFM, DLRM): 16 */
+  /* Hidden widths of DeepFM's deep part and of DLRM's top MLP (each then
+   * ends in one output): default 256,128; of DLRM's bottom MLP (which
+   * then ends in D): default 64. */
+  int32_t hidden[HS_CTR_MAX_HIDDEN];
+  int n_hidden;
+  int32_t bottom[HS_CTR_MAX_HIDDEN];
+  int n_bottom;
+  int32_t batch_size; /* 4096 */
+  float lr;           /* dense parameters, Adam: 1e-3 */
+  hs_sparse_optimizer sparse_optimizer; /* row-wise Adagrad */
+  float sparse_lr;    /* 0.05 */
+  float init_range;   /* new rows draw U(-r, r): 0.05 */
+  /* Embedding store: an id gets a row once seen admit_after times
+   * (0 or 1: at once; until then it reads as zeros); the store's bytes
+   * (index, rows, optimizer state, admission counts) stay within
+   * embed_budget (0: no limit), the least recently used rows evicted; rows
+   * unused for expire_after batches are dropped (0: never). */
+  uint32_t admit_after;
+  uint64_t embed_budget;
+  uint32_t expire_after;
+  uint64_t seed;      /* parameters and rows: 1 */
+  int threads;        /* host threads for lookups and for updates (each);
+                         0: the host's cores */
+  /* Placement of the trainer role (the CTR pipeline has no sampler):
+   * board profile (NULL: the default) or a loaded one, and an override
+   * ("1", "cpu", a name substring; NULL: HETSAGE_TRAINER or the plan's). */
+  const char *board;
+  const hs_board_profile *profile;
+  const char *trainer;
+  /* Pipeline of read -> lookup -> train: AUTO is ASYNC; depth 0: 3. */
+  hs_pipeline_mode pipeline;
+  int depth;
+} hs_ctr_config;
+
+HS_API void hs_ctr_config_init(hs_ctr_config *cfg);
+
+typedef struct hs_ctr_session hs_ctr_session;
+
+/* Place the trainer, build its program, create the embedding store and
+ * the dense model. `rt` is borrowed. Errors: HS_ERR_INVALID_ARG (the
+ * detail names the field), placement errors, HS_ERR_OPENCL/BUILD. */
+HS_API hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *cfg,
+                                       hs_ctr_session **out);
+HS_API void hs_ctr_session_destroy(hs_ctr_session *s);
+/* The trainer's placement with its reasons, the model and the store's
+ * settings, as text (snprintf-style). */
+HS_API size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len);
+
+/* Stages of the CTR pipeline, as reported in hs_ctr_epoch_stats. */
+typedef enum hs_ctr_stage {
+  HS_CTR_STAGE_READ = 0,   /* parse a batch of lines */
+  HS_CTR_STAGE_LOOKUP = 1, /* hash and look up its ids in the store */
+  HS_CTR_STAGE_TRAIN = 2,  /* upload, device step, row gradients applied */
+  HS_CTR_STAGE_COUNT_ = 3,
+} hs_ctr_stage;
+HS_API const char *hs_ctr_stage_name(hs_ctr_stage stage);
+
+typedef struct hs_ctr_epoch_stats {
+  int64_t epoch;    /* the epoch just trained (0-based) */
+  int64_t examples; /* trained in this call */
+  int64_t batches;
+  double loss;      /* mean training loss over those batches */
+  double wall_s;
+  double examples_per_s;
+  double stage_busy_s[HS_CTR_STAGE_COUNT_];
+  double stage_wait_s[HS_CTR_STAGE_COUNT_];
+  double lookup_s;  /* host time in store lookups (in the lookup stage) */
+  double update_s;  /* host time applying row gradients (in the train stage) */
+  uint64_t unique_rows; /* rows looked up, counted once per batch */
+  uint64_t deferred_rows; /* of those, copied after the previous update */
+  uint64_t bytes_uploaded, bytes_to_host;
+  /* The store at the end of the epoch. */
+  uint64_t embed_rows, embed_bytes, embed_row_bytes;
+  uint64_t embed_created, embed_evicted, embed_expired, embed_pending;
+  uint64_t peak_rss_bytes;
+  hs_pipeline_mode pipeline;
+  int depth;
+  bool interrupted; /* the stop flag ended the epoch early */
+} hs_ctr_epoch_stats;
+
+/* Called from the driving thread every few batches. */
+typedef void (*hs_ctr_progress_fn)(void *user, int64_t examples, double loss);
+HS_API void hs_ctr_session_set_progress(hs_ctr_session *s, hs_ctr_progress_fn fn, void *user);
+/* While *flag is non-zero no new batch is read; the epoch call returns
+ * with stats->interrupted set and the position kept, so that a checkpoint
+ * saved now resumes exactly. */
+HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_t *flag);
+
+/* Train one pass over `files` (the rest of it after an interruption or a
+ * loaded checkpoint): examples in file order, batch after batch. */
+HS_API hs_status hs_ctr_session_train_epoch(hs_ctr_session *s, const char *const *files,
+                                            int n_files, hs_ctr_epoch_stats *stats);
+HS_API int64_t hs_ctr_session_epoch(const hs_ctr_session *s);
+
+typedef struct hs_ctr_eval {
+  int64_t examples;
+  double auc, logloss;
+  double positive_rate, mean_prob;
+  double seconds;
+} hs_ctr_eval;
+
+/* AUC and logloss over every example of labelled `files`; changes
+ * nothing (ids without a row read as zeros). */
+HS_API hs_status hs_ctr_session_evaluate(hs_ctr_session *s, const char *const *files,
+                                         int n_files, hs_ctr_eval *out);
+
+/* Click probabilities of every example of `files`, in order, handed to
+ * `fn` a batch at a time with the labels (HS_CTR_NO_LABEL, 255, where the
+ * files have none: `labelled` false, 39 columns). */
+typedef hs_status (*hs_ctr_predict_fn)(void *user, const float *prob, const uint8_t *labels,
+                                       int32_t n);
+HS_API hs_status hs_ctr_session_predict(hs_ctr_session *s, const char *const *files,
+                                        int n_files, bool labelled, hs_ctr_predict_fn fn,
+                                        void *user);
+
+/* The dense model and its optimizer state, the embedding store and the
+ * position, written atomically. Loading refuses another model or row
+ * layout. */
+HS_API hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path);
+HS_API hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path);
+/* The model part of `cfg` (model, widths, dense and sparse optimizers and
+ * their rates, seed, admission) from a checkpoint. */
+HS_API hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *cfg);
 
 /* ---- metrics ----------------------------------------------------------- */
 
