@@ -149,6 +149,12 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.threads = (int)x;
+  } else if (strcmp(o, "--gemm-threads") == 0 && has) {
+    if (!cli_parse_i64(v, &x) || x < 1 || x > 256) {
+      cli_usage_error(cmd, "--gemm-threads '%s': expected 1..256", v);
+      return -1;
+    }
+    a->cfg.gemm_threads = (int)x;
   } else if (strcmp(o, "--pipeline") == 0 && has) {
     if (strcmp(v, "off") == 0) a->cfg.pipeline = HS_PIPELINE_OFF;
     else if (strcmp(v, "threads") == 0) a->cfg.pipeline = HS_PIPELINE_THREADS;
@@ -198,7 +204,9 @@ static void common_usage(FILE *f) {
           "  --batch-size N       examples per batch (default 4096)\n"
           "  --threads T          host threads for lookups and for updates\n"
           "                       (default: the host's cores)\n"
-          "  --pipeline off|threads|async   (default async)\n"
+          "  --gemm-threads T     threads of the trainer's BLAS products (default: the\n"
+          "                       trainer's compute units)\n"
+          "  --pipeline off|threads|async   (default: the board's plan)\n"
           "  --depth N            batches in flight (default 3)\n"
           "  --board NAME|FILE    board profile; --trainer DEV   trainer device\n"
           "  --embed-budget SIZE  most bytes of the embedding store (e.g. 512M;\n"

@@ -73,9 +73,10 @@ static hs_status check_config(const hs_ctr_config *c) {
                     c->n_hidden, c->n_bottom, HS_CTR_MAX_HIDDEN);
   if (c->depth < 0 || c->depth > 16)
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: depth %d (0..16)", c->depth);
-  if (c->threads < 0 || c->threads > 256)
-    return hs__fail(HS_ERR_INVALID_ARG, "CTR config: %d threads (0..256)", c->threads);
-  if ((unsigned)c->pipeline > HS_PIPELINE_ASYNC)
+  if (c->threads < 0 || c->threads > 256 || c->gemm_threads < 0 || c->gemm_threads > 256)
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR config: %d threads, %d GEMM threads (0..256)",
+                    c->threads, c->gemm_threads);
+  if ((unsigned)c->pipeline > HS_PIPELINE_OFF)
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: pipeline mode %d", (int)c->pipeline);
   return HS_OK;
 }
@@ -158,9 +159,10 @@ hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *cfg, hs_ctr
   model_cfg(cfg, &s->mcfg);
   if ((st = hs__ctr_layout(&s->mcfg, &s->lay)) != HS_OK) goto fail;
   if ((st = place(s, cfg)) != HS_OK) goto fail;
-  s->mode = cfg->pipeline == HS_PIPELINE_THREADS ? HS_PIPE_THREADS
-            : cfg->pipeline == HS_PIPELINE_OFF   ? HS_PIPE_OFF
-                                                 : HS_PIPE_ASYNC;
+  hs_pipeline_mode pm = cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline;
+  s->mode = pm == HS_PIPELINE_THREADS ? HS_PIPE_THREADS
+            : pm == HS_PIPELINE_OFF   ? HS_PIPE_OFF
+                                      : HS_PIPE_ASYNC;
   s->depth = s->mode == HS_PIPE_OFF ? 1 : cfg->depth > 0 ? cfg->depth : 3;
   /* The whole trainer device: the CTR pipeline's host work runs on host
    * threads beside it, and there is no sampler to split a CPU with. */
@@ -168,7 +170,9 @@ hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *cfg, hs_ctr
   s->tdev.progs = &s->tprogs;
   if ((st = hs__ctx_create(&s->tdev, 1, &s->tctx)) != HS_OK) goto fail;
   if ((st = hs__queue_create(&s->tctx, &s->tdev, 0, &s->tq)) != HS_OK) goto fail;
-  hs_ctr_trainer_opts to = {.gemm = HS_GEMM_AUTO, .gemm_threads = (int)s->tdev.info.compute_units};
+  hs_ctr_trainer_opts to = {.gemm = HS_GEMM_AUTO,
+                            .gemm_threads = cfg->gemm_threads > 0 ? cfg->gemm_threads
+                                                                  : (int)s->tdev.info.compute_units};
   if ((st = hs__ctr_trainer_create(&s->tctx, &s->tdev, s->tq, &s->mcfg, NULL, &to, &s->trainer)) != HS_OK)
     goto fail;
   hs_embed_cfg ec;

@@ -16,8 +16,8 @@ enum {
   REC_MASK = (1u << 25) - 1,
   MAX_RECORDS = (1 << 25) - 2,
   CHUNK_BIG = 1024,    /* records per chunk once past the small ones */
-  CHUNK_BIG_K = 5,     /* chunks 0..4 hold 64, 64, 128, 256, 512 */
-  INDEX_MIN = 64,
+  CHUNK_BIG_K = 7,     /* chunks 0..6 hold 16, 16, 32, 64, 128, 256, 512 */
+  INDEX_MIN = 32,
 };
 
 /* Index loads stay at or below 4/5; growth is by 5/4 (hs_embed.h). */
@@ -108,12 +108,12 @@ static inline int32_t hs__embed_shard_of(const hs_embed *e, uint64_t h) {
 static inline uint32_t *hs__embed_rec(const shard *s, uint32_t r, int32_t stride) {
   int k;
   uint32_t off;
-  if (r < 64) {
+  if (r < 16) {
     k = 0;
     off = r;
   } else if (r < CHUNK_BIG) {
     int lg = 31 - __builtin_clz(r);
-    k = lg - 5;
+    k = lg - 3;
     off = r - (1u << lg);
   } else {
     k = CHUNK_BIG_K + (int)((r - CHUNK_BIG) / CHUNK_BIG);

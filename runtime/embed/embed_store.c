@@ -58,7 +58,7 @@ size_t hs__embed_record_bytes(const hs_embed *e) { return (size_t)e->stride * 4u
 /* ---- records ------------------------------------------------------------------- */
 
 static uint32_t chunk_records(int k) {
-  return k == 0 ? 64u : k < CHUNK_BIG_K ? 1u << (k + 5) : CHUNK_BIG;
+  return k == 0 ? 16u : k < CHUNK_BIG_K ? 1u << (k + 3) : CHUNK_BIG;
 }
 
 /* Chunks until the shard holds `want` records. */

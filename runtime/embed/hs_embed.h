@@ -17,7 +17,7 @@
  *                load at most 0.8, grown by 5/4): entry 0 is empty, else
  *                bits 31..25 a 7-bit tag of h (a mismatch skips the record
  *                without touching it) and bits 24..0 the record number + 1
- *            ->  records, in chunks that never move (64, 64, 128, 256, 512,
+ *            ->  records, in chunks that never move (16, 16, 32 ... 512,
  *                then 1024 records each), so a record's address stays valid
  *                from the lookup that finds it to the update that writes it
  *   record   ->  u32 id_lo, u32 id_hi, u32 tick, f32 row[dim],

@@ -133,13 +133,16 @@ typedef struct hs_ctr_config {
   uint64_t seed;      /* parameters and rows: 1 */
   int threads;        /* host threads for lookups and for updates (each);
                          0: the host's cores */
+  int gemm_threads;   /* threads of the trainer's CBLAS products (CPU
+                         trainers); 0: the device's compute units */
   /* Placement of the trainer role (the CTR pipeline has no sampler):
    * board profile (NULL: the default) or a loaded one, and an override
    * ("1", "cpu", a name substring; NULL: HETSAGE_TRAINER or the plan's). */
   const char *board;
   const hs_board_profile *profile;
   const char *trainer;
-  /* Pipeline of read -> lookup -> train: AUTO is ASYNC; depth 0: 3. */
+  /* Pipeline of read -> lookup -> train: AUTO takes the plan's driver
+   * (threads, or async on boards of 2 cores or fewer); depth 0: 3. */
   hs_pipeline_mode pipeline;
   int depth;
 } hs_ctr_config;
