@@ -199,13 +199,15 @@ Test(ctr_session, learns_and_evaluation_agrees_with_prediction) {
     hs_ctr_session *s = make(&c);
     hs_ctr_eval before, after;
     cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &before), HS_OK, "%s", hs_last_error());
-    for (int e = 0; e < 3; e++)
-      cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
+    /* One epoch of 9000 examples: more overfits the rows of ids seen
+     * once (measured: DLRM's test logloss 0.53, 0.75, 1.42 over three). */
+    cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
     cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &after), HS_OK, "%s", hs_last_error());
     cr_assert_eq(after.examples, 3000);
-    fprintf(stderr, "%s: test AUC %.4f after 3 epochs (%.4f before)\n",
+    cr_assert_gt(after.auc, 0.62, "%s: test AUC %.4f after an epoch (%.4f before)",
                  hs_ctr_model_name(models[m]), after.auc, before.auc);
-    cr_assert_lt(after.logloss, before.logloss);
+    cr_assert_lt(after.logloss, before.logloss - 0.1, "%s: logloss %.4f after, %.4f before",
+                 hs_ctr_model_name(models[m]), after.logloss, before.logloss);
     probs k = {malloc(3000 * sizeof(float)), malloc(3000), 0};
     cr_assert_eq(hs_ctr_session_predict(s, tests, 1, true, keep, &k), HS_OK, "%s", hs_last_error());
     cr_assert_eq(k.n, 3000);
@@ -224,13 +226,13 @@ Test(ctr_session, budget_kept_by_eviction) {
   const char *files[1] = {train_f};
   hs_ctr_epoch_stats st;
   cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
-  fprintf(stderr, "unbudgeted %llu bytes\n", (unsigned long long)st.embed_bytes);
   hs_ctr_session_destroy(s);
-  c.embed_budget = 1100000; /* about half of what it takes unbudgeted */
+  /* Half of what the store took without a budget. */
+  c.embed_budget = st.embed_bytes / 2;
   s = make(&c);
   cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
   cr_assert_gt(st.embed_evicted, 0);
-  cr_assert_leq(st.embed_bytes, 1100000);
+  cr_assert_leq(st.embed_bytes, c.embed_budget);
   hs_ctr_session_destroy(s);
 }
 
