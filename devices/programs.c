@@ -32,8 +32,10 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
                              "hs_compact_cols", "hs_compact_rows", "hs_reindex_reset",
                              "hs_reindex_single"),
          .options = "",
+         .cpu_options = "",
+         .speedups = "",
          /* software prefetches (hs_common.h) */
-         .cpu_options = "-DHS_CPU_DEVICE",
+         .cpu_speedups = "-DHS_CPU_DEVICE",
          .roles = HS_PROG_ROLE_SAMPLER | HS_PROG_ROLE_BRINGUP,
          .what = "neighbour sampling, prefix sums and reindexing"},
     [HS_PROG_GATHER] =
@@ -65,12 +67,24 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .model = "sage",
          .what = "GraphSAGE-mean training: aggregation, activations, loss, optimizers"},
+    [HS_PROG_TRAIN_SPARSE] =
+        {.name = "train_sparse",
+         .sources = NUL_LIST("hs_common.h", "train_sparse.cl"),
+         .kernels = NUL_LIST("hs_sp_mm", "hs_sp_fwd_mf", "hs_sp_fwd_af", "hs_sp_gsum",
+                             "hs_sp_entry_rows", "hs_sp_tr_fill", "hs_sp_wgrad",
+                             "hs_sp_wgrad_cols"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .what = "the first layer over sparse input features: sparse x dense products"},
     [HS_PROG_GEMM] =
         {.name = "gemm",
          .sources = NUL_LIST("gemm.cl"),
          .kernels = NUL_LIST("hs_gemm_tiled"),
-         .options = "-cl-mad-enable",
+         .options = "",
          .cpu_options = "",
+         .speedups = "-cl-mad-enable",
+         .cpu_speedups = "",
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .what = "the built-in GEMM provider (where neither CBLAS nor CLBlast serves)"},
     [HS_PROG_PROBE] =
@@ -126,10 +140,34 @@ bool hs__program_needed(hs_prog id, unsigned roles, const char *model) {
   return true;
 }
 
+/* `parts` joined by single spaces, empty ones left out. */
+static void join(const char *const *parts, int n, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n; i++)
+    if (parts[i] && *parts[i] && at < len)
+      at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "", parts[i]);
+}
+
+static void base_options(const hs__program_def *d, const hs_device_info *info, char *buf,
+                         size_t len) {
+  const char *parts[] = {d->options, info->type == HS_DEVICE_CPU ? d->cpu_options : ""};
+  join(parts, 2, buf, len);
+}
+
+static void speedup_options(const hs__program_def *d, const hs_device_info *info, char *buf,
+                            size_t len) {
+  const char *parts[] = {d->speedups, info->type == HS_DEVICE_CPU ? d->cpu_speedups : ""};
+  join(parts, 2, buf, len);
+}
+
 void hs__program_options(hs_prog id, const hs_device_info *info, char *buf, size_t len) {
   const hs__program_def *d = hs__program_def_of(id);
-  const char *cpu = info->type == HS_DEVICE_CPU ? d->cpu_options : "";
-  snprintf(buf, len, "%s%s%s", d->options, *d->options && *cpu ? " " : "", cpu);
+  char base[256], fast[256];
+  base_options(d, info, base, sizeof base);
+  speedup_options(d, info, fast, sizeof fast);
+  const char *parts[] = {base, fast};
+  join(parts, 2, buf, len);
 }
 
 static int count(const char *const *list) {
@@ -294,6 +332,12 @@ hs_status hs__prog_files_check(const hs__prog_files *f, unsigned roles, const ch
 /* ---- asking for a program --------------------------------------------------- */
 
 hs_status hs__program_get(const hs_ctx *ctx, const hs_dev *dev, hs_prog id, cl_program *out) {
+  return hs__program_get_noted(ctx, dev, id, out, NULL);
+}
+
+hs_status hs__program_get_noted(const hs_ctx *ctx, const hs_dev *dev, hs_prog id,
+                                cl_program *out, hs_build_note *note) {
+  if (note) memset(note, 0, sizeof *note);
   *out = NULL;
   const hs__program_def *d = hs__program_def_of(id);
   if (!d) return hs__fail(HS_ERR_INVALID_ARG, "no program %d", (int)id);
@@ -318,7 +362,10 @@ hs_status hs__program_get(const hs_ctx *ctx, const hs_dev *dev, hs_prog id, cl_p
     }
     hs__log(HS_LOG_BUILD, "the bundle %s holds no program '%s'", f->bundle, d->name);
   }
-  st = hs__program_build(ctx, dev, d->sources, count(d->sources), options, out, NULL);
+  char base[256], fast[256];
+  base_options(d, &dev->info, base, sizeof base);
+  speedup_options(d, &dev->info, fast, sizeof fast);
+  st = hs__program_build_fast(ctx, dev, d->sources, count(d->sources), base, fast, out, note);
   return st == HS_OK ? st : hs__fail_context(st, "program '%s'", d->name);
 }
 

@@ -371,7 +371,7 @@ Test(session, compiler_less_device_trains_from_a_prebuilt_bundle) {
   cr_assert_eq(hs_kernels_build(rt, cpu, HS_KERNELS_SAMPLER | HS_KERNELS_TRAINER, bundle, names,
                                 sizeof names),
                HS_OK, "%s", hs_last_error());
-  cr_expect_str_eq(names, "sample,gather,cache,train_sage,gemm");
+  cr_expect_str_eq(names, "sample,gather,cache,train_sage,train_sparse,gemm");
   FILE *f = fopen(ini, "w");
   fprintf(f, "[board]\nname = nocc\n[device.cpu]\ntype = cpu\nrequired = true\n"
              "compiler = false\n[roles]\nsampler = cpu\ntrainer = cpu\n"

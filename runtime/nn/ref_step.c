@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nn/ref_nn.h"
+#include "nn/sparse_first.h"
 
 typedef struct ref_ws {
   float *cat[HS_NN_MAX_LAYERS]; /* [self | mean] inputs of each layer's GEMM */
@@ -39,7 +40,51 @@ static hs_status check_batch(const hs_model_shape *shape, const hs_nn_batch *b, 
   if (need_labels && !b->labels) return hs__fail(HS_ERR_INVALID_ARG, "batch has no labels");
   if (b->blocks[b->n_layers - 1].n_dst < 1 && need_labels)
     return hs__fail(HS_ERR_INVALID_ARG, "batch has no seeds");
-  return hs__nn_batch_validate(b, shape->dims[shape->n_layers]);
+  hs_status st = hs__nn_batch_validate(b, shape->dims[shape->n_layers]);
+  if (st == HS_OK && b->sfeat)
+    st = hs__nn_sparse_validate(b->sfeat, b->blocks[0].n_src, shape->dims[0]);
+  return st;
+}
+
+/* Layer 0 over sparse rows (sparse_first.h) into out (n_dst x d_out). */
+static hs_status sparse_first_fwd(const hs_model_shape *shape, const float *params,
+                                  const hs_nn_batch *b, float *out) {
+  const hs_nn_block *blk = &b->blocks[0];
+  int32_t d_in = shape->dims[0], d_out = shape->dims[1];
+  const float *w_self = params + shape->w_off[0];
+  const float *w_neigh = w_self + (size_t)d_in * (size_t)d_out;
+  if (hs__sparse_first_order(b->sfeat, blk) == HS_SPARSE_AGGREGATE_FIRST) {
+    hs__ref_sp_fwd_af(b->sfeat, blk, w_self, w_neigh, d_out, out);
+    return HS_OK;
+  }
+  float *h = alloc_mat(blk->n_src, d_out, sizeof(float));
+  if (!h) return hs__fail(HS_ERR_NOMEM, "reference forward: sparse layer 0");
+  hs__ref_sp_mm(b->sfeat, 0, blk->n_src, w_neigh, d_out, h);
+  hs__ref_sp_fwd_mf(b->sfeat, blk, w_self, h, d_out, out);
+  free(h);
+  return HS_OK;
+}
+
+/* Layer 0's weight gradient over sparse rows. */
+static hs_status sparse_first_wgrad(const hs_model_shape *shape, const hs_nn_batch *b,
+                                    const float *dz, float *dw) {
+  const hs_nn_block *blk = &b->blocks[0];
+  int32_t d_in = shape->dims[0], d_out = shape->dims[1];
+  int32_t *t_ptr = alloc_mat((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
+  int32_t *t_dst = alloc_mat(hs__nn_block_edges(blk), 1, sizeof(int32_t));
+  float *g = alloc_mat(blk->n_src, d_out, sizeof(float));
+  hs_status st = HS_OK;
+  if (!t_ptr || !t_dst || !g) {
+    st = hs__fail(HS_ERR_NOMEM, "reference backward: sparse layer 0");
+  } else {
+    hs__nn_block_transpose(blk, t_ptr, t_dst);
+    hs__ref_sp_gsum(blk, t_ptr, t_dst, dz, d_out, g);
+    hs__ref_sp_wgrad(b->sfeat, blk->n_dst, dz, g, d_in, d_out, dw);
+  }
+  free(t_ptr);
+  free(t_dst);
+  free(g);
+  return st;
 }
 
 /* Every layer's forward; dropout when p > 0. */
@@ -50,18 +95,24 @@ static hs_status forward(const hs_model_shape *shape, const float *params, const
   for (int l = 0; l < L; l++) {
     const hs_nn_block *blk = &b->blocks[l];
     int32_t d_in = shape->dims[l], d_out = shape->dims[l + 1];
+    bool sparse = l == 0 && b->sfeat;
     float *out = alloc_mat(blk->n_dst, d_out, sizeof(float));
-    ws->cat[l] = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
+    if (!sparse) ws->cat[l] = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
     if (l < L - 1)
       ws->h[l + 1] = out;
     else
       ws->logits = out;
-    if (!out || !ws->cat[l])
+    if (!out || (!sparse && !ws->cat[l]))
       return hs__fail(HS_ERR_NOMEM, "reference forward: layer %d, %d rows", l, blk->n_dst);
-    hs__ref_agg_fwd(blk, in, d_in, ws->cat[l]);
-    hs__ref_gemm(false, false, (size_t)blk->n_dst, (size_t)d_out, 2 * (size_t)d_in, 1.0f,
-                 ws->cat[l], 2 * (size_t)d_in, params + shape->w_off[l], (size_t)d_out, 0.0f, out,
-                 (size_t)d_out);
+    if (sparse) {
+      hs_status st = sparse_first_fwd(shape, params, b, out);
+      if (st != HS_OK) return st;
+    } else {
+      hs__ref_agg_fwd(blk, in, d_in, ws->cat[l]);
+      hs__ref_gemm(false, false, (size_t)blk->n_dst, (size_t)d_out, 2 * (size_t)d_in, 1.0f,
+                   ws->cat[l], 2 * (size_t)d_in, params + shape->w_off[l], (size_t)d_out, 0.0f,
+                   out, (size_t)d_out);
+    }
     if (l < L - 1)
       hs__ref_bias_act_fwd(out, blk->n_dst, d_out, params + shape->b_off[l], true, p, seed, epoch,
                            batch, (uint32_t)l);
@@ -121,6 +172,10 @@ hs_status hs__ref_gradients(const hs_model *m, const hs_nn_batch *b, uint32_t ep
     const hs_nn_block *blk = &b->blocks[l];
     size_t d_in = (size_t)shape->dims[l], d_out = (size_t)shape->dims[l + 1];
     hs__ref_colsum(ws.dz[l], blk->n_dst, (int32_t)d_out, grads + shape->b_off[l]);
+    if (l == 0 && b->sfeat) {
+      st = sparse_first_wgrad(shape, b, ws.dz[0], grads + shape->w_off[0]);
+      break;
+    }
     hs__ref_gemm(true, false, 2 * d_in, d_out, (size_t)blk->n_dst, 1.0f, ws.cat[l], 2 * d_in,
                  ws.dz[l], d_out, 0.0f, grads + shape->w_off[l], d_out);
     if (l == 0) break; /* no gradient for the input features */

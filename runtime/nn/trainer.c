@@ -48,34 +48,41 @@ static hs_status span_open(hs_trainer *t, cl_event *mark) {
   return hs__queue_marker(t->q, 0, NULL, mark);
 }
 
-static void span_close(hs_trainer *t, hs_train_phase ph, cl_event mark, cl_event end) {
+static void span_close(hs_trainer *t, hs_train_phase ph, const char *name, cl_event mark,
+                       cl_event end) {
   if (!t->opts.profile) return;
   t->span_mark[t->n_spans] = mark;
   t->span_end[t->n_spans] = end;
   t->span_phase[t->n_spans] = ph;
+  t->span_name[t->n_spans] = name;
   t->n_spans++;
 }
 
 /* Set arguments and launch kernel `id` over (g0) or (g0, g1). */
 hs_status hs__trainer_run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
                           const hs_karg *args, int n_args) {
-  hs_status st = hs__kernel_args(t->k[id], args, n_args);
+  return hs__trainer_run_k(t, ph, kernel_names[id], t->k[id], t->wg[id], g0, g1, args, n_args);
+}
+
+hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, const char *name, cl_kernel k,
+                            size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args) {
+  hs_status st = hs__kernel_args(k, args, n_args);
   if (st != HS_OK) return st;
   cl_event mark, ev = NULL;
   if ((st = span_open(t, &mark)) != HS_OK) return st;
   /* A narrow first dimension (few feature vectors per row) must not leave
    * most of each work-group idle: the rest of the group goes to rows. */
-  size_t global[2] = {g0, g1}, local[2] = {t->wg[id], 1};
+  size_t global[2] = {g0, g1}, local[2] = {wg, 1};
   if (g1 && g0 < local[0]) {
     local[0] = g0 ? g0 : 1;
-    local[1] = t->wg[id] / local[0];
+    local[1] = wg / local[0];
   }
-  st = hs__launch(t->q, t->k[id], g1 ? 2 : 1, global, local, 0, NULL, t->opts.profile ? &ev : NULL);
+  st = hs__launch(t->q, k, g1 ? 2 : 1, global, local, 0, NULL, t->opts.profile ? &ev : NULL);
   if (st != HS_OK) {
     hs__events_release(&mark, 1);
     return st;
   }
-  span_close(t, ph, mark, ev);
+  span_close(t, ph, name, mark, ev);
   return HS_OK;
 }
 
@@ -88,7 +95,7 @@ hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op) {
     hs__events_release(&mark, 1);
     return st;
   }
-  span_close(t, HS_PHASE_GEMM, mark, ev);
+  span_close(t, HS_PHASE_GEMM, "gemm", mark, ev);
   return HS_OK;
 }
 
@@ -101,7 +108,7 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   if (!t) return hs__fail(HS_ERR_NOMEM, "trainer");
   t->ctx = ctx;
   t->dev = *dev;
-  t->q = q;
+  t->q = hs__queue_retain(q);
   if (opts) t->opts = *opts;
   t->cfg = m->cfg;
   t->shape = m->shape;
@@ -154,9 +161,11 @@ void hs__trainer_destroy(hs_trainer *t) {
     hs__trainer_drop(&t->row_ptr[l]), hs__trainer_drop(&t->col[l]), hs__trainer_drop(&t->t_ptr[l]), hs__trainer_drop(&t->t_dst[l]);
     hs__trainer_drop(&t->cat[l]), hs__trainer_drop(&t->act[l]), hs__trainer_drop(&t->dz[l]);
   }
+  hs__sparse_first_release(t);
   hs__gemm_destroy(t->gemm);
   for (int i = 0; i < K_COUNT; i++) hs__kernel_release(&t->k[i]);
   hs__program_release(&t->program);
+  hs__queue_release(&t->q);
   free(t);
 }
 
@@ -222,9 +231,16 @@ static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_bl
     if (own_blocks && ((st = hs__trainer_reserve(t, &t->row_ptr[l], nd + 1, 4)) != HS_OK ||
                        (st = hs__trainer_reserve(t, &t->col[l], ne, 4)) != HS_OK))
       return st;
-    if ((st = hs__trainer_reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK ||
+    /* A sparse first layer needs no [self | mean] matrix, but the
+     * transposed block for its gradient. */
+    bool sparse0 = l == 0 && t->x_sparse;
+    if ((!sparse0 && (st = hs__trainer_reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK) ||
         (st = hs__trainer_reserve(t, &t->dz[l], nd, d_out * 4)) != HS_OK)
       return st;
+    if (sparse0 && ((st = hs__trainer_reserve(t, &t->t_ptr[0], ns + 1, 4)) != HS_OK ||
+                    (st = hs__trainer_reserve(t, &t->t_dst[0], ne + 1, 4)) != HS_OK))
+      return st;
+    if (sparse0 && ns > max_src) max_src = ns;
     if (l > 0) {
       if ((st = hs__trainer_reserve(t, &t->act[l], ns, d_in * 4)) != HS_OK ||
           (st = hs__trainer_reserve(t, &t->t_ptr[l], ns + 1, 4)) != HS_OK ||
@@ -236,7 +252,7 @@ static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_bl
   }
   size_t n_seeds = (size_t)t->n_dst[L - 1], c = (size_t)sh->dims[L];
   size_t n_in = (size_t)t->n_src[0], d0 = (size_t)sh->dims[0];
-  if ((st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK ||
+  if ((!t->x_sparse && (st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK) ||
       (st = hs__trainer_reserve(t, &t->labels, n_seeds, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->logits, n_seeds, c * 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->loss_rows, n_seeds, 4)) != HS_OK ||
@@ -251,13 +267,15 @@ static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_bl
 
 /* The features (unless the caller assembles them) and labels of a batch
  * whose shapes reserve_batch recorded. */
-static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *labels) {
+static hs_status upload_rows(hs_trainer *t, const float *feat, const hs_nn_sparse *sfeat,
+                             const int32_t *labels) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
   size_t n_seeds = (size_t)t->n_dst[L - 1], n_in = (size_t)t->n_src[0];
   size_t d0 = (size_t)sh->dims[0];
   hs_status st;
-  if (feat &&
+  if (sfeat && (st = hs__sparse_first_upload(t, sfeat)) != HS_OK) return st;
+  if (!sfeat && feat &&
       (st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, feat, 0, NULL, NULL)) != HS_OK)
     return st;
   t->has_labels = labels != NULL;
@@ -267,9 +285,11 @@ static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *la
   return HS_OK;
 }
 
-/* Start an upload of a batch of `n_layers` blocks (the model's count). */
-static hs_status begin_upload(hs_trainer *t, int n_layers) {
+/* Start an upload of a batch of `n_layers` blocks (the model's count),
+ * its features sparse or not. */
+static hs_status begin_upload(hs_trainer *t, int n_layers, bool sparse) {
   t->uploaded = false;
+  t->x_sparse = sparse;
   if (n_layers != t->shape.n_layers)
     return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
                     n_layers, t->shape.n_layers);
@@ -279,7 +299,7 @@ static hs_status begin_upload(hs_trainer *t, int n_layers) {
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  hs_status st = begin_upload(t, b->n_layers);
+  hs_status st = begin_upload(t, b->n_layers, b->sfeat != NULL);
   if (st != HS_OK) return st;
   /* feat NULL: the caller assembles the features on the device
    * (hs__trainer_feat_buffer); the rest of the batch is checked as usual. */
@@ -287,6 +307,8 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   hs_nn_batch checked = *b;
   if (!checked.feat) checked.feat = &no_feat;
   st = hs__nn_batch_validate(&checked, sh->dims[L]);
+  if (st == HS_OK && b->sfeat)
+    st = hs__nn_sparse_validate(b->sfeat, b->blocks[0].n_src, sh->dims[0]);
   if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++)
@@ -303,7 +325,7 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
     t->blk_rp[l] = t->row_ptr[l].m;
     t->blk_col[l] = t->col[l].m;
   }
-  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
+  if ((st = upload_rows(t, b->feat, b->sfeat, b->labels)) != HS_OK) return st;
   t->uploaded = true;
   return HS_OK;
 }
@@ -312,7 +334,7 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
                                  const cl_event *wait) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  hs_status st = begin_upload(t, b->n_layers);
+  hs_status st = begin_upload(t, b->n_layers, b->sfeat != NULL);
   if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++) {
@@ -337,9 +359,12 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
     t->blk_rp[l] = b->blocks[l].row_ptr;
     t->blk_col[l] = b->blocks[l].col;
   }
+  if (b->sfeat &&
+      (st = hs__nn_sparse_validate(b->sfeat, ls[0].n_src, sh->dims[0])) != HS_OK)
+    return st;
   /* Everything enqueued from here on (the step) waits for the blocks. */
   if ((st = hs__queue_wait_for(t->q, n_wait, wait)) != HS_OK) return st;
-  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
+  if ((st = upload_rows(t, b->feat, b->sfeat, b->labels)) != HS_OK) return st;
   t->uploaded = true;
   return HS_OK;
 }
@@ -353,7 +378,7 @@ hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out) {
 /* ---- the step --------------------------------------------------------------- */
 
 /* The transposed block l by counting sort (see train_agg.cl). */
-static hs_status transpose(hs_trainer *t, int l) {
+hs_status hs__trainer_transpose(hs_trainer *t, int l) {
   cl_int n_src = t->n_src[l], n_dst = t->n_dst[l], n_edges = t->n_edges[l];
   cl_int zero = 0, n_chunks = (n_src + SCAN_CHUNK - 1) / SCAN_CHUNK;
   size_t cursor_bytes = (size_t)n_src * 4;
@@ -390,15 +415,20 @@ static hs_status forward(hs_trainer *t, float p, uint32_t epoch, uint32_t batch)
     cl_mem in = l == 0 ? t->feat.m : t->act[l].m;
     cl_mem out = l < L - 1 ? t->act[l + 1].m : t->logits.m;
     cl_int base = 0;
-    hs_karg agg[] = {HS_KARG(t->blk_rp[l]), HS_KARG(t->blk_col[l]), HS_KARG(in), HS_KARG(base),
-                     HS_KARG(n_dst), HS_KARG(d_in), HS_KARG(t->cat[l].m)};
-    size_t vecs = ((size_t)d_in + VW - 1) / VW;
-    if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_FWD, vecs, (size_t)n_dst, agg, 7)) != HS_OK)
-      return st;
-    hs_gemm_op op = {.m = (size_t)n_dst, .n = (size_t)d_out, .k = 2 * (size_t)d_in, .alpha = 1.0f,
-                     .a = t->cat[l].m, .lda = 2 * (size_t)d_in, .b = t->params.m,
-                     .b_off = sh->w_off[l], .ldb = (size_t)d_out, .c = out, .ldc = (size_t)d_out};
-    if ((st = hs__trainer_gemm(t, &op)) != HS_OK) return st;
+    if (l == 0 && t->x_sparse) {
+      if ((st = hs__sparse_first_forward(t, out)) != HS_OK) return st;
+    } else {
+      hs_karg agg[] = {HS_KARG(t->blk_rp[l]), HS_KARG(t->blk_col[l]), HS_KARG(in), HS_KARG(base),
+                       HS_KARG(n_dst), HS_KARG(d_in), HS_KARG(t->cat[l].m)};
+      size_t vecs = ((size_t)d_in + VW - 1) / VW;
+      if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_FWD, vecs, (size_t)n_dst, agg, 7)) != HS_OK)
+        return st;
+      hs_gemm_op op = {.m = (size_t)n_dst, .n = (size_t)d_out, .k = 2 * (size_t)d_in,
+                       .alpha = 1.0f, .a = t->cat[l].m, .lda = 2 * (size_t)d_in,
+                       .b = t->params.m, .b_off = sh->w_off[l], .ldb = (size_t)d_out, .c = out,
+                       .ldc = (size_t)d_out};
+      if ((st = hs__trainer_gemm(t, &op)) != HS_OK) return st;
+    }
     if (l == L - 1) break;
     cl_ulong b_off = sh->b_off[l];
     cl_int relu = 1;
@@ -451,6 +481,7 @@ static hs_status backward(hs_trainer *t, float p) {
                   (size_t)n_chunks, cs1, 4)) != HS_OK ||
         (st = hs__trainer_run(t, HS_PHASE_ELEM, K_COLSUM_FINAL, (size_t)d_out, 0, cs2, 5)) != HS_OK)
       return st;
+    if (l == 0 && t->x_sparse) return hs__sparse_first_wgrad(t);
     hs_gemm_op dw = {.trans_a = true, .m = 2 * (size_t)d_in, .n = (size_t)d_out,
                      .k = (size_t)n_dst, .alpha = 1.0f, .a = t->cat[l].m, .lda = 2 * (size_t)d_in,
                      .b = t->dz[l].m, .ldb = (size_t)d_out, .c = t->grads.m,
@@ -462,7 +493,7 @@ static hs_status backward(hs_trainer *t, float p) {
                      .b = t->params.m, .b_off = sh->w_off[l], .ldb = (size_t)d_out,
                      .c = t->dcat.m, .ldc = 2 * (size_t)d_in};
     if ((st = hs__trainer_gemm(t, &dc)) != HS_OK) return st;
-    if (!t->transposed[l] && (st = transpose(t, l)) != HS_OK) return st;
+    if (!t->transposed[l] && (st = hs__trainer_transpose(t, l)) != HS_OK) return st;
     cl_int masked = 1;
     hs_karg bwd[] = {HS_KARG(t->blk_rp[l]), HS_KARG(t->t_ptr[l].m), HS_KARG(t->t_dst[l].m),
                      HS_KARG(t->dcat.m), HS_KARG(t->act[l].m), HS_KARG(n_dst), HS_KARG(n_src),
@@ -575,8 +606,19 @@ static hs_status collect_spans(hs_trainer *t) {
     uint64_t s0, e0, s1, e1;
     if (st == HS_OK && (st = hs__events_wait(&t->span_end[i], 1)) == HS_OK &&
         (st = hs__event_times(t->span_mark[i], &s0, &e0)) == HS_OK &&
-        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0)
-      t->phase_s[t->span_phase[i]] += (double)(e1 - e0) * 1e-9;
+        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0) {
+      double span = (double)(e1 - e0) * 1e-9, run = e1 > s1 ? (double)(e1 - s1) * 1e-9 : 0.0;
+      t->phase_s[t->span_phase[i]] += span;
+      int k = 0;
+      while (k < t->n_kernel_times && strcmp(t->kernel_times[k].name, t->span_name[i]) != 0) k++;
+      if (k == t->n_kernel_times && k < HS_TRAIN_MAX_KERNELS)
+        t->kernel_times[t->n_kernel_times++] = (hs_train_kernel_time){.name = t->span_name[i]};
+      if (k < HS_TRAIN_MAX_KERNELS) {
+        t->kernel_times[k].launches++;
+        t->kernel_times[k].span_s += span;
+        t->kernel_times[k].run_s += run;
+      }
+    }
     hs__events_release(&t->span_mark[i], 1);
     hs__events_release(&t->span_end[i], 1);
   }
@@ -591,6 +633,9 @@ hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out) {
   if (st != HS_OK) return st;
   memcpy(out->seconds, t->phase_s, sizeof out->seconds);
   out->steps = t->timed_steps;
+  out->n_kernels = t->n_kernel_times;
+  memcpy(out->kernel, t->kernel_times, sizeof out->kernel);
+  t->n_kernel_times = 0;
   memset(t->phase_s, 0, sizeof t->phase_s);
   t->timed_steps = 0;
   return HS_OK;

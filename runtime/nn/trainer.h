@@ -37,9 +37,23 @@ typedef enum hs_train_phase {
   HS_PHASE_COUNT_
 } hs_train_phase;
 
+enum { HS_TRAIN_MAX_KERNELS = 48 };
+
+/* One kernel's (or the GEMM's) share of the device time: `span_s` from the
+ * end of the command before it to its own end (what it costs the in-order
+ * queue), `run_s` from its start to its end; span - run is the time the
+ * device spent between commands (launch and scheduling). */
+typedef struct hs_train_kernel_time {
+  const char *name;
+  int launches;
+  double span_s, run_s;
+} hs_train_kernel_time;
+
 typedef struct hs_train_times {
   double seconds[HS_PHASE_COUNT_];
   int steps;
+  int n_kernels;
+  hs_train_kernel_time kernel[HS_TRAIN_MAX_KERNELS];
 } hs_train_times;
 
 /* Accumulated statistics of steps not yet read. */
@@ -51,8 +65,9 @@ typedef struct hs_train_stats {
 } hs_train_stats;
 
 /* A trainer for model `m` (its configuration and current state are copied
- * to the device) on `dev`, enqueuing on in-order queue `q`. `ctx` and `q`
- * are kept, not owned, and must outlive the trainer. Builds the training
+ * to the device) on `dev`, enqueuing on in-order queue `q`. `ctx` is kept,
+ * not owned, and must outlive the trainer; `q` is retained until
+ * hs__trainer_destroy. Builds the training
  * program once (binary-cached) and picks the GEMM provider (gemm.h). */
 hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
                              const hs_model *m, const hs_trainer_opts *opts, hs_trainer **out);
@@ -79,6 +94,7 @@ typedef struct hs_nn_dev_batch {
   int n_layers;
   const hs_nn_dev_block *blocks; /* input side first, as hs_nn_batch */
   const float *feat;             /* host rows, or NULL (see hs__trainer_upload) */
+  const hs_nn_sparse *sfeat;     /* host rows stored sparse, or NULL */
   const int32_t *labels;         /* host labels, or NULL */
 } hs_nn_dev_batch;
 

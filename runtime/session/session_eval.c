@@ -53,7 +53,7 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
  * them). */
 static bool use_layerwise(const hs_session *s, int64_t n) {
   const hs_graph *g = s->g;
-  bool can = !s->tier && g->feat && g->feat_dtype == HS_DTYPE_FLOAT32 &&
+  bool can = !s->tier && g->feat && !g->feat_sparse && g->feat_dtype == HS_DTYPE_FLOAT32 &&
              g->indptr[g->n] <= INT32_MAX;
   const char *env = getenv("HETSAGE_FULL_INFERENCE");
   if (env && strcmp(env, "fields") == 0) return false;
@@ -104,6 +104,20 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
     if ((st = hs__full_blocks_build(&g, ids + first, m, s->model.shape.n_layers, &set)) != HS_OK)
       break;
     size_t rows = (size_t)set.blocks[0].n_src;
+    if (s->g->feat_sparse) {
+      /* Slot 0's CSR arrays, grown to the receptive field if needed. */
+      hs_slot_data *d = &s->slots[0];
+      if ((st = hs__session_sparse_alloc(s, d, (int64_t)rows)) == HS_OK)
+        st = hs__session_rows_sparse(s, set.ids, (int32_t)rows, -1, d);
+      hs_nn_batch nb = {.n_layers = set.n_layers, .blocks = set.blocks, .sfeat = &d->sx};
+      if (st == HS_OK) st = hs__trainer_upload(s->trainer, &nb);
+      if (st == HS_OK) st = hs__trainer_predict(s->trainer, out);
+      for (int32_t i = 0; st == HS_OK && i < m; i++)
+        memcpy(logits + (size_t)(first + i) * classes, out + (size_t)set.seed_local[i] * classes,
+               sizeof(float) * (size_t)classes);
+      hs__block_set_free(&set);
+      continue;
+    }
     if (rows > cap_rows) {
       free(feat);
       free(raw);

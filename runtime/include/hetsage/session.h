@@ -195,6 +195,13 @@ typedef struct hs_epoch_stats {
   /* Feature bytes this session gathers from 2 MiB pages (0: from the file
    * mapping or through the host tier). */
   uint64_t feature_huge_page_bytes;
+  /* How the features travelled: DENSE rows, or SPARSE rows (CSR: offsets,
+   * column ids, values unless binary, all counted in bytes_uploaded); the
+   * non-zeros gathered (sparse), and the bytes the same rows would have
+   * taken as dense float32 rows, to set bytes_uploaded against. */
+  hs_feat_format feature_format;
+  uint64_t feature_nnz;
+  uint64_t feature_bytes_dense;
 } hs_epoch_stats;
 
 /* Called from the driving thread after each trained batch. */
