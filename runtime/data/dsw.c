@@ -26,17 +26,20 @@ char *hs__path_join(const char *a, const char *b) {
   return p;
 }
 
-static bool ends_with(const char *n, size_t l, const char *suffix) {
-  size_t k = strlen(suffix);
-  return l > k && strcmp(n + l - k, suffix) == 0;
+/* The text splits of a CTR dataset: {train,valid,test}.txt[.gz]. */
+static bool ctr_split_name(const char *n) {
+  static const char *const names[] = {"train.txt", "valid.txt", "test.txt",
+                                      "train.txt.gz", "valid.txt.gz", "test.txt.gz"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(n, names[i]) == 0) return true;
+  return false;
 }
 
-/* Files a dataset directory may hold (arrays, meta.json, the text splits
- * of a CTR dataset); with force, nothing else is deleted. */
+/* Files a dataset directory may hold; with force, nothing else is deleted. */
 static bool dataset_file_name(const char *n) {
   size_t l = strlen(n);
-  return strcmp(n, "meta.json") == 0 || ends_with(n, l, ".npy") || ends_with(n, l, ".txt") ||
-         ends_with(n, l, ".txt.gz");
+  return strcmp(n, "meta.json") == 0 || (l > 4 && strcmp(n + l - 4, ".npy") == 0) ||
+         ctr_split_name(n);
 }
 
 /* Remove a directory that holds only dataset files (or, with `any`, only
