@@ -613,7 +613,7 @@ Test(embed, memory_overhead_within_1_3x) {
   c.threads = 2;
   c.shards_log2 = 1;
   hs_embed *e = make_cfg(&c);
-  const int n = 4096, batches = 60;
+  const int n = 4096, batches = 40;
   hs_embed_batch b;
   cr_assert_eq(hs__embed_batch_init(&b, n, 16), HS_OK);
   uint64_t *ids = malloc(n * sizeof *ids);
