@@ -188,13 +188,6 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &o)) return usage(stderr, 2);
   char bundled[1024];
   const char *dataset = o.dataset;
-  if (!dataset) {
-    if (hs_dataset_bundled("cora", bundled, sizeof bundled) != HS_OK) {
-      fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
-      return 1;
-    }
-    dataset = bundled;
-  }
   hs_runtime *rt = NULL;
   hs_dataset *ds = NULL;
   int rc = 1;
@@ -217,7 +210,10 @@ int main(int argc, char **argv) {
   memset(&pr, 0, sizeof pr);
   snprintf(pr.why, sizeof pr.why, "skipped (--no-peer)");
   hs_epoch_stats st;
-  if (hs_runtime_open(&rt, NULL) || hs_dataset_open(dataset, &ds)) {
+  hs_epoch_stats_init(&st);
+  if (hs_runtime_open(&rt, NULL) ||
+      (!dataset && hs_dataset_bundled(rt, "cora", bundled, sizeof bundled)) ||
+      hs_dataset_open(dataset ? dataset : bundled, &ds)) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     goto done;
   }

@@ -1,6 +1,8 @@
 /* CTR model kernels: the parts of LR, DeepFM and DLRM that are not
- * products (those go to the GEMM provider), and the per-row gradient sums
- * the host's sparse optimizer applies. Reference: runtime/ctr/ref_ctr.c,
+ * products (those go to the GEMM provider) nor shared with the GNN
+ * trainer (bias + ReLU, its gradient, column sums, optimizers:
+ * train_elem.cl, train_optim.cl), and the per-row gradient sums the
+ * host's sparse optimizer applies. Reference: runtime/ctr/ref_ctr.c,
  * whose sums run in the same order, term for term.
  *
  * Layout: E[b, f] is the row rows[idx[b F + f]] (R floats) of field f of
@@ -179,13 +181,6 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
     }
     out[k] = i == 0 ? d[k] + acc : acc;
   }
-}
-
-/* In place: dh = h > 0 ? dh : 0 (ReLU's gradient from its output). */
-__kernel void hs_ctr_relu_bwd(__global const float *h, ulong count, __global float *dh) {
-  size_t e = get_global_id(0);
-  if (e >= count) return;
-  if (!(h[e] > 0.0f)) dh[e] = 0.0f;
 }
 
 /* out[u, k] = sum of dE[o, k] over the occurrences o of unique u, in list

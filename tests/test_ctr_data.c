@@ -225,6 +225,8 @@ Test(ctr_data, generator_is_deterministic_and_readable) {
   o.threads = 1;
   char *d1 = tu_path(dir, "g1"), *d2 = tu_path(dir, "g2"), *d3 = tu_path(dir, "g3");
   hs_ctr_generate_summary s1, s2;
+  hs_ctr_generate_summary_init(&s1);
+  hs_ctr_generate_summary_init(&s2);
   cr_assert_eq(hs_ctr_generate(d1, &o, &s1), HS_OK, "%s", hs_last_error());
   o.threads = 3;
   cr_assert_eq(hs_ctr_generate(d2, &o, &s2), HS_OK, "%s", hs_last_error());

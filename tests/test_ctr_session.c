@@ -80,6 +80,7 @@ static unsigned char *train_bytes(const hs_ctr_config *c, int epochs, size_t *le
   const char *files[1] = {train_f};
   for (int e = 0; e < epochs; e++) {
     hs_ctr_epoch_stats st;
+    hs_ctr_epoch_stats_init(&st);
     cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
     cr_assert_eq(st.examples, 9000);
     cr_assert_eq(st.batches, (9000 + c->batch_size - 1) / c->batch_size);
@@ -139,6 +140,7 @@ Test(ctr_session, interrupted_epoch_resumes_bit_identically) {
   hs_ctr_session_set_stop_flag(s, &stop_now);
   hs_ctr_session_set_progress(s, stop_at_once, NULL);
   hs_ctr_epoch_stats st;
+  hs_ctr_epoch_stats_init(&st);
   cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
   cr_assert(st.interrupted);
   cr_assert_lt(st.examples, 9000);
@@ -198,6 +200,8 @@ Test(ctr_session, learns_and_evaluation_agrees_with_prediction) {
     c.batch_size = 128;
     hs_ctr_session *s = make(&c);
     hs_ctr_eval before, after;
+    hs_ctr_eval_init(&before);
+    hs_ctr_eval_init(&after);
     cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &before), HS_OK, "%s", hs_last_error());
     /* One epoch of 9000 examples: more overfits the rows of ids seen
      * once (measured: DLRM's test logloss 0.53, 0.75, 1.42 over three). */
@@ -225,6 +229,7 @@ Test(ctr_session, budget_kept_by_eviction) {
   hs_ctr_session *s = make(&c);
   const char *files[1] = {train_f};
   hs_ctr_epoch_stats st;
+  hs_ctr_epoch_stats_init(&st);
   cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
   hs_ctr_session_destroy(s);
   /* Half of what the store took without a budget. */

@@ -450,8 +450,11 @@ int cmd_train_ctr(int argc, char **argv) {
   hs_ctr_session_set_stop_flag(s, &interrupted);
   signal(SIGINT, on_sigint);
   double best_auc = -1, train_s = 0;
-  hs_ctr_epoch_stats es = {0};
-  hs_ctr_eval ve = {.auc = NAN, .logloss = NAN};
+  hs_ctr_epoch_stats es;
+  hs_ctr_epoch_stats_init(&es);
+  hs_ctr_eval ve;
+  hs_ctr_eval_init(&ve);
+  ve.auc = ve.logloss = NAN;
   while (hs_ctr_session_epoch(s) < a.epochs) {
     if ((st = hs_ctr_session_train_epoch(s, a.train.path, a.train.n, &es)) != HS_OK) {
       if (!a.quiet) fputc('\n', stderr);
@@ -498,7 +501,9 @@ int cmd_train_ctr(int argc, char **argv) {
     if (ve.auc > best_auc) best_auc = ve.auc;
   }
   if (rc == 0) {
-    hs_ctr_eval te = {.auc = NAN, .logloss = NAN};
+    hs_ctr_eval te;
+    hs_ctr_eval_init(&te);
+    te.auc = te.logloss = NAN;
     if (a.test.n && (st = hs_ctr_session_evaluate(s, a.test.path, a.test.n, &te)) != HS_OK) {
       cli_report(cmd, "test", st);
       rc = 1;
@@ -618,6 +623,7 @@ int cmd_eval_ctr(int argc, char **argv) {
   if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
   if (rc == 0) {
     hs_ctr_eval e;
+    hs_ctr_eval_init(&e);
     hs_status st = hs_ctr_session_evaluate(s, files->path, files->n, &e);
     if (st != HS_OK) {
       cli_report(cmd, "evaluation", st);

@@ -100,6 +100,7 @@ int cmd_generate_ctr(int argc, char **argv) {
     o.progress_ctx = (void *)cmd;
   }
   hs_ctr_generate_summary s;
+  hs_ctr_generate_summary_init(&s);
   hs_status st = hs_ctr_generate(dst, &o, &s);
   if (st != HS_OK) {
     cli_report(cmd, dst, st);

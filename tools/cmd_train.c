@@ -1,4 +1,5 @@
-/* hetsage train: pipelined GraphSAGE training from one command. */
+/* hetsage train: pipelined GNN training (GraphSAGE, GCN, GAT) from one
+ * command. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -22,9 +23,10 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: hetsage train [options]\n"
           "\n"
-          "Train GraphSAGE by neighbour sampling: the sampler device samples and\n"
-          "reindexes, the host gathers features, the trainer device trains; batches\n"
-          "are pipelined. With no options: the bundled Cora on the default board.\n"
+          "Train a GNN (GraphSAGE, GCN or GAT: --model) by neighbour sampling: the\n"
+          "sampler device samples and reindexes, the host gathers features, the\n"
+          "trainer device trains; batches are pipelined. With no options: GraphSAGE\n"
+          "on the bundled Cora on the default board.\n"
           "Click-through-rate models: hetsage train --task ctr --help.\n"
           "\n");
   cli_session_usage(f);
@@ -222,6 +224,7 @@ int cmd_train(int argc, char **argv) {
     char plan[4096];
     hs_session_describe(s, plan, sizeof plan);
     hs_dataset_info info;
+    hs_dataset_info_init(&info);
     hs_dataset_get_info(ds, &info);
     fprintf(stderr, "dataset   %lld vertices, %lld edges, %lld features, %d classes\n",
             (long long)info.num_vertices, (long long)info.num_edges,
@@ -245,6 +248,7 @@ int cmd_train(int argc, char **argv) {
   while (hs_session_epoch(s) < (int64_t)epochs) {
     pc.epoch = hs_session_epoch(s);
     hs_epoch_stats es;
+    hs_epoch_stats_init(&es);
     st = hs_session_train_epoch(s, &es);
     if (pc.tty) fputs("\r\033[K", stderr);
     if (st != HS_OK) {

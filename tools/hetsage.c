@@ -12,10 +12,14 @@ static int cmd_version(int argc, char **argv) {
   return 0;
 }
 
+static hs_settings settings;
+
+const hs_settings *cli_settings(void) { return &settings; }
+
 static const cli_command commands[] = {
     {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
     {"place", "place the sampler and trainer on this board, and say why", cmd_place},
-    {"train", "train GraphSAGE (default: the bundled Cora)", cmd_train},
+    {"train", "train GraphSAGE, GCN or GAT (default: GraphSAGE on the bundled Cora)", cmd_train},
     {"eval", "accuracy of a saved model on a split", cmd_eval},
     {"predict", "predict the class of vertices with a saved model", cmd_predict},
     {"bringup", "check every kernel on every device of this board against its reference",
@@ -33,7 +37,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: hetsage <command> [options]\n"
           "\n"
-          "GraphSAGE training by neighbour sampling on heterogeneous OpenCL "
+          "GNN training (GraphSAGE, GCN, GAT) by neighbour sampling on heterogeneous OpenCL "
           "boards.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
@@ -41,6 +45,14 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  /* A bad HETSAGE_* variable stops every command before it starts. */
+  hs_settings_init(&settings);
+  hs_status st = hs_settings_from_env(&settings);
+  if (st == HS_OK) st = hs_log_enable(settings.debug);
+  if (st != HS_OK) {
+    fprintf(stderr, "hetsage: %s\n", hs_last_error());
+    return 2;
+  }
   if (argc < 2) {
     usage(stderr);
     return 2;

@@ -326,8 +326,17 @@ static void bayes(scored *s, int64_t n, double *auc, double *expected) {
 
 /* ---- driver --------------------------------------------------------------------- */
 
-void hs_ctr_generate_opts_init(hs_ctr_generate_opts *o) {
+void hs_ctr_generate_summary_init_sized(hs_ctr_generate_summary *sum, size_t struct_size) {
+  hs_ctr_generate_summary z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(sum, struct_size, &z, sizeof z);
+}
+
+void hs_ctr_generate_opts_init_sized(hs_ctr_generate_opts *user, size_t struct_size) {
+  hs_ctr_generate_opts full, *o = &full;
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->seed = 1;
   o->rows = 1000000;
   o->split_frac[0] = 0.8;
@@ -337,6 +346,7 @@ void hs_ctr_generate_opts_init(hs_ctr_generate_opts *o) {
   o->signal = 1.0;
   o->positive_rate = 0.25;
   o->threads = 2;
+  hs__sized_init(user, struct_size, o, sizeof *o);
 }
 
 static const char *const split_names[HS_SPLIT_COUNT_] = {"train", "valid", "test"};
@@ -446,12 +456,27 @@ static double dense_centre(int j) {
   return (1.0 - dense[j].missing) * sum / wsum;
 }
 
-hs_status hs_ctr_generate(const char *dst, const hs_ctr_generate_opts *opts,
-                          hs_ctr_generate_summary *summary) {
-  hs_ctr_generate_summary local;
-  if (!summary) summary = &local;
-  memset(summary, 0, sizeof *summary);
-  if (!dst || !opts) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_generate: NULL argument");
+static hs_status generate(const char *dst, const hs_ctr_generate_opts *opts,
+                         hs_ctr_generate_summary *summary);
+
+hs_status hs_ctr_generate(const char *dst, const hs_ctr_generate_opts *user,
+                          hs_ctr_generate_summary *user_sum) {
+  if (!dst || !user) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_generate: NULL argument");
+  hs_ctr_generate_opts opts;
+  hs_ctr_generate_opts_init(&opts);
+  hs_status st = hs__sized_in(&opts, sizeof opts, user, "hs_ctr_generate_opts");
+  if (st == HS_OK && user_sum)
+    st = hs__sized_check(user_sum->struct_size, sizeof *user_sum, "hs_ctr_generate_summary");
+  if (st != HS_OK) return st;
+  hs_ctr_generate_summary sum;
+  hs_ctr_generate_summary_init(&sum);
+  st = generate(dst, &opts, &sum);
+  if (st == HS_OK && user_sum) hs__sized_out(user_sum, &sum, sizeof sum, "hs_ctr_generate_summary");
+  return st;
+}
+
+static hs_status generate(const char *dst, const hs_ctr_generate_opts *opts,
+                         hs_ctr_generate_summary *summary) {
   hs_status st = check_opts(opts);
   if (st != HS_OK) return st;
   double t0 = hs__now();

@@ -39,8 +39,10 @@ const char *hs_ctr_stage_name(hs_ctr_stage stage) {
   }
 }
 
-void hs_ctr_config_init(hs_ctr_config *c) {
+void hs_ctr_config_init_sized(hs_ctr_config *user, size_t struct_size) {
+  hs_ctr_config full, *c = &full;
   memset(c, 0, sizeof *c);
+  c->struct_size = sizeof *c;
   c->model = HS_CTR_DEEPFM;
   c->dim = 16;
   c->hidden[0] = 256;
@@ -55,6 +57,7 @@ void hs_ctr_config_init(hs_ctr_config *c) {
   c->init_range = 0.05f;
   c->seed = 1;
   c->pipeline = HS_PIPELINE_AUTO;
+  hs__sized_init(user, struct_size, c, sizeof *c);
 }
 
 static hs_status check_config(const hs_ctr_config *c) {
@@ -97,18 +100,23 @@ static void model_cfg(const hs_ctr_config *c, hs_ctr_model_cfg *m) {
 static hs_status place(hs_ctr_session *s, const hs_ctr_config *cfg) {
   hs_board_profile *prof = NULL;
   hs_status st = HS_OK;
-  if (!cfg->profile && (st = hs_board_profile_load(cfg->board, &prof)) != HS_OK) return st;
+  /* The session's own profile, else the runtime's board, else the default. */
+  const hs_board_profile *use = cfg->profile;
+  if (!use && !cfg->board) use = s->rt->board;
+  if (!use &&
+      (st = hs_board_profile_load_from(s->rt->settings.boards_dir, cfg->board, &prof)) != HS_OK)
+    return st;
   hs_placement_request req;
-  memset(&req, 0, sizeof req);
-  const hs_device_info *devs;
-  hs_runtime_devices(s->rt, &devs, &req.device_count);
+  hs_placement_request_init(&req);
+  const hs_device_info *devs = s->rt->infos;
+  req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = cfg->profile ? cfg->profile : prof;
+  req.profile = use ? use : prof;
   req.host_cores = hs_runtime_host_cores(s->rt);
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";
   req.model = "ctr";
-  hs_placement_request_env(&req);
+  hs_placement_request_settings(&req, &s->rt->settings);
   st = hs_placement_make(&req, &s->plan);
   if (st == HS_OK) {
     const hs_role_plan *rp = &s->plan->trainer;
@@ -140,15 +148,16 @@ static hs_status make_slots(hs_ctr_session *s) {
   return HS_OK;
 }
 
-hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *cfg, hs_ctr_session **out) {
+hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *user, hs_ctr_session **out) {
   if (!rt || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_create: NULL argument");
   *out = NULL;
-  hs_ctr_config defaults;
-  if (!cfg) {
-    hs_ctr_config_init(&defaults);
-    cfg = &defaults;
-  }
-  hs_status st = check_config(cfg);
+  /* The caller's configuration, the fields it may lack at their defaults. */
+  hs_ctr_config full;
+  hs_ctr_config_init(&full);
+  hs_status st;
+  if (user && (st = hs__sized_in(&full, sizeof full, user, "hs_ctr_config")) != HS_OK) return st;
+  const hs_ctr_config *cfg = &full;
+  st = check_config(cfg);
   if (st != HS_OK) return st;
   hs_ctr_session *s = calloc(1, sizeof *s);
   if (!s) return hs__fail(HS_ERR_NOMEM, "CTR session");
@@ -396,17 +405,22 @@ static hs_status read_head(hs_rfile *r, ckpt_head *h) {
   return HS_OK;
 }
 
-hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *cfg) {
-  if (!path || !cfg) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_config_from_checkpoint: NULL argument");
+hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *user) {
+  if (!path || !user) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_config_from_checkpoint: NULL argument");
+  hs_ctr_config cfg;
+  hs_ctr_config_init(&cfg);
+  hs_status st = hs__sized_in(&cfg, sizeof cfg, user, "hs_ctr_config");
+  if (st != HS_OK) return st;
   FILE *f = fopen(path, "rb");
   if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   hs_rfile r;
   hs__rfile_init(&r, f, path);
   ckpt_head h;
-  hs_status st = read_head(&r, &h);
+  st = read_head(&r, &h);
   fclose(f);
-  if (st == HS_OK) decode_cfg(&h, cfg);
-  return st;
+  if (st != HS_OK) return st;
+  decode_cfg(&h, &cfg);
+  return hs__sized_out(user, &cfg, sizeof cfg, "hs_ctr_config");
 }
 
 hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path) {

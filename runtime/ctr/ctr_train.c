@@ -136,13 +136,39 @@ static void store_stats(hs_ctr_session *s, hs_ctr_epoch_stats *st) {
   st->embed_pending = es.pending;
 }
 
+void hs_ctr_epoch_stats_init_sized(hs_ctr_epoch_stats *stats, size_t struct_size) {
+  hs_ctr_epoch_stats z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(stats, struct_size, &z, sizeof z);
+}
+
+void hs_ctr_eval_init_sized(hs_ctr_eval *eval, size_t struct_size) {
+  hs_ctr_eval z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(eval, struct_size, &z, sizeof z);
+}
+
+static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_files,
+                             hs_ctr_epoch_stats *stats);
+
 hs_status hs_ctr_session_train_epoch(hs_ctr_session *s, const char *const *files, int n_files,
-                                     hs_ctr_epoch_stats *stats) {
+                                     hs_ctr_epoch_stats *user) {
   if (!s || !files || n_files < 1)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_train_epoch: no session or no file");
-  hs_ctr_epoch_stats local;
-  if (!stats) stats = &local;
-  memset(stats, 0, sizeof *stats);
+  hs_status st;
+  if (user && (st = hs__sized_check(user->struct_size, sizeof *user, "hs_ctr_epoch_stats")))
+    return st;
+  hs_ctr_epoch_stats stats;
+  hs_ctr_epoch_stats_init(&stats);
+  st = train_epoch(s, files, n_files, &stats);
+  if (user && st == HS_OK) hs__sized_out(user, &stats, sizeof stats, "hs_ctr_epoch_stats");
+  return st;
+}
+
+static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_files,
+                             hs_ctr_epoch_stats *stats) {
   hs_status st = open_reader(s, files, n_files, true, s->done);
   if (st != HS_OK) return st;
   s->halt = 0;
@@ -249,10 +275,23 @@ static hs_status collect_batch(void *user, const float *prob, const uint8_t *lab
   return HS_OK;
 }
 
+static hs_status evaluate(hs_ctr_session *s, const char *const *files, int n_files,
+                         hs_ctr_eval *out);
+
 hs_status hs_ctr_session_evaluate(hs_ctr_session *s, const char *const *files, int n_files,
-                                  hs_ctr_eval *out) {
-  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_evaluate: NULL result");
-  memset(out, 0, sizeof *out);
+                                  hs_ctr_eval *user) {
+  if (!user) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_evaluate: NULL result");
+  hs_status st = hs__sized_check(user->struct_size, sizeof *user, "hs_ctr_eval");
+  if (st != HS_OK) return st;
+  hs_ctr_eval e;
+  hs_ctr_eval_init(&e);
+  st = evaluate(s, files, n_files, &e);
+  if (st == HS_OK) hs__sized_out(user, &e, sizeof e, "hs_ctr_eval");
+  return st;
+}
+
+static hs_status evaluate(hs_ctr_session *s, const char *const *files, int n_files,
+                         hs_ctr_eval *out) {
   double t0 = hs__now();
   collect c = {0};
   hs_status st = each_batch(s, files, n_files, true, collect_batch, &c);

@@ -6,12 +6,14 @@
 #include "hs_launch.h"
 #include "hs_programs.h"
 #include "nn/model.h"
+#include "nn/nn_kernels.h"
 
-/* hs_train.h's constants, which the shared kernels below use. */
-#include "../../cl_kernels/hs_train.h"
-
+/* The CTR kernels (cl_kernels/ctr.cl), after the shared training kernels
+ * of the program (train_elem.cl: bias + ReLU, its gradient, column sums;
+ * train_optim.cl: the dense optimizers), launched through their typed
+ * launchers (nn/nn_kernels.h). */
 enum {
-  K_HEAD,
+  K_HEAD = HS_K_MODEL,
   K_LOSS,
   K_LOSS_REDUCE,
   K_SIGMOID,
@@ -21,29 +23,17 @@ enum {
   K_FM_BWD,
   K_INTERACT,
   K_INTERACT_BWD,
-  K_RELU_BWD,
   K_SEGMENT_SUM,
-  K_BIAS_ACT,
-  K_COLSUM_PART,
-  K_COLSUM_FINAL,
-  K_ADAM,
-  K_SGD,
-  K_COUNT
+  K_END
 };
 
-static const char *const kernel_names[K_COUNT] = {
-    [K_HEAD] = "hs_ctr_head",           [K_LOSS] = "hs_ctr_loss",
-    [K_LOSS_REDUCE] = "hs_ctr_loss_reduce", [K_SIGMOID] = "hs_ctr_sigmoid",
-    [K_HEAD_PREP] = "hs_ctr_head_prep", [K_DEEP_IN] = "hs_ctr_deep_in",
-    [K_LR_BWD] = "hs_ctr_lr_bwd",       [K_FM_BWD] = "hs_ctr_fm_bwd",
-    [K_INTERACT] = "hs_ctr_interact",   [K_INTERACT_BWD] = "hs_ctr_interact_bwd",
-    [K_RELU_BWD] = "hs_ctr_relu_bwd",   [K_SEGMENT_SUM] = "hs_ctr_segment_sum",
-    [K_BIAS_ACT] = "hs_bias_act_fwd",   [K_COLSUM_PART] = "hs_colsum_part",
-    [K_COLSUM_FINAL] = "hs_colsum_final", [K_ADAM] = "hs_adam",
-    [K_SGD] = "hs_sgd",
+static const char *const ctr_kernels[K_END - HS_K_MODEL] = {
+    "hs_ctr_head",     "hs_ctr_loss",    "hs_ctr_loss_reduce", "hs_ctr_sigmoid",
+    "hs_ctr_head_prep", "hs_ctr_deep_in", "hs_ctr_lr_bwd",      "hs_ctr_fm_bwd",
+    "hs_ctr_interact", "hs_ctr_interact_bwd", "hs_ctr_segment_sum",
 };
 
-enum { DEFAULT_WG = 64, STATS_RING = 256, CS_VW = 8 };
+enum { STATS_RING = 256 };
 
 typedef struct dbuf {
   cl_mem m;
@@ -58,9 +48,7 @@ struct hs_ctr_trainer {
   hs_ctr_model_cfg cfg;
   hs_ctr_layout lay;
   uint64_t step;
-  cl_program program;
-  cl_kernel k[K_COUNT];
-  size_t wg[K_COUNT];
+  hs_kset ks;
   hs_gemm *gemm;
   dbuf params, grads, mom1, mom2, ring;
   /* The batch. */
@@ -90,35 +78,93 @@ static void drop(dbuf *b) {
   b->cap = 0;
 }
 
-static hs_status run(hs_ctr_trainer *t, int id, size_t g0, size_t g1, const hs_karg *args, int n) {
-  hs_status st = hs__kernel_args(t->k[id], args, n);
-  if (st != HS_OK) return st;
-  /* A narrow first dimension (fields, row width) must not leave most of a
-   * work-group idle: the rest of the group goes to examples. */
-  size_t global[2] = {g0, g1}, local[2] = {t->wg[id], 1};
-  if (g1 && g0 < local[0]) {
-    local[0] = g0 ? g0 : 1;
-    local[1] = t->wg[id] / local[0] ? t->wg[id] / local[0] : 1;
-  }
-  return hs__launch(t->q, t->k[id], g1 ? 2 : 1, global, local, 0, NULL, NULL);
-}
-
 static hs_status gemm(hs_ctr_trainer *t, const hs_gemm_op *op) {
   return hs__gemm_run(t->gemm, op, 0, NULL, NULL);
 }
 
-/* Column sums of x (n x d) into grads[off..off + d), in the reference's
- * association (hs__ref_colsum). */
+/* ---- the CTR kernels' launchers (one each) -------------------------------------------- */
+
+static hs_status k_head(hs_ctr_trainer *t, cl_int col, cl_int dim, cl_mem deep, cl_int has_deep) {
+  cl_int nd = t->cfg.n_dense, R = t->lay.row, F = t->cfg.n_fields, n = t->n;
+  cl_ulong wc = t->lay.lin_w;
+  hs_karg a[] = {HS_KARG(t->dense.m), HS_KARG(nd), HS_KARG(t->rows.m), HS_KARG(R),
+                 HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(col), HS_KARG(dim),
+                 HS_KARG(t->params.m), HS_KARG(wc), HS_KARG(deep), HS_KARG(has_deep),
+                 HS_KARG(n), HS_KARG(t->logit.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_HEAD, (size_t)n, 0, a, 14);
+}
+
+static hs_status k_loss(hs_ctr_trainer *t, cl_int slot) {
+  cl_int n = t->n;
+  float inv_n = 1.0f / (float)n;
+  hs_karg a[] = {HS_KARG(t->logit.m), HS_KARG(t->labels.m), HS_KARG(n), HS_KARG(inv_n),
+                 HS_KARG(t->loss_rows.m), HS_KARG(t->dlogit.m)};
+  hs_karg r[] = {HS_KARG(t->loss_rows.m), HS_KARG(n), HS_KARG(t->ring.m), HS_KARG(slot)};
+  hs_status st = hs__kset_run(&t->ks, HS_PHASE_ELEM, K_LOSS, (size_t)n, 0, a, 6);
+  return st == HS_OK ? hs__kset_run(&t->ks, HS_PHASE_ELEM, K_LOSS_REDUCE, 1, 0, r, 4) : st;
+}
+
+static hs_status k_sigmoid(hs_ctr_trainer *t, cl_mem out) {
+  cl_int n = t->n;
+  hs_karg a[] = {HS_KARG(t->logit.m), HS_KARG(n), HS_KARG(out)};
+  return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_SIGMOID, (size_t)n, 0, a, 3);
+}
+
+static hs_status k_head_prep(hs_ctr_trainer *t) {
+  cl_int n = t->n, nd = t->cfg.n_dense;
+  hs_karg a[] = {HS_KARG(t->dense.m), HS_KARG(t->dlogit.m), HS_KARG(n), HS_KARG(nd),
+                 HS_KARG(t->head_m.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_HEAD_PREP, (size_t)n, 0, a, 5);
+}
+
+static hs_status k_deep_in(hs_ctr_trainer *t) {
+  cl_int R = t->lay.row, F = t->cfg.n_fields, D = t->cfg.dim, nd = t->cfg.n_dense, n = t->n;
+  hs_karg a[] = {HS_KARG(t->rows.m), HS_KARG(R), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
+                 HS_KARG(t->dense.m), HS_KARG(nd), HS_KARG(n), HS_KARG(t->first_in.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_DEEP_IN, (size_t)F + 1, (size_t)n, a, 9);
+}
+
+static hs_status k_lr_bwd(hs_ctr_trainer *t) {
+  cl_int F = t->cfg.n_fields, occ = t->n * F;
+  hs_karg a[] = {HS_KARG(t->dlogit.m), HS_KARG(F), HS_KARG(occ), HS_KARG(t->dE.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_LR_BWD, (size_t)occ, 0, a, 4);
+}
+
+static hs_status k_fm_bwd(hs_ctr_trainer *t) {
+  cl_int R = t->lay.row, F = t->cfg.n_fields, D = t->cfg.dim, w = t->lay.deep_in, n = t->n;
+  hs_karg a[] = {HS_KARG(t->rows.m), HS_KARG(R), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
+                 HS_KARG(t->dlogit.m), HS_KARG(t->dfirst.m), HS_KARG(w), HS_KARG(n),
+                 HS_KARG(t->dE.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_BWD, (size_t)D + 1, (size_t)n, a, 10);
+}
+
+static hs_status k_interact(hs_ctr_trainer *t, cl_mem z) {
+  cl_int F = t->cfg.n_fields, D = t->cfg.dim, n = t->n;
+  hs_karg a[] = {HS_KARG(z), HS_KARG(t->rows.m), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
+                 HS_KARG(n), HS_KARG(t->inter.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_INTERACT, (size_t)F + 1, (size_t)n, a, 7);
+}
+
+static hs_status k_interact_bwd(hs_ctr_trainer *t, cl_mem z) {
+  cl_int F = t->cfg.n_fields, D = t->cfg.dim, n = t->n;
+  hs_karg a[] = {HS_KARG(z), HS_KARG(t->rows.m), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
+                 HS_KARG(t->dinter.m), HS_KARG(n), HS_KARG(t->dz.m), HS_KARG(t->dE.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_INTERACT_BWD, (size_t)F + 1, (size_t)n, a, 9);
+}
+
+static hs_status k_segment_sum(hs_ctr_trainer *t) {
+  cl_int R = t->lay.row, U = t->n_unique;
+  hs_karg a[] = {HS_KARG(t->dE.m), HS_KARG(R), HS_KARG(t->occ_ptr.m), HS_KARG(t->occ.m),
+                 HS_KARG(U), HS_KARG(t->dU.m)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_SEGMENT_SUM, (size_t)R, (size_t)U, a, 6);
+}
+
+/* Column sums of x (n x d) into grads[off..off + d) (hs__ref_colsum's
+ * association). */
 static hs_status colsum(hs_ctr_trainer *t, cl_mem x, int32_t n, int32_t d, size_t off) {
-  cl_int nn = n, dd = d, chunks = (n + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
-  cl_ulong o = off;
-  hs_status st = reserve(t, &t->part, (size_t)chunks * (size_t)d, 4);
+  hs_status st = reserve(t, &t->part, hs__colsum_chunks((size_t)n) * (size_t)d, 4);
   if (st != HS_OK) return st;
-  hs_karg a1[] = {HS_KARG(x), HS_KARG(nn), HS_KARG(dd), HS_KARG(t->part.m)};
-  hs_karg a2[] = {HS_KARG(t->part.m), HS_KARG(chunks), HS_KARG(dd), HS_KARG(t->grads.m), HS_KARG(o)};
-  if ((st = run(t, K_COLSUM_PART, ((size_t)d + CS_VW - 1) / CS_VW, (size_t)chunks, a1, 4)) != HS_OK)
-    return st;
-  return run(t, K_COLSUM_FINAL, (size_t)d, 0, a2, 5);
+  return hs__nn_colsum(&t->ks, x, n, d, t->part.m, t->grads.m, off);
 }
 
 /* ---- create / destroy ---------------------------------------------------------------- */
@@ -136,17 +182,9 @@ hs_status hs__ctr_trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_comman
   t->cfg = *cfg;
   hs_status st = hs__ctr_layout(cfg, &t->lay);
   if (st != HS_OK) goto fail;
-  double t0 = hs__now();
-  /* The CTR kernels and the training kernels they share with the GNN
-   * trainer (bias + ReLU, column sums, the dense optimizers): one program
-   * of the registry. */
-  if ((st = hs__program_get(ctx, dev, HS_PROG_TRAIN_CTR, &t->program)) != HS_OK) goto fail;
-  hs__log(HS_LOG_TRAIN, "CTR program on '%s' ready in %.2f s", dev->info.name, hs__now() - t0);
-  for (int i = 0; i < K_COUNT; i++) {
-    if ((st = hs__kernel_create(t->program, kernel_names[i], dev, &t->k[i])) != HS_OK) goto fail;
-    size_t lim = hs__kernel_max_wg(t->k[i], dev), want = t->opts.wg ? t->opts.wg : DEFAULT_WG;
-    t->wg[i] = want > lim ? lim : want;
-  }
+  hs_train_program prog = {.prog = HS_PROG_TRAIN_CTR, .kernels = ctr_kernels,
+                           .n_kernels = K_END - HS_K_MODEL};
+  if ((st = hs__kset_create(ctx, dev, q, &prog, t->opts.wg, &t->ks)) != HS_OK) goto fail;
   if ((st = hs__gemm_create(ctx, dev, q, t->opts.gemm, t->opts.gemm_threads, &t->gemm)) != HS_OK)
     goto fail;
   size_t n = t->lay.n_params;
@@ -183,8 +221,7 @@ void hs__ctr_trainer_destroy(hs_ctr_trainer *t) {
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) drop(all[i]);
   for (int l = 0; l < HS_CTR_MAX_LIN; l++) drop(&t->out[l]);
   hs__gemm_destroy(t->gemm);
-  for (int i = 0; i < K_COUNT; i++) hs__kernel_release(&t->k[i]);
-  hs__program_release(&t->program);
+  hs__kset_release(&t->ks);
   free(t);
 }
 
@@ -291,15 +328,10 @@ static hs_status mlp_forward(hs_ctr_trainer *t, int first, int last) {
                      .a = in_of(t, l), .lda = (size_t)x->in, .b = t->params.m, .b_off = x->w,
                      .ldb = (size_t)x->out, .c = t->out[l].m, .ldc = (size_t)x->out};
     if ((st = gemm(t, &op)) != HS_OK) return st;
-    cl_int d = x->out, relu = x->relu;
-    cl_ulong b_off = x->b, seed = 0;
-    float p = 0.0f, scale = 1.0f;
-    cl_uint zero = 0;
-    hs_karg a[] = {HS_KARG(t->out[l].m), HS_KARG(n), HS_KARG(d), HS_KARG(t->params.m),
-                   HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale), HS_KARG(seed),
-                   HS_KARG(zero), HS_KARG(zero), HS_KARG(zero)};
-    size_t groups = ((size_t)n * (size_t)d + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
-    if ((st = run(t, K_BIAS_ACT, groups, 0, a, 12)) != HS_OK) return st;
+    /* Bias, ReLU when the layer has it; no dropout. */
+    if ((st = hs__k_bias_act(&t->ks, t->out[l].m, n, x->out, t->params.m, x->b, x->relu, 0.0f,
+                             1.0f, 0, 0, 0, 0)) != HS_OK)
+      return st;
   }
   return HS_OK;
 }
@@ -312,11 +344,9 @@ static hs_status mlp_backward(hs_ctr_trainer *t, int first, int last, cl_mem cur
   hs_status st;
   for (int l = last - 1; l >= first; l--) {
     const hs_ctr_lin *x = &t->lay.lin[l];
-    if (x->relu) {
-      cl_ulong count = (cl_ulong)n * (cl_ulong)x->out;
-      hs_karg a[] = {HS_KARG(t->out[l].m), HS_KARG(count), HS_KARG(cur)};
-      if ((st = run(t, K_RELU_BWD, (size_t)count, 0, a, 3)) != HS_OK) return st;
-    }
+    if (x->relu &&
+        (st = hs__k_act_bwd(&t->ks, t->out[l].m, (cl_ulong)n * (cl_ulong)x->out, 1.0f, cur)) != HS_OK)
+      return st;
     if ((st = colsum(t, cur, n, x->out, x->b)) != HS_OK) return st;
     hs_gemm_op dw = {.trans_a = true, .m = (size_t)x->in, .n = (size_t)x->out, .k = (size_t)n,
                      .alpha = 1.0f, .a = in_of(t, l), .lda = (size_t)x->in, .b = cur,
@@ -336,40 +366,20 @@ static hs_status mlp_backward(hs_ctr_trainer *t, int first, int last, cl_mem cur
 static hs_status forward(hs_ctr_trainer *t) {
   const hs_ctr_model_cfg *c = &t->cfg;
   const hs_ctr_layout *L = &t->lay;
-  cl_int n = t->n, nd = c->n_dense, F = c->n_fields, D = c->dim, R = L->row;
-  cl_ulong wc = L->lin_w;
   hs_status st;
   switch (c->kind) {
-    case HS_CTR_LR: {
-      cl_int col = 0, dim = 0, has_deep = 0;
-      hs_karg a[] = {HS_KARG(t->dense.m), HS_KARG(nd), HS_KARG(t->rows.m), HS_KARG(R),
-                     HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(col), HS_KARG(dim),
-                     HS_KARG(t->params.m), HS_KARG(wc), HS_KARG(t->logit.m), HS_KARG(has_deep),
-                     HS_KARG(n), HS_KARG(t->logit.m)};
-      return run(t, K_HEAD, (size_t)n, 0, a, 14);
-    }
-    case HS_CTR_DEEPFM: {
-      hs_karg di[] = {HS_KARG(t->rows.m), HS_KARG(R), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
-                      HS_KARG(t->dense.m), HS_KARG(nd), HS_KARG(n), HS_KARG(t->first_in.m)};
-      if ((st = run(t, K_DEEP_IN, (size_t)F + 1, (size_t)n, di, 9)) != HS_OK) return st;
-      if ((st = mlp_forward(t, 0, L->n_lin)) != HS_OK) return st;
-      cl_int has_deep = 1;
-      cl_mem deep = t->out[L->n_lin - 1].m;
-      hs_karg a[] = {HS_KARG(t->dense.m), HS_KARG(nd), HS_KARG(t->rows.m), HS_KARG(R),
-                     HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D), HS_KARG(D),
-                     HS_KARG(t->params.m), HS_KARG(wc), HS_KARG(deep), HS_KARG(has_deep),
-                     HS_KARG(n), HS_KARG(t->logit.m)};
-      return run(t, K_HEAD, (size_t)n, 0, a, 14);
-    }
-    case HS_CTR_DLRM: {
-      if ((st = mlp_forward(t, 0, L->first_top)) != HS_OK) return st;
-      hs_karg a[] = {HS_KARG(t->out[L->first_top - 1].m), HS_KARG(t->rows.m), HS_KARG(t->idx.m),
-                     HS_KARG(F), HS_KARG(D), HS_KARG(n), HS_KARG(t->inter.m)};
-      if ((st = run(t, K_INTERACT, (size_t)F + 1, (size_t)n, a, 7)) != HS_OK) return st;
-      if ((st = mlp_forward(t, L->first_top, L->n_lin)) != HS_OK) return st;
-      return hs__mem_copy(t->q, t->out[L->n_lin - 1].m, t->logit.m, 0, 0, (size_t)n * 4, 0, NULL,
+    case HS_CTR_LR:
+      return k_head(t, 0, 0, t->logit.m, 0);
+    case HS_CTR_DEEPFM:
+      if ((st = k_deep_in(t)) != HS_OK || (st = mlp_forward(t, 0, L->n_lin)) != HS_OK) return st;
+      return k_head(t, c->dim, c->dim, t->out[L->n_lin - 1].m, 1);
+    case HS_CTR_DLRM:
+      if ((st = mlp_forward(t, 0, L->first_top)) != HS_OK ||
+          (st = k_interact(t, t->out[L->first_top - 1].m)) != HS_OK ||
+          (st = mlp_forward(t, L->first_top, L->n_lin)) != HS_OK)
+        return st;
+      return hs__mem_copy(t->q, t->out[L->n_lin - 1].m, t->logit.m, 0, 0, (size_t)t->n * 4, 0, NULL,
                           NULL);
-    }
   }
   return HS_OK;
 }
@@ -381,84 +391,49 @@ static hs_status loss(hs_ctr_trainer *t) {
     if ((st = hs__ctr_trainer_drain_loss(t, &t->loss_overflow, &steps)) != HS_OK) return st;
     t->steps_overflow += steps;
   }
-  cl_int n = t->n, slot = (t->ring_first + t->ring_pending) % STATS_RING;
-  float inv_n = 1.0f / (float)n;
-  hs_karg a[] = {HS_KARG(t->logit.m), HS_KARG(t->labels.m), HS_KARG(n), HS_KARG(inv_n),
-                 HS_KARG(t->loss_rows.m), HS_KARG(t->dlogit.m)};
-  hs_karg r[] = {HS_KARG(t->loss_rows.m), HS_KARG(n), HS_KARG(t->ring.m), HS_KARG(slot)};
-  if ((st = run(t, K_LOSS, (size_t)n, 0, a, 6)) != HS_OK || (st = run(t, K_LOSS_REDUCE, 1, 0, r, 4)) != HS_OK)
-    return st;
+  if ((st = k_loss(t, (t->ring_first + t->ring_pending) % STATS_RING)) != HS_OK) return st;
   t->ring_pending++;
   return HS_OK;
 }
 
+/* Gradients of w and c: column sums of [x * dlogit, dlogit]. */
 static hs_status head_bwd(hs_ctr_trainer *t) {
-  cl_int n = t->n, nd = t->cfg.n_dense;
-  hs_karg a[] = {HS_KARG(t->dense.m), HS_KARG(t->dlogit.m), HS_KARG(n), HS_KARG(nd),
-                 HS_KARG(t->head_m.m)};
-  hs_status st = run(t, K_HEAD_PREP, (size_t)n, 0, a, 5);
-  if (st != HS_OK) return st;
-  return colsum(t, t->head_m.m, n, nd + 1, t->lay.lin_w);
+  hs_status st = k_head_prep(t);
+  return st == HS_OK ? colsum(t, t->head_m.m, t->n, t->cfg.n_dense + 1, t->lay.lin_w) : st;
 }
 
 static hs_status backward(hs_ctr_trainer *t) {
-  const hs_ctr_model_cfg *c = &t->cfg;
   const hs_ctr_layout *L = &t->lay;
-  cl_int n = t->n, F = c->n_fields, D = c->dim, R = L->row, U = t->n_unique;
   hs_status st;
-  switch (c->kind) {
-    case HS_CTR_LR: {
-      if ((st = head_bwd(t)) != HS_OK) return st;
-      cl_int occ = n * F;
-      hs_karg a[] = {HS_KARG(t->dlogit.m), HS_KARG(F), HS_KARG(occ), HS_KARG(t->dE.m)};
-      if ((st = run(t, K_LR_BWD, (size_t)occ, 0, a, 4)) != HS_OK) return st;
+  switch (t->cfg.kind) {
+    case HS_CTR_LR:
+      if ((st = head_bwd(t)) != HS_OK || (st = k_lr_bwd(t)) != HS_OK) return st;
       break;
-    }
-    case HS_CTR_DEEPFM: {
-      if ((st = head_bwd(t)) != HS_OK) return st;
+    case HS_CTR_DEEPFM:
       /* The deep part's output gradient is dlogit (its last layer has no
        * ReLU, so dlogit is not written). */
-      if ((st = mlp_backward(t, 0, L->n_lin, t->dlogit.m, t->dfirst.m)) != HS_OK) return st;
-      cl_int w = L->deep_in;
-      hs_karg a[] = {HS_KARG(t->rows.m), HS_KARG(R), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
-                     HS_KARG(t->dlogit.m), HS_KARG(t->dfirst.m), HS_KARG(w), HS_KARG(n),
-                     HS_KARG(t->dE.m)};
-      if ((st = run(t, K_FM_BWD, (size_t)D + 1, (size_t)n, a, 10)) != HS_OK) return st;
-      break;
-    }
-    case HS_CTR_DLRM: {
-      if ((st = mlp_backward(t, L->first_top, L->n_lin, t->dlogit.m, t->dinter.m)) != HS_OK)
+      if ((st = head_bwd(t)) != HS_OK ||
+          (st = mlp_backward(t, 0, L->n_lin, t->dlogit.m, t->dfirst.m)) != HS_OK ||
+          (st = k_fm_bwd(t)) != HS_OK)
         return st;
-      hs_karg a[] = {HS_KARG(t->out[L->first_top - 1].m), HS_KARG(t->rows.m), HS_KARG(t->idx.m),
-                     HS_KARG(F), HS_KARG(D), HS_KARG(t->dinter.m), HS_KARG(n), HS_KARG(t->dz.m),
-                     HS_KARG(t->dE.m)};
-      if ((st = run(t, K_INTERACT_BWD, (size_t)F + 1, (size_t)n, a, 9)) != HS_OK) return st;
-      if ((st = mlp_backward(t, 0, L->first_top, t->dz.m, NULL)) != HS_OK) return st;
       break;
-    }
+    case HS_CTR_DLRM:
+      if ((st = mlp_backward(t, L->first_top, L->n_lin, t->dlogit.m, t->dinter.m)) != HS_OK ||
+          (st = k_interact_bwd(t, t->out[L->first_top - 1].m)) != HS_OK ||
+          (st = mlp_backward(t, 0, L->first_top, t->dz.m, NULL)) != HS_OK)
+        return st;
+      break;
   }
-  hs_karg s[] = {HS_KARG(t->dE.m), HS_KARG(R), HS_KARG(t->occ_ptr.m), HS_KARG(t->occ.m),
-                 HS_KARG(U), HS_KARG(t->dU.m)};
-  return run(t, K_SEGMENT_SUM, (size_t)R, (size_t)U, s, 6);
+  return k_segment_sum(t);
 }
 
 static hs_status optimizer(hs_ctr_trainer *t) {
   hs_optim_coef k;
   hs__optim_coef(&t->cfg.optim, t->step + 1, &k);
   cl_ulong n = t->lay.n_params;
-  hs_status st;
-  if (t->cfg.optim.kind == HS_OPTIM_ADAM) {
-    hs_karg a[] = {HS_KARG(t->params.m), HS_KARG(t->grads.m), HS_KARG(t->mom1.m),
-                   HS_KARG(t->mom2.m), HS_KARG(n), HS_KARG(k.lr), HS_KARG(k.l2),
-                   HS_KARG(k.decay), HS_KARG(k.beta1), HS_KARG(k.beta2),
-                   HS_KARG(k.one_minus_beta1), HS_KARG(k.one_minus_beta2),
-                   HS_KARG(k.inv_sqrt_bc2), HS_KARG(k.eps)};
-    st = run(t, K_ADAM, (size_t)n, 0, a, 14);
-  } else {
-    hs_karg a[] = {HS_KARG(t->params.m), HS_KARG(t->grads.m), HS_KARG(t->mom1.m), HS_KARG(n),
-                   HS_KARG(k.lr), HS_KARG(k.l2), HS_KARG(k.decay), HS_KARG(k.momentum)};
-    st = run(t, K_SGD, (size_t)n, 0, a, 8);
-  }
+  hs_status st = t->cfg.optim.kind == HS_OPTIM_ADAM
+                     ? hs__k_adam(&t->ks, t->params.m, t->grads.m, t->mom1.m, t->mom2.m, n, &k)
+                     : hs__k_sgd(&t->ks, t->params.m, t->grads.m, t->mom1.m, n, &k);
   if (st == HS_OK) t->step++;
   return st;
 }
@@ -501,11 +476,9 @@ hs_status hs__ctr_trainer_gradients(hs_ctr_trainer *t, float *grads, float *row_
 hs_status hs__ctr_trainer_predict(hs_ctr_trainer *t, float *prob) {
   if (!t->uploaded) return hs__fail(HS_ERR_STATE, "CTR trainer: no batch uploaded");
   hs_status st = forward(t);
+  if (st == HS_OK) st = k_sigmoid(t, t->loss_rows.m);
   if (st != HS_OK) return st;
-  cl_int n = t->n;
-  hs_karg a[] = {HS_KARG(t->logit.m), HS_KARG(n), HS_KARG(t->loss_rows.m)};
-  if ((st = run(t, K_SIGMOID, (size_t)n, 0, a, 3)) != HS_OK) return st;
-  return hs__mem_read(t->q, t->loss_rows.m, true, 0, (size_t)n * 4, prob, 0, NULL, NULL);
+  return hs__mem_read(t->q, t->loss_rows.m, true, 0, (size_t)t->n * 4, prob, 0, NULL, NULL);
 }
 
 hs_status hs__ctr_trainer_drain_loss(hs_ctr_trainer *t, double *loss_sum, int64_t *steps) {

@@ -123,6 +123,21 @@ void hs__nn_block_transpose(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_dst
   t_ptr[0] = 0;
 }
 
+void hs__nn_block_transpose_eid(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_eid,
+                                int32_t *edst) {
+  memset(t_ptr, 0, sizeof *t_ptr * ((size_t)b->n_src + 1));
+  int32_t n_edges = hs__nn_block_edges(b);
+  for (int32_t e = 0; e < n_edges; e++) t_ptr[b->col[e] + 1]++;
+  for (int32_t s = 0; s < b->n_src; s++) t_ptr[s + 1] += t_ptr[s];
+  /* Edges visited in order: every list comes out increasing. */
+  for (int32_t e = 0; e < n_edges; e++) t_eid[t_ptr[b->col[e]]++] = e;
+  for (int32_t s = b->n_src; s > 0; s--) t_ptr[s] = t_ptr[s - 1];
+  t_ptr[0] = 0;
+  if (edst)
+    for (int32_t i = 0; i < b->n_dst; i++)
+      for (int32_t e = b->row_ptr[i]; e < b->row_ptr[i + 1]; e++) edst[e] = i;
+}
+
 hs_status hs__csr_view_validate(const hs_csr_view *g) {
   if (g->n_vertices < 0 || !g->indptr || (g->n_vertices > 0 && !g->indices && g->indptr[g->n_vertices] > 0))
     return hs__fail(HS_ERR_INVALID_ARG, "graph: missing indptr or indices");

@@ -100,6 +100,12 @@ hs_status hs__nn_batch_validate(const hs_nn_batch *b, int n_classes);
  * t_dst[t_ptr[s] .. t_ptr[s+1]-1] in increasing dst order (a dst appears
  * once per edge). t_ptr has n_src + 1 entries, t_dst row_ptr[n_dst]. */
 void hs__nn_block_transpose(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_dst);
+/* The same lists holding edge positions instead of dst ids (increasing
+ * within each list, so in increasing dst order too), and when `edst` is
+ * not NULL, each edge's dst (row_ptr[n_dst] entries): what per-edge
+ * quantities are gathered through on the source side. */
+void hs__nn_block_transpose_eid(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_eid,
+                                int32_t *edst);
 
 /* ---- full-neighbour blocks from a whole graph --------------------------- */
 

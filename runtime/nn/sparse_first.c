@@ -21,14 +21,14 @@ static hs_status build(hs_trainer *t) {
   for (int i = 0; st == HS_OK && i < SK_COUNT; i++) {
     st = hs__kernel_create(t->sp_program, sp_names[i], &t->dev, &t->sk[i]);
     if (st != HS_OK) break;
-    size_t lim = hs__kernel_max_wg(t->sk[i], &t->dev), want = t->opts.wg ? t->opts.wg : DEFAULT_WG;
+    size_t lim = hs__kernel_max_wg(t->sk[i], &t->dev), want = t->opts.wg ? t->opts.wg : 64;
     t->swg[i] = want > lim ? lim : want;
   }
   return st;
 }
 
 void hs__sparse_first_release(hs_trainer *t) {
-  dbuf *all[] = {&t->x_ptr, &t->x_col, &t->x_val, &t->x_tmp, &t->x_tptr, &t->x_tent,
+  hs_dbuf *all[] = {&t->x_ptr, &t->x_col, &t->x_val, &t->x_tmp, &t->x_tptr, &t->x_tent,
                  &t->x_erow, &t->x_cursor, &t->x_sums, &t->x_tmid, &t->x_tval};
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) hs__trainer_drop(all[i]);
   for (int i = 0; i < SK_COUNT; i++) hs__kernel_release(&t->sk[i]);
@@ -55,7 +55,7 @@ hs_status hs__sparse_first_upload(hs_trainer *t, const hs_nn_sparse *x) {
       (st = hs__trainer_reserve(t, &t->x_tmp, rows + 1, (size_t)d_out * 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->x_tptr, (size_t)d_in + 1, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->x_cursor, (size_t)d_in + 1, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->x_sums, (size_t)d_in / SCAN_CHUNK + 1, 4)) != HS_OK ||
+      (st = hs__trainer_reserve(t, &t->x_sums, hs__scan_chunks((size_t)d_in) + 1, 4)) != HS_OK ||
       (x->val && (st = hs__trainer_reserve(t, &t->x_val, nnz + 1, 4)) != HS_OK))
     return st;
   if ((st = hs__mem_write(t->q, t->x_ptr.m, true, 0, (rows + 1) * 4, x->ptr, 0, NULL, NULL)) !=
@@ -98,7 +98,7 @@ hs_status hs__sparse_first_forward(hs_trainer *t, cl_mem out) {
   /* A binary batch binds the column ids where values would go: the kernel
    * never reads them. */
   cl_mem val = t->x_has_val ? t->x_val.m : t->x_col.m;
-  size_t vecs = ((size_t)d_out + VW - 1) / VW;
+  size_t vecs = hs__vecs((size_t)d_out);
   hs_status st;
   if (t->x_order == HS_SPARSE_AGGREGATE_FIRST) {
     hs_karg af[] = {HS_KARG(t->x_ptr.m), HS_KARG(t->x_col.m), HS_KARG(val), HS_KARG(has_val),
@@ -120,30 +120,24 @@ hs_status hs__sparse_first_forward(hs_trainer *t, cl_mem out) {
 
 /* Column lists of the batch's rows (x's transpose by entry index, each
  * list in increasing row order) and every entry's row: the same counting
- * sort as the block transpose (train_agg.cl's count, scan and sort). */
+ * sort as the block transpose (train_block.cl's count, scan and sort). */
 static hs_status columns(hs_trainer *t) {
   cl_int n_rows = t->n_src[0], d_in = t->shape.dims[0], nnz = t->x_nnz, zero = 0;
-  cl_int n_chunks = (d_in + SCAN_CHUNK - 1) / SCAN_CHUNK;
   size_t cursor_bytes = (size_t)d_in * 4;
   cl_mem cur = t->x_cursor.m, sums = t->x_sums.m, tp = t->x_tptr.m, te = t->x_tent.m;
-  hs_karg count[] = {HS_KARG(t->x_col.m), HS_KARG(nnz), HS_KARG(cur)};
-  hs_karg s1[] = {HS_KARG(cur), HS_KARG(d_in), HS_KARG(sums)};
-  hs_karg s2[] = {HS_KARG(sums), HS_KARG(d_in), HS_KARG(tp)};
-  hs_karg s3[] = {HS_KARG(cur), HS_KARG(d_in), HS_KARG(sums), HS_KARG(tp)};
   hs_karg fill[] = {HS_KARG(t->x_ptr.m), HS_KARG(t->x_col.m), HS_KARG(n_rows), HS_KARG(tp),
                     HS_KARG(cur), HS_KARG(te)};
-  hs_karg sort[] = {HS_KARG(tp), HS_KARG(d_in), HS_KARG(te)};
   hs_karg rows[] = {HS_KARG(t->x_ptr.m), HS_KARG(n_rows), HS_KARG(t->x_erow.m)};
+  hs_kset *ks = &t->ks;
   hs_status st;
   if ((st = hs__mem_fill(t->q, cur, &zero, 4, 0, cursor_bytes, 0, NULL, NULL)) != HS_OK ||
-      (nnz && (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_COUNT, (size_t)nnz, 0, count, 3)) !=
-                  HS_OK) ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_SUMS, (size_t)n_chunks, 0, s1, 3)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_OFFSETS, 1, 0, s2, 3)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_APPLY, (size_t)n_chunks, 0, s3, 4)) != HS_OK ||
+      (nnz && (st = hs__k_tr_count(ks, t->x_col.m, nnz, cur)) != HS_OK) ||
+      (st = hs__k_scan_sums(ks, cur, d_in, sums)) != HS_OK ||
+      (st = hs__k_scan_offsets(ks, sums, d_in, tp)) != HS_OK ||
+      (st = hs__k_scan_apply(ks, cur, d_in, sums, tp)) != HS_OK ||
       (st = hs__mem_fill(t->q, cur, &zero, 4, 0, cursor_bytes, 0, NULL, NULL)) != HS_OK ||
       (st = run(t, HS_PHASE_AGG, SK_TR_FILL, (size_t)n_rows, 0, fill, 6)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_SORT, (size_t)d_in, 0, sort, 3)) != HS_OK)
+      (st = hs__k_tr_sort(ks, tp, d_in, te)) != HS_OK)
     return st;
   return run(t, HS_PHASE_AGG, SK_ENTRY_ROWS, (size_t)n_rows, 0, rows, 3);
 }
@@ -154,11 +148,11 @@ hs_status hs__sparse_first_wgrad(hs_trainer *t) {
   cl_int has_val = t->x_has_val;
   cl_ulong w_off = sh->w_off[0];
   cl_mem val = t->x_has_val ? t->x_val.m : t->x_col.m;
-  size_t vecs = ((size_t)d_out + VW - 1) / VW;
+  size_t vecs = hs__vecs((size_t)d_out);
   hs_status st;
-  if (!t->transposed[0] && (st = hs__trainer_transpose(t, 0)) != HS_OK) return st;
+  if ((st = hs__trainer_transpose(t, 0, false)) != HS_OK) return st;
   if (!t->x_cols && (st = columns(t)) != HS_OK) return st;
-  hs_karg gs[] = {HS_KARG(t->blk_rp[0]), HS_KARG(t->t_ptr[0].m), HS_KARG(t->t_dst[0].m),
+  hs_karg gs[] = {HS_KARG(t->blk_rp[0]), HS_KARG(t->t_ptr[0].m), HS_KARG(t->t_list[0].m),
                   HS_KARG(t->dz[0].m), HS_KARG(n_src), HS_KARG(d_out), HS_KARG(t->x_tmp.m)};
   if (t->x_cols) {
     cl_mem tval = t->x_has_val ? t->x_tval.m : t->x_tent.m;

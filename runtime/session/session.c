@@ -8,9 +8,12 @@
 #include "board/hs_board.h"
 #include "hs_launch.h"
 #include "hs_session_int.h"
+#include "nn/model_ops.h"
 
-void hs_session_config_init(hs_session_config *cfg) {
+void hs_session_config_init_sized(hs_session_config *user, size_t struct_size) {
+  hs_session_config full, *cfg = &full;
   memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
   cfg->n_layers = 2;
   cfg->fanouts[0] = 25;
   cfg->fanouts[1] = 10;
@@ -25,6 +28,25 @@ void hs_session_config_init(hs_session_config *cfg) {
   cfg->depth = 0;
   cfg->cache_rows = -1;
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
+  cfg->model = HS_MODEL_SAGE;
+  cfg->heads = 4;
+  hs__sized_init(user, struct_size, cfg, sizeof *cfg);
+}
+
+/* The public kinds are the model tables' kinds (nn/model.h). */
+_Static_assert((int)HS_MODEL_SAGE == (int)HS_NN_SAGE && (int)HS_MODEL_GCN == (int)HS_NN_GCN &&
+                   (int)HS_MODEL_GAT == (int)HS_NN_GAT,
+               "hs_model_kind and hs_nn_kind must agree");
+
+const char *hs_model_kind_name(hs_model_kind kind) { return hs__nn_kind_name((int)kind); }
+
+hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
+  const hs_model_ops *ops = hs__model_ops_by_name(name);
+  if (!ops)
+    return hs__fail(HS_ERR_INVALID_ARG, "model '%s': expected sage, gcn or gat",
+                    name ? name : "(null)");
+  *out = (hs_model_kind)ops->kind;
+  return HS_OK;
 }
 
 const char *hs_stage_name(hs_stage stage) {
@@ -78,6 +100,13 @@ static hs_status check_config(const hs_session_config *c) {
                     (int)c->transfer);
   if (c->depth < 0 || c->depth > 64)
     return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
+  if (!hs__model_ops((int)c->model))
+    return hs__fail(HS_ERR_INVALID_ARG, "model %d: expected sage, gcn or gat", (int)c->model);
+  if (c->model == HS_MODEL_GAT && (c->heads < 1 || c->heads > HS_NN_MAX_HEADS))
+    return hs__fail(HS_ERR_INVALID_ARG, "heads %d: must be 1..%d", c->heads, HS_NN_MAX_HEADS);
+  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be a multiple of the %d heads",
+                    c->hidden, c->heads);
   return HS_OK;
 }
 
@@ -109,7 +138,8 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
         prof && rp[r]->profile_id[0] ? hs__board_device_find(prof, rp[r]->profile_id) : NULL;
     const hs_device_info *d = &devs[rp[r]->device];
     hs_status st = hs__board_prog_files(bd, d, pf[r]);
-    if (st == HS_OK) st = hs__prog_files_check(pf[r], roles[r], NULL, d->name);
+    if (st == HS_OK)
+      st = hs__prog_files_check(pf[r], roles[r], hs_model_kind_name(s->cfg.model), d->name);
     if (st != HS_OK) return st;
   }
   return HS_OK;
@@ -118,13 +148,18 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
   hs_status st = HS_OK;
-  if (!cfg->profile && (st = hs_board_profile_load(cfg->board, &prof)) != HS_OK) return st;
+  /* The session's own profile, else the runtime's board, else the default. */
+  const hs_board_profile *use = cfg->profile;
+  if (!use && !cfg->board) use = s->rt->board;
+  if (!use &&
+      (st = hs_board_profile_load_from(s->rt->settings.boards_dir, cfg->board, &prof)) != HS_OK)
+    return st;
   hs_placement_request req;
-  memset(&req, 0, sizeof req);
-  const hs_device_info *devs;
-  hs_runtime_devices(s->rt, &devs, &req.device_count);
+  hs_placement_request_init(&req);
+  const hs_device_info *devs = s->rt->infos;
+  req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = cfg->profile ? cfg->profile : prof;
+  req.profile = use ? use : prof;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
   /* Sparse rows: their mean size, for the caches' sizing. */
@@ -138,7 +173,8 @@ static hs_status place(hs_session *s, const hs_session_config *cfg) {
   req.sampler_source = "sampler option";
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";
-  hs_placement_request_env(&req);
+  req.model = hs_model_kind_name(cfg->model);
+  hs_placement_request_settings(&req, &s->rt->settings);
   st = hs_placement_make(&req, &s->plan);
   if (st == HS_OK) st = role_programs(s, req.profile, devs);
   hs_board_profile_free(prof);
@@ -181,29 +217,13 @@ static hs_status open_devices(hs_session *s) {
   return st;
 }
 
-static const char *transfer_name(int v) { return hs_transfer_name((hs_transfer)v); }
-static const char *feature_pages_name(int v) {
-  return hs_feature_pages_name((hs_feature_pages)v);
-}
-
-/* Under AUTO (0), environment variable `var` may name one of the values
- * 0..max (as `name` spells them; "auto" keeps AUTO): *want becomes it and
- * *source the variable's name. HS_ERR_INVALID_ARG for any other value. */
-static hs_status env_choice(const char *var, const char *(*name)(int), int max, int *want,
-                            const char **source) {
-  const char *env = getenv(var);
-  if (*want != 0 || !env || !*env) return HS_OK;
+/* Under AUTO (0), the runtime's setting `setting` (that of environment
+ * variable `var`) decides: *want becomes it and *source the variable's
+ * name. */
+static void setting_choice(int setting, const char *var, int *want, const char **source) {
+  if (*want != 0 || setting == 0) return;
+  *want = setting;
   *source = var;
-  for (int v = 0; v <= max; v++)
-    if (strcmp(env, name(v)) == 0) {
-      *want = v;
-      return HS_OK;
-    }
-  char list[96] = "";
-  for (int v = 0; v <= max; v++)
-    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-             v == 0 ? "" : v == max ? " or " : ", ", name(v));
-  return hs__fail(HS_ERR_INVALID_ARG, "%s '%s': expected %s", var, env, list);
 }
 
 /* The pages the host gathers features from (hs_feature_pages): after the
@@ -213,9 +233,8 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
                                       const hs_session_config *cfg) {
   int want = (int)cfg->feature_pages;
   const char *source = "the feature pages option";
-  hs_status st = env_choice("HETSAGE_FEATURE_PAGES", feature_pages_name, HS_FEATURE_PAGES_HUGE,
-                            &want, &source);
-  if (st != HS_OK) return st;
+  setting_choice((int)s->rt->settings.feature_pages, "HETSAGE_FEATURE_PAGES", &want, &source);
+  hs_status st;
   s->feat = s->g->feat;
   char b[32], c[32];
   char *why = s->feat_pages_why;
@@ -276,9 +295,7 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
 static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
   int want = (int)cfg->transfer;
   const char *source = "the transfer option";
-  hs_status st = env_choice("HETSAGE_TRANSFER", transfer_name, HS_TRANSFER_DEVICE, &want,
-                            &source);
-  if (st != HS_OK) return st;
+  setting_choice((int)s->rt->settings.transfer, "HETSAGE_TRANSFER", &want, &source);
   const char *link = hs_role_link_name(s->plan->link);
   if (want == HS_TRANSFER_DEVICE && !s->one_ctx)
     return hs__fail(HS_ERR_UNSUPPORTED, "%s asks for device-to-device block transfers, but "
@@ -303,6 +320,8 @@ static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
 static hs_status make_model(hs_session *s) {
   hs_model_cfg mc;
   hs__model_cfg_defaults(&mc);
+  mc.kind = (hs_nn_kind)s->cfg.model;
+  mc.heads = s->cfg.heads;
   mc.n_layers = s->cfg.n_layers;
   mc.in_dim = (int)s->g->f;
   mc.hidden = s->cfg.hidden;
@@ -387,12 +406,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   if (!rt || !ds || !out)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_create: NULL argument");
   *out = NULL;
-  hs_session_config defaults;
-  if (!cfg) {
-    hs_session_config_init(&defaults);
-    cfg = &defaults;
-  }
-  hs_status st = check_config(cfg);
+  /* The caller's configuration, the fields it may lack at their defaults. */
+  hs_session_config full;
+  hs_session_config_init(&full);
+  hs_status st;
+  if (cfg && (st = hs__sized_in(&full, sizeof full, cfg, "hs_session_config")) != HS_OK) return st;
+  cfg = &full;
+  st = check_config(cfg);
   if (st != HS_OK) return st;
   hs_session *s = calloc(1, sizeof *s);
   if (!s) return hs__fail(HS_ERR_NOMEM, "out of memory for a session");
@@ -407,6 +427,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
+    st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
+                  "GraphSAGE's first layer reads so far; for %s, convert them to dense "
+                  "(hetsage convert --from native --feat-format dense)",
+                  hs_model_kind_name(cfg->model));
+    goto fail;
+  }
   if ((st = place(s, cfg)) != HS_OK) goto fail;
   switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
     case HS_PIPELINE_THREADS: s->mode = HS_PIPE_THREADS; break;

@@ -47,6 +47,7 @@ HS_API hs_status hs_ctr_model_parse(const char *name, hs_ctr_model *out);
 /* ---- generated data ---------------------------------------------------- */
 
 typedef struct hs_ctr_generate_opts {
+  size_t struct_size; /* set by hs_ctr_generate_opts_init */
   uint64_t seed;
   int64_t rows;          /* examples in all (default 1,000,000) */
   double split_frac[HS_SPLIT_COUNT_]; /* train, valid, test by position (0.8, 0.1, 0.1) */
@@ -60,9 +61,14 @@ typedef struct hs_ctr_generate_opts {
   void *progress_ctx;
 } hs_ctr_generate_opts;
 
-HS_API void hs_ctr_generate_opts_init(hs_ctr_generate_opts *opts);
+HS_API void hs_ctr_generate_opts_init_sized(hs_ctr_generate_opts *opts, size_t struct_size);
+/* The defaults above; struct_size set. */
+static inline void hs_ctr_generate_opts_init(hs_ctr_generate_opts *opts) {
+  hs_ctr_generate_opts_init_sized(opts, sizeof *opts);
+}
 
 typedef struct hs_ctr_generate_summary {
+  size_t struct_size; /* set by hs_ctr_generate_summary_init */
   int64_t rows[HS_SPLIT_COUNT_];
   double positive_rate[HS_SPLIT_COUNT_];
   int64_t distinct[HS_CTR_SPARSE]; /* distinct ids seen per field, all splits */
@@ -73,6 +79,12 @@ typedef struct hs_ctr_generate_summary {
   double bayes_auc, bayes_auc_expected, bayes_logloss;
   double seconds;
 } hs_ctr_generate_summary;
+
+HS_API void hs_ctr_generate_summary_init_sized(hs_ctr_generate_summary *sum, size_t struct_size);
+/* Zeroes, struct_size set: before passing it to be filled. */
+static inline void hs_ctr_generate_summary_init(hs_ctr_generate_summary *sum) {
+  hs_ctr_generate_summary_init_sized(sum, sizeof *sum);
+}
 
 /* Write train.txt, valid.txt, test.txt (.txt.gz with gzip) and meta.json
  * into `dst` (built beside it and renamed into place when complete). The
@@ -108,6 +120,7 @@ HS_API const char *hs_sparse_optimizer_name(hs_sparse_optimizer o);
 HS_API hs_status hs_sparse_optimizer_parse(const char *name, hs_sparse_optimizer *out);
 
 typedef struct hs_ctr_config {
+  size_t struct_size; /* set by hs_ctr_config_init */
   hs_ctr_model model; /* default DeepFM */
   int32_t dim;        /* embedding width D (DeepFM, DLRM): 16 */
   /* Hidden widths of DeepFM's deep part and of DLRM's top MLP (each then
@@ -147,7 +160,11 @@ typedef struct hs_ctr_config {
   int depth;
 } hs_ctr_config;
 
-HS_API void hs_ctr_config_init(hs_ctr_config *cfg);
+HS_API void hs_ctr_config_init_sized(hs_ctr_config *cfg, size_t struct_size);
+/* The defaults above; struct_size set. */
+static inline void hs_ctr_config_init(hs_ctr_config *cfg) {
+  hs_ctr_config_init_sized(cfg, sizeof *cfg);
+}
 
 typedef struct hs_ctr_session hs_ctr_session;
 
@@ -171,6 +188,7 @@ typedef enum hs_ctr_stage {
 HS_API const char *hs_ctr_stage_name(hs_ctr_stage stage);
 
 typedef struct hs_ctr_epoch_stats {
+  size_t struct_size; /* set by hs_ctr_epoch_stats_init */
   int64_t epoch;    /* the epoch just trained (0-based) */
   int64_t examples; /* trained in this call */
   int64_t batches;
@@ -193,6 +211,12 @@ typedef struct hs_ctr_epoch_stats {
   bool interrupted; /* the stop flag ended the epoch early */
 } hs_ctr_epoch_stats;
 
+HS_API void hs_ctr_epoch_stats_init_sized(hs_ctr_epoch_stats *stats, size_t struct_size);
+/* Zeroes, struct_size set: before passing it to be filled. */
+static inline void hs_ctr_epoch_stats_init(hs_ctr_epoch_stats *stats) {
+  hs_ctr_epoch_stats_init_sized(stats, sizeof *stats);
+}
+
 /* Called from the driving thread every few batches. */
 typedef void (*hs_ctr_progress_fn)(void *user, int64_t examples, double loss);
 HS_API void hs_ctr_session_set_progress(hs_ctr_session *s, hs_ctr_progress_fn fn, void *user);
@@ -202,20 +226,27 @@ HS_API void hs_ctr_session_set_progress(hs_ctr_session *s, hs_ctr_progress_fn fn
 HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_t *flag);
 
 /* Train one pass over `files` (the rest of it after an interruption or a
- * loaded checkpoint): examples in file order, batch after batch. */
+ * loaded checkpoint): examples in file order, batch after batch. `stats`
+ * (may be NULL) was set up by hs_ctr_epoch_stats_init. */
 HS_API hs_status hs_ctr_session_train_epoch(hs_ctr_session *s, const char *const *files,
                                             int n_files, hs_ctr_epoch_stats *stats);
 HS_API int64_t hs_ctr_session_epoch(const hs_ctr_session *s);
 
 typedef struct hs_ctr_eval {
+  size_t struct_size; /* set by hs_ctr_eval_init */
   int64_t examples;
   double auc, logloss;
   double positive_rate, mean_prob;
   double seconds;
 } hs_ctr_eval;
 
-/* AUC and logloss over every example of labelled `files`; changes
- * nothing (ids without a row read as zeros). */
+HS_API void hs_ctr_eval_init_sized(hs_ctr_eval *eval, size_t struct_size);
+/* Zeroes, struct_size set: before passing it to be filled. */
+static inline void hs_ctr_eval_init(hs_ctr_eval *eval) { hs_ctr_eval_init_sized(eval, sizeof *eval); }
+
+/* AUC and logloss over every example of labelled `files` into `out` (set
+ * up by hs_ctr_eval_init); changes nothing (ids without a row read as
+ * zeros). */
 HS_API hs_status hs_ctr_session_evaluate(hs_ctr_session *s, const char *const *files,
                                          int n_files, hs_ctr_eval *out);
 
