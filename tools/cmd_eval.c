@@ -45,7 +45,9 @@ static void eval_usage(FILE *f) {
           "--checkpoint folder: its best.ckpt is used).\n"
           "\n"
           "  --split train|valid|test   (default test)\n"
-          "  --sampled                  sampled neighbourhoods (default: full)\n"
+          "  --sampled                  sampled neighbourhoods (default: full, but\n"
+          "                             sampled under --sampling weighted|threshold)\n"
+          "  --full                     full neighbourhoods whatever the sampling\n"
           "  --json                     result as JSON\n");
   cli_session_usage(f);
 }
@@ -63,7 +65,7 @@ int cmd_eval(int argc, char **argv) {
   cli_session_args_init(&a);
   const char *ckpt_arg = NULL;
   hs_split split = HS_SPLIT_TEST;
-  bool sampled = false, json = false;
+  bool sampled = false, json = false, full = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_session_arg("eval", &a, argc, argv, &i);
@@ -79,6 +81,8 @@ int cmd_eval(int argc, char **argv) {
         return cli_usage_error("eval", "--split '%s': expected train, valid or test", argv[i]);
     } else if (!strcmp(o, "--sampled")) {
       sampled = true;
+    } else if (!strcmp(o, "--full")) {
+      full = true;
     } else if (!strcmp(o, "--json")) {
       json = true;
     } else {
@@ -86,6 +90,8 @@ int cmd_eval(int argc, char **argv) {
     }
   }
   if (!ckpt_arg) return cli_usage_error("eval", "--checkpoint is required");
+  if (sampled && full) return cli_usage_error("eval", "give one of --sampled and --full");
+  if (!full && a.cfg.sampling != HS_SAMPLING_UNIFORM) sampled = true;
   char buf[1100];
   const char *ckpt = resolve_checkpoint(ckpt_arg, buf, sizeof buf);
   hs_runtime *rt;

@@ -46,6 +46,22 @@ HS_API const char *hs_model_kind_name(hs_model_kind kind);
 /* The kind a name gives; HS_ERR_INVALID_ARG for any other name. */
 HS_API hs_status hs_model_kind_parse(const char *name, hs_model_kind *out);
 
+/* How a batch's neighbours are drawn (training and sampled evaluation
+ * alike). */
+typedef enum hs_sampling {
+  HS_SAMPLING_UNIFORM = 0,   /* every neighbour equally likely */
+  HS_SAMPLING_WEIGHTED = 1,  /* probability proportional to the edge's weight
+                                (the dataset's weights.npy) */
+  HS_SAMPLING_THRESHOLD = 2, /* only edges whose weight exceeds the layer's
+                                threshold, uniformly among them; never with
+                                replacement */
+} hs_sampling;
+
+/* "uniform", "weighted", "threshold"; "unknown" otherwise. */
+HS_API const char *hs_sampling_name(hs_sampling s);
+/* The mode a name gives; HS_ERR_INVALID_ARG for any other name. */
+HS_API hs_status hs_sampling_parse(const char *name, hs_sampling *out);
+
 /* How sampled blocks reach the trainer. */
 typedef enum hs_transfer {
   HS_TRANSFER_AUTO = 0,   /* device to device when both roles share a context
@@ -146,6 +162,19 @@ typedef struct hs_session_config {
    * session of another model fails with HS_ERR_INVALID_ARG naming both. */
   hs_model_kind model;
   int heads;
+  /* Sampling (default uniform without replacement, no budget): the mode;
+   * `replace` draws with replacement (uniform and weighted modes); a
+   * vertex budget > 0 caps the vertices of a batch (neighbours met once it
+   * is full are left out; it must hold a whole batch of seeds); threshold
+   * mode keeps, at layer l from the seeds out, the edges whose weight
+   * exceeds thresholds[l]. The weighted and threshold modes need the
+   * dataset's edge weights: without them session creation fails with
+   * HS_ERR_INVALID_ARG before anything is built. Sampled evaluation
+   * (hs_session_evaluate) samples the same way. */
+  hs_sampling sampling;
+  bool replace;
+  int64_t vertex_budget;
+  float thresholds[HS_MAX_LAYERS];
 } hs_session_config;
 
 /* Fill `cfg` with the defaults above. */
