@@ -286,6 +286,24 @@ HS_API hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n
                                     int32_t *classes, float *logits);
 HS_API int hs_session_num_classes(const hs_session *s);
 
+/* Node embeddings: every vertex's representation after `layer` layers
+ * (1..n_layers), computed layer by layer over full neighbourhoods with
+ * dropout off: hidden layers after bias and ReLU (GAT: heads
+ * concatenated), layer n_layers the logits with bias. hs_session_embed_dim
+ * gives the width d. */
+HS_API int hs_session_embed_dim(const hs_session *s, int layer);
+/* Into `out` (n_vertices x d float32, row = vertex id; `cap` floats). The
+ * features must be held dense (not sparse, not read through the host tier)
+ * and the graph have fewer than 2^31 edges: HS_ERR_UNSUPPORTED otherwise;
+ * HS_ERR_INVALID_ARG for a layer outside 1..n_layers or a short `out`;
+ * HS_ERR_STATE once the host topology was released. */
+HS_API hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap);
+/* The same written to `path` as a NumPy .npy (float32, n_vertices x d),
+ * atomically: a temporary file in the same directory renamed over the
+ * target, so a reader never sees a partial file, and nothing is left
+ * behind on failure (HS_ERR_IO names the path). */
+HS_API hs_status hs_session_embed_save(hs_session *s, int layer, const char *path);
+
 /* Model, optimizer state and training position, written atomically.
  * Loading refuses a file of another model shape. */
 HS_API hs_status hs_session_save(hs_session *s, const char *path);
