@@ -1,6 +1,5 @@
 /* Evaluation, prediction and checkpoints of a session. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,25 +299,6 @@ hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap) {
   return hs__trainer_infer_layers(s->trainer, &view, s->feat, layer, out);
 }
 
-/* Make the rename that published a file durable. */
-static void sync_dir_of(const char *path) {
-  char *dir = strdup(path);
-  if (!dir) return;
-  char *slash = strrchr(dir, '/');
-  if (slash == dir)
-    dir[1] = '\0';
-  else if (slash)
-    *slash = '\0';
-  else
-    strcpy(dir, ".");
-  int fd = open(dir, O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  free(dir);
-}
-
 hs_status hs_session_embed_save(hs_session *s, int layer, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_embed_save: NULL argument");
   int d = hs_session_embed_dim(s, layer);
@@ -340,7 +320,7 @@ hs_status hs_session_embed_save(hs_session *s, int layer, const char *path) {
     if (st != HS_OK)
       unlink(tmp);
     else
-      sync_dir_of(path);
+      hs__sync_parent_dir(path);
   }
   free(tmp);
   free(emb);
