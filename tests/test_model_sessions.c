@@ -44,6 +44,7 @@ Test(model_sessions, checkpoints_evaluation_prediction_and_embeddings) {
     hs_session_describe(s, desc, sizeof desc);
     cr_expect(strstr(desc, "model: ") != NULL, "%s", desc);
     hs_epoch_stats st;
+    hs_epoch_stats_init(&st);
     for (int e = 0; e < 2; e++)
       cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s: %s", name, hs_last_error());
     cr_expect(isfinite(st.loss), "%s: loss %g", name, st.loss);

@@ -27,7 +27,7 @@ static void setup(void) {
   if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
   cr_assert_eq(st, HS_OK, "%s", hs_last_error());
   char cora[1024];
-  cr_assert_eq(hs_dataset_bundled("cora", cora, sizeof cora), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_bundled(rt, "cora", cora, sizeof cora), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_dataset_open(cora, &plain), HS_OK, "%s", hs_last_error());
   dir = tu_mkdtemp();
   static const char *const files[] = {"indptr.npy",    "indices.npy",   "feat.npy",
@@ -39,7 +39,8 @@ static void setup(void) {
     free(from), free(to);
   }
   hs_dataset_info info;
-  hs_dataset_get_info(plain, &info);
+  hs_dataset_info_init(&info);
+  cr_assert_eq(hs_dataset_get_info(plain, &info), HS_OK, "%s", hs_last_error());
   uint64_t e = (uint64_t)info.num_edges;
   float *w = malloc(sizeof(float) * (e ? e : 1));
   for (uint64_t k = 0; k < e; k++) w[k] = (float)((k * 2654435761u) % 1000u + 1u) / 1000.0f;
@@ -125,6 +126,7 @@ static float *session_epoch(const hs_session_config *c, size_t *n) {
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, weighted, c, &s), HS_OK, "%s", hs_last_error());
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
   cr_expect(isfinite(st.loss));
   double acc;

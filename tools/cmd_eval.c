@@ -316,6 +316,7 @@ int cmd_embed(int argc, char **argv) {
     rc = 1;
   } else {
     hs_dataset_info info;
+    hs_dataset_info_init(&info);
     hs_dataset_get_info(ds, &info);
     int d = hs_session_embed_dim(s, (int)layer);
     if (json) {
