@@ -1,18 +1,21 @@
-/* Whole training runs beside a peer framework: hetsage trains GraphSAGE on
- * a dataset for N epochs through the public session API, then (when
- * python3 can import it) DGL trains the same model with the same data,
+/* Whole training runs beside a peer framework: hetsage trains a model
+ * (GraphSAGE, GCN or GAT: --model) on a dataset for N epochs through the
+ * public session API, then (when python3 can import it) DGL trains the same
+ * model (SAGEConv, GraphConv, GATConv) with the same data,
  * fanouts, batch size and hyper-parameters on the same machine in the same
  * run (bench/peer_train.py). Reported side by side: time per epoch (median
  * over epochs 2..N: the first carries one-time costs on both sides), test
  * accuracy after the last epoch with full neighbourhoods, and the ratios
  * peer epoch time / hetsage epoch time (> 1: hetsage is faster) and
- * hetsage accuracy - peer accuracy. hetsage's own limit is printed too:
- * epoch wall / busiest stage's busy time (1.0 = perfect overlap).
+ * hetsage accuracy - peer accuracy, and each side's peak resident set
+ * (getrusage of this process, all rounds; of the peer's process, the
+ * largest over its runs) with their ratio. hetsage's own limit is printed
+ * too: epoch wall / busiest stage's busy time (1.0 = perfect overlap).
  *
  * usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10]
  *                    [--batch B] [--hidden H] [--lr X] [--weight-decay X]
  *                    [--dropout P] [--seed S] [--mode threads|async|off]
- *                    [--rounds R] [--no-peer]
+ *                    [--rounds R] [--no-peer] [--model sage|gcn|gat] [--heads K]
  * R rounds (default 3) alternate a hetsage run and a peer run; figures are
  * medians over all rounds' epochs 2..N and mean test accuracies.
  * With no --dataset: the bundled Cora. The peer runs with as many threads
@@ -44,7 +47,8 @@ static int usage(FILE *f, int rc) {
           "usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10] [--batch B]\n"
           "                   [--hidden H] [--lr X] [--weight-decay X] [--dropout P]\n"
           "                   [--seed S] [--mode threads|async|off] [--rounds R] [--no-peer]\n"
-          "hetsage and (when importable) DGL train the same GraphSAGE on the same data;\n"
+          "                   [--model sage|gcn|gat] [--heads K]\n"
+          "hetsage and (when importable) DGL train the same model on the same data;\n"
           "JSON on stdout: epoch times, test accuracy, and their ratios.\n");
   return rc;
 }
@@ -89,6 +93,9 @@ static int parse(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--weight-decay")) o->cfg.weight_decay = strtof(v, NULL);
     else if (!strcmp(a, "--dropout")) o->cfg.dropout = strtof(v, NULL);
     else if (!strcmp(a, "--seed")) o->cfg.seed = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--model")) {
+      if (hs_model_kind_parse(v, &o->cfg.model) != HS_OK) return -1;
+    } else if (!strcmp(a, "--heads")) o->cfg.heads = atoi(v);
     else if (!strcmp(a, "--mode")) {
       if (!strcmp(v, "threads")) o->cfg.pipeline = HS_PIPELINE_THREADS;
       else if (!strcmp(v, "async")) o->cfg.pipeline = HS_PIPELINE_ASYNC;
@@ -96,7 +103,7 @@ static int parse(int argc, char **argv, opts *o) {
       else return -1;
     } else return -1;
   }
-  if (o->epochs < 2 || o->epochs > MAX_EPOCHS || o->rounds < 1 || o->rounds > MAX_ROUNDS || o->cfg.batch_size < 1 || o->cfg.hidden < 1)
+  if (o->epochs < 2 || o->epochs > MAX_EPOCHS || o->rounds < 1 || o->rounds > MAX_ROUNDS || o->cfg.batch_size < 1 || o->cfg.hidden < 1 || o->cfg.heads < 1)
     return -1;
   return parse_fanouts(o->fanouts, &o->cfg);
 }
@@ -114,6 +121,7 @@ static double median(double *v, int n) {
 typedef struct peer_result {
   bool ran;
   double median, min, max, test_acc;
+  double peak_rss_kb; /* the peer process's peak resident set; 0: not reported */
   int epochs;
   char version[64];
   char why[128];
@@ -124,8 +132,8 @@ static const char *peer_python(void) {
   return p && *p ? p : "python3";
 }
 
-/* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION" on
- * its last line. */
+/* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION
+ * PEAK_RSS_KB" on its last line. */
 static void run_peer(const opts *o, const char *dataset, int threads, peer_result *r) {
   memset(r, 0, sizeof *r);
   char cmd[4096];
@@ -136,17 +144,20 @@ static void run_peer(const opts *o, const char *dataset, int threads, peer_resul
   }
   snprintf(cmd, sizeof cmd,
            "%s '%s/peer_train.py' --peer dgl --dataset '%s' --fanouts %s --batch %d --hidden %d "
-           "--lr %g --weight-decay %g --dropout %g --epochs %d --threads %d --seed %llu",
+           "--lr %g --weight-decay %g --dropout %g --epochs %d --threads %d --seed %llu "
+           "--model %s --heads %d",
            peer_python(), HS_BENCH_DIR, dataset, o->fanouts, o->cfg.batch_size, o->cfg.hidden,
            (double)o->cfg.lr, (double)o->cfg.weight_decay, (double)o->cfg.dropout, o->epochs,
-           threads, (unsigned long long)o->cfg.seed);
+           threads, (unsigned long long)o->cfg.seed, hs_model_kind_name(o->cfg.model),
+           o->cfg.heads);
   fprintf(stderr, "bench_epoch: peer: %s\n", cmd);
   FILE *p = popen(cmd, "r");
   char line[512], last[512] = "";
   while (p && fgets(line, sizeof line, p)) snprintf(last, sizeof last, "%s", line);
   int rc = p ? pclose(p) : -1;
-  if (rc != 0 || sscanf(last, "epoch_s %lf %lf %lf %d %lf %63s", &r->median, &r->min, &r->max,
-                        &r->epochs, &r->test_acc, r->version) != 6) {
+  int got = sscanf(last, "epoch_s %lf %lf %lf %d %lf %63s %lf", &r->median, &r->min, &r->max,
+                   &r->epochs, &r->test_acc, r->version, &r->peak_rss_kb);
+  if (rc != 0 || got < 6) {
     snprintf(r->why, sizeof r->why, "the peer script failed (exit %d)", rc);
     return;
   }
@@ -204,7 +215,7 @@ int main(int argc, char **argv) {
     threads[n_threads++] = cores > 0 ? (int)cores : 1;
     if (threads[0] > 1) threads[n_threads++] = 1;
   }
-  double peer_med[2][MAX_ROUNDS], peer_acc[2][MAX_ROUNDS];
+  double peer_med[2][MAX_ROUNDS], peer_acc[2][MAX_ROUNDS], peer_rss_kb = 0;
   int n = 0, peer_runs = 0;
   peer_result pr;
   memset(&pr, 0, sizeof pr);
@@ -230,6 +241,7 @@ int main(int argc, char **argv) {
       }
       peer_med[t][peer_runs] = pr.median;
       peer_acc[t][peer_runs] = pr.test_acc;
+      if (pr.peak_rss_kb > peer_rss_kb) peer_rss_kb = pr.peak_rss_kb;
     }
     if (o.peer) peer_runs++;
   }
@@ -238,14 +250,17 @@ int main(int argc, char **argv) {
   double med = median(wall, n), med_ratio = median(ratio, n);
   double lo = wall[0], hi = wall[n - 1]; /* median sorted them */
   printf("{\n  \"bench\": \"epoch\",\n  \"dataset\": \"%s\",\n", dataset);
-  printf("  \"config\": {\"fanouts\": \"%s\", \"batch\": %d, \"hidden\": %d, \"lr\": %g, "
-         "\"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, \"seed\": %llu, \"rounds\": %d},\n",
+  printf("  \"config\": {\"model\": \"%s\", \"heads\": %d, \"fanouts\": \"%s\", \"batch\": %d, "
+         "\"hidden\": %d, \"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, "
+         "\"seed\": %llu, \"rounds\": %d},\n",
+         hs_model_kind_name(o.cfg.model), o.cfg.model == HS_MODEL_GAT ? o.cfg.heads : 1,
          o.fanouts, o.cfg.batch_size, o.cfg.hidden, (double)o.cfg.lr, (double)o.cfg.weight_decay,
          (double)o.cfg.dropout, o.epochs, (unsigned long long)o.cfg.seed, o.rounds);
   printf("  \"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
          "\"test_acc\": %.4f, \"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", "
-         "\"depth\": %d},\n",
-         med, lo, hi, acc_mean, med_ratio, hs_pipeline_mode_name(st.pipeline), st.depth);
+         "\"depth\": %d, \"peak_rss_bytes\": %llu},\n",
+         med, lo, hi, acc_mean, med_ratio, hs_pipeline_mode_name(st.pipeline), st.depth,
+         (unsigned long long)st.peak_rss_bytes);
   if (peer_runs) {
     double pmed[2], pacc = 0;
     int best = 0;
@@ -257,10 +272,17 @@ int main(int argc, char **argv) {
       printf("%s\"%d\": %.6f", t ? ", " : "", threads[t], pmed[t]);
     }
     for (int r = 0; r < peer_runs; r++) pacc += peer_acc[best][r] / peer_runs;
+    char rss[64] = "null", rss_ratio[64] = "null";
+    if (peer_rss_kb > 0) {
+      snprintf(rss, sizeof rss, "%.0f", peer_rss_kb * 1024.0);
+      snprintf(rss_ratio, sizeof rss_ratio, "%.3f",
+               (double)st.peak_rss_bytes / (peer_rss_kb * 1024.0));
+    }
     printf("},\n           \"threads\": %d, \"epoch_s_median\": %.6f, \"test_acc\": %.4f,\n"
-           "           \"ratio_peer_epoch_to_hetsage\": %.3f, \"test_acc_hetsage_minus_peer\": "
-           "%.4f}\n}\n",
-           threads[best], pmed[best], pacc, pmed[best] / med, acc_mean - pacc);
+           "           \"peak_rss_bytes\": %s, \"ratio_peer_epoch_to_hetsage\": %.3f, "
+           "\"test_acc_hetsage_minus_peer\": %.4f,\n"
+           "           \"ratio_hetsage_peak_rss_to_peer\": %s}\n}\n",
+           threads[best], pmed[best], pacc, rss, pmed[best] / med, acc_mean - pacc, rss_ratio);
   } else {
     printf("  \"peer\": {\"name\": \"dgl\", \"skipped\": \"%s\"}\n}\n", pr.why);
   }

@@ -152,24 +152,6 @@ fail:
   return st;
 }
 
-static void sync_parent(const char *path) {
-  char *copy = strdup(path);
-  if (!copy) return;
-  char *slash = strrchr(copy, '/');
-  const char *dir = ".";
-  if (slash == copy) dir = "/";
-  else if (slash) {
-    *slash = '\0';
-    dir = copy;
-  }
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  free(copy);
-}
-
 hs_status hs__dsw_commit(hs__dsw *w) {
   hs_status st = HS_OK;
   char *aside = NULL;
@@ -205,7 +187,7 @@ hs_status hs__dsw_commit(hs__dsw *w) {
     if (aside) rename(aside, w->dst);
     goto fail;
   }
-  sync_parent(w->dst);
+  hs__sync_parent_dir(w->dst);
   if (aside) {
     hs_status rst = remove_dataset_dir(aside, false, false);
     if (rst) hs__log(HS_LOG_DATA, "left the replaced dataset in %s", aside);
