@@ -3,9 +3,12 @@
  * communicator), so that a failed peer is reported by rank. */
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "dist/comm_int.h"
 
@@ -92,13 +95,76 @@ static void m_host(const hs_comm *c, char *buf, size_t len) {
   snprintf(buf, len, "%s", name);
 }
 
+/* MPI_Finalize of MPICH 4.0 over UCX's TCP transport (UCX 1.13) can wait
+ * forever closing its connection to a peer that has closed its own and
+ * waits in the launcher's exit barrier, where it makes no more progress
+ * (seen on three namespace hosts in about one run in five; Open MPI's TCP
+ * transport does not do it). Once every rank has reached the end (a
+ * barrier that completed), nothing of ours is left to deliver: a rank
+ * still in MPI_Finalize FINALIZE_GRACE_S later ends its process with status
+ * 0, which lets the launcher end the others. */
+#define FINALIZE_GRACE_S 5
+
+typedef struct fin_guard {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+  int rank;
+} fin_guard;
+
+static void *fin_watch(void *arg) {
+  fin_guard *g = arg;
+  struct timespec end;
+  clock_gettime(CLOCK_REALTIME, &end);
+  end.tv_sec += FINALIZE_GRACE_S;
+  pthread_mutex_lock(&g->mu);
+  while (!g->done)
+    if (pthread_cond_timedwait(&g->cv, &g->mu, &end) != 0 && !g->done) {
+      hs__log(HS_LOG_DIST, "rank %d: MPI_Finalize still running %d s after every rank ended; "
+              "ending the process", g->rank, FINALIZE_GRACE_S);
+      fflush(NULL);
+      _exit(0);
+    }
+  pthread_mutex_unlock(&g->mu);
+  return NULL;
+}
+
+/* Every rank at the end: a non-blocking barrier waited for at most the
+ * communicator's timeout (a world that lost a rank must still end). */
+static bool all_ended(hs_comm *c, mcomm *m) {
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(m->comm, &r) != MPI_SUCCESS) return false;
+  double end = MPI_Wtime() + c->timeout_s;
+  int done = 0;
+  while (MPI_Test(&r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done && MPI_Wtime() < end)
+    usleep(200);
+  if (!done) MPI_Request_free(&r);
+  return done != 0;
+}
+
 static void m_destroy(hs_comm *c) {
   mcomm *m = c->impl;
   if (!m) return;
-  if (m->comm != MPI_COMM_NULL) MPI_Comm_free(&m->comm);
+  bool ended = false;
+  if (m->comm != MPI_COMM_NULL) {
+    ended = m->own_mpi && all_ended(c, m);
+    MPI_Comm_free(&m->comm);
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (m->own_mpi && !finalized) MPI_Finalize();
+  if (m->own_mpi && !finalized) {
+    fin_guard g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, c->rank};
+    pthread_t t;
+    bool watched = ended && pthread_create(&t, NULL, fin_watch, &g) == 0;
+    MPI_Finalize();
+    if (watched) {
+      pthread_mutex_lock(&g.mu);
+      g.done = true;
+      pthread_cond_signal(&g.cv);
+      pthread_mutex_unlock(&g.mu);
+      pthread_join(t, NULL);
+    }
+  }
   free(m);
 }
 

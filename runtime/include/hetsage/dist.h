@@ -122,7 +122,12 @@ HS_API hs_status hs_world_init(int *argc, char ***argv, hs_world **out);
  * must be initialised with MPI_THREAD_SERIALIZED or more. */
 HS_API hs_status hs_world_from_mpi(const void *mpi_comm, hs_world **out);
 
-/* Release (sessions using it must be destroyed first). */
+/* Release (sessions using it must be destroyed first). Collective: every
+ * rank calls it; it waits at most the world's timeout for the others. When
+ * hs_world_init initialised MPI, MPI is finalised here; should MPI_Finalize
+ * still run 5 s after every rank arrived (a defect of MPICH over UCX's TCP
+ * transport), the process ends with status 0, everything of hetsage's
+ * having been delivered. */
 HS_API void hs_world_destroy(hs_world *w);
 
 HS_API int hs_world_rank(const hs_world *w);
