@@ -7,16 +7,20 @@
  * program registry, GEMM providers), the sampler and the device gather,
  * the caches and the host tier, the trainer and the model tables, the
  * plain-C references they are compared with, an epoch replayed on a
- * profiling trainer, datasets' graph view and importers, board profiles'
- * parsed form, and the small utilities (JSON, XML). */
+ * profiling trainer, datasets' graph view, importers and npy writer, board
+ * profiles' parsed form, the embedding store and the CTR reader, and the
+ * small utilities (JSON, XML). */
 #ifndef HS_ENGINE_H
 #define HS_ENGINE_H
 
 #include "board/hs_board.h"
 #include "cache/hs_cache.h"
 #include "cache/hs_host_tier.h"
+#include "ctr/hs_ctr.h"
 #include "data/hs_graph.h"
 #include "data/hs_import.h"
+#include "data/hs_npy.h"
+#include "embed/hs_embed.h"
 #include "gemm.h"
 #include "hetsage.h"
 #include "hs_dev.h"

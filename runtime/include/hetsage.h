@@ -15,5 +15,6 @@
 #include "hetsage/session.h"
 #include "hetsage/settings.h"
 #include "hetsage/kernels.h"
+#include "hetsage/ctr.h"
 
 #endif
