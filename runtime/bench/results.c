@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "bench/hs_bench_int.h"
-#include "bench/hs_json.h"
+#include "core/hs_engine.h"
 
 hs_bench_results *hs__bench_results_new(void) { return calloc(1, sizeof(hs_bench_results)); }
 

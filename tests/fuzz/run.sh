@@ -33,7 +33,7 @@ flags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address,undefined
 rm -f "$out"/lib-*.o
 pids=()
 # bundled.c imports a shipped dataset into the cache: no parser of its own.
-for src in devices/base.c runtime/data/*.c; do
+for src in devices/base.c runtime/data/*.c runtime/util/*.c; do
   [ "$(basename "$src")" = bundled.c ] && continue
   obj="$out/lib-$(basename "${src%.c}").o"
   "$cc" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" &
