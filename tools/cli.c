@@ -1,7 +1,9 @@
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +31,7 @@ bool cli_wants_help(int argc, char **argv) {
 }
 
 bool cli_parse_u64(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return false;
+  if (!s || !isdigit((unsigned char)*s)) return false;
   char *end = NULL;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
@@ -39,7 +41,8 @@ bool cli_parse_u64(const char *s, uint64_t *out) {
 }
 
 bool cli_parse_i64(const char *s, int64_t *out) {
-  if (!s || !*s) return false;
+  if (!s || !(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))))
+    return false;
   char *end = NULL;
   errno = 0;
   long long v = strtoll(s, &end, 10);
@@ -49,17 +52,17 @@ bool cli_parse_i64(const char *s, int64_t *out) {
 }
 
 bool cli_parse_double(const char *s, double *out) {
-  if (!s || !*s) return false;
+  if (!s || !*s || isspace((unsigned char)*s)) return false;
   char *end = NULL;
   errno = 0;
   double v = strtod(s, &end);
-  if (errno || *end) return false;
+  if (errno || *end || !isfinite(v)) return false;
   *out = v;
   return true;
 }
 
 bool cli_parse_size(const char *s, uint64_t *out) {
-  if (!s || !*s || *s == '-' || *s == '+') return false;
+  if (!s || !isdigit((unsigned char)*s)) return false;
   char *end = NULL;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
@@ -98,4 +101,109 @@ void cli_json_string(FILE *f, const char *s) {
     }
   }
   fputc('"', f);
+}
+
+void cli_json_number(FILE *f, double x, int digits) {
+  if (!isfinite(x)) fputs("null", f);
+  else if (digits >= 0) fprintf(f, "%.*f", digits, x);
+  else fprintf(f, "%.*g", -digits, x);
+}
+
+bool cli_opt_int(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi,
+                 int64_t *out) {
+  int64_t x;
+  if (cli_parse_i64(v, &x) && x >= lo && x <= hi) {
+    *out = x;
+    return true;
+  }
+  cli_usage_error(cmd, "%s '%s': expected an integer in [%" PRId64 ", %" PRId64 "]", opt, v,
+                  lo, hi);
+  return false;
+}
+
+bool cli_opt_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, uint64_t hi,
+                 uint64_t *out) {
+  uint64_t x;
+  if (cli_parse_u64(v, &x) && x >= lo && x <= hi) {
+    *out = x;
+    return true;
+  }
+  cli_usage_error(cmd, "%s '%s': expected an integer in [%" PRIu64 ", %" PRIu64 "]", opt, v,
+                  lo, hi);
+  return false;
+}
+
+bool cli_opt_number(const char *cmd, const char *opt, const char *v, double lo, bool lo_open,
+                    double hi, bool hi_open, double *out) {
+  double x;
+  if (cli_parse_double(v, &x) && (lo_open ? x > lo : x >= lo) && (hi_open ? x < hi : x <= hi)) {
+    *out = x;
+    return true;
+  }
+  char h[32];
+  if (isinf(hi)) snprintf(h, sizeof h, "inf");
+  else snprintf(h, sizeof h, "%g", hi);
+  cli_usage_error(cmd, "%s '%s': expected a number in %c%g, %s%c", opt, v, lo_open ? '(' : '[',
+                  lo, h, hi_open || isinf(hi) ? ')' : ']');
+  return false;
+}
+
+bool cli_opt_choice(const char *cmd, const char *opt, const char *v, const char *const *names,
+                    int n, int *out) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(v, names[i]) == 0) {
+      *out = i;
+      return true;
+    }
+  char list[256] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+             i == 0 ? "" : i == n - 1 ? " or " : ", ", names[i]);
+  cli_usage_error(cmd, "%s '%s': expected %s", opt, v, list);
+  return false;
+}
+
+int cli_list_each(const char *s, bool (*fn)(void *ctx, const char *item, int index), void *ctx) {
+  if (!s || !*s) return -1;
+  int n = 0;
+  for (const char *p = s;; n++) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    char item[64];
+    if (len == 0 || len >= sizeof item) return -1;
+    memcpy(item, p, len);
+    item[len] = '\0';
+    if (!fn(ctx, item, n)) return -1;
+    if (!comma) return n + 1;
+    p = comma + 1;
+  }
+}
+
+static bool report_write(const char *cmd, const char *path, int err) {
+  fprintf(stderr, "hetsage %s: writing %s: %s\n", cmd, path,
+          err ? strerror(err) : "write error");
+  return false;
+}
+
+bool cli_file_check(const char *cmd, FILE *f, const char *path) {
+  errno = 0;
+  if (fflush(f) == 0 && !ferror(f)) return true;
+  int err = errno;
+  return report_write(cmd, path, err);
+}
+
+bool cli_file_close(const char *cmd, FILE *f, const char *path) {
+  errno = 0;
+  bool ok = fflush(f) == 0 && !ferror(f);
+  int err = errno;
+  if (fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  return ok || report_write(cmd, path, err);
+}
+
+int cli_exit(const char *cmd, int rc) {
+  bool ok = cli_file_close(cmd, stdout, "standard output");
+  return rc == 0 && !ok ? 1 : rc;
 }

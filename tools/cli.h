@@ -23,12 +23,46 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* True if argv has -h/--help. */
 bool cli_wants_help(int argc, char **argv);
 
-/* Strict number parsing: whole string, range-checked. */
+/* Strict number parsing: the whole string (no white space), in range of
+ * the type; doubles must be finite. */
 bool cli_parse_u64(const char *s, uint64_t *out);
 bool cli_parse_i64(const char *s, int64_t *out);
 bool cli_parse_double(const char *s, double *out);
 /* Sizes with an optional K/M/G/T suffix (powers of 1024), e.g. "512M". */
 bool cli_parse_size(const char *s, uint64_t *out);
+
+/* Option values, one rule for every command: a value that does not parse
+ * or is out of range is a usage error naming the option, the value and the
+ * accepted range ("--lr '0': expected a number in (0, 100]"). They return
+ * false after printing it. Integers are in [lo, hi]; numbers in the
+ * interval whose ends are open where lo_open / hi_open say so. */
+bool cli_opt_int(const char *cmd, const char *opt, const char *v, int64_t lo, int64_t hi,
+                 int64_t *out);
+bool cli_opt_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, uint64_t hi,
+                 uint64_t *out);
+bool cli_opt_number(const char *cmd, const char *opt, const char *v, double lo, bool lo_open,
+                    double hi, bool hi_open, double *out);
+/* One of `names` (n of them): *out receives its index. */
+bool cli_opt_choice(const char *cmd, const char *opt, const char *v, const char *const *names,
+                    int n, int *out);
+
+/* Comma-separated lists, strictly: every item non-empty (no leading,
+ * trailing or doubled comma). Calls fn for each item in order; stops at
+ * the first false. Returns the item count, or -1 for an empty list or
+ * item, or when fn returned false. */
+int cli_list_each(const char *s, bool (*fn)(void *ctx, const char *item, int index), void *ctx);
+
+/* Output files. Every write a command makes is checked: a write error
+ * (a full disk, a closed pipe) makes the command fail. cli_file_check
+ * flushes and reports a stream error once; cli_file_close does so and
+ * closes. Both print "hetsage CMD: writing PATH: why" and return false on
+ * failure. */
+bool cli_file_check(const char *cmd, FILE *f, const char *path);
+bool cli_file_close(const char *cmd, FILE *f, const char *path);
+/* The exit status of a command after flushing and closing standard
+ * output: `rc`, or 1 when rc was 0 and standard output could not be
+ * written. */
+int cli_exit(const char *cmd, int rc);
 
 /* Subcommands (tools/cmd_<name>.c). */
 int cmd_info(int argc, char **argv);
@@ -36,6 +70,10 @@ int cmd_place(int argc, char **argv);
 
 /* Minimal JSON writer: strings are escaped. */
 void cli_json_string(FILE *f, const char *s);
+/* A number with `digits` decimals ("%.*f"), or, when digits < 0, -digits
+ * significant digits ("%.*g"); null when it is NaN or infinite, which JSON
+ * has no numbers for. */
+void cli_json_number(FILE *f, double x, int digits);
 
 /* Subcommands (cmd_<name>.c). */
 int cmd_convert(int argc, char **argv);

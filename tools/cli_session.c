@@ -56,12 +56,26 @@ static int bad(const char *cmd, const char *opt, const char *v, const char *what
   return -1;
 }
 
+typedef struct fanout_ctx {
+  int32_t *fanouts;
+} fanout_ctx;
+
+static bool fanout_item(void *ctx, const char *item, int index) {
+  fanout_ctx *c = ctx;
+  int64_t x;
+  if (index >= HS_MAX_LAYERS || !cli_parse_i64(item, &x) || x == 0 || x < -1 ||
+      x > HS_MAX_FANOUT)
+    return false;
+  c->fanouts[index] = (int32_t)x;
+  return true;
+}
+
 int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv, int *i) {
   const char *o = argv[*i], *v;
   hs_session_config *c = &a->cfg;
   uint64_t u;
-  int64_t x;
   double d;
+  int k;
 #define VAL()                                    \
   do {                                           \
     if (!(v = value(cmd, argc, argv, i))) return -1; \
@@ -80,84 +94,87 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     c->trainer = v;
   } else if (strcmp(o, "--mode") == 0 || strcmp(o, "--pipeline") == 0) {
     VAL();
-    if (strcmp(v, "threads") == 0) c->pipeline = HS_PIPELINE_THREADS;
-    else if (strcmp(v, "async") == 0) c->pipeline = HS_PIPELINE_ASYNC;
-    else if (strcmp(v, "off") == 0) c->pipeline = HS_PIPELINE_OFF;
-    else if (strcmp(v, "auto") == 0 || strcmp(v, "on") == 0) c->pipeline = HS_PIPELINE_AUTO;
-    else return bad(cmd, o, v, "expected threads, async, off or auto");
+    static const char *const names[] = {"threads", "async", "off", "auto", "on"};
+    static const hs_pipeline_mode modes[] = {HS_PIPELINE_THREADS, HS_PIPELINE_ASYNC,
+                                             HS_PIPELINE_OFF, HS_PIPELINE_AUTO,
+                                             HS_PIPELINE_AUTO};
+    if (!cli_opt_choice(cmd, o, v, names, 5, &k)) return -1;
+    c->pipeline = modes[k];
   } else if (strcmp(o, "--depth") == 0) {
     VAL();
-    if (!cli_parse_u64(v, &u) || u < 1 || u > 64) return bad(cmd, o, v, "expected 1..64");
+    if (!cli_opt_u64(cmd, o, v, 1, HS_MAX_DEPTH, &u)) return -1;
     c->depth = (int)u;
   } else if (strcmp(o, "--fanouts") == 0) {
     VAL();
-    int n = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", v);
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-      if (n == HS_MAX_LAYERS) return bad(cmd, o, v, "at most 8 layers");
-      if (!cli_parse_i64(t, &x) || x == 0 || x < -1 || x > 1000000)
-        return bad(cmd, o, v, "each fanout must be >= 1 or -1 (all)");
-      c->fanouts[n++] = (int32_t)x;
+    fanout_ctx fc = {c->fanouts};
+    int n = cli_list_each(v, fanout_item, &fc);
+    if (n < 1) {
+      char what[160];
+      snprintf(what, sizeof what, "expected 1 to %d comma-separated fanouts, each -1 (all) "
+               "or in [1, %d]", HS_MAX_LAYERS, HS_MAX_FANOUT);
+      return bad(cmd, o, v, what);
     }
-    if (n == 0) return bad(cmd, o, v, "expected a comma-separated list");
     c->n_layers = n;
     a->fanouts_set = true;
   } else if (strcmp(o, "--batch") == 0) {
     VAL();
-    if (!cli_parse_u64(v, &u) || u < 1 || u > (1u << 24)) return bad(cmd, o, v, "expected 1..16777216");
+    if (!cli_opt_u64(cmd, o, v, 1, HS_MAX_BATCH, &u)) return -1;
     c->batch_size = (int32_t)u;
   } else if (strcmp(o, "--hidden") == 0) {
     VAL();
-    if (!cli_parse_u64(v, &u) || u < 1 || u > 65536) return bad(cmd, o, v, "expected 1..65536");
+    if (!cli_opt_u64(cmd, o, v, 1, HS_MAX_HIDDEN, &u)) return -1;
     c->hidden = (int)u;
   } else if (strcmp(o, "--dropout") == 0) {
     VAL();
-    if (!cli_parse_double(v, &d) || !(d >= 0 && d < 1)) return bad(cmd, o, v, "expected [0, 1)");
+    if (!cli_opt_number(cmd, o, v, 0, false, 1, true, &d)) return -1;
     c->dropout = (float)d;
   } else if (strcmp(o, "--optimizer") == 0) {
     VAL();
-    if (strcmp(v, "adam") == 0) c->optimizer = HS_OPTIMIZER_ADAM;
-    else if (strcmp(v, "sgd") == 0) c->optimizer = HS_OPTIMIZER_SGD;
-    else return bad(cmd, o, v, "expected adam or sgd");
+    static const char *const names[] = {"adam", "sgd"};
+    static const hs_optimizer opts[] = {HS_OPTIMIZER_ADAM, HS_OPTIMIZER_SGD};
+    if (!cli_opt_choice(cmd, o, v, names, 2, &k)) return -1;
+    c->optimizer = opts[k];
   } else if (strcmp(o, "--lr") == 0) {
     VAL();
-    if (!cli_parse_double(v, &d) || !(d > 0 && d < 100)) return bad(cmd, o, v, "expected a rate > 0");
+    if (!cli_opt_number(cmd, o, v, 0, true, HS_MAX_LR, true, &d)) return -1;
     c->lr = (float)d;
   } else if (strcmp(o, "--weight-decay") == 0) {
     VAL();
-    if (!cli_parse_double(v, &d) || !(d >= 0 && d < 1)) return bad(cmd, o, v, "expected [0, 1)");
+    if (!cli_opt_number(cmd, o, v, 0, false, 1, true, &d)) return -1;
     c->weight_decay = (float)d;
   } else if (strcmp(o, "--seed") == 0) {
     VAL();
-    if (!cli_parse_u64(v, &u)) return bad(cmd, o, v, "expected a non-negative integer");
+    if (!cli_opt_u64(cmd, o, v, 0, UINT64_MAX, &u)) return -1;
     c->seed = u;
   } else if (strcmp(o, "--cache-rows") == 0) {
     VAL();
-    if (!cli_parse_u64(v, &u) || u > INT64_MAX) return bad(cmd, o, v, "expected a row count");
+    if (!cli_opt_u64(cmd, o, v, 0, INT64_MAX, &u)) return -1;
     c->cache_rows = (int64_t)u;
   } else if (strcmp(o, "--cache-fill") == 0) {
     VAL();
-    if (strcmp(v, "first") == 0) c->cache_fill = HS_CACHE_FILL_FIRST;
-    else if (strcmp(v, "degree") == 0) c->cache_fill = HS_CACHE_FILL_DEGREE;
-    else if (strcmp(v, "presample") == 0) c->cache_fill = HS_CACHE_FILL_PRESAMPLE;
-    else return bad(cmd, o, v, "expected first, degree or presample");
+    static const char *const names[] = {"first", "degree", "presample"};
+    static const hs_cache_fill fills[] = {HS_CACHE_FILL_FIRST, HS_CACHE_FILL_DEGREE,
+                                          HS_CACHE_FILL_PRESAMPLE};
+    if (!cli_opt_choice(cmd, o, v, names, 3, &k)) return -1;
+    c->cache_fill = fills[k];
   } else if (strcmp(o, "--transfer") == 0) {
     VAL();
-    int t = HS_TRANSFER_DEVICE;
-    while (t >= 0 && strcmp(v, hs_transfer_name((hs_transfer)t)) != 0) t--;
-    if (t < 0) return bad(cmd, o, v, "expected auto, host or device");
-    c->transfer = (hs_transfer)t;
+    const char *names[] = {hs_transfer_name(HS_TRANSFER_AUTO), hs_transfer_name(HS_TRANSFER_HOST),
+                           hs_transfer_name(HS_TRANSFER_DEVICE)};
+    if (!cli_opt_choice(cmd, o, v, names, 3, &k)) return -1;
+    c->transfer = (hs_transfer)k;
   } else if (strcmp(o, "--feature-pages") == 0) {
     VAL();
-    int p = HS_FEATURE_PAGES_HUGE;
-    while (p >= 0 && strcmp(v, hs_feature_pages_name((hs_feature_pages)p)) != 0) p--;
-    if (p < 0) return bad(cmd, o, v, "expected auto, file or huge");
-    c->feature_pages = (hs_feature_pages)p;
+    const char *names[] = {hs_feature_pages_name(HS_FEATURE_PAGES_AUTO),
+                           hs_feature_pages_name(HS_FEATURE_PAGES_FILE),
+                           hs_feature_pages_name(HS_FEATURE_PAGES_HUGE)};
+    if (!cli_opt_choice(cmd, o, v, names, 3, &k)) return -1;
+    c->feature_pages = (hs_feature_pages)k;
   } else if (strcmp(o, "--memory-budget") == 0) {
     VAL();
-    if (!cli_parse_size(v, &u) || u == 0) return bad(cmd, o, v, "expected a size such as 512M");
+    if (!cli_parse_size(v, &u) || u == 0)
+      return bad(cmd, o, v, "expected a size of at least 1 byte, such as 512M (K, M, G, T: "
+                 "powers of 1024)");
     c->memory_budget = u;
   } else {
     return 0;

@@ -70,22 +70,22 @@ int cmd_convert(int argc, char **argv) {
       if (!val) return cli_usage_error(cmd, "--self-loops needs keep or drop");
       if (strcmp(val, "keep") == 0) o.self_loops = HS_SELF_LOOPS_KEEP;
       else if (strcmp(val, "drop") == 0) o.self_loops = HS_SELF_LOOPS_DROP;
-      else return cli_usage_error(cmd, "--self-loops: '%s' is not keep or drop", val);
+      else return cli_usage_error(cmd, "--self-loops '%s': expected keep or drop", val);
       i++;
     } else if (strcmp(a, "--split") == 0) {
       if (!val) return cli_usage_error(cmd, "--split needs TR,VA,TE or none");
       if (strcmp(val, "none") == 0) {
         o.make_split = false;
       } else if (!cli_parse_split(val, o.split_frac)) {
-        return cli_usage_error(cmd, "--split: '%s' is not three fractions in [0,1] summing to <= 1",
-                               val);
+        return cli_usage_error(cmd, "--split '%s': expected three fractions in [0, 1] summing "
+                               "to at most 1, or none", val);
       } else {
         o.split_override = true;
       }
       i++;
     } else if (strcmp(a, "--seed") == 0) {
-      if (!val || !cli_parse_u64(val, &o.split_seed))
-        return cli_usage_error(cmd, "--seed needs a non-negative integer");
+      if (!val) return cli_usage_error(cmd, "option --seed needs a value");
+      if (!cli_opt_u64(cmd, a, val, 0, UINT64_MAX, &o.split_seed)) return 2;
       i++;
     } else if (strcmp(a, "--force") == 0) {
       o.force = true;

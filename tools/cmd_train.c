@@ -73,42 +73,58 @@ static bool path_join(char *buf, size_t len, const char *dir, const char *name) 
   return n > 0 && (size_t)n < len;
 }
 
+/* JSON members: numbers NaN or infinite are written null. */
+static void jnum(FILE *f, const char *key, double x, int digits) {
+  fprintf(f, ", \"%s\": ", key);
+  cli_json_number(f, x, digits);
+}
+
+static void ju64(FILE *f, const char *key, uint64_t x) {
+  fprintf(f, ", \"%s\": %llu", key, (unsigned long long)x);
+}
+
 static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc) {
-  fprintf(f, "{\"epoch\": %lld, \"batches\": %lld, \"wall_s\": %.6f, \"pipeline\": \"%s\", "
-             "\"depth\": %d, \"stages\": {",
-          (long long)st->epoch, (long long)st->batches, st->wall_s,
+  fprintf(f, "{\"epoch\": %lld, \"batches\": %lld", (long long)st->epoch,
+          (long long)st->batches);
+  jnum(f, "wall_s", st->wall_s, 6);
+  fprintf(f, ", \"pipeline\": \"%s\", \"depth\": %d, \"stages\": {",
           hs_pipeline_mode_name(st->pipeline), st->depth);
   double busiest = 0;
   for (int i = 0; i < HS_STAGE_COUNT_; i++) {
-    fprintf(f, "%s\"%s\": {\"busy_s\": %.6f, \"wait_s\": %.6f}", i ? ", " : "",
-            hs_stage_name((hs_stage)i), st->stage_busy_s[i], st->stage_wait_s[i]);
+    fprintf(f, "%s\"%s\": {\"busy_s\": ", i ? ", " : "", hs_stage_name((hs_stage)i));
+    cli_json_number(f, st->stage_busy_s[i], 6);
+    fprintf(f, ", \"wait_s\": ");
+    cli_json_number(f, st->stage_wait_s[i], 6);
+    fputc('}', f);
     if (st->stage_busy_s[i] > busiest) busiest = st->stage_busy_s[i];
   }
-  fprintf(f,
-          "}, \"wall_over_busiest\": %.4f, \"trainer_utilisation\": %.4f, "
-          "\"sampled_edges_per_s\": %.1f, \"gather_gb_per_s\": %.4f, \"bytes_uploaded\": %llu, "
-          "\"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
-          "\"cache_rows\": %llu, \"cache_bytes_saved\": %llu, \"cache_device_bytes\": %llu, "
-          "\"host_lookups\": %llu, \"host_hits\": %llu, \"host_bytes_read\": %llu, "
-          "\"host_memory_bytes\": %llu, \"peak_rss_bytes\": %llu, "
-          "\"transfer\": \"%s\", \"bytes_to_host\": %llu, \"bytes_device_to_device\": %llu, "
-          "\"upload_s\": %.6f, \"host_topology_freed_bytes\": %llu, "
-          "\"feature_huge_page_bytes\": %llu, "
-          "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
-          busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
-          st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
-          (unsigned long long)st->bytes_uploaded, (unsigned long long)st->cache_lookups,
-          (unsigned long long)st->cache_hits,
-          st->cache_lookups ? (double)st->cache_hits / (double)st->cache_lookups : 0.0,
-          (unsigned long long)st->cache_rows, (unsigned long long)st->cache_bytes_saved,
-          (unsigned long long)st->cache_device_bytes, (unsigned long long)st->host_lookups,
-          (unsigned long long)st->host_hits, (unsigned long long)st->host_bytes_read,
-          (unsigned long long)st->host_memory_bytes, (unsigned long long)st->peak_rss_bytes,
-          hs_transfer_name(st->transfer), (unsigned long long)st->bytes_to_host,
-          (unsigned long long)st->bytes_device_to_device, st->upload_s,
-          (unsigned long long)st->host_topology_freed_bytes,
-          (unsigned long long)st->feature_huge_page_bytes, st->loss, valid_acc);
-  fflush(f);
+  fputc('}', f);
+  jnum(f, "wall_over_busiest", busiest > 0 ? st->wall_s / busiest : 0.0, 4);
+  jnum(f, "trainer_utilisation", st->trainer_utilisation, 4);
+  jnum(f, "sampled_edges_per_s", st->sampled_edges_per_s, 1);
+  jnum(f, "gather_gb_per_s", st->gather_bytes_per_s / 1e9, 4);
+  ju64(f, "bytes_uploaded", st->bytes_uploaded);
+  ju64(f, "cache_lookups", st->cache_lookups);
+  ju64(f, "cache_hits", st->cache_hits);
+  jnum(f, "cache_hit_rate",
+       st->cache_lookups ? (double)st->cache_hits / (double)st->cache_lookups : 0.0, 4);
+  ju64(f, "cache_rows", st->cache_rows);
+  ju64(f, "cache_bytes_saved", st->cache_bytes_saved);
+  ju64(f, "cache_device_bytes", st->cache_device_bytes);
+  ju64(f, "host_lookups", st->host_lookups);
+  ju64(f, "host_hits", st->host_hits);
+  ju64(f, "host_bytes_read", st->host_bytes_read);
+  ju64(f, "host_memory_bytes", st->host_memory_bytes);
+  ju64(f, "peak_rss_bytes", st->peak_rss_bytes);
+  fprintf(f, ", \"transfer\": \"%s\"", hs_transfer_name(st->transfer));
+  ju64(f, "bytes_to_host", st->bytes_to_host);
+  ju64(f, "bytes_device_to_device", st->bytes_device_to_device);
+  jnum(f, "upload_s", st->upload_s, 6);
+  ju64(f, "host_topology_freed_bytes", st->host_topology_freed_bytes);
+  ju64(f, "feature_huge_page_bytes", st->feature_huge_page_bytes);
+  jnum(f, "loss", st->loss, 6);
+  jnum(f, "valid_acc", valid_acc, 4);
+  fputs("}\n", f);
 }
 
 int cmd_train(int argc, char **argv) {
@@ -129,14 +145,11 @@ int cmd_train(int argc, char **argv) {
     }
     bool has_val = i + 1 < argc;
     if (strcmp(o, "--epochs") == 0 && has_val) {
-      if (!cli_parse_u64(argv[++i], &epochs) || epochs < 1 || epochs > 1000000)
-        return cli_usage_error("train", "--epochs '%s': expected 1..1000000", argv[i]);
+      if (!cli_opt_u64("train", o, argv[++i], 1, 1000000, &epochs)) return 2;
     } else if (strcmp(o, "--patience") == 0 && has_val) {
-      if (!cli_parse_u64(argv[++i], &patience) || patience < 1)
-        return cli_usage_error("train", "--patience '%s': expected >= 1", argv[i]);
+      if (!cli_opt_u64("train", o, argv[++i], 1, 1000000, &patience)) return 2;
     } else if (strcmp(o, "--target-acc") == 0 && has_val) {
-      if (!cli_parse_double(argv[++i], &target) || !(target > 0 && target <= 1))
-        return cli_usage_error("train", "--target-acc '%s': expected (0, 1]", argv[i]);
+      if (!cli_opt_number("train", o, argv[++i], 0, true, 1, false, &target)) return 2;
     } else if (strcmp(o, "--checkpoint") == 0 && has_val) {
       ckpt_dir = argv[++i];
     } else if (strcmp(o, "--stats-json") == 0 && has_val) {
@@ -144,10 +157,10 @@ int cmd_train(int argc, char **argv) {
     } else if (strcmp(o, "--log-json") == 0 && has_val) {
       log_path = argv[++i];
     } else if (strcmp(o, "--eval") == 0 && has_val) {
-      const char *v = argv[++i];
-      if (strcmp(v, "full") == 0) full_eval = true;
-      else if (strcmp(v, "sampled") == 0) full_eval = false;
-      else return cli_usage_error("train", "--eval '%s': expected full or sampled", v);
+      static const char *const names[] = {"full", "sampled"};
+      int k;
+      if (!cli_opt_choice("train", o, argv[++i], names, 2, &k)) return 2;
+      full_eval = k == 0;
       eval_set = true;
     } else if (strcmp(o, "--free-host-topology") == 0) {
       a.cfg.free_host_topology = true;
@@ -270,7 +283,13 @@ int cmd_train(int argc, char **argv) {
     }
     /* The epoch's stats before any test evaluation (which can take longer
      * than the epoch on a large test split). */
-    if (stats_f) write_stats_json(stats_f, &es, valid);
+    if (stats_f) {
+      write_stats_json(stats_f, &es, valid);
+      if (!cli_file_check("train", stats_f, stats_path)) {
+        rc = 1;
+        goto out;
+      }
+    }
     bool better = valid > best_valid;
     if (better) {
       best_valid = valid;
@@ -300,9 +319,16 @@ int cmd_train(int argc, char **argv) {
               es.wall_s, es.sampled_edges_per_s, eta);
     }
     if (log_f) {
-      fprintf(log_f, "{\"epoch\": %lld, \"loss\": %.6f, \"train_acc\": %.4f, \"valid_acc\": %.4f, \"wall_s\": %.4f}\n",
-              (long long)es.epoch, es.loss, es.train_acc, valid, es.wall_s);
-      fflush(log_f);
+      fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
+      jnum(log_f, "loss", es.loss, 6);
+      jnum(log_f, "train_acc", es.train_acc, 4);
+      jnum(log_f, "valid_acc", valid, 4);
+      jnum(log_f, "wall_s", es.wall_s, 4);
+      fputs("}\n", log_f);
+      if (!cli_file_check("train", log_f, log_path)) {
+        rc = 1;
+        goto out;
+      }
     }
     if (target > 0 && valid >= target) {
       stop_reason = "target accuracy";
@@ -324,10 +350,14 @@ int cmd_train(int argc, char **argv) {
     best_epoch = hs_session_epoch(s) - 1;
   }
   if (json) {
-    printf("{\"epochs\": %lld, \"stopped_by\": \"%s\", \"final_loss\": %.6f, \"best_epoch\": %lld, "
-           "\"valid_acc\": %.4f, \"test_acc\": %.4f, \"train_s\": %.3f}\n",
-           (long long)hs_session_epoch(s), stop_reason, last_loss, (long long)best_epoch + 1,
-           best_valid, test_at_best, total_s);
+    printf("{\"epochs\": %lld, \"stopped_by\": \"%s\"", (long long)hs_session_epoch(s),
+           stop_reason);
+    jnum(stdout, "final_loss", last_loss, 6);
+    printf(", \"best_epoch\": %lld", (long long)best_epoch + 1);
+    jnum(stdout, "valid_acc", best_valid, 4);
+    jnum(stdout, "test_acc", test_at_best, 4);
+    jnum(stdout, "train_s", total_s, 3);
+    printf("}\n");
   } else {
     printf("test accuracy %.4f (validation %.4f at epoch %lld; %lld epochs, stopped by %s, "
            "%.1f s training)\n",
@@ -337,7 +367,7 @@ int cmd_train(int argc, char **argv) {
 out:
   cli_session_close(rt, ds, s);
 out_files:
-  if (stats_f) fclose(stats_f);
-  if (log_f) fclose(log_f);
+  if (stats_f && !cli_file_close("train", stats_f, stats_path) && rc == 0) rc = 1;
+  if (log_f && !cli_file_close("train", log_f, log_path) && rc == 0) rc = 1;
   return rc;
 }

@@ -15,6 +15,7 @@ static const struct {
 };
 
 hs_status hs_import_format_parse(const char *name, hs_import_format *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_import_format_parse: NULL out");
   for (size_t i = 0; i < HS_ARRAY_LEN(formats); i++)
     if (name && strcmp(name, formats[i].name) == 0) {
       *out = formats[i].fmt;
@@ -25,6 +26,7 @@ hs_status hs_import_format_parse(const char *name, hs_import_format *out) {
 }
 
 void hs_convert_opts_init(hs_convert_opts *o, hs_import_format from) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->from = from;
   o->self_loops = HS_SELF_LOOPS_KEEP;

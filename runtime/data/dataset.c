@@ -458,8 +458,10 @@ hs_status hs__graph_topology(const hs_graph *g, const char *what) {
 const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
 
 void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {
-  const hs_graph *g = &ds->g;
+  if (!out) return;
   memset(out, 0, sizeof *out);
+  if (!ds) return;
+  const hs_graph *g = &ds->g;
   out->num_vertices = g->n;
   out->num_edges = g->e;
   out->num_features = g->f;

@@ -435,6 +435,7 @@ done:
 /* ---- driver ------------------------------------------------------------- */
 
 void hs_generate_opts_init(hs_generate_opts *o, hs_generate_kind kind) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->kind = kind;
   o->seed = 1;

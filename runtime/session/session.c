@@ -1,6 +1,7 @@
 /* Session set-up: placement for the dataset, devices and queues, the
  * sampler with the topology resident, the trainer with the model, and the
  * pipeline's slots — everything allocated here, nothing per batch. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "hs_session_int.h"
 
 void hs_session_config_init(hs_session_config *cfg) {
+  if (!cfg) return;
   memset(cfg, 0, sizeof *cfg);
   cfg->n_layers = 2;
   cfg->fanouts[0] = 25;
@@ -54,30 +56,67 @@ const char *hs_feature_pages_name(hs_feature_pages p) {
   }
 }
 
+static hs_status bad_field(const char *field, const char *value, const char *range) {
+  return hs__fail(HS_ERR_INVALID_ARG, "hs_session_config.%s = %s: expected %s", field, value,
+                  range);
+}
+
+static hs_status check_int(const char *field, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return HS_OK;
+  char val[32], range[64];
+  snprintf(val, sizeof val, "%lld", (long long)v);
+  snprintf(range, sizeof range, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+  return bad_field(field, val, range);
+}
+
+/* A finite float in [lo, hi) (or (lo, hi) when lo_open). */
+static hs_status check_float(const char *field, float v, double lo, bool lo_open, double hi) {
+  if (isfinite(v) && (lo_open ? v > lo : v >= lo) && v < hi) return HS_OK;
+  char val[32], range[64];
+  snprintf(val, sizeof val, "%g", (double)v);
+  snprintf(range, sizeof range, "a finite number in %c%g, %g)", lo_open ? '(' : '[', lo, hi);
+  return bad_field(field, val, range);
+}
+
+/* Every field of the configuration, before anything is set up. */
 static hs_status check_config(const hs_session_config *c) {
+  hs_status st;
+  if ((st = check_int("n_layers", c->n_layers, 1,
+                      HS_MAX_LAYERS < HS_SAMPLE_MAX_LAYERS ? HS_MAX_LAYERS
+                                                           : HS_SAMPLE_MAX_LAYERS)))
+    return st;
+  for (int l = 0; l < c->n_layers; l++) {
+    char field[32], val[32], range[64];
+    snprintf(field, sizeof field, "fanouts[%d]", l);
+    snprintf(val, sizeof val, "%d", (int)c->fanouts[l]);
+    snprintf(range, sizeof range, "-1 (every neighbour) or an integer in [1, %d]", HS_MAX_FANOUT);
+    if (c->fanouts[l] != -1 && (c->fanouts[l] < 1 || c->fanouts[l] > HS_MAX_FANOUT))
+      return bad_field(field, val, range);
+  }
+  if ((st = check_int("batch_size", c->batch_size, 1, HS_MAX_BATCH)) ||
+      (st = check_int("hidden", c->hidden, 1, HS_MAX_HIDDEN)) ||
+      (st = check_float("dropout", c->dropout, 0, false, 1)) ||
+      (st = check_float("lr", c->lr, 0, true, HS_MAX_LR)) ||
+      (st = check_float("weight_decay", c->weight_decay, 0, false, 1)) ||
+      (st = check_int("depth", c->depth, 0, HS_MAX_DEPTH)) ||
+      (st = check_int("cache_rows", c->cache_rows, -1, INT64_MAX)))
+    return st;
+  char val[32];
+  snprintf(val, sizeof val, "%d", (int)c->optimizer);
+  if (c->optimizer != HS_OPTIMIZER_ADAM && c->optimizer != HS_OPTIMIZER_SGD)
+    return bad_field("optimizer", val, "HS_OPTIMIZER_ADAM or HS_OPTIMIZER_SGD");
+  snprintf(val, sizeof val, "%d", (int)c->pipeline);
+  if ((unsigned)c->pipeline > HS_PIPELINE_OFF)
+    return bad_field("pipeline", val, "HS_PIPELINE_AUTO, _THREADS, _ASYNC or _OFF");
+  snprintf(val, sizeof val, "%d", (int)c->cache_fill);
+  if ((unsigned)c->cache_fill > HS_CACHE_FILL_PRESAMPLE)
+    return bad_field("cache_fill", val, "HS_CACHE_FILL_FIRST, _DEGREE or _PRESAMPLE");
+  snprintf(val, sizeof val, "%d", (int)c->transfer);
+  if ((unsigned)c->transfer > HS_TRANSFER_DEVICE)
+    return bad_field("transfer", val, "HS_TRANSFER_AUTO, _HOST or _DEVICE");
+  snprintf(val, sizeof val, "%d", (int)c->feature_pages);
   if ((unsigned)c->feature_pages > HS_FEATURE_PAGES_HUGE)
-    return hs__fail(HS_ERR_INVALID_ARG, "feature_pages %d: expected auto, file or huge",
-                    (int)c->feature_pages);
-  if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
-    return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
-                    HS_SAMPLE_MAX_LAYERS);
-  for (int l = 0; l < c->n_layers; l++)
-    if (c->fanouts[l] == 0 || c->fanouts[l] < -1)
-      return hs__fail(HS_ERR_INVALID_ARG, "fanout %d of layer %d: must be >= 1 or -1 (all)",
-                      c->fanouts[l], l);
-  if (c->batch_size < 1)
-    return hs__fail(HS_ERR_INVALID_ARG, "batch size %d: must be >= 1", c->batch_size);
-  if (c->hidden < 1) return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be >= 1", c->hidden);
-  if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
-    return hs__fail(HS_ERR_INVALID_ARG, "dropout %g: must be in [0, 1)", (double)c->dropout);
-  if (!(c->lr > 0.0f)) return hs__fail(HS_ERR_INVALID_ARG, "learning rate %g: must be > 0", (double)c->lr);
-  if (!(c->weight_decay >= 0.0f))
-    return hs__fail(HS_ERR_INVALID_ARG, "weight decay %g: must be >= 0", (double)c->weight_decay);
-  if (c->transfer < HS_TRANSFER_AUTO || c->transfer > HS_TRANSFER_DEVICE)
-    return hs__fail(HS_ERR_INVALID_ARG, "transfer %d: must be auto, host or device",
-                    (int)c->transfer);
-  if (c->depth < 0 || c->depth > 64)
-    return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
+    return bad_field("feature_pages", val, "HS_FEATURE_PAGES_AUTO, _FILE or _HUGE");
   return HS_OK;
 }
 
@@ -444,6 +483,10 @@ void hs_session_destroy(hs_session *s) {
 }
 
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
+  if (!s) {
+    if (buf && len) buf[0] = '\0';
+    return 0;
+  }
   size_t n = hs_placement_describe(s->plan, buf, len);
   char more[768], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
@@ -462,12 +505,15 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
 }
 
 void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void *user) {
+  if (!s) return;
   s->progress = fn;
   s->progress_user = user;
 }
 
-void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag) { s->stop = flag; }
+void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag) {
+  if (s) s->stop = flag;
+}
 
-int64_t hs_session_epoch(const hs_session *s) { return s->epoch; }
+int64_t hs_session_epoch(const hs_session *s) { return s ? s->epoch : 0; }
 
-int hs_session_num_classes(const hs_session *s) { return s->g->num_classes; }
+int hs_session_num_classes(const hs_session *s) { return s ? s->g->num_classes : 0; }

@@ -99,7 +99,8 @@ HS_API hs_status hs_dataset_open(const char *dir, hs_dataset **out);
 /* Unmap and free. NULL is a no-op. */
 HS_API void hs_dataset_close(hs_dataset *ds);
 
-/* Fill `*out` with the dataset's counts and footprints. Never fails. */
+/* Fill `*out` with the dataset's counts and footprints. Never fails: a
+ * NULL `ds` gives all zeros, a NULL `out` does nothing. */
 HS_API void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out);
 
 /* Degree and shape statistics of an opened dataset (out-degrees: row

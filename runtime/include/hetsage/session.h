@@ -23,6 +23,16 @@ extern "C" {
 
 #define HS_MAX_LAYERS 8
 
+/* Ranges of hs_session_config, checked by hs_session_create (and by the
+ * command line, which names the option): fanouts -1 or 1..HS_MAX_FANOUT,
+ * batch 1..HS_MAX_BATCH, hidden 1..HS_MAX_HIDDEN, depth 0..HS_MAX_DEPTH,
+ * learning rate in (0, HS_MAX_LR). */
+#define HS_MAX_FANOUT 1000000
+#define HS_MAX_BATCH (1 << 24)
+#define HS_MAX_HIDDEN 65536
+#define HS_MAX_DEPTH 64
+#define HS_MAX_LR 100.0
+
 typedef enum hs_optimizer {
   HS_OPTIMIZER_ADAM = 0,
   HS_OPTIMIZER_SGD = 1,
@@ -132,9 +142,14 @@ typedef struct hs_session hs_session;
 /* Place the roles for `ds` on the devices of `rt` (see hetsage/board.h),
  * set up the devices, build the programs, upload the topology to the
  * sampler and initialise the model. `rt` and `ds` are borrowed and must
- * outlive the session. Errors: HS_ERR_INVALID_ARG (bad configuration: the
- * detail names the field), HS_ERR_FORMAT (the dataset lacks features,
- * labels or a training split), placement errors, HS_ERR_OPENCL/BUILD. */
+ * outlive the session. Every field of `cfg` is checked first, against the
+ * ranges its comment and the HS_MAX_* limits give (finite numbers, enums
+ * among their values). Errors: HS_ERR_INVALID_ARG (bad configuration: the
+ * detail names the field, its value and the accepted range), HS_ERR_FORMAT
+ * (the dataset lacks features, labels or a training split), placement
+ * errors, HS_ERR_NOMEM (an allocation would exceed a device's limit or the
+ * memory the process may still use: the detail names the buffer and the
+ * limit), HS_ERR_OPENCL/BUILD. */
 HS_API hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds,
                                    const hs_session_config *cfg, hs_session **out);
 HS_API void hs_session_destroy(hs_session *s);

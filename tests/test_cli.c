@@ -1,0 +1,159 @@
+/* The hetsage command as a user meets it, for the commands that need no
+ * OpenCL kernel: every output checked (a full disk is an error), strict JSON,
+ * one rule for bad option values, special files that must not hang, dataset
+ * directories with the umask's mode, temporaries cleaned on signals and on
+ * the next run. (Training commands: test_cli_train.c.) */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hs_test_util.h"
+#include "json_check.h"
+#include "tool_run.h"
+
+static char *scratch;
+
+static void setup(void) { scratch = tu_mkdtemp(); }
+static void teardown(void) { tu_rmtree(scratch); }
+
+TestSuite(cli, .init = setup, .fini = teardown, .timeout = 300);
+
+/* A small generated SBM dataset at scratch/name. */
+static char *make_dataset(const char *name, const char *extra) {
+  char *dst = tu_path(scratch, name);
+  char args[1024], out[4096];
+  snprintf(args, sizeof args, "generate --kind sbm --vertices 300 --features 8 --quiet %s %s",
+           extra ? extra : "", dst);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  return dst;
+}
+
+/* ---- every output is checked ---------------------------------------------- */
+
+static void expect_write_failure(const char *args) {
+  char cmd[2048], err[4096];
+  snprintf(cmd, sizeof cmd, "%s >/dev/full", args);
+  int rc = tool_run2("", cmd, NULL, 0, err, sizeof err);
+  cr_expect_neq(rc, 0, "'%s' to a full disk exited 0", args);
+  cr_expect(strstr(err, "standard output") != NULL && strstr(err, "No space left") != NULL,
+            "'%s': %s", args, err);
+}
+
+Test(cli, writes_to_a_full_disk_fail) {
+  char *ds = make_dataset("g", NULL);
+  char args[1024];
+  snprintf(args, sizeof args, "stats %s", ds);
+  expect_write_failure(args);
+  snprintf(args, sizeof args, "stats --json %s", ds);
+  expect_write_failure(args);
+  expect_write_failure("version");
+  expect_write_failure("--help");
+  expect_write_failure("train --help");
+  char *dst = tu_path(scratch, "g2");
+  snprintf(args, sizeof args, "generate --kind sbm --vertices 100 --features 8 --quiet --json %s",
+           dst);
+  expect_write_failure(args);
+  char *src = tu_path(getenv("HS_TEST_DATA"), "linqs_tiny");
+  char *dst3 = tu_path(scratch, "c3");
+  snprintf(args, sizeof args, "convert --from linqs --quiet --json %s %s", src, dst3);
+  expect_write_failure(args);
+  free(ds);
+  free(dst);
+  free(src);
+  free(dst3);
+}
+
+/* ---- strict JSON ------------------------------------------------------------ */
+
+Test(cli, json_outputs_are_strict_json) {
+  char *ds = make_dataset("g", NULL);
+  char args[1024], out[16384], err[4096];
+  snprintf(args, sizeof args, "stats --json %s", ds);
+  cr_assert_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  hs__json_free(json_doc(out, "stats --json"));
+  char *meta = tu_path(ds, "meta.json");
+  char *text = tool_slurp(meta);
+  hs__json_free(json_doc(text, "meta.json"));
+  free(text);
+  free(meta);
+  /* R-MAT has no one-hop accuracy: null, not nan. */
+  char *dst = tu_path(scratch, "r");
+  snprintf(args, sizeof args, "generate --kind rmat --scale 8 --features 8 --quiet --json %s",
+           dst);
+  cr_assert_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  hs_json *v = json_doc(out, "generate --json");
+  cr_expect_eq(hs__json_get(v, "one_hop_accuracy")->type, HS_JSON_NULL);
+  hs__json_free(v);
+  meta = tu_path(dst, "meta.json");
+  text = tool_slurp(meta);
+  hs__json_free(json_doc(text, "meta.json (R-MAT)"));
+  free(text);
+  free(meta);
+  char *src = tu_path(getenv("HS_TEST_DATA"), "linqs_tiny");
+  char *dst3 = tu_path(scratch, "c3");
+  snprintf(args, sizeof args, "convert --from linqs --quiet --json %s %s", src, dst3);
+  cr_assert_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  hs__json_free(json_doc(out, "convert --json"));
+  free(ds);
+  free(dst);
+  free(src);
+  free(dst3);
+}
+
+/* ---- one rule for bad values ------------------------------------------------- */
+
+/* `args` is refused with status 2 and a message naming `opt` and `range`. */
+static void expect_refused(const char *args, const char *opt, const char *range) {
+  char err[4096];
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 2, "'%s' exited %d: %s", args, rc, err);
+  cr_expect(strstr(err, opt) != NULL, "'%s': the message does not name %s: %s", args, opt, err);
+  cr_expect(strstr(err, range) != NULL, "'%s': the message does not give '%s': %s", args, range,
+            err);
+}
+
+Test(cli, lists_with_empty_items_are_refused) {
+  static const char *const fanouts[] = {"1,,2", "25,10,", ",25", ",", "", "25,,"};
+  char args[256];
+  for (size_t i = 0; i < sizeof fanouts / sizeof fanouts[0]; i++) {
+    snprintf(args, sizeof args, "train --fanouts '%s'", fanouts[i]);
+    expect_refused(args, "--fanouts", "[1, 1000000]");
+  }
+  expect_refused("predict --checkpoint x.ckpt --ids 1,,2", "--ids", "1,,2");
+  expect_refused("predict --checkpoint x.ckpt --ids 1,2,", "--ids", "1,2,");
+  expect_refused("predict --checkpoint x.ckpt --ids ,1", "--ids", ",1");
+  expect_refused("generate --kind sbm --split 0.6,,0.2 /tmp/x", "--split", "0.6,,0.2");
+  expect_refused("convert --from linqs --split 0.6,0.2,0.2, a b", "--split", "0.6,0.2,0.2,");
+}
+
+Test(cli, bad_values_name_the_option_and_the_range) {
+  expect_refused("train --lr 100", "--lr", "(0, 100)");
+  expect_refused("train --lr 0", "--lr", "(0, 100)");
+  expect_refused("train --lr nan", "--lr", "(0, 100)");
+  expect_refused("train --lr inf", "--lr", "(0, 100)");
+  expect_refused("train --dropout 1", "--dropout", "[0, 1)");
+  expect_refused("train --weight-decay -0.1", "--weight-decay", "[0, 1)");
+  expect_refused("train --batch 0", "--batch", "[1, 16777216]");
+  expect_refused("train --hidden ' 12'", "--hidden", "[1, 65536]");
+  expect_refused("train --depth 65", "--depth", "[1, 64]");
+  expect_refused("train --seed -1", "--seed", "[0, 18446744073709551615]");
+  expect_refused("train --epochs 0", "--epochs", "[1, 1000000]");
+  expect_refused("train --patience x", "--patience", "[1, ");
+  expect_refused("train --target-acc 1.5", "--target-acc", "(0, 1]");
+  expect_refused("train --mode fast", "--mode", "threads, async, off, auto or on");
+  expect_refused("train --cache-fill all", "--cache-fill", "first, degree or presample");
+  expect_refused("train --memory-budget 0", "--memory-budget", "at least 1 byte");
+  expect_refused("generate --kind sbm --sigma 0 /tmp/x", "--sigma", "(0, ");
+  expect_refused("generate --kind sbm --homophily 2 /tmp/x", "--homophily", "[0, 1]");
+  expect_refused("generate --kind sbm --margin nan /tmp/x", "--margin", "[0, ");
+  expect_refused("generate --kind sbm --vertices 0 /tmp/x", "--vertices", "[1, 2147483647]");
+  expect_refused("bringup --soak-seconds 0", "--soak-seconds", "(0, ");
+  expect_refused("place --host-cores 0", "--host-cores", "[1, 65536]");
+  expect_refused("place --feature-bytes 12Q", "--feature-bytes", "K, M, G, T");
+}
