@@ -2,11 +2,13 @@
 #include "hs_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -197,4 +199,50 @@ size_t hs__llc_bytes(void) {
   size_t v = atomic_load(&known);
   if (v == 0) atomic_store(&known, v = llc_bytes_read());
   return v;
+}
+
+static const char *file_kind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "a special file";
+}
+
+int hs__open_regular(const char *path, const char *what, hs_status *st) {
+  const char *w = what ? what : "", *sep = what ? " " : "";
+  hs_status s = HS_OK;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  struct stat sb;
+  if (fd < 0) {
+    s = hs__fail(HS_ERR_IO, "%s%s%s: cannot open: %s", w, sep, path, strerror(errno));
+  } else if (fstat(fd, &sb) != 0) {
+    s = hs__fail(HS_ERR_IO, "%s%s%s: cannot stat: %s", w, sep, path, strerror(errno));
+  } else if (!S_ISREG(sb.st_mode)) {
+    s = hs__fail(HS_ERR_IO, "%s%s%s: not a regular file (%s)", w, sep, path,
+                 file_kind(sb.st_mode));
+  } else {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+      s = hs__fail(HS_ERR_IO, "%s%s%s: fcntl: %s", w, sep, path, strerror(errno));
+  }
+  if (s != HS_OK && fd >= 0) {
+    close(fd);
+    fd = -1;
+  }
+  if (st) *st = s;
+  return fd;
+}
+
+FILE *hs__fopen_regular(const char *path, const char *what, hs_status *st) {
+  int fd = hs__open_regular(path, what, st);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    hs_status s = hs__fail(HS_ERR_NOMEM, "%s: no memory for a stream", path);
+    if (st) *st = s;
+    close(fd);
+  }
+  return f;
 }

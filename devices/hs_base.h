@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hetsage/status.h"
 
@@ -71,6 +72,17 @@ bool hs__thp_available(void);
  * (errno set) when it cannot be mapped. Release with hs__huge_unmap. */
 void *hs__huge_map(size_t bytes, size_t *len, bool *advised);
 void hs__huge_unmap(void *p, size_t len);
+
+/* Open an input file read-only without ever blocking: the open is
+ * non-blocking (a FIFO with no writer, a terminal or a device would
+ * otherwise hang the caller in open or read), anything but a regular file
+ * is refused, then the descriptor is made blocking again for ordinary
+ * reads. `what` names the file in errors ("board profile"; NULL: none).
+ * Returns the descriptor (O_CLOEXEC), or -1 with HS_ERR_IO recorded
+ * ("PATH: not a regular file (a FIFO)"); *st receives the status when not
+ * NULL. hs__fopen_regular wraps the descriptor in a FILE opened "rb". */
+int hs__open_regular(const char *path, const char *what, hs_status *st);
+FILE *hs__fopen_regular(const char *path, const char *what, hs_status *st);
 
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -115,7 +115,8 @@ static void make_key(sbuf *key, const hs_dev *dev, const char *const *sources, i
 /* ---- cache file I/O -------------------------------------------------------- */
 
 static bool read_file(const char *path, unsigned char **data, size_t *len) {
-  FILE *f = fopen(path, "rb");
+  if (access(path, F_OK) != 0) return false; /* a cache miss: no error recorded */
+  FILE *f = hs__fopen_regular(path, NULL, NULL);
   if (!f) return false;
   bool ok = false;
   unsigned char *buf = NULL;

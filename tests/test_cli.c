@@ -157,3 +157,59 @@ Test(cli, bad_values_name_the_option_and_the_range) {
   expect_refused("place --host-cores 0", "--host-cores", "[1, 65536]");
   expect_refused("place --feature-bytes 12Q", "--feature-bytes", "K, M, G, T");
 }
+
+/* ---- special files never hang -------------------------------------------- */
+
+/* `args` (run under a 60 s timeout) fails promptly, saying `path` is a FIFO. */
+static void expect_fifo_refused(const char *args, const char *path) {
+  char err[4096];
+  int rc = tool_run2("timeout 60", args, NULL, 0, err, sizeof err);
+  cr_expect_neq(rc, 124, "'%s' hung on the FIFO %s", args, path);
+  cr_expect_neq(rc, 0, "'%s' accepted the FIFO %s", args, path);
+  cr_expect(strstr(err, path) && strstr(err, "not a regular file (a FIFO)"), "'%s': %s", args,
+            err);
+}
+
+Test(cli, fifos_are_refused_without_blocking) {
+  static const char *const files[] = {"feat.npy", "indptr.npy", "label.npy", "valid_idx.npy",
+                                      "weights.npy"};
+  char args[1024];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char *ds = make_dataset("g", NULL);
+    char *f = tu_path(ds, files[i]);
+    unlink(f);
+    cr_assert_eq(mkfifo(f, 0644), 0);
+    snprintf(args, sizeof args, "stats %s", ds);
+    expect_fifo_refused(args, f);
+    free(f);
+    tu_rmtree(ds);
+  }
+  /* Importer inputs (through the gzip-capable text reader). */
+  char *src = tu_path(scratch, "linqs");
+  cr_assert_eq(mkdir(src, 0755), 0);
+  char *content = tu_path(src, "tiny.content");
+  char *cites = tu_path(src, "tiny.cites");
+  cr_assert_eq(mkfifo(content, 0644), 0);
+  tu_write_bytes(src, "tiny.cites", "", 0);
+  snprintf(args, sizeof args, "convert --from linqs --quiet %s %s/out", content, scratch);
+  expect_fifo_refused(args, content);
+  /* A checkpoint, a saved benchmark run, a board profile. */
+  char *fifo = tu_path(scratch, "x.ckpt");
+  cr_assert_eq(mkfifo(fifo, 0644), 0);
+  snprintf(args, sizeof args, "eval --checkpoint %s", fifo);
+  expect_fifo_refused(args, fifo);
+  char *json = tu_path(scratch, "run.json");
+  cr_assert_eq(mkfifo(json, 0644), 0);
+  snprintf(args, sizeof args, "bench --load %s", json);
+  expect_fifo_refused(args, json);
+  char *ini = tu_path(scratch, "board.ini");
+  cr_assert_eq(mkfifo(ini, 0644), 0);
+  snprintf(args, sizeof args, "bringup --board %s", ini);
+  expect_fifo_refused(args, ini);
+  free(src);
+  free(content);
+  free(cites);
+  free(fifo);
+  free(json);
+  free(ini);
+}

@@ -389,9 +389,10 @@ hs_status hs__npy_open_fd(const char *path, int fd, hs__npy_header *h) {
 }
 
 hs_status hs__npy_open(const char *path, hs__npy_header *h, int *fd_out) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  hs_status st = hs__npy_open_fd(path, fd, h);
+  hs_status st;
+  int fd = hs__open_regular(path, NULL, &st);
+  if (fd < 0) return st;
+  st = hs__npy_open_fd(path, fd, h);
   if (st) {
     close(fd);
     return st;

@@ -167,12 +167,12 @@ fail:
 
 static hs_status read_file(const char *path, unsigned char **out, size_t *size) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  hs_status st = HS_OK;
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "checkpoint", &st);
+  if (!f) return st;
   struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    st = hs__fail(HS_ERR_IO, "%s: not a regular file", path);
+  if (fstat(fileno(f), &sb) != 0) {
+    st = hs__fail(HS_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     goto fail;
   }
   *size = (size_t)sb.st_size;
