@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <threads.h>
 #include <time.h>
@@ -245,4 +248,135 @@ FILE *hs__fopen_regular(const char *path, const char *what, hs_status *st) {
     close(fd);
   }
   return f;
+}
+
+/* ---- temporaries ----------------------------------------------------------- */
+
+static const char temp_chars[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/* Lock the new temporary; false (and removed) if a sweeper removed it
+ * first, between its creation and the lock. */
+static bool temp_lock(const char *path, bool dir, int fd) {
+  struct stat sb;
+  if (flock(fd, LOCK_EX) == 0 && fstat(fd, &sb) == 0 && sb.st_nlink > 0) return true;
+  if (dir) rmdir(path);
+  else unlink(path);
+  return false;
+}
+
+hs_status hs__temp_create(const char *base, const char *tag, bool dir, char **path, int *fd) {
+  *path = NULL;
+  *fd = -1;
+  size_t bl = strlen(base), tl = strlen(tag);
+  char *p = malloc(bl + tl + 7);
+  if (!p) return hs__fail(HS_ERR_NOMEM, "%s: no memory for a temporary name", base);
+  memcpy(p, base, bl);
+  memcpy(p + bl, tag, tl);
+  char *x = p + bl + tl;
+  x[6] = '\0';
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned char r[6];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+      uint64_t t = (uint64_t)(hs__now() * 1e9) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)attempt;
+      for (int i = 0; i < 6; i++) r[i] = (unsigned char)(t >> (8 * i));
+    }
+    for (int i = 0; i < 6; i++) x[i] = temp_chars[r[i] % (sizeof temp_chars - 1)];
+    int f;
+    if (dir) {
+      if (mkdir(p, 0777) != 0) goto retry;
+      f = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (f < 0) {
+        int e = errno;
+        rmdir(p);
+        errno = e;
+        break;
+      }
+    } else {
+      f = open(p, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (f < 0) goto retry;
+    }
+    if (temp_lock(p, dir, f)) {
+      *path = p;
+      *fd = f;
+      return HS_OK;
+    }
+    close(f);
+    continue;
+  retry:
+    if (errno != EEXIST) break;
+  }
+  hs_status st = hs__fail(HS_ERR_IO, "%s: cannot create a temporary beside it: %s", base,
+                          strerror(errno));
+  free(p);
+  return st;
+}
+
+/* Remove a directory holding only regular files, through its descriptor. */
+static bool remove_flat_dir(int dfd, const char *path) {
+  int d2 = dup(dfd);
+  DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+  if (!d) {
+    if (d2 >= 0) close(d2);
+    return false;
+  }
+  bool ok = true;
+  struct dirent *e;
+  while (ok && (e = readdir(d))) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    struct stat sb;
+    ok = fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
+         unlinkat(dfd, e->d_name, 0) == 0;
+  }
+  closedir(d);
+  return ok && rmdir(path) == 0;
+}
+
+int hs__temp_sweep(const char *base, const char *tag, bool dir) {
+  const char *slash = strrchr(base, '/');
+  char *parent = slash ? strndup(base, (size_t)(slash - base) + (slash == base)) : strdup(".");
+  const char *name = slash ? slash + 1 : base;
+  size_t nl = strlen(name), tl = strlen(tag);
+  DIR *d = parent ? opendir(parent) : NULL;
+  int removed = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    const char *n = e->d_name;
+    if (strlen(n) != nl + tl + 6 || strncmp(n, name, nl) != 0 || strncmp(n + nl, tag, tl) != 0 ||
+        strspn(n + nl + tl, temp_chars) != 6)
+      continue;
+    int f = openat(dirfd(d), n, (dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_NOFOLLOW |
+                                    O_NONBLOCK | O_CLOEXEC);
+    if (f < 0) continue;
+    struct stat sb;
+    if (fstat(f, &sb) == 0 && (dir ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode)) &&
+        flock(f, LOCK_EX | LOCK_NB) == 0) {
+      char *full = malloc(strlen(parent) + strlen(n) + 2);
+      if (full) {
+        sprintf(full, "%s/%s", parent, n);
+        bool ok = dir ? remove_flat_dir(f, full) : unlinkat(dirfd(d), n, 0) == 0;
+        if (ok) {
+          removed++;
+          hs__log(HS_LOG_DATA, "removed %s, a temporary left by a process that is gone", full);
+        }
+        free(full);
+      }
+    }
+    close(f);
+  }
+  if (d) closedir(d);
+  free(parent);
+  return removed;
+}
+
+/* ---- stop flags ------------------------------------------------------------- */
+
+static _Thread_local volatile sig_atomic_t *tl_stop;
+
+void hs__stop_scope(volatile sig_atomic_t *flag) { tl_stop = flag; }
+
+bool hs__stopped(void) { return tl_stop && *tl_stop; }
+
+hs_status hs__fail_stopped(void) {
+  return hs__fail(HS_ERR_INTERRUPTED, "interrupted (a stop was asked for)");
 }

@@ -3,6 +3,7 @@
 #ifndef HS_BASE_H
 #define HS_BASE_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -83,6 +84,28 @@ void hs__huge_unmap(void *p, size_t len);
  * NULL. hs__fopen_regular wraps the descriptor in a FILE opened "rb". */
 int hs__open_regular(const char *path, const char *what, hs_status *st);
 FILE *hs__fopen_regular(const char *path, const char *what, hs_status *st);
+
+/* Temporaries of our own naming: "<base><tag>XXXXXX" beside `base`, the
+ * X six characters of [A-Za-z0-9]. They are created with the umask's mode
+ * (open's 0666 for files, mkdir's 0777 for directories) and held under an
+ * exclusive flock while *fd stays open, so that a temporary whose lock can
+ * be taken belongs to a process that is gone (killed, crashed). *path is
+ * the new name (free it); *fd is the file opened read-write, or the
+ * directory opened read-only. */
+hs_status hs__temp_create(const char *base, const char *tag, bool dir, char **path, int *fd);
+/* Remove the temporaries "<base><tag>XXXXXX" of processes that are gone
+ * (their lock is free); directories only when they hold nothing but
+ * regular files. Temporaries in use are left alone. Returns how many were
+ * removed. */
+int hs__temp_sweep(const char *base, const char *tag, bool dir);
+
+/* The stop flag of the long call running on this thread (a conversion, a
+ * generation), set for the duration of the call (NULL ends it). */
+void hs__stop_scope(volatile sig_atomic_t *flag);
+/* True when the current scope's flag is set. */
+bool hs__stopped(void);
+/* HS_ERR_INTERRUPTED, "interrupted (a stop was asked for)". */
+hs_status hs__fail_stopped(void);
 
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -2,6 +2,8 @@
  * every kind of bad file is refused with the file named. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,4 +276,39 @@ Test(checkpoint, unwritable_or_missing_paths_fail_cleanly) {
   cr_expect(strstr(hs_last_error(), "cannot open"));
   cr_expect_eq(count_files(), 0);
   hs__model_destroy(&a);
+}
+
+/* A save removes the temporaries of saves that were killed (nobody holds
+ * their lock), never one a save in progress holds; the file gets the
+ * umask's mode. */
+Test(checkpoint, save_sweeps_stale_temporaries_and_keeps_live_ones) {
+  hs_model m;
+  make_model(&m, 4, HS_OPTIM_ADAM, 1);
+  char stale[400], live[400], other[400];
+  snprintf(stale, sizeof stale, "%s.tmp.Ab3xY9", path);
+  snprintf(live, sizeof live, "%s.tmp.Live01", path);
+  snprintf(other, sizeof other, "%s.tmp.notours", path); /* not our naming: 7 characters */
+  FILE *f = fopen(stale, "wb");
+  cr_assert(f);
+  fputs("half a checkpoint", f);
+  fclose(f);
+  int lfd = open(live, O_RDWR | O_CREAT, 0600);
+  cr_assert(lfd >= 0);
+  cr_assert_eq(flock(lfd, LOCK_EX), 0);
+  f = fopen(other, "wb");
+  cr_assert(f);
+  fclose(f);
+  mode_t old = umask(027);
+  cr_assert_eq(hs__checkpoint_save(&m, path), HS_OK, "%s", hs_last_error());
+  umask(old);
+  struct stat sb;
+  cr_expect_neq(stat(stale, &sb), 0, "the stale temporary is still there");
+  cr_expect_eq(stat(live, &sb), 0, "a temporary in use was removed");
+  cr_expect_eq(stat(other, &sb), 0, "a file not of our naming was removed");
+  cr_assert_eq(stat(path, &sb), 0);
+  cr_expect_eq(sb.st_mode & 0777, 0640, "mode %o, the umask gives 0640", sb.st_mode & 0777);
+  close(lfd);
+  unlink(live);
+  unlink(other);
+  hs__model_destroy(&m);
 }

@@ -213,3 +213,81 @@ Test(cli, fifos_are_refused_without_blocking) {
   free(json);
   free(ini);
 }
+
+/* ---- modes, signals, stale temporaries ------------------------------------ */
+
+static mode_t mode_of(const char *path) {
+  struct stat sb;
+  cr_assert_eq(stat(path, &sb), 0, "%s", path);
+  return sb.st_mode & 07777;
+}
+
+Test(cli, dataset_directories_take_the_umask) {
+  static const struct {
+    const char *umask;
+    mode_t dir, file;
+  } cases[] = {{"022", 0755, 0644}, {"027", 0750, 0640}, {"077", 0700, 0600}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char env[64], args[1024], out[4096];
+    char *dst = tu_path(scratch, cases[i].umask);
+    snprintf(env, sizeof env, "umask %s;", cases[i].umask);
+    snprintf(args, sizeof args, "generate --kind sbm --vertices 100 --features 8 --quiet %s", dst);
+    cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+    cr_expect_eq(mode_of(dst), cases[i].dir, "umask %s: directory mode %o", cases[i].umask,
+                 mode_of(dst));
+    char *feat = tu_path(dst, "feat.npy");
+    cr_expect_eq(mode_of(feat), cases[i].file, "umask %s: file mode %o", cases[i].umask,
+                 mode_of(feat));
+    char *conv = tu_path(scratch, "conv");
+    char *src = tu_path(getenv("HS_TEST_DATA"), "linqs_tiny");
+    snprintf(args, sizeof args, "convert --from linqs --quiet --force %s %s", src, conv);
+    cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+    cr_expect_eq(mode_of(conv), cases[i].dir, "convert, umask %s: mode %o", cases[i].umask,
+                 mode_of(conv));
+    free(feat);
+    free(dst);
+    free(conv);
+    free(src);
+  }
+}
+
+/* Start a large generate into scratch/big in the background, wait until its
+ * temporary exists, send `sig`; the shell's status line goes to `out`. */
+static int generate_and_signal(const char *sig, char *out, size_t cap) {
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE is not set");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { %s generate --kind sbm --vertices 1500000 --edge-factor 8 --features 16 "
+           "--quiet big & pid=$!; i=0; while [ $i -lt 600 ] && ! ls -d big.tmp-* >/dev/null 2>&1; "
+           "do sleep 0.1; i=$((i+1)); done; ls -d big.tmp-* >/dev/null 2>&1 && echo started; "
+           "kill -%s $pid; wait $pid; echo status $?; } 2>&1",
+           scratch, exe, sig);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  return pclose(p);
+}
+
+Test(cli, a_signal_stops_generate_and_leaves_nothing, .timeout = 600) {
+  char out[4096];
+  generate_and_signal("TERM", out, sizeof out);
+  cr_assert(strstr(out, "started"), "the temporary never appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "SIGTERM: %s", out);
+  cr_expect(strstr(out, "interrupted"), "%s", out);
+  cr_expect_eq(tu_count_prefix(scratch, "big"), 0, "left behind after SIGTERM: %s", out);
+}
+
+Test(cli, the_next_run_removes_temporaries_of_a_killed_one, .timeout = 600) {
+  char out[4096];
+  generate_and_signal("KILL", out, sizeof out);
+  cr_assert(strstr(out, "started"), "the temporary never appeared: %s", out);
+  cr_assert_eq(tu_count_prefix(scratch, "big.tmp-"), 1, "SIGKILL cannot clean: %s", out);
+  char args[1024], *dst = tu_path(scratch, "big");
+  snprintf(args, sizeof args, "generate --kind sbm --vertices 100 --features 8 --quiet %s", dst);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  cr_expect_eq(tu_count_prefix(scratch, "big.tmp-"), 0, "the killed run's temporary stayed");
+  cr_expect_eq(tu_count_prefix(scratch, "big"), 1);
+  free(dst);
+}

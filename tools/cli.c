@@ -24,6 +24,22 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
   return 2;
 }
 
+static volatile sig_atomic_t *stop_flag;
+
+static void on_stop(int sig) {
+  (void)sig;
+  if (stop_flag) *stop_flag = 1;
+}
+
+void cli_catch_stop(volatile sig_atomic_t *flag) {
+  stop_flag = flag;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
 bool cli_wants_help(int argc, char **argv) {
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return true;

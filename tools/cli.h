@@ -3,6 +3,7 @@
 #ifndef HS_CLI_H
 #define HS_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,11 @@ void cli_report(const char *cmd, const char *what, hs_status st);
 /* Print a usage error and a hint to run --help; returns 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* SIGINT and SIGTERM set *flag instead of killing the process, so that
+ * a long call given the flag as its stop flag cleans up and returns
+ * HS_ERR_INTERRUPTED; the command then exits with 130. */
+void cli_catch_stop(volatile sig_atomic_t *flag);
+
 /* True if argv has -h/--help. */
 bool cli_wants_help(int argc, char **argv);
 

@@ -1,4 +1,5 @@
 /* hetsage convert: import a published graph format into a native dataset. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,8 +37,10 @@ static void usage(FILE *f) {
           "  --json                 print the summary as JSON on stdout\n"
           "  --quiet                no progress lines on stderr\n"
           "\n"
-          "Each row of the CSR is sorted by neighbour id. Exit status: 0 done, 1 failed,\n"
-          "2 usage error (bad options, DST exists without --force).\n");
+          "Each row of the CSR is sorted by neighbour id. Ctrl-C or SIGTERM stops it and\n"
+          "removes the temporary; temporaries of runs that were killed (SIGKILL) are\n"
+          "removed by the next run into DST. Exit status: 0 done, 1 failed, 2 usage\n"
+          "error (bad options, DST exists without --force), 130 interrupted.\n");
 }
 
 int cmd_convert(int argc, char **argv) {
@@ -106,8 +109,15 @@ int cmd_convert(int argc, char **argv) {
     o.progress = cli_progress;
     o.progress_ctx = (void *)cmd;
   }
+  static volatile sig_atomic_t stop;
+  o.stop = &stop;
+  cli_catch_stop(&stop);
   hs_dataset_info info;
   hs_status st = hs_convert(pos[0], pos[1], &o, &info);
+  if (st == HS_ERR_INTERRUPTED) {
+    fprintf(stderr, "hetsage %s: interrupted: nothing was written\n", cmd);
+    return 130;
+  }
   if (st != HS_OK) {
     cli_report(cmd, pos[0], st);
     return st == HS_ERR_INVALID_ARG ? 2 : 1;

@@ -1,6 +1,7 @@
 /* hetsage generate: synthetic R-MAT / SBM datasets in the native format. */
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,9 +49,11 @@ static void usage(FILE *f) {
           "  --json                 summary as JSON on stdout\n"
           "  --quiet                no progress lines on stderr\n"
           "\n"
+          "Ctrl-C or SIGTERM stops it and removes the temporary; temporaries of runs\n"
+          "that were killed (SIGKILL) are removed by the next run into DST.\n"
           "ogbn-products scale: --kind sbm --vertices 2449029 --edges 61859140\n"
           "  --classes 47 --features 100 (about 1 GiB of features).\n"
-          "Exit status: 0 done, 1 failed, 2 usage error.\n");
+          "Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted.\n");
 }
 
 /* A number in [lo, hi] (an end open where lo_open / hi_open say). */
@@ -176,8 +179,15 @@ int cmd_generate(int argc, char **argv) {
     o.progress = cli_progress;
     o.progress_ctx = (void *)cmd;
   }
+  static volatile sig_atomic_t stop;
+  o.stop = &stop;
+  cli_catch_stop(&stop);
   hs_generate_summary s;
   hs_status st = hs_generate(dst, &o, &s);
+  if (st == HS_ERR_INTERRUPTED) {
+    fprintf(stderr, "hetsage %s: interrupted: nothing was written\n", cmd);
+    return 130;
+  }
   if (st == HS_ERR_INVALID_ARG && !hs_last_error()[0]) return cli_usage_error(cmd, "bad options");
   if (st != HS_OK) {
     cli_report(cmd, dst, st);

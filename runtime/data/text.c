@@ -83,6 +83,7 @@ static const char *gz_what(const hs__text *t, const char *msg) {
 
 /* Append up to `want` bytes at buf+end. */
 static hs_status text_fill(hs__text *t, size_t want) {
+  if (hs__stopped()) return hs__fail_stopped();
   if (t->gz) {
     int r = gzread(t->gz, t->buf + t->end, (unsigned)want);
     if (r < 0) {

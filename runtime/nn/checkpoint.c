@@ -104,18 +104,13 @@ static void encode_header(const hs_model *m, unsigned char *h) {
 }
 
 hs_status hs__checkpoint_save(const hs_model *m, const char *path) {
-  hs_status st = HS_OK;
-  size_t len = strlen(path);
-  char *tmp = malloc(len + 16);
-  if (!tmp) return hs__fail(HS_ERR_NOMEM, "%s: temporary name", path);
-  snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-  writer w = {.fd = mkstemp(tmp), .crc = crc32(0L, Z_NULL, 0), .path = path};
-  if (w.fd < 0) {
-    st = hs__fail(HS_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
-                  strerror(errno));
-    free(tmp);
-    return st;
-  }
+  /* Temporaries of saves that were killed go first (a save in progress
+   * holds its lock and stays). */
+  hs__temp_sweep(path, ".tmp.", false);
+  char *tmp;
+  writer w = {.fd = -1, .crc = crc32(0L, Z_NULL, 0), .path = path};
+  hs_status st = hs__temp_create(path, ".tmp.", false, &tmp, &w.fd);
+  if (st != HS_OK) return st;
   unsigned char header[HEADER_BYTES], tail[4];
   encode_header(m, header);
   size_t n = m->shape.n_params;

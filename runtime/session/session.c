@@ -411,6 +411,11 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  s->feat_checked = calloc((size_t)(s->g->n + 63) / 64 + 1, sizeof *s->feat_checked);
+  if (!s->feat_checked) {
+    st = hs__fail(HS_ERR_NOMEM, "out of memory for the feature check bitmap");
+    goto fail;
+  }
   if ((st = place(s, cfg)) != HS_OK) goto fail;
   switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
     case HS_PIPELINE_THREADS: s->mode = HS_PIPE_THREADS; break;
@@ -471,6 +476,7 @@ void hs_session_destroy(hs_session *s) {
   free(s->slots);
   free(s->pslots);
   free(s->order);
+  free((void *)s->feat_checked);
   hs__gather_pool_destroy(s->pool);
   hs__trainer_destroy(s->trainer);
   hs__sampler_destroy(s->sampler);

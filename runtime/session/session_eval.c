@@ -72,7 +72,9 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
   if (!all)
     return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)s->g->n,
                     classes);
-  hs_status st = hs__trainer_infer_full(s->trainer, &g, s->feat, all);
+  hs_status st = hs__session_check_all_rows(s);
+  if (st != HS_OK) return st;
+  st = hs__trainer_infer_full(s->trainer, &g, s->feat, all);
   for (int64_t i = 0; st == HS_OK && i < n; i++)
     memcpy(logits + (size_t)i * classes, all + (size_t)ids[i] * classes,
            sizeof(float) * (size_t)classes);

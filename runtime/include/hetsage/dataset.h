@@ -26,6 +26,7 @@
 #ifndef HETSAGE_DATASET_H
 #define HETSAGE_DATASET_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,6 +164,10 @@ typedef struct hs_convert_opts {
   bool force;             /* replace an existing destination dataset */
   hs_progress_fn progress;
   void *progress_ctx;
+  /* When not NULL and *stop becomes non-zero (a signal handler sets it),
+   * the conversion stops at its next check (within a fraction of a second
+   * of work), removes its temporary and returns HS_ERR_INTERRUPTED. */
+  volatile sig_atomic_t *stop;
 } hs_convert_opts;
 
 /* Defaults: no undirected, no dedup, keep self-loops, renumber ids,
@@ -172,16 +177,20 @@ HS_API void hs_convert_opts_init(hs_convert_opts *opts, hs_import_format from);
 /* Import `src` (a file or directory, by format) into a new native dataset
  * `dst`. The output is written to a temporary directory `dst.tmp-XXXXXX`
  * next to `dst` and renamed into place once complete; on any failure the
- * temporary is removed and `dst` is left as it was. An existing `dst` is an
- * error unless opts->force, and then it is replaced only if it holds
- * nothing but dataset files (*.npy, meta.json). Text inputs may be gzip
+ * temporary is removed and `dst` is left as it was; temporaries
+ * `dst.tmp-XXXXXX` of earlier runs that were killed are removed first (a
+ * run in progress holds a lock on its own). The directory and its files
+ * get the umask's mode. An existing `dst` is an error unless opts->force,
+ * and then it is replaced only if it holds nothing but dataset files
+ * (*.npy, meta.json). Text inputs may be gzip
  * files (read through zlib, with or without a ".gz" suffix); a missing
  * "X" is also looked for as "X.gz".
  * `summary` (may be NULL) receives the written dataset's info.
  * Threading: may run concurrently with other calls on distinct paths.
  * Errors: HS_ERR_FORMAT with "file:line:column: what" for parse errors,
  * HS_ERR_IO, HS_ERR_UNSUPPORTED (more than 2^31-1 vertices), HS_ERR_NOMEM,
- * HS_ERR_INVALID_ARG (bad options; dst exists without force). */
+ * HS_ERR_INVALID_ARG (bad options; dst exists without force),
+ * HS_ERR_INTERRUPTED (opts->stop). */
 HS_API hs_status hs_convert(const char *src, const char *dst,
                             const hs_convert_opts *opts,
                             hs_dataset_info *summary);
@@ -217,6 +226,7 @@ typedef struct hs_generate_opts {
   bool force;
   hs_progress_fn progress;
   void *progress_ctx;
+  volatile sig_atomic_t *stop; /* as in hs_convert_opts */
 } hs_generate_opts;
 
 /* Defaults: scale 16 (R-MAT), 8 classes, edge factor 16, a=0.57 b=0.19
@@ -243,7 +253,7 @@ typedef struct hs_generate_summary {
  * features. The result is a pure function of the options (not of
  * `threads`): the same seed gives the same bytes.
  * `summary` may be NULL. Errors: HS_ERR_INVALID_ARG, HS_ERR_IO,
- * HS_ERR_NOMEM, HS_ERR_UNSUPPORTED. */
+ * HS_ERR_NOMEM, HS_ERR_UNSUPPORTED, HS_ERR_INTERRUPTED (opts->stop). */
 HS_API hs_status hs_generate(const char *dst, const hs_generate_opts *opts,
                              hs_generate_summary *summary);
 

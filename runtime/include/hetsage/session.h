@@ -222,7 +222,12 @@ HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void
  * position is kept so that a checkpoint saved now resumes exactly. */
 HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
 
-/* Train one epoch (or the rest of an interrupted one). */
+/* Train one epoch (or the rest of an interrupted one). Feature rows are
+ * checked finite the first time they are gathered. Errors include
+ * HS_ERR_FORMAT (a NaN or infinite feature: the detail names feat.npy,
+ * the row and the feature) and HS_ERR_RANGE (the training loss became NaN
+ * or infinite: the model diverged; the epoch does not count, and the
+ * parameters should not be saved). */
 HS_API hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats);
 
 /* Epochs completed so far. */
