@@ -198,6 +198,7 @@ int cli_session_open(const char *cmd, cli_session_args *a, hs_runtime **rt, hs_d
     }
     path = bundled;
   }
+  snprintf(a->path, sizeof a->path, "%s", path);
   if ((st = hs_dataset_open(path, ds)) != HS_OK) {
     cli_report(cmd, path, st);
     return 1;

@@ -33,6 +33,8 @@ static void usage(FILE *f) {
           "  --checkpoint DIR     save DIR/last.ckpt each epoch, DIR/best.ckpt on a\n"
           "                       better validation; Ctrl-C saves DIR/last.ckpt\n"
           "  --resume             continue from DIR/last.ckpt\n"
+          "  --force              train afresh into a --checkpoint DIR that holds the\n"
+          "                       checkpoints of an earlier run (they are replaced)\n"
           "  --eval full|sampled  validation and test with full neighbourhoods\n"
           "                       (default) or sampled ones\n"
           "  --free-host-topology release the host copy of the graph topology once\n"
@@ -42,9 +44,16 @@ static void usage(FILE *f) {
           "                       utilisation, rates, bytes each way and the block\n"
           "                       transfer path, memory\n"
           "  --log-json F         one JSON object per epoch: loss and accuracies\n"
-          "  --json               final result as JSON on stdout\n"
+          "  --json               final result as JSON on stdout (numbers that are not\n"
+          "                       finite, e.g. a test accuracy without a test split,\n"
+          "                       are null)\n"
           "  -q, --quiet          no progress on stderr\n"
           "  -h, --help\n"
+          "\n"
+          "Without a validation split (valid_idx.npy missing or empty) training runs\n"
+          "every epoch with no early stopping (--patience and --target-acc are refused)\n"
+          "and the last epoch's model is the one reported and saved as best.ckpt;\n"
+          "without a test split no test accuracy is reported. Both are said at the start.\n"
           "\n"
           "Exit status: 0 done, 1 failure, 2 bad usage, 130 interrupted (a\n"
           "checkpoint was saved).\n");
@@ -71,6 +80,13 @@ static hs_status evaluate(hs_session *s, hs_split split, bool full, double *acc)
 static bool path_join(char *buf, size_t len, const char *dir, const char *name) {
   int n = snprintf(buf, len, "%s/%s", dir, name);
   return n > 0 && (size_t)n < len;
+}
+
+/* An accuracy for people: "n/a" where there is none (no such split). */
+static const char *acc_text(double x, int digits, char *buf, size_t len) {
+  if (isfinite(x)) snprintf(buf, len, "%.*f", digits, x);
+  else snprintf(buf, len, "n/a");
+  return buf;
 }
 
 /* JSON members: numbers NaN or infinite are written null. */
@@ -134,6 +150,7 @@ int cmd_train(int argc, char **argv) {
   double target = 0;
   const char *ckpt_dir = NULL, *stats_path = NULL, *log_path = NULL;
   bool resume = false, json = false, quiet = false, full_eval = true, eval_set = false;
+  bool force = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_session_arg("train", &a, argc, argv, &i);
@@ -166,6 +183,8 @@ int cmd_train(int argc, char **argv) {
       a.cfg.free_host_topology = true;
     } else if (strcmp(o, "--resume") == 0) {
       resume = true;
+    } else if (strcmp(o, "--force") == 0) {
+      force = true;
     } else if (strcmp(o, "--json") == 0) {
       json = true;
     } else if (strcmp(o, "-q") == 0 || strcmp(o, "--quiet") == 0) {
@@ -180,6 +199,8 @@ int cmd_train(int argc, char **argv) {
     }
   }
   if (resume && !ckpt_dir) return cli_usage_error("train", "--resume needs --checkpoint DIR");
+  if (force && !ckpt_dir) return cli_usage_error("train", "--force needs --checkpoint DIR");
+  if (force && resume) return cli_usage_error("train", "--force and --resume exclude each other");
   /* Full-neighbour evaluation walks the host topology, which the option
    * releases: sampled evaluation runs on the sampler instead. */
   if (a.cfg.free_host_topology) {
@@ -202,6 +223,12 @@ int cmd_train(int argc, char **argv) {
       fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
       return 1;
     }
+    /* A fresh run would replace an earlier run's models, maybe better ones. */
+    const char *held = access(best, F_OK) == 0 ? best : access(last, F_OK) == 0 ? last : NULL;
+    if (held && !resume && !force)
+      return cli_usage_error("train", "--checkpoint %s holds the checkpoints of an earlier run "
+                             "(%s): --resume continues that run, --force replaces them",
+                             ckpt_dir, held);
   }
   FILE *stats_f = NULL, *log_f = NULL;
   if (stats_path && !(stats_f = fopen(stats_path, "w"))) {
@@ -220,16 +247,32 @@ int cmd_train(int argc, char **argv) {
   int rc = cli_session_open("train", &a, &rt, &ds, &s);
   if (rc != 0) goto out_files;
   hs_status st;
+  /* Splits are checked now, not after the first epoch. */
+  hs_dataset_info info;
+  hs_dataset_get_info(ds, &info);
+  bool has_valid = info.split_size[HS_SPLIT_VALID] > 0, has_test = info.split_size[HS_SPLIT_TEST] > 0;
+  if (!has_valid && (patience > 0 || target > 0)) {
+    rc = cli_usage_error("train", "%s needs a validation split, and %s/valid_idx.npy is %s",
+                         patience > 0 ? "--patience" : "--target-acc", a.path,
+                         info.has_split[HS_SPLIT_VALID] ? "empty" : "missing");
+    goto out;
+  }
   if (resume && (st = hs_session_load(s, last)) != HS_OK) {
     cli_report("train", "resuming", st);
     rc = 1;
     goto out;
   }
+  if (!has_valid)
+    fprintf(stderr, "note: %s/valid_idx.npy is %s: no validation, so no early stopping; the "
+            "last epoch's model is reported%s\n", a.path,
+            info.has_split[HS_SPLIT_VALID] ? "empty" : "missing",
+            ckpt_dir ? " and saved as best.ckpt" : "");
+  if (!has_test)
+    fprintf(stderr, "note: %s/test_idx.npy is %s: no test accuracy\n", a.path,
+            info.has_split[HS_SPLIT_TEST] ? "empty" : "missing");
   if (!quiet) {
     char plan[4096];
     hs_session_describe(s, plan, sizeof plan);
-    hs_dataset_info info;
-    hs_dataset_get_info(ds, &info);
     fprintf(stderr, "dataset   %lld vertices, %lld edges, %lld features, %d classes\n",
             (long long)info.num_vertices, (long long)info.num_edges,
             (long long)info.num_features, (int)info.num_classes);
@@ -276,7 +319,7 @@ int cmd_train(int argc, char **argv) {
     total_s += es.wall_s;
     last_loss = es.loss;
     double valid = NAN;
-    if ((st = evaluate(s, HS_SPLIT_VALID, full_eval, &valid)) != HS_OK) {
+    if (has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &valid)) != HS_OK) {
       cli_report("train", "validation", st);
       rc = 1;
       goto out;
@@ -290,12 +333,13 @@ int cmd_train(int argc, char **argv) {
         goto out;
       }
     }
-    bool better = valid > best_valid;
+    /* Without validation, each epoch's model is the latest, and the best. */
+    bool better = !has_valid || valid > best_valid;
     if (better) {
       best_valid = valid;
       best_epoch = es.epoch;
       since_best = 0;
-      if ((st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
+      if (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
         cli_report("train", "test evaluation", st);
         rc = 1;
         goto out;
@@ -312,11 +356,12 @@ int cmd_train(int argc, char **argv) {
     }
     if (!quiet) {
       double eta = (total_s / (double)done) * (double)((int64_t)epochs - hs_session_epoch(s));
+      char v[16];
       fprintf(stderr,
-              "epoch %3lld  loss %.4f  train acc %.3f  valid acc %.3f%s  %.2f s  %.0f edges/s  "
+              "epoch %3lld  loss %.4f  train acc %.3f  valid acc %s%s  %.2f s  %.0f edges/s  "
               "ETA %.0f s\n",
-              (long long)es.epoch + 1, es.loss, es.train_acc, valid, better ? "*" : " ",
-              es.wall_s, es.sampled_edges_per_s, eta);
+              (long long)es.epoch + 1, es.loss, es.train_acc, acc_text(valid, 3, v, sizeof v),
+              better ? "*" : " ", es.wall_s, es.sampled_edges_per_s, eta);
     }
     if (log_f) {
       fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
@@ -341,8 +386,9 @@ int cmd_train(int argc, char **argv) {
   }
   if (best_epoch < 0) {
     /* Resumed at the end: nothing trained in this run, evaluate as is. */
-    if ((st = evaluate(s, HS_SPLIT_VALID, full_eval, &best_valid)) != HS_OK ||
-        (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
+    best_valid = NAN;
+    if ((has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &best_valid)) != HS_OK) ||
+        (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK)) {
       cli_report("train", "evaluation", st);
       rc = 1;
       goto out;
@@ -359,10 +405,11 @@ int cmd_train(int argc, char **argv) {
     jnum(stdout, "train_s", total_s, 3);
     printf("}\n");
   } else {
-    printf("test accuracy %.4f (validation %.4f at epoch %lld; %lld epochs, stopped by %s, "
+    char t[16], v[16];
+    printf("test accuracy %s (validation %s at epoch %lld; %lld epochs, stopped by %s, "
            "%.1f s training)\n",
-           test_at_best, best_valid, (long long)best_epoch + 1, (long long)hs_session_epoch(s),
-           stop_reason, total_s);
+           acc_text(test_at_best, 4, t, sizeof t), acc_text(best_valid, 4, v, sizeof v),
+           (long long)best_epoch + 1, (long long)hs_session_epoch(s), stop_reason, total_s);
   }
 out:
   cli_session_close(rt, ds, s);

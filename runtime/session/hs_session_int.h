@@ -74,6 +74,8 @@ struct hs_session {
    * memory budget (NULL: they are read from the mapping), and the trainer
    * tier when it has rows (NULL: none). */
   hs_host_tier *tier;
+  uint64_t tier_keep_bytes; /* the host tier's block budget */
+  hs_cache_fill coo_fill;   /* the trainer tier's fill policy */
   hs_coo *coo;
   hs_coo_dev *coo_dev;
 

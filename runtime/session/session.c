@@ -337,6 +337,68 @@ static hs_status make_sampler(hs_session *s) {
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
 }
 
+/* The plan as it runs: where the session's configuration overrode a choice
+ * (pipeline, depth, memory budget, caches), the plan's fields and reasons
+ * are revised, so that what is described is what runs. */
+static hs_status revise_plan(hs_session *s, const hs_session_config *cfg) {
+  hs_placement *pl = s->plan;
+  char a[32], b[32];
+  hs_status st = HS_OK;
+  hs_pipeline_mode mode = s->mode == HS_PIPE_THREADS ? HS_PIPELINE_THREADS
+                          : s->mode == HS_PIPE_OFF   ? HS_PIPELINE_OFF
+                                                     : HS_PIPELINE_ASYNC;
+  if (mode != pl->pipeline) {
+    st = hs__placement_revise(pl, "pipeline", hs_pipeline_mode_name(pl->pipeline),
+                              "%s: the session's configuration (pipeline)",
+                              hs_pipeline_mode_name(mode));
+    pl->pipeline = mode;
+  }
+  if (st == HS_OK && s->depth != pl->depth) {
+    st = hs__placement_revise(pl, "pipeline", "depth", "depth %d: %s", s->depth,
+                              mode == HS_PIPELINE_OFF ? "no overlap, one batch at a time"
+                                                      : "the session's configuration (depth)");
+    pl->depth = s->depth;
+  }
+  if (st == HS_OK && cfg->memory_budget) {
+    pl->host_budget_bytes = cfg->memory_budget;
+    st = hs__placement_revise(pl, "memory", "host", "host %s: the session's memory budget "
+                              "(memory_budget)", hs__fmt_bytes(cfg->memory_budget, a, sizeof a));
+  }
+  uint64_t keep = s->tier ? s->tier_keep_bytes : 0;
+  if (st == HS_OK && (cfg->memory_budget || keep != pl->cache_host_bytes)) {
+    hs__fmt_bytes(s->g->feature_bytes, a, sizeof a);
+    hs__fmt_bytes(pl->host_budget_bytes, b, sizeof b);
+    if (s->tier) {
+      char c[32];
+      st = hs__placement_revise(pl, "cache", "host", "host %s: the features (%s) exceed the "
+                                "host budget %s, so they are read from feat.npy through a "
+                                "cache of %s", hs__fmt_bytes(keep, c, sizeof c), a, b,
+                                hs__fmt_bytes(keep, c, sizeof c));
+    } else {
+      st = hs__placement_revise(pl, "cache", "host", "host 0 B: the features (%s) fit in the "
+                                "host budget %s, so they stay in memory", a, b);
+    }
+    pl->cache_host_bytes = keep;
+  }
+  uint64_t rows = s->coo ? (uint64_t)hs__coo_capacity(s->coo) : 0;
+  if (st == HS_OK && rows != pl->cache_trainer_rows) {
+    st = hs__placement_revise(pl, "cache", "trainer", "trainer %llu row(s): %s",
+                              (unsigned long long)rows,
+                              cfg->cache_rows >= 0 ? "the session's configuration (cache_rows), "
+                                                     "cut to the rows there are and to one "
+                                                     "device allocation"
+                                                   : "the plan's, cut to the rows there are and "
+                                                     "to one device allocation");
+    pl->cache_trainer_rows = rows;
+  }
+  if (st == HS_OK && s->coo && s->coo_fill != pl->cache_fill) {
+    st = hs__placement_revise(pl, "cache", "fill", "fill %s: the session's configuration "
+                              "(cache_fill)", hs_cache_fill_name(s->coo_fill));
+    pl->cache_fill = s->coo_fill;
+  }
+  return st;
+}
+
 /* Slots are sized by the sampler's capacities: the largest batch these
  * fanouts and this batch size can produce on this graph (hs__batch_caps:
  * every sampled neighbour new, cut at N, E and the largest degree), not a
@@ -411,6 +473,10 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  /* A batch larger than the graph is one batch of every seed there is: the
+   * splits are sets of distinct vertices, so each chunk of a split (and the
+   * sampler's capacity) is the same as with the size asked for. */
+  if (s->cfg.batch_size > s->g->n) s->cfg.batch_size = (int32_t)s->g->n;
   s->feat_checked = calloc((size_t)(s->g->n + 63) / 64 + 1, sizeof *s->feat_checked);
   if (!s->feat_checked) {
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the feature check bitmap");
@@ -443,9 +509,10 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the training order");
     goto fail;
   }
-  s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
+  s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + s->cfg.batch_size - 1) / s->cfg.batch_size;
   if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
   if ((st = choose_feature_pages(s, ds, cfg)) != HS_OK) goto fail;
+  if ((st = revise_plan(s, cfg)) != HS_OK) goto fail;
   /* Everything that reads the host topology (the sampler's upload, the
    * degree and presample cache fills) has run. */
   if (cfg->free_host_topology) s->topology_freed = hs__dataset_free_topology(ds);

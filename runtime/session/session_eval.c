@@ -15,13 +15,18 @@ static int32_t argmax(const float *row, int n) {
   return best;
 }
 
+static hs_status no_split(const hs_session *s, hs_split split) {
+  static const char *const files[] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
+  return hs__fail(HS_ERR_FORMAT, "%s/%s is %s: the dataset has no such split",
+                  hs__dataset_dir(s->ds), files[split], s->g->split[split] ? "empty" : "missing");
+}
+
 hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   if (!s || !accuracy || split < 0 || split >= HS_SPLIT_COUNT_)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate: bad argument");
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
-  if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no %s split",
-                                      split == HS_SPLIT_VALID ? "validation" : split == HS_SPLIT_TEST ? "test" : "training");
+  if (!ids || n == 0) return no_split(s, split);
   int classes = s->g->num_classes;
   float *logits = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *logits);
   if (!logits) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
@@ -138,7 +143,7 @@ hs_status hs_session_evaluate_full(hs_session *s, hs_split split, double *accura
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate_full: bad argument");
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
-  if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no such split");
+  if (!ids || n == 0) return no_split(s, split);
   const int classes = s->g->num_classes;
   float *logits = malloc((size_t)n * (size_t)classes * sizeof *logits);
   if (!logits) return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)n, classes);
