@@ -233,6 +233,7 @@ int hs__open_regular(const char *path, const char *what, hs_status *st) {
   if (s != HS_OK && fd >= 0) {
     close(fd);
     fd = -1;
+    errno = EINVAL; /* for callers that report errno: not a file we read */
   }
   if (st) *st = s;
   return fd;

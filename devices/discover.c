@@ -253,6 +253,7 @@ hs_status hs__inventory_discover(hs_inventory *inv) {
       }
       dev->platform = plats[p];
       dev->id = ids[i];
+      dev->progs = NULL;
       dev->info.index = inv->n_devs;
       dev->info.platform_index = (int)p;
       inv->n_devs++;

@@ -4,6 +4,7 @@
 
 #include "gemm_internal.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 
 enum { BUILTIN_TILE = 16 }; /* must match cl_kernels/gemm.cl */
 
@@ -34,8 +35,7 @@ static hs_status builtin_create(hs_gemm *g) {
   if (g->dev.info.max_work_group_size < BUILTIN_TILE * BUILTIN_TILE)
     return hs__fail(HS_ERR_UNSUPPORTED, "builtin GEMM needs work-groups of %d on '%s' (max %zu)",
                     BUILTIN_TILE * BUILTIN_TILE, g->dev.info.name, g->dev.info.max_work_group_size);
-  const char *src[] = {"gemm.cl"};
-  hs_status st = hs__program_build(g->ctx, &g->dev, src, 1, "-cl-mad-enable", &g->program, NULL);
+  hs_status st = hs__program_get(g->ctx, &g->dev, HS_PROG_GEMM, &g->program);
   if (st != HS_OK) return st;
   return hs__kernel_create(g->program, "hs_gemm_tiled", &g->dev, &g->kernel);
 }

@@ -7,13 +7,14 @@
 #include "gemm_internal.h"
 #include "hs_config.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 
 #if HS_HAVE_CLBLAST
 #include <clblast_c.h>
 
 bool hs__gemm_clblast_available(const hs_dev *dev, const char **why) {
-  if (!dev->info.compiler_available) {
-    *why = "the device has no OpenCL compiler for CLBlast's kernels";
+  if (!hs__dev_compiles(dev)) {
+    *why = "the device does not compile CLBlast's kernels (no compiler, or its profile says so)";
     return false;
   }
   return true;

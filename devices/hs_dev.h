@@ -23,10 +23,16 @@ hs_status hs__cl_fail(cl_int err, const char *call, cl_device_id dev);
 
 /* ---- discovery ---------------------------------------------------------- */
 
+struct hs__prog_files;
+
 typedef struct hs_dev {
   cl_platform_id platform;
   cl_device_id id;
   hs_device_info info;
+  /* What the board profile provides for this device's programs (prebuilt
+   * binaries, whether it compiles; hs_programs.h); NULL: nothing, build
+   * from source. Borrowed: set by whoever opens the device for a role. */
+  const struct hs__prog_files *progs;
 } hs_dev;
 
 typedef struct hs_platform_note {
@@ -121,14 +127,33 @@ hs_status hs__program_build(const hs_ctx *ctx, const hs_dev *dev,
                             const char *options, cl_program *out,
                             bool *cache_hit);
 
+/* The sources concatenated as hs__program_build compiles them (each file
+ * after a #line directive naming it); malloc'd, the caller frees. */
+hs_status hs__sources_assemble(const char *const *sources, int n, char **text, size_t *len);
+
 /* Load a program from a binary file (devices without a compiler, e.g.
  * FPGAs, whose board profile names prebuilt binaries). */
 hs_status hs__program_from_binary_file(const hs_ctx *ctx, const hs_dev *dev,
                                        const char *path, const char *options,
                                        cl_program *out);
+/* The same from a binary in memory; `origin` names it in messages. */
+hs_status hs__program_from_binary(const hs_ctx *ctx, const hs_dev *dev,
+                                  const unsigned char *bin, size_t len, const char *options,
+                                  const char *origin, cl_program *out);
 /* Write a built program's binary for `dev` to `path` (atomically). */
 hs_status hs__program_save_binary(cl_program prog, const hs_dev *dev,
                                   const char *path);
+/* A built program's binary for `dev` (malloc'd, the caller frees). */
+hs_status hs__program_binary(cl_program prog, const hs_dev *dev, unsigned char **bin,
+                             size_t *len);
+
+/* A whole file into a malloc'd buffer (one byte more than its length);
+ * false with errno set when it cannot be read. */
+bool hs__file_read(const char *path, unsigned char **data, size_t *len);
+/* Write `parts` in order to a temporary file beside `path`, flush it and
+ * rename it over `path`, so that a reader never sees half a file. */
+hs_status hs__file_write_atomic(const char *path, const void *const *parts,
+                                const size_t *lens, int n);
 
 /* The cache directory in use (created on demand). */
 hs_status hs__cache_dir(char *buf, size_t len);

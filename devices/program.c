@@ -17,6 +17,7 @@
 #include "hs_config.h"
 #include "hs_dev.h"
 #include "hs_kernels.h"
+#include "hs_programs.h"
 
 #define CACHE_MAGIC "HSPBIN01"
 
@@ -114,7 +115,7 @@ static void make_key(sbuf *key, const hs_dev *dev, const char *const *sources, i
 
 /* ---- cache file I/O -------------------------------------------------------- */
 
-static bool read_file(const char *path, unsigned char **data, size_t *len) {
+bool hs__file_read(const char *path, unsigned char **data, size_t *len) {
   if (access(path, F_OK) != 0) return false; /* a cache miss: no error recorded */
   FILE *f = hs__fopen_regular(path, NULL, NULL);
   if (!f) return false;
@@ -160,12 +161,14 @@ static bool cache_parse(const unsigned char *d, size_t len, const sbuf *key,
   return true;
 }
 
-static hs_status write_atomic(const char *path, const void *const *parts,
-                              const size_t *lens, int n) {
+hs_status hs__file_write_atomic(const char *path, const void *const *parts,
+                               const size_t *lens, int n) {
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
   int fd = mkstemp(tmp);
   if (fd < 0) return hs__fail(HS_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+  /* mkstemp makes the file private; what we write is for others to read. */
+  (void)fchmod(fd, 0644);
   for (int i = 0; i < n; i++) {
     const char *p = parts[i];
     size_t left = lens[i];
@@ -194,8 +197,8 @@ static hs_status write_atomic(const char *path, const void *const *parts,
   return HS_OK;
 }
 
-static hs_status get_binary(cl_program prog, const hs_dev *dev, unsigned char **bin,
-                            size_t *len) {
+hs_status hs__program_binary(cl_program prog, const hs_dev *dev, unsigned char **bin,
+                             size_t *len) {
   cl_uint nd = 0;
   cl_int err = clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL);
   if (err != CL_SUCCESS || nd == 0 || nd > 64)
@@ -264,13 +267,25 @@ static hs_status assemble(const char *const *sources, int n, sbuf *src) {
   return HS_OK;
 }
 
+hs_status hs__sources_assemble(const char *const *sources, int n, char **text, size_t *len) {
+  sbuf src = {0};
+  hs_status st = assemble(sources, n, &src);
+  if (st != HS_OK) {
+    free(src.p);
+    return st;
+  }
+  *text = src.p;
+  *len = src.len;
+  return HS_OK;
+}
+
 static hs_status try_cache(const hs_ctx *ctx, const hs_dev *dev, const char *path,
                            const sbuf *key, const char *options, cl_program *out) {
   unsigned char *data = NULL;
   size_t len = 0;
   const unsigned char *bin;
   size_t bin_len;
-  if (!read_file(path, &data, &len)) return HS_ERR_NOT_FOUND;
+  if (!hs__file_read(path, &data, &len)) return HS_ERR_NOT_FOUND;
   hs_status st = HS_ERR_FORMAT;
   if (!cache_parse(data, len, key, &bin, &bin_len)) {
     hs__log(HS_LOG_BUILD, "cache entry %s is corrupt or stale: rebuilding", path);
@@ -324,11 +339,13 @@ hs_status hs__program_build(const hs_ctx *ctx, const hs_dev *dev,
       goto done;
     }
   }
-  if (!dev->info.compiler_available) {
+  if (!hs__dev_compiles(dev)) {
     st = hs__fail(HS_ERR_UNSUPPORTED,
-                  "device '%s' has no OpenCL compiler: name a prebuilt binary in the "
-                  "board profile",
-                  dev->info.name);
+                  "device '%s' %s, and the binary cache has no build of this program: "
+                  "name a prebuilt binary in the board profile's [binaries]",
+                  dev->info.name,
+                  dev->info.compiler_available ? "does not compile (its board profile says so)"
+                                               : "has no OpenCL compiler");
     goto fail;
   }
 
@@ -352,7 +369,7 @@ hs_status hs__program_build(const hs_ctx *ctx, const hs_dev *dev,
   if (use_cache) {
     unsigned char *bin = NULL;
     size_t bin_len = 0;
-    if (get_binary(prog, dev, &bin, &bin_len) == HS_OK) {
+    if (hs__program_binary(prog, dev, &bin, &bin_len) == HS_OK) {
       uint64_t kl = key.len, bl = bin_len;
       uLong crc = crc32(0, (const Bytef *)CACHE_MAGIC, 8);
       crc = crc32(crc, (const Bytef *)&kl, 8);
@@ -362,7 +379,7 @@ hs_status hs__program_build(const hs_ctx *ctx, const hs_dev *dev,
       uint32_t c32 = (uint32_t)crc;
       const void *parts[] = {CACHE_MAGIC, &kl, key.p, &bl, bin, &c32};
       size_t lens[] = {8, 8, key.len, 8, bin_len, 4};
-      if (write_atomic(path, parts, lens, 6) != HS_OK)
+      if (hs__file_write_atomic(path, parts, lens, 6) != HS_OK)
         hs__log(HS_LOG_BUILD, "binary not cached: %s", hs_last_error());
       free(bin);
     }
@@ -380,49 +397,53 @@ fail:
   return st;
 }
 
-hs_status hs__program_from_binary_file(const hs_ctx *ctx, const hs_dev *dev,
-                                       const char *path, const char *options,
-                                       cl_program *out) {
+hs_status hs__program_from_binary(const hs_ctx *ctx, const hs_dev *dev,
+                                  const unsigned char *bin, size_t len, const char *options,
+                                  const char *origin, cl_program *out) {
   *out = NULL;
-  unsigned char *data = NULL;
-  size_t len = 0;
-  if (!read_file(path, &data, &len))
-    return hs__fail(HS_ERR_IO, "cannot read kernel binary %s: %s", path, strerror(errno));
-  if (len == 0) {
-    free(data);
-    return hs__fail(HS_ERR_FORMAT, "kernel binary %s is empty", path);
-  }
+  if (len == 0) return hs__fail(HS_ERR_FORMAT, "kernel binary %s is empty", origin);
   cl_int err, bin_status = CL_SUCCESS;
-  const unsigned char *bin = data;
   cl_program prog =
       clCreateProgramWithBinary(ctx->ctx, 1, &dev->id, &len, &bin, &bin_status, &err);
-  free(data);
   if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
     if (prog) clReleaseProgram(prog);
     return hs__fail(HS_ERR_FORMAT,
                     "kernel binary %s was rejected by device '%s' (%s): built for "
                     "another device or driver?",
-                    path, dev->info.name,
+                    origin, dev->info.name,
                     hs__cl_error_name(err != CL_SUCCESS ? err : bin_status));
   }
   err = clBuildProgram(prog, 1, &dev->id, options, NULL, NULL);
   if (err != CL_SUCCESS) {
     hs_status st = build_fail(prog, dev, err, "clBuildProgram (binary)");
     clReleaseProgram(prog);
-    return hs__fail_context(st, "loading %s", path);
+    return hs__fail_context(st, "loading %s", origin);
   }
   *out = prog;
   return HS_OK;
 }
 
+hs_status hs__program_from_binary_file(const hs_ctx *ctx, const hs_dev *dev,
+                                       const char *path, const char *options,
+                                       cl_program *out) {
+  *out = NULL;
+  unsigned char *data = NULL;
+  size_t len = 0;
+  if (!hs__file_read(path, &data, &len))
+    return hs__fail(HS_ERR_IO, "cannot read kernel binary %s: %s", path, strerror(errno));
+  hs_status st = hs__program_from_binary(ctx, dev, data, len, options, path, out);
+  free(data);
+  return st;
+}
+
 hs_status hs__program_save_binary(cl_program prog, const hs_dev *dev, const char *path) {
   unsigned char *bin = NULL;
   size_t len = 0;
-  hs_status st = get_binary(prog, dev, &bin, &len);
+  hs_status st = hs__program_binary(prog, dev, &bin, &len);
   if (st != HS_OK) return st;
   const void *parts[] = {bin};
   size_t lens[] = {len};
-  st = write_atomic(path, parts, lens, 1);
+  st = hs__file_write_atomic(path, parts, lens, 1);
   free(bin);
   return st;
 }

@@ -139,12 +139,13 @@ Test(board, shipped_profiles_say_what_they_promise) {
   const hs__board_device *fpga = hs__board_device_find(p, "fpga");
   cr_assert_not_null(fpga);
   cr_expect_eq(fpga->type, HS_DEVICE_ACCELERATOR);
-  cr_assert_not_null(fpga->binary);
+  cr_expect_null(fpga->binary);
+  const char *sample = fpga->program_binary[HS_PROG_SAMPLE];
+  cr_assert_not_null(sample);
   /* Relative to the profile's folder. */
-  const char *tail = "/boards/fpga/hetsage-sampler.bin";
-  size_t n = strlen(fpga->binary);
-  cr_expect(n > strlen(tail) && strcmp(fpga->binary + n - strlen(tail), tail) == 0,
-            "%s", fpga->binary);
+  const char *tail = "/boards/fpga/hetsage-sample.bin";
+  size_t n = strlen(sample);
+  cr_expect(n > strlen(tail) && strcmp(sample + n - strlen(tail), tail) == 0, "%s", sample);
   cr_expect_not(p->roles.fallback);
   hs_board_profile_free(p);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cl_fixture.h"
+#include "hs_programs.h"
 #include "nn/checkpoint.h"
 #include "nn/infer.h"
 #include "nn/nn_rng.h"
@@ -29,8 +30,7 @@ typedef struct kfix {
 
 static void kfix_open(kfix *k) {
   clf_open(&k->f);
-  const char *src[] = {"hs_common.h", "hs_philox.h", "hs_train.h", "train_agg.cl", "train_elem.cl", "train_optim.cl"};
-  cr_assert_eq(hs__program_build(&k->f.ctx, &k->f.dev, src, 6, "", &k->prog, NULL), HS_OK, "%s",
+  cr_assert_eq(hs__program_get(&k->f.ctx, &k->f.dev, HS_PROG_TRAIN_SAGE, &k->prog), HS_OK, "%s",
                hs_last_error());
 }
 

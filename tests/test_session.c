@@ -13,6 +13,8 @@
 
 #include "cora_fixture.h"
 #include "hetsage.h"
+#include "hs_test_util.h"
+#include "hs_programs.h"
 #include "sample/hs_sampler.h"
 
 TestSuite(session, .init = cora_setup, .fini = cora_teardown, .timeout = 600);
@@ -310,14 +312,14 @@ Test(session, sampler_from_a_prebuilt_binary) {
   if (!cpu) cr_skip_test("no CPU device");
   hs_ctx ctx;
   cr_assert_eq(hs__ctx_create(cpu, 1, &ctx), HS_OK);
-  cr_assert_eq(hs__sampler_save_binary(&ctx, cpu, bin), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__program_save(&ctx, cpu, HS_PROG_SAMPLE, bin), HS_OK, "%s", hs_last_error());
   hs__ctx_release(&ctx);
   hs__inventory_release(&inv);
 
   FILE *f = fopen(ini, "w");
   fprintf(f, "[board]\nname = cpu-binary\n[device.cpu]\ntype = cpu\nrequired = true\n"
              "[roles]\nsampler = cpu\ntrainer = cpu\n"
-             "[binaries]\ncpu = sampler.bin\n");
+             "[binaries]\ncpu.sample = sampler.bin\n");
   fclose(f);
 
   hs_session_config c = small_cfg(HS_PIPELINE_OFF);
@@ -349,6 +351,81 @@ Test(session, sampler_from_a_prebuilt_binary) {
   unlink(ini);
   rmdir(dir);
 }
+/* A device whose profile says it does not compile runs every program from
+ * the bundle `hetsage kernels build` makes, with results bit-identical to
+ * programs built from source; without the programs its roles need, session
+ * creation fails naming one, before anything is built. */
+Test(session, compiler_less_device_trains_from_a_prebuilt_bundle) {
+  char *dir = tu_mkdtemp();
+  char bundle[1024], ini[1024], cache[1024];
+  snprintf(bundle, sizeof bundle, "%s/kernels.hsk", dir);
+  snprintf(ini, sizeof ini, "%s/nocc.ini", dir);
+  snprintf(cache, sizeof cache, "%s/empty-cache", dir);
+  const hs_device_info *devs;
+  int n_devs, cpu = -1;
+  cr_assert_eq(hs_runtime_devices(rt, &devs, &n_devs), HS_OK);
+  for (int i = n_devs - 1; i >= 0; i--)
+    if (devs[i].type == HS_DEVICE_CPU) cpu = i;
+  if (cpu < 0) cr_skip_test("no CPU device");
+  char names[256];
+  cr_assert_eq(hs_kernels_build(rt, cpu, HS_KERNELS_SAMPLER | HS_KERNELS_TRAINER, bundle, names,
+                                sizeof names),
+               HS_OK, "%s", hs_last_error());
+  cr_expect_str_eq(names, "sample,gather,cache,train_sage,gemm");
+  FILE *f = fopen(ini, "w");
+  fprintf(f, "[board]\nname = nocc\n[device.cpu]\ntype = cpu\nrequired = true\n"
+             "compiler = false\n[roles]\nsampler = cpu\ntrainer = cpu\n"
+             "[binaries]\ncpu = kernels.hsk\n");
+  fclose(f);
+
+  /* The reference: the default board, programs built from source (or the
+   * tests' binary cache). The trainer cache is on, so that its programs run. */
+  hs_session_config c = small_cfg(HS_PIPELINE_OFF);
+  c.cache_rows = 600;
+  size_t n_ref;
+  float *ref = train(&c, 1, &n_ref);
+
+  /* A runtime whose binary cache is empty: the bundle alone serves. */
+  char *saved_cache = strdup(getenv("HETSAGE_CACHE_DIR") ? getenv("HETSAGE_CACHE_DIR") : "");
+  setenv("HETSAGE_CACHE_DIR", cache, 1);
+  hs_runtime *rt2;
+  cr_assert_eq(hs_runtime_open(&rt2, NULL), HS_OK, "%s", hs_last_error());
+  c.board = ini;
+  hs_session *s;
+  cr_assert_eq(hs_session_create(rt2, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  char text[4096];
+  hs_session_describe(s, text, sizeof text);
+  cr_expect(strstr(text, "kernels.hsk"), "%s", text);
+  cr_assert_eq(hs_session_train_epoch(s, NULL), HS_OK, "%s", hs_last_error());
+  size_t n;
+  cr_assert_eq(hs_session_parameters(s, NULL, 0, &n), HS_OK);
+  cr_assert_eq(n, n_ref);
+  float *got = malloc(n * sizeof *got);
+  cr_assert_eq(hs_session_parameters(s, got, n, &n), HS_OK);
+  hs_session_destroy(s);
+  cr_expect_arr_eq(got, ref, n * sizeof(float), "the prebuilt bundle changed the result");
+
+  /* A bundle for the sampler alone lacks the trainer's programs. */
+  cr_assert_eq(hs_kernels_build(rt, cpu, HS_KERNELS_SAMPLER, bundle, NULL, 0), HS_OK);
+  cr_expect_eq(hs_session_create(rt2, ds, &c, &s), HS_ERR_PLACEMENT);
+  cr_expect(strstr(hs_last_error(), "program 'gather'") && strstr(hs_last_error(), "kernels.hsk"),
+            "%s", hs_last_error());
+  /* No binaries at all: placement refuses the device, naming a program. */
+  f = fopen(ini, "w");
+  fprintf(f, "[board]\nname = nocc\n[device.cpu]\ntype = cpu\nrequired = true\n"
+             "compiler = false\n[roles]\nsampler = cpu\ntrainer = cpu\nfallback = false\n");
+  fclose(f);
+  cr_expect_eq(hs_session_create(rt2, ds, &c, &s), HS_ERR_PLACEMENT);
+  cr_expect(strstr(hs_last_error(), "compiler = false") && strstr(hs_last_error(), "program '"),
+            "%s", hs_last_error());
+  hs_runtime_close(rt2);
+  setenv("HETSAGE_CACHE_DIR", saved_cache, 1);
+  free(saved_cache);
+  free(got);
+  free(ref);
+  tu_rmtree(dir);
+}
+
 /* ---- features larger than the memory budget --------------------------------- */
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -21,6 +21,8 @@ static const cli_command commands[] = {
     {"bringup", "check every kernel on every device of this board against its reference",
      cmd_bringup},
     {"bench", "the same workloads on every device, each beside its same-run limit", cmd_bench},
+    {"kernels", "the OpenCL programs: sources for offline compilers, prebuilt bundles",
+     cmd_kernels},
     {"version", "print the version", cmd_version},
     {"convert", "import a published graph format into a native dataset", cmd_convert},
     {"generate", "generate a synthetic dataset (R-MAT, SBM)", cmd_generate},

@@ -5,6 +5,7 @@
 
 #include "bench/hs_measure.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "rng/philox.h"
 
 hs_status hs__measure_gather_host(hs_gather_pool *pool, const hs_gather_req *req,
@@ -72,7 +73,6 @@ hs_status hs__measure_gather_device(const hs_ctx *ctx, const hs_dev *dev, cl_com
   hs_gather_cl *g = NULL;
   cl_program copy_prog = NULL;
   cl_kernel copy_k = NULL;
-  const char *copy_src[] = {"probe.cl"};
   cl_mem table = NULL, ids = NULL, dst = NULL, ca = NULL, cb = NULL;
   int32_t *host_ids = malloc(sizeof *host_ids * n);
   const uint32_t pattern = 0x3f800001u;
@@ -83,7 +83,7 @@ hs_status hs__measure_gather_device(const hs_ctx *ctx, const hs_dev *dev, cl_com
                                              (uint32_t)(n_rows > INT32_MAX ? INT32_MAX : n_rows));
     st = hs__gather_cl_create(ctx, dev, &g);
   }
-  if (st == HS_OK) st = hs__program_build(ctx, dev, copy_src, 1, "", &copy_prog, NULL);
+  if (st == HS_OK) st = hs__program_get(ctx, dev, HS_PROG_PROBE, &copy_prog);
   if (st == HS_OK) st = hs__kernel_create(copy_prog, "hs_probe_copy", dev, &copy_k);
   if (st == HS_OK) st = hs__mem_create(ctx, CL_MEM_READ_ONLY, n_rows * row_bytes, &table);
   if (st == HS_OK) st = hs__mem_create(ctx, CL_MEM_READ_ONLY, sizeof *host_ids * n, &ids);

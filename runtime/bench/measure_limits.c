@@ -9,6 +9,7 @@
 
 #include "bench/hs_measure.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -40,12 +41,11 @@ hs_status hs__probe_open(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue 
                          uint64_t bytes, hs_probe *p) {
   memset(p, 0, sizeof *p);
   p->dev = dev->id;
-  const char *src[] = {"probe.cl"};
   size_t lim = hs__max_alloc(dev);
   if (lim && bytes > lim) bytes = lim; /* one allocation: an honest, slightly smaller array */
   p->n_words = bytes / 8 ? bytes / 8 : 1;
   const uint64_t pattern = 0x9E3779B97F4A7C15ull;
-  hs_status st = hs__program_build(ctx, dev, src, 1, "", &p->prog, NULL);
+  hs_status st = hs__program_get(ctx, dev, HS_PROG_PROBE, &p->prog);
   if (st == HS_OK) st = hs__kernel_create(p->prog, "hs_probe_random_read", dev, &p->k);
   if (st == HS_OK) st = hs__mem_create(ctx, CL_MEM_READ_WRITE, 8 * p->n_words, &p->arr);
   if (st == HS_OK) st = hs__mem_create(ctx, CL_MEM_WRITE_ONLY, 8 * PROBE_ITEMS, &p->out);
@@ -182,11 +182,10 @@ hs_status hs__measure_transfers(const hs_ctx *ctx, const hs_dev *dev, cl_command
 
 hs_status hs__measure_launch(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
                              int warmup, int runs, double *seconds) {
-  const char *src[] = {"selftest.cl"};
   cl_program prog = NULL;
   cl_kernel k = NULL;
   cl_mem out = NULL;
-  hs_status st = hs__program_build(ctx, dev, src, 1, "", &prog, NULL);
+  hs_status st = hs__program_get(ctx, dev, HS_PROG_SELFTEST, &prog);
   if (st == HS_OK) st = hs__kernel_create(prog, "hs_selftest_fill_u32", dev, &k);
   if (st == HS_OK) st = hs__mem_create(ctx, CL_MEM_READ_WRITE, 4, &out);
   cl_uint value = 7, n = 1;

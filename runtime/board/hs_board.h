@@ -9,6 +9,7 @@
 
 #include "hetsage/board.h"
 #include "hs_base.h"
+#include "hs_programs.h"
 
 #define HS__AUTO (-1)        /* "auto" for counts, sizes and tri-states */
 #define HS__BOARD_ID_MAX 25  /* device ids: up to 24 of [A-Za-z0-9_-] */
@@ -35,7 +36,9 @@ typedef struct hs__board_device {
   bool required;
   int64_t min_memory;   /* HS__AUTO = any */
   int unified_memory;   /* HS__AUTO = any, else 0/1 */
-  char *binary;         /* [binaries] <id>, resolved; NULL = none */
+  int compiler;         /* HS__AUTO = as the device reports, else 0/1 */
+  char *binary;         /* [binaries] <id>: a bundle, resolved; NULL = none */
+  char *program_binary[HS_PROG_COUNT_]; /* [binaries] <id>.<program>, resolved */
   hs__thresholds thresholds; /* [thresholds] <id>.<metric> */
 } hs__board_device;
 
@@ -120,6 +123,23 @@ const hs__board_device *hs__board_device_find(const hs_board_profile *p,
  * r, or -1 when no device is left for it. HS_ERR_NOMEM only. */
 hs_status hs__board_match(const hs_board_profile *p, const hs_device_info *devs, int n,
                           int match[HS__BOARD_MAX_DEVICES]);
+/* Whether device `d` (matched by profile rule `bd`, NULL: none) builds
+ * kernels: the rule's `compiler` when set; else it reports a compiler and
+ * is no accelerator (FPGA bitstreams take hours to build: even a driver
+ * that reports a compiler, an emulator, is not used that way on a board). */
+bool hs__board_device_compiles(const hs__board_device *bd, const hs_device_info *d);
+/* What rule `bd` (NULL: none) provides for the programs of device `d`, for
+ * the program registry: paths copied, released with
+ * hs__board_prog_files_free. HS_ERR_NOMEM only. */
+hs_status hs__board_prog_files(const hs__board_device *bd, const hs_device_info *d,
+                               hs__prog_files *out);
+void hs__board_prog_files_free(hs__prog_files *f);
+/* The first program that role bits `roles` need (trainer programs for
+ * `model`) which rule `bd` provides no file for, neither in a bundle nor
+ * alone; -1 when none is missing. A bundle is taken to hold every program
+ * (hs__bundle_has checks one when it is opened). */
+int hs__board_missing_program(const hs__board_device *bd, unsigned roles, const char *model);
+
 /* Set every setting to its built-in default (no devices, everything auto).
  * Leaves path, dir and keys alone; the devices must own no binary path. */
 void hs__board_defaults(hs_board_profile *p);

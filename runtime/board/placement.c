@@ -168,15 +168,18 @@ fail:
 
 /* ---- what a device can do for a role -------------------------------------- */
 
-static const char *binary_of(const hs__placer *pc, int i) {
+static const hs__board_device *rule_of(const hs__placer *pc, int i) {
   int o = pc->owner[i];
-  return o < 0 ? NULL : pc->prof->devices[o].binary;
+  return o < 0 ? NULL : &pc->prof->devices[o];
 }
 
-static bool needs_binary(const hs_device_info *d) {
-  /* FPGA bitstreams take hours to build: even a driver that reports a
-   * compiler (an emulator) is not used that way on a board. */
-  return !d->compiler_available || d->type == HS_DEVICE_ACCELERATOR;
+static const char *binary_of(const hs__placer *pc, int i) {
+  const hs__board_device *bd = rule_of(pc, i);
+  return bd ? bd->binary : NULL;
+}
+
+static unsigned role_programs(role r) {
+  return r == ROLE_SAMPLER ? HS_PROG_ROLE_SAMPLER : HS_PROG_ROLE_TRAINER;
 }
 
 uint64_t hs__place_usable(const hs__placer *pc, const hs_device_info *d) {
@@ -224,14 +227,20 @@ static bool can_take(const hs__placer *pc, role r, int i, char *why,
     snprintf(why, cap, "it is not available");
     return false;
   }
-  if (needs_binary(d) && !binary_of(pc, i)) {
-    int o = pc->owner[i];
+  const hs__board_device *bd = rule_of(pc, i);
+  int missing = hs__board_device_compiles(bd, d)
+                    ? -1
+                    : hs__board_missing_program(bd, role_programs(r), pc->req->model);
+  if (missing >= 0) {
+    const char *id = bd ? bd->id : "<device id>";
+    const char *name = hs__program_def_of((hs_prog)missing)->name;
     snprintf(why, cap,
-             "it %s and the profile names no prebuilt binary for it "
-             "([binaries] %s = <file>)",
-             d->compiler_available ? "is an accelerator"
-                                   : "has no compiler",
-             o < 0 ? "<device id>" : pc->prof->devices[o].id);
+             "it %s and the profile names no prebuilt binary for its program '%s' "
+             "([binaries] %s.%s = <file>, or %s = <bundle>)",
+             bd && bd->compiler == 0       ? "does not compile (profile: compiler = false)"
+             : !d->compiler_available      ? "has no compiler"
+                                           : "is an accelerator",
+             name, id, name, id);
     return false;
   }
   if (r == ROLE_SAMPLER) return topology_fits(pc, i, why, cap);
@@ -611,13 +620,21 @@ static hs_status set_binary(hs__placer *pc, role r, int idx) {
   if (o >= 0)
     snprintf(rp->profile_id, sizeof rp->profile_id, "%s",
              pc->prof->devices[o].id);
+  const hs__board_device *bd = rule_of(pc, idx);
+  int singles = 0;
+  for (int k = 0; bd && k < HS_PROG_COUNT_; k++)
+    if (bd->program_binary[k] && hs__program_needed((hs_prog)k, role_programs(r), pc->req->model) &&
+        ++singles)
+      hs__place_reason(pc, role_names[r], "loads program '%s' from the prebuilt binary %s "
+                       "([binaries] %s.%s)", hs__program_def_of((hs_prog)k)->name,
+                       bd->program_binary[k], rp->profile_id, hs__program_def_of((hs_prog)k)->name);
   const char *bin = binary_of(pc, idx);
   if (!bin) return HS_OK;
   pc->box->binaries[r] = strdup(bin);
   if (!pc->box->binaries[r]) return hs__fail(HS_ERR_NOMEM, "placement: no memory");
   rp->binary = pc->box->binaries[r];
-  hs__place_reason(pc, role_names[r], "loads the prebuilt binary %s "
-                   "([binaries] %s)", bin, rp->profile_id);
+  hs__place_reason(pc, role_names[r], "loads its %sprograms from the prebuilt binary bundle %s "
+                   "([binaries] %s)", singles ? "other " : "", bin, rp->profile_id);
   return HS_OK;
 }
 

@@ -59,6 +59,7 @@ static const key_spec device_keys[] = {
     {"required", V_BOOL, D(required), 0, 0, 0, NULL},
     {"min_memory", V_SIZE, D(min_memory), 0, 0, 0, NULL},
     {"unified_memory", V_TRI, D(unified_memory), 0, 0, 0, NULL},
+    {"compiler", V_TRI, D(compiler), 0, 0, 0, NULL},
 };
 static const key_spec roles_keys[] = {
     {"sampler", V_DEVREF, P(roles.sampler), 0, 0, 0, NULL},
@@ -235,6 +236,7 @@ static void prescan_devices(parse_ctx *c) {
     d->required = true;
     d->min_memory = HS__AUTO;
     d->unified_memory = HS__AUTO;
+    d->compiler = HS__AUTO;
   }
 }
 
@@ -513,14 +515,25 @@ static bool unknown_key(parse_ctx *c, const char *sec, const char *key,
   return fail_at(c, c->line, "[%s] %s: unknown key (known: %s)", sec, key, list);
 }
 
+/* <id> = a bundle of every program; <id>.<program> = one program's binary. */
 static bool set_binary(parse_ctx *c, const char *key, const char *v) {
   hs_board_profile *p = c->p;
-  int i = device_slot(p, key, strlen(key));
+  const char *dot = strchr(key, '.');
+  int i = device_slot(p, key, dot ? (size_t)(dot - key) : strlen(key));
   if (i < 0)
     return fail_at(c, c->line,
-                   "[binaries] %s: unknown key: not a device of this profile "
-                   "(keys are the <id> of [device.<id>] sections)",
-                   key);
+                   "[binaries] %s: unknown key: '%.*s' is not a device of this profile "
+                   "(keys are <id> or <id>.<program>, <id> that of a [device.<id>] section)",
+                   key, dot ? (int)(dot - key) : (int)strlen(key), key);
+  int prog = dot ? hs__program_find(dot + 1) : -1;
+  if (dot && prog < 0) {
+    char list[256] = "";
+    for (int k = 0; k < HS_PROG_COUNT_; k++)
+      snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "",
+               hs__program_def_of((hs_prog)k)->name);
+    return fail_at(c, c->line, "[binaries] %s: unknown program '%s' (known: %s)", key,
+                   dot + 1, list);
+  }
   if (!*v) return fail_at(c, c->line, "[binaries] %s: empty path", key);
   size_t n = strlen(v) + (v[0] == '/' ? 0 : strlen(p->dir) + 1) + 1;
   char *path = malloc(n);
@@ -531,8 +544,9 @@ static bool set_binary(parse_ctx *c, const char *key, const char *v) {
   }
   if (v[0] == '/') snprintf(path, n, "%s", v);
   else snprintf(path, n, "%s/%s", p->dir, v);
-  free(p->devices[i].binary);
-  p->devices[i].binary = path;
+  char **slot = prog >= 0 ? &p->devices[i].program_binary[prog] : &p->devices[i].binary;
+  free(*slot);
+  *slot = path;
   return true;
 }
 
@@ -662,7 +676,10 @@ static hs_status profile_new(const char *origin, const char *dir,
 
 void hs_board_profile_free(hs_board_profile *p) {
   if (!p) return;
-  for (int i = 0; i < p->device_count; i++) free(p->devices[i].binary);
+  for (int i = 0; i < p->device_count; i++) {
+    free(p->devices[i].binary);
+    for (int k = 0; k < HS_PROG_COUNT_; k++) free(p->devices[i].program_binary[k]);
+  }
   free(p->keys);
   free(p->path);
   free(p->dir);
@@ -699,4 +716,40 @@ const char *hs_board_profile_description(const hs_board_profile *p) {
 
 const char *hs_board_profile_path(const hs_board_profile *p) {
   return p ? p->path : "";
+}
+
+bool hs__board_device_compiles(const hs__board_device *bd, const hs_device_info *d) {
+  if (bd && bd->compiler != HS__AUTO) return bd->compiler == 1;
+  return d->compiler_available && d->type != HS_DEVICE_ACCELERATOR;
+}
+
+static bool dup_path(const char *s, const char **out) {
+  *out = s ? strdup(s) : NULL;
+  return !s || *out;
+}
+
+hs_status hs__board_prog_files(const hs__board_device *bd, const hs_device_info *d,
+                               hs__prog_files *out) {
+  memset(out, 0, sizeof *out);
+  out->no_compiler = !hs__board_device_compiles(bd, d);
+  if (!bd) return HS_OK;
+  bool ok = dup_path(bd->binary, &out->bundle);
+  for (int k = 0; k < HS_PROG_COUNT_; k++) ok = dup_path(bd->program_binary[k], &out->file[k]) && ok;
+  if (ok) return HS_OK;
+  hs__board_prog_files_free(out);
+  return hs__fail(HS_ERR_NOMEM, "no memory for the paths of prebuilt binaries");
+}
+
+void hs__board_prog_files_free(hs__prog_files *f) {
+  free((char *)f->bundle);
+  for (int k = 0; k < HS_PROG_COUNT_; k++) free((char *)f->file[k]);
+  memset(f, 0, sizeof *f);
+}
+
+int hs__board_missing_program(const hs__board_device *bd, unsigned roles, const char *model) {
+  for (int k = 0; k < HS_PROG_COUNT_; k++) {
+    if (!hs__program_needed((hs_prog)k, roles, model)) continue;
+    if (!bd || (!bd->binary && !bd->program_binary[k])) return k;
+  }
+  return -1;
 }

@@ -11,6 +11,7 @@
 #include "bench/hs_measure.h"
 #include "hs_bringup_int.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "rng/philox.h"
 
 static const char *const level_names[] = {"quick", "standard", "long"};
@@ -253,6 +254,7 @@ static hs_status scope_open(hs__scope *s) {
 static void scope_close(hs__scope *s) {
   hs__queue_release(&s->q);
   hs__ctx_release(&s->ctx);
+  hs__board_prog_files_free(&s->files);
 }
 
 /* The device compiles, launches and moves data: fill (exact) and axpy
@@ -263,14 +265,13 @@ static hs_check_result selftest(hs__bu *b, hs__scope *s, hs__out *o) {
   static float x[N], y[N], got[N];
   uint32_t fill_got[N];
   for (int i = 0; i < N; i++) x[i] = (float)i * 0.25f - 3.0f, y[i] = 1.0f / (float)(i + 1);
-  const char *src[] = {"selftest.cl"};
   cl_program prog = NULL;
   cl_kernel ka = NULL, kf = NULL;
   cl_mem dx = NULL, dy = NULL, du = NULL;
   float a = 1.75f;
   cl_uint n = N, value = 1000;
   size_t global = N;
-  hs_status st = hs__program_build(&s->ctx, &s->dev, src, 1, "", &prog, NULL);
+  hs_status st = hs__program_get(&s->ctx, &s->dev, HS_PROG_SELFTEST, &prog);
   if (st == HS_OK) st = hs__kernel_create(prog, "hs_selftest_axpy", &s->dev, &ka);
   if (st == HS_OK) st = hs__kernel_create(prog, "hs_selftest_fill_u32", &s->dev, &kf);
   if (st == HS_OK) st = hs__mem_create(&s->ctx, CL_MEM_READ_WRITE, sizeof x, &dx);
@@ -304,7 +305,7 @@ static hs_check_result selftest(hs__bu *b, hs__scope *s, hs__out *o) {
   return HS_CHECK_PASS;
 }
 
-static const hs__kernel_check selftest_check[] = {{"selftest", HS_BRINGUP_QUICK, selftest, false}};
+static const hs__kernel_check selftest_check[] = {{"selftest", HS_BRINGUP_QUICK, selftest, HS_PROG_SELFTEST}};
 
 typedef struct check_list {
   const hs__kernel_check *checks;
@@ -350,10 +351,12 @@ static void scope_checks(hs__bu *b, hs__scope *s, size_t scope_i, digest_table *
     for (size_t i = 0; i < family_count(f); i++, k++) {
       const hs__kernel_check *c = &families[f].checks[i];
       if (c->level > b->opts.level) continue;
-      if (!s->dev.info.compiler_available && !(c->prebuilt && s->binary)) {
+      if (c->program >= 0 && !hs__dev_compiles(&s->dev) &&
+          !hs__prog_files_provide(s->dev.progs, (hs_prog)c->program)) {
         hs__bu_recordf(b, s->name, c->name, HS_CHECK_SKIP, 0,
-                       "'%s' reports no compiler and the profile's [binaries] %s", s->dev.info.name,
-                       s->binary ? "holds the sampler's kernels only" : "names no program for it");
+                       "'%s' does not compile and the profile's [binaries] provide no program "
+                       "'%s'",
+                       s->dev.info.name, hs__program_def_of((hs_prog)c->program)->name);
         continue;
       }
       hs__out o;
@@ -541,13 +544,16 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
     snprintf(s->name, sizeof s->name, "dev%d", i);
     s->dev = *d;
     s->index = i;
+    const hs__board_device *rule = NULL;
     for (int k = 0; k < profile->device_count; k++)
-      if (match[k] == i) s->binary = profile->devices[k].binary;
+      if (match[k] == i) rule = &profile->devices[k];
     if (!d->info.available) {
       hs__bu_recordf(&b, s->name, "open", HS_CHECK_SKIP, 0, "'%s' reports it is not available",
                      d->info.name);
       continue;
     }
+    if ((st = hs__board_prog_files(rule, &d->info, &s->files)) != HS_OK) goto fail;
+    s->dev.progs = &s->files;
     double t0 = hs__now();
     if ((st = scope_open(s)) != HS_OK) {
       hs__bu_recordf(&b, s->name, "open", HS_CHECK_FAIL, hs__now() - t0, "%s: %s",
@@ -564,12 +570,13 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
       snprintf(u->name, sizeof u->name, "dev%d.sub%u", i, counts[0]);
       u->index = i;
       u->sub = true;
-      u->binary = s->binary;
       t0 = hs__now();
-      st = hs__subdevices_create(d, counts, 2, subs[i]);
+      st = hs__board_prog_files(rule, &d->info, &u->files);
+      if (st == HS_OK) st = hs__subdevices_create(d, counts, 2, subs[i]);
       if (st == HS_OK) {
         have_subs[i] = true;
         u->dev = subs[i][0];
+        u->dev.progs = &u->files;
         st = scope_open(u);
       }
       if (st != HS_OK) {

@@ -149,8 +149,7 @@ static bool one_graph(hs__scope *s, const char *gname, const hs_graph *g, const 
                       int *wgs_run) {
   hs_sample_cfg cfg;
   cfg_for(g, mc, &cfg);
-  hs_sampler_opts so = {.style = mc->style, .reindex = mc->reindex, .max_seeds = SEEDS,
-                        .binary = s->binary};
+  hs_sampler_opts so = {.style = mc->style, .reindex = mc->reindex, .max_seeds = SEEDS};
   hs_sampler *smp = NULL;
   hs_batch db, rb;
   memset(&db, 0, sizeof db);
@@ -353,15 +352,15 @@ done:
 }
 
 const hs__kernel_check hs__bu_sample_checks[] = {
-    {"sample.uniform", HS_BRINGUP_QUICK, uniform, true},
-    {"sample.uniform_replace", HS_BRINGUP_STANDARD, uniform_replace, true},
-    {"sample.weighted", HS_BRINGUP_STANDARD, weighted, true},
-    {"sample.weighted_replace", HS_BRINGUP_STANDARD, weighted_replace, true},
-    {"sample.threshold", HS_BRINGUP_STANDARD, threshold, true},
-    {"sample.budget", HS_BRINGUP_STANDARD, budget, true},
-    {"sample.single_work_item", HS_BRINGUP_STANDARD, single_item, true},
-    {"reindex.parallel", HS_BRINGUP_STANDARD, reindex_parallel, true},
-    {"reindex.sequential", HS_BRINGUP_STANDARD, reindex_sequential, true},
-    {"gather.device", HS_BRINGUP_QUICK, gather_device, false},
+    {"sample.uniform", HS_BRINGUP_QUICK, uniform, HS_PROG_SAMPLE},
+    {"sample.uniform_replace", HS_BRINGUP_STANDARD, uniform_replace, HS_PROG_SAMPLE},
+    {"sample.weighted", HS_BRINGUP_STANDARD, weighted, HS_PROG_SAMPLE},
+    {"sample.weighted_replace", HS_BRINGUP_STANDARD, weighted_replace, HS_PROG_SAMPLE},
+    {"sample.threshold", HS_BRINGUP_STANDARD, threshold, HS_PROG_SAMPLE},
+    {"sample.budget", HS_BRINGUP_STANDARD, budget, HS_PROG_SAMPLE},
+    {"sample.single_work_item", HS_BRINGUP_STANDARD, single_item, HS_PROG_SAMPLE},
+    {"reindex.parallel", HS_BRINGUP_STANDARD, reindex_parallel, HS_PROG_SAMPLE},
+    {"reindex.sequential", HS_BRINGUP_STANDARD, reindex_sequential, HS_PROG_SAMPLE},
+    {"gather.device", HS_BRINGUP_QUICK, gather_device, HS_PROG_GATHER},
 };
 const size_t hs__bu_sample_check_count = HS_ARRAY_LEN(hs__bu_sample_checks);

@@ -20,10 +20,6 @@
 #include "nn/trainer.h"
 #include "sample/hs_sample.h"
 
-static const char *const train_sources[] = {
-    "hs_common.h", "hs_philox.h", "hs_train.h", "train_agg.cl", "train_elem.cl", "train_optim.cl",
-};
-
 /* ---- test data ------------------------------------------------------------------ */
 
 static uint64_t mix(uint64_t *s) {
@@ -126,8 +122,7 @@ static hs_status run(hs__scope *s, cl_program prog, const char *name, size_t g0,
 }
 
 static hs_status build(hs__scope *s, cl_program *prog) {
-  return hs__program_build(&s->ctx, &s->dev, train_sources, (int)HS_ARRAY_LEN(train_sources), "",
-                           prog, NULL);
+  return hs__program_get(&s->ctx, &s->dev, HS_PROG_TRAIN_SAGE, prog);
 }
 
 /* A block with a hub: the hop-0 block of a Cora batch whose first
@@ -786,18 +781,18 @@ static hs_check_result step_cora(hs__bu *b, hs__scope *s, hs__out *o) {
 }
 
 const hs__kernel_check hs__bu_train_checks[] = {
-    {"train.transpose", HS_BRINGUP_STANDARD, transpose, false},
-    {"train.agg_fwd", HS_BRINGUP_STANDARD, agg_fwd, false},
-    {"train.agg_bwd", HS_BRINGUP_STANDARD, agg_bwd, false},
-    {"train.elementwise", HS_BRINGUP_STANDARD, elementwise, false},
-    {"train.colsum", HS_BRINGUP_STANDARD, colsum, false},
-    {"train.loss", HS_BRINGUP_STANDARD, loss, false},
-    {"train.optimizer", HS_BRINGUP_STANDARD, optimizer, false},
-    {"gemm.default", HS_BRINGUP_QUICK, gemm_default, false},
-    {"gemm.cblas", HS_BRINGUP_STANDARD, gemm_cblas, false},
-    {"gemm.clblast", HS_BRINGUP_STANDARD, gemm_clblast, false},
-    {"gemm.builtin", HS_BRINGUP_STANDARD, gemm_builtin, false},
-    {"train.step.generated", HS_BRINGUP_STANDARD, step_generated, false},
-    {"train.step.cora", HS_BRINGUP_STANDARD, step_cora, false},
+    {"train.transpose", HS_BRINGUP_STANDARD, transpose, HS_PROG_TRAIN_SAGE},
+    {"train.agg_fwd", HS_BRINGUP_STANDARD, agg_fwd, HS_PROG_TRAIN_SAGE},
+    {"train.agg_bwd", HS_BRINGUP_STANDARD, agg_bwd, HS_PROG_TRAIN_SAGE},
+    {"train.elementwise", HS_BRINGUP_STANDARD, elementwise, HS_PROG_TRAIN_SAGE},
+    {"train.colsum", HS_BRINGUP_STANDARD, colsum, HS_PROG_TRAIN_SAGE},
+    {"train.loss", HS_BRINGUP_STANDARD, loss, HS_PROG_TRAIN_SAGE},
+    {"train.optimizer", HS_BRINGUP_STANDARD, optimizer, HS_PROG_TRAIN_SAGE},
+    {"gemm.default", HS_BRINGUP_QUICK, gemm_default, HS_PROG_GEMM},
+    {"gemm.cblas", HS_BRINGUP_STANDARD, gemm_cblas, -1},
+    {"gemm.clblast", HS_BRINGUP_STANDARD, gemm_clblast, -1},
+    {"gemm.builtin", HS_BRINGUP_STANDARD, gemm_builtin, HS_PROG_GEMM},
+    {"train.step.generated", HS_BRINGUP_STANDARD, step_generated, HS_PROG_TRAIN_SAGE},
+    {"train.step.cora", HS_BRINGUP_STANDARD, step_cora, HS_PROG_TRAIN_SAGE},
 };
 const size_t hs__bu_train_check_count = HS_ARRAY_LEN(hs__bu_train_checks);

@@ -34,8 +34,9 @@ typedef struct hs__scope {
   hs_ctx ctx;
   cl_command_queue q;
   bool sub;
-  int index;          /* inventory index of the (parent) device */
-  const char *binary; /* the profile's prebuilt program for it, NULL: none */
+  int index;            /* inventory index of the (parent) device */
+  hs__prog_files files; /* what the profile provides for its programs
+                           (dev.progs points here) */
 } hs__scope;
 
 /* Data every check family draws from, prepared once per run. */
@@ -71,8 +72,9 @@ typedef struct hs__kernel_check {
   const char *name;         /* after the scope: "sample.uniform" */
   hs_bringup_level level;   /* the lowest level that runs it */
   hs__kernel_check_fn fn;
-  bool prebuilt;            /* runs from the profile's prebuilt binary on a
-                               device without a compiler */
+  int program;              /* the hs_prog holding its kernels, -1: none; on a
+                               device that does not compile it runs only
+                               when the profile provides that program */
 } hs__kernel_check;
 
 /* The per-device kernel checks, in the order they run (check tables of

@@ -5,6 +5,7 @@
 
 #include "hs_cache.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "sample/hs_gather.h"
 
 struct hs_coo_dev {
@@ -38,8 +39,6 @@ struct hs_coo_slot {
   bool assembled;
 };
 
-static const char *const cache_sources[] = {"hs_common.h", "cache.cl"};
-
 int64_t hs__coo_dev_max_rows(const hs_dev *dev, size_t row_bytes) {
   return row_bytes ? (int64_t)(hs__max_alloc(dev) / row_bytes) : 0;
 }
@@ -65,7 +64,7 @@ hs_status hs__coo_dev_create(const hs_ctx *ctx, const hs_dev *dev, hs_coo *core,
     goto fail;
   }
   if ((st = hs__gather_cl_create(ctx, dev, &d->gather))) goto fail;
-  if ((st = hs__program_build(ctx, dev, cache_sources, 2, "", &d->prog, NULL))) goto fail;
+  if ((st = hs__program_get(ctx, dev, HS_PROG_CACHE, &d->prog))) goto fail;
   if ((st = hs__kernel_create(d->prog, "hs_scatter_rows_u32", dev, &d->k32))) goto fail;
   if ((st = hs__kernel_create(d->prog, "hs_scatter_rows_u8", dev, &d->k8))) goto fail;
   hs__log(HS_LOG_CACHE, "trainer cache on %s: %lld rows, %zu B", dev->info.name,

@@ -13,6 +13,7 @@
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
 #include "hetsage/session.h"
+#include "hetsage/kernels.h"
 #include "hetsage/bringup.h"
 #include "hetsage/bench.h"
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "nn/nn_rng.h"
 #include "nn/trainer_internal.h"
 
@@ -18,10 +19,6 @@ static const char *const kernel_names[K_COUNT] = {
     [K_SGD] = "hs_sgd",
 };
 
-/* One program for every training kernel: PoCL's compiler is slow. */
-static const char *const program_sources[] = {
-    "hs_common.h", "hs_philox.h", "hs_train.h", "train_agg.cl", "train_elem.cl", "train_optim.cl",
-};
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -114,12 +111,11 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
     goto fail;
   }
   double t0 = hs__now();
-  bool hit = false;
-  st = hs__program_build(ctx, dev, program_sources, (int)HS_ARRAY_LEN(program_sources), "",
-                         &t->program, &hit);
+  /* One program for every training kernel: PoCL's compiler is slow. */
+  st = hs__program_get(ctx, dev, HS_PROG_TRAIN_SAGE, &t->program);
   if (st != HS_OK) goto fail;
-  hs__log(HS_LOG_TRAIN, "training program on '%s' %s in %.2f s", dev->info.name,
-          hit ? "loaded from the cache" : "built", hs__now() - t0);
+  hs__log(HS_LOG_TRAIN, "training program on '%s' ready in %.2f s", dev->info.name,
+          hs__now() - t0);
   for (int i = 0; i < K_COUNT; i++) {
     if ((st = hs__kernel_create(t->program, kernel_names[i], dev, &t->k[i])) != HS_OK) goto fail;
     size_t lim = hs__kernel_max_wg(t->k[i], dev), want = t->opts.wg ? t->opts.wg : DEFAULT_WG;

@@ -3,6 +3,7 @@
 
 #include "hs_gather.h"
 #include "hs_launch.h"
+#include "hs_programs.h"
 
 /* Work-group size when CPU devices copy whole rows per work-item (grid
  * strides cover any number of rows; HS_CPU_GROUPS_PER_CU groups a unit). */
@@ -15,10 +16,8 @@ struct hs_gather_cl {
   bool whole_rows; /* a work-item per row (CPU devices), else rows along dimension 0 */
 };
 
-static const char *const gather_sources[] = {"hs_common.h", "gather.cl"};
-
 hs_status hs__gather_cl_create(const hs_ctx *ctx, const hs_dev *dev, hs_gather_cl **out) {
-  return hs__gather_cl_create_opts(ctx, dev, "", out);
+  return hs__gather_cl_create_opts(ctx, dev, NULL, out);
 }
 
 hs_status hs__gather_cl_create_opts(const hs_ctx *ctx, const hs_dev *dev, const char *options,
@@ -28,8 +27,8 @@ hs_status hs__gather_cl_create_opts(const hs_ctx *ctx, const hs_dev *dev, const 
   if (!g) return hs__fail(HS_ERR_NOMEM, "device gather");
   g->dev = *dev;
   g->whole_rows = dev->info.type == HS_DEVICE_CPU;
-  hs_status st =
-      hs__program_build(ctx, dev, gather_sources, 2, options ? options : "", &g->prog, NULL);
+  hs_status st = options && *options ? hs__program_get_variant(ctx, dev, HS_PROG_GATHER, options, &g->prog)
+                         : hs__program_get(ctx, dev, HS_PROG_GATHER, &g->prog);
   if (st == HS_OK) st = hs__kernel_create(g->prog, "hs_gather_rows_u128", dev, &g->k128);
   if (st == HS_OK) st = hs__kernel_create(g->prog, "hs_gather_rows_u32", dev, &g->k32);
   if (st == HS_OK) st = hs__kernel_create(g->prog, "hs_gather_rows_u8", dev, &g->k8);

@@ -66,8 +66,9 @@ bool hs__gather_wide_stores(void);
 typedef struct hs_gather_cl hs_gather_cl;
 
 hs_status hs__gather_cl_create(const hs_ctx *ctx, const hs_dev *dev, hs_gather_cl **out);
-/* The same with extra program build options (bring-up's fault injection
- * passes -DHS_INJECT_FAULT; "" or NULL: none). */
+/* The same with other build options (bring-up's fault injection passes
+ * -DHS_INJECT_FAULT), built from source or the binary cache only; "" or
+ * NULL: the standard program, as hs__gather_cl_create. */
 hs_status hs__gather_cl_create_opts(const hs_ctx *ctx, const hs_dev *dev, const char *options,
                                     hs_gather_cl **out);
 void hs__gather_cl_destroy(hs_gather_cl *g);

@@ -69,8 +69,6 @@ typedef struct hs_sampler_opts {
   uint32_t rows_per_item; /* NDRange rows (and reindex claims) per work-item;
                              0: 16 on CPUs, else 1 */
   bool profile;           /* accumulate kernel times (needs a profiling queue) */
-  const char *binary;     /* a prebuilt program binary to load instead of building
-                             from source (devices without a compiler); NULL: build */
   size_t eager_read_limit; /* bytes; see "Read-back" above; 0: 32 MiB */
   bool no_prefetch;       /* CPU devices: build the kernels without their software
                              prefetches, as other devices run them (tests) */
@@ -89,18 +87,14 @@ typedef struct hs_sampler_stats {
 
 typedef struct hs_sampler hs_sampler;
 
-/* Build the programs (binary cache), upload `g` and allocate work arrays.
+/* Get the program (the registry: the device's prebuilt binaries, the
+ * binary cache, the sources), upload `g` and allocate work arrays.
  * `ctx`, `dev` and `queue` are borrowed and must outlive the sampler; `g`
  * is copied to the device and not kept. `cfg` is copied. */
 hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue queue,
                              const hs_csr *g, const hs_sample_cfg *cfg,
                              const hs_sampler_opts *opts, hs_sampler **out);
 void hs__sampler_destroy(hs_sampler *s);
-
-/* Build the sampler's program for `dev` and write its binary to `path`: what
- * a board profile's [binaries] entry names for a device that cannot build
- * kernels itself (on such devices the vendor's offline compiler makes it). */
-hs_status hs__sampler_save_binary(const hs_ctx *ctx, const hs_dev *dev, const char *path);
 
 /* Capacities for hs__batch_alloc of batches this sampler fills. */
 const hs_batch_caps *hs__sampler_caps(const hs_sampler *s);

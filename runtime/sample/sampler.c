@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hs_launch.h"
+#include "hs_programs.h"
 #include "cl_kernels/hs_sample_meta.h"
 #include "hs_sampler.h"
 
@@ -40,10 +41,6 @@ static const char *const kernel_names[K_N_] = {
     "hs_compact_cols",   "hs_compact_rows",   "hs_reindex_reset", "hs_reindex_single",
 };
 
-static const char *const program_sources[] = {
-    "hs_common.h", "hs_philox.h", "hs_sample_rng.h", "hs_sample_meta.h",
-    "sample.cl",   "scan.cl",     "reindex.cl",
-};
 
 #define TOPO_PARTS 4         /* part buffers a kernel takes */
 #define SCAN_MAX_PARTS 4096  /* partial sums of one scan (as in scan.cl) */
@@ -270,27 +267,12 @@ static hs_status set_topology_args(hs_sampler *s) {
   return HS_OK;
 }
 
-/* CPU devices get the kernels' software prefetches (hs_common.h). */
-static const char *build_options(const hs_dev *dev, bool no_prefetch) {
-  return dev->info.type == HS_DEVICE_CPU && !no_prefetch ? "-DHS_CPU_DEVICE" : "";
-}
-
-hs_status hs__sampler_save_binary(const hs_ctx *ctx, const hs_dev *dev, const char *path) {
-  cl_program prog;
-  hs_status st = hs__program_build(ctx, dev, program_sources, (int)HS_ARRAY_LEN(program_sources),
-                                   build_options(dev, false), &prog, NULL);
-  if (st != HS_OK) return st;
-  st = hs__program_save_binary(prog, dev, path);
-  hs__program_release(&prog);
-  return st;
-}
-
+/* no_prefetch builds without the CPU devices' software prefetches
+ * (hs_common.h), as other devices build. */
 static hs_status build(hs_sampler *s) {
-  hs_status st =
-      s->opts.binary ? hs__program_from_binary_file(&s->ctx, &s->dev, s->opts.binary, "", &s->prog)
-                : hs__program_build(&s->ctx, &s->dev, program_sources,
-                                    (int)HS_ARRAY_LEN(program_sources),
-                                    build_options(&s->dev, s->opts.no_prefetch), &s->prog, NULL);
+  hs_status st = s->opts.no_prefetch && s->dev.info.type == HS_DEVICE_CPU
+                     ? hs__program_get_variant(&s->ctx, &s->dev, HS_PROG_SAMPLE, "", &s->prog)
+                     : hs__program_get(&s->ctx, &s->dev, HS_PROG_SAMPLE, &s->prog);
   for (int i = 0; i < K_N_ && st == HS_OK; i++)
     st = hs__kernel_create(s->prog, kernel_names[i], &s->dev, &s->k[i]);
   if (st != HS_OK) return st;

@@ -7,6 +7,7 @@
 #include "cache/hs_cache.h"
 #include "cache/hs_host_tier.h"
 #include "core/hs_runtime.h"
+#include "hs_programs.h"
 #include "data/hs_graph.h"
 #include "hetsage/session.h"
 #include "nn/model.h"
@@ -47,6 +48,7 @@ struct hs_session {
   hs_dev subs[2];
   int n_subs;
   hs_dev sdev, tdev;
+  hs__prog_files sprogs, tprogs; /* the profile's prebuilt programs per role */
   hs_ctx sctx, tctx;
   bool one_ctx;
   cl_command_queue sq, tq;

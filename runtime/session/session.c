@@ -134,6 +134,25 @@ static hs_status check_dataset(const hs_graph *g) {
   return HS_OK;
 }
 
+/* What the profile provides for the programs of each role's device; a
+ * device that does not compile must have them all (placement checked the
+ * profile's keys; a bundle is opened here, before anything is built). */
+static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
+                               const hs_device_info *devs) {
+  const hs_role_plan *rp[2] = {&s->plan->sampler, &s->plan->trainer};
+  hs__prog_files *pf[2] = {&s->sprogs, &s->tprogs};
+  unsigned roles[2] = {HS_PROG_ROLE_SAMPLER, HS_PROG_ROLE_TRAINER};
+  for (int r = 0; r < 2; r++) {
+    const hs__board_device *bd =
+        prof && rp[r]->profile_id[0] ? hs__board_device_find(prof, rp[r]->profile_id) : NULL;
+    const hs_device_info *d = &devs[rp[r]->device];
+    hs_status st = hs__board_prog_files(bd, d, pf[r]);
+    if (st == HS_OK) st = hs__prog_files_check(pf[r], roles[r], NULL, d->name);
+    if (st != HS_OK) return st;
+  }
+  return HS_OK;
+}
+
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
   hs_status st = HS_OK;
@@ -154,6 +173,7 @@ static hs_status place(hs_session *s, const hs_session_config *cfg) {
   req.trainer_source = "trainer option";
   hs_placement_request_env(&req);
   st = hs_placement_make(&req, &s->plan);
+  if (st == HS_OK) st = role_programs(s, req.profile, devs);
   hs_board_profile_free(prof);
   return st;
 }
@@ -187,6 +207,8 @@ static hs_status open_devices(hs_session *s) {
     s->one_ctx = true;
   }
   if (st != HS_OK) return st;
+  s->sdev.progs = &s->sprogs;
+  s->tdev.progs = &s->tprogs;
   st = hs__queue_create(&s->sctx, &s->sdev, 0, &s->sq);
   if (st == HS_OK) st = hs__queue_create(&s->tctx, &s->tdev, 0, &s->tq);
   return st;
@@ -332,8 +354,7 @@ static hs_status make_sampler(hs_session *s) {
   hs_csr csr = {.n = s->g->n, .e = s->g->e, .indptr = s->g->indptr,
                 .indices = s->g->indices, .weights = s->g->weights};
   hs_sampler_opts so = {.style = HS_STYLE_AUTO, .work_group_size = 0,
-                        .max_seeds = s->cfg.batch_size, .profile = false,
-                        .binary = s->plan->sampler.binary};
+                        .max_seeds = s->cfg.batch_size, .profile = false};
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
 }
 
@@ -551,6 +572,8 @@ void hs_session_destroy(hs_session *s) {
   if (!s->one_ctx) hs__ctx_release(&s->tctx);
   hs__ctx_release(&s->sctx);
   hs__subdevices_release(s->subs, s->n_subs);
+  hs__board_prog_files_free(&s->sprogs);
+  hs__board_prog_files_free(&s->tprogs);
   hs_placement_free(s->plan);
   free(s);
 }

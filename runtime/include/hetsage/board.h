@@ -121,6 +121,12 @@ typedef struct hs_placement_request {
   const char *sampler_source;
   const char *trainer;
   const char *trainer_source;
+
+  /* The model the trainer runs, as the program registry names its training
+   * program ("sage": GraphSAGE-mean); NULL: "sage". Placement checks that a
+   * device which does not compile has prebuilt binaries for the programs
+   * its role needs, the trainer's training program among them. */
+  const char *model;
 } hs_placement_request;
 
 /* Fill the role overrides that are still NULL from $HETSAGE_SAMPLER and
@@ -136,8 +142,10 @@ typedef struct hs_role_plan {
   uint32_t cores;        /* > 0: a sub-device of this many compute units;
                             0: the whole device */
   uint64_t budget_bytes; /* device memory this role may use */
-  const char *binary;    /* prebuilt program to load, NULL: build from
-                            source; owned by the plan */
+  const char *binary;    /* the profile's bundle of prebuilt programs for
+                            the device ([binaries] <id>), NULL: none (programs
+                            named one by one are listed in the reasons);
+                            owned by the plan */
 } hs_role_plan;
 
 typedef struct hs_placement_reason {
