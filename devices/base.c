@@ -2,6 +2,7 @@
 #include "hs_config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <dirent.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <threads.h>
 #include <time.h>
@@ -251,6 +253,22 @@ FILE *hs__fopen_regular(const char *path, const char *what, hs_status *st) {
   return f;
 }
 
+char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap) {
+  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) {
+    snprintf(buf, cap, "%" PRIu64 " B", bytes);
+    return buf;
+  }
+  double v = (double)bytes / 1024.0;
+  size_t u = 0;
+  while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(buf, cap, "%.1f %s", v, units[u]);
+  return buf;
+}
+
 /* ---- temporaries ----------------------------------------------------------- */
 
 static const char temp_chars[] =
@@ -380,4 +398,120 @@ bool hs__stopped(void) { return tl_stop && *tl_stop; }
 
 hs_status hs__fail_stopped(void) {
   return hs__fail(HS_ERR_INTERRUPTED, "interrupted (a stop was asked for)");
+}
+
+/* ---- memory the process may still use ----------------------------------------- */
+
+/* A number from a one-line file ("max" or absent: none). */
+static bool read_u64_file(const char *path, uint64_t *out) {
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  char line[64] = "";
+  bool ok = fgets(line, sizeof line, f) != NULL;
+  fclose(f);
+  if (!ok || strncmp(line, "max", 3) == 0) return false;
+  char *end;
+  unsigned long long v = strtoull(line, &end, 10);
+  if (end == line) return false;
+  *out = (uint64_t)v;
+  return true;
+}
+
+/* "inactive_file N" of a cgroup's memory.stat: page cache it can reclaim. */
+static uint64_t cgroup_reclaimable(const char *dir) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/memory.stat", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long v = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "inactive_file %llu", &v) == 1 ||
+        sscanf(line, "total_inactive_file %llu", &v) == 1)
+      break;
+  fclose(f);
+  return (uint64_t)v;
+}
+
+static void room_min(uint64_t *room, uint64_t limit, uint64_t used, const char *name, char *why,
+                     size_t len) {
+  uint64_t left = used < limit ? limit - used : 0;
+  if (left >= *room) return;
+  *room = left;
+  if (why) {
+    char a[32], b[32];
+    snprintf(why, len, "%s of %s (%s in use)", name, hs__fmt_bytes(limit, a, sizeof a),
+             hs__fmt_bytes(used, b, sizeof b));
+  }
+}
+
+/* The memory cgroup of this process and its ancestors (v2: one line
+ * "0::/path"; v1: the "memory" controller's line). */
+static void cgroup_room(uint64_t *room, char *why, size_t len) {
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  if (!f) return;
+  char line[512], path[512] = "";
+  bool v2 = false, found = false;
+  while (!found && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) continue;
+    *c2 = '\0';
+    const char *ctrl = c1 + 1;
+    if (strcmp(line, "0") == 0 && *ctrl == '\0') {
+      v2 = true;
+      snprintf(path, sizeof path, "%s", c2 + 1);
+    } else if (strstr(ctrl, "memory") != NULL) {
+      v2 = false;
+      snprintf(path, sizeof path, "%s", c2 + 1);
+      found = true;
+    }
+  }
+  fclose(f);
+  if (!path[0]) return;
+  const char *base = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+  const char *lim_file = v2 ? "memory.max" : "memory.limit_in_bytes";
+  const char *use_file = v2 ? "memory.current" : "memory.usage_in_bytes";
+  /* Every level up to the root can bind. */
+  for (;;) {
+    char dir[600], p[700];
+    snprintf(dir, sizeof dir, "%s%s", base, strcmp(path, "/") == 0 ? "" : path);
+    uint64_t limit, used;
+    snprintf(p, sizeof p, "%s/%s", dir, lim_file);
+    bool has_limit = read_u64_file(p, &limit) && limit < ((uint64_t)1 << 62);
+    snprintf(p, sizeof p, "%s/%s", dir, use_file);
+    if (has_limit && read_u64_file(p, &used)) {
+      uint64_t reclaim = cgroup_reclaimable(dir);
+      char name[256];
+      snprintf(name, sizeof name, "the memory cgroup limit (%s/%s)", dir, lim_file);
+      room_min(room, limit, used > reclaim ? used - reclaim : 0, name, why, len);
+    }
+    char *slash = strrchr(path, '/');
+    if (!slash || strcmp(path, "/") == 0) break;
+    if (slash == path) path[1] = '\0';
+    else *slash = '\0';
+  }
+}
+
+uint64_t hs__mem_room(char *why, size_t len) {
+  uint64_t room = UINT64_MAX;
+  if (why && len) why[0] = '\0';
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    room_min(&room, (uint64_t)rl.rlim_cur, hs__proc_kb_field("/proc/self/status", "VmSize"),
+             "the address-space limit (ulimit -v, RLIMIT_AS)", why, len);
+  if (getrlimit(RLIMIT_DATA, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    room_min(&room, (uint64_t)rl.rlim_cur, hs__proc_kb_field("/proc/self/status", "VmData"),
+             "the data-segment limit (ulimit -d, RLIMIT_DATA)", why, len);
+  cgroup_room(&room, why, len);
+  return room;
+}
+
+hs_status hs__mem_room_check(uint64_t bytes, const char *what) {
+  char why[700];
+  uint64_t room = hs__mem_room(why, sizeof why);
+  if (bytes <= room) return HS_OK;
+  char a[32], b[32];
+  return hs__fail(HS_ERR_NOMEM, "%s of %s would exceed %s: %s left", what,
+                  hs__fmt_bytes(bytes, a, sizeof a), why, hs__fmt_bytes(room, b, sizeof b));
 }

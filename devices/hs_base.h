@@ -74,6 +74,20 @@ bool hs__thp_available(void);
 void *hs__huge_map(size_t bytes, size_t *len, bool *advised);
 void hs__huge_unmap(void *p, size_t len);
 
+/* "1.5 GiB" style text of a byte count (powers of 1024). Returns buf. */
+char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* Bytes the process may still allocate under the limits in force: the
+ * address-space and data-segment rlimits (ulimit -v, -d) less what is
+ * mapped, and the memory cgroup's limit (memory.max; v1
+ * memory.limit_in_bytes) less its usage (reclaimable page cache not
+ * counted), at each level of the cgroup tree; UINT64_MAX when no limit is
+ * in force. `why` (may be NULL) receives the binding limit in words. */
+uint64_t hs__mem_room(char *why, size_t len);
+/* HS_ERR_NOMEM, "WHAT of N would exceed LIMIT (M left)", when `bytes`
+ * exceed hs__mem_room. */
+hs_status hs__mem_room_check(uint64_t bytes, const char *what);
+
 /* Open an input file read-only without ever blocking: the open is
  * non-blocking (a FIFO with no writer, a terminal or a device would
  * otherwise hang the caller in open or read), anything but a regular file

@@ -155,8 +155,6 @@ bool hs__parse_int(const char *s, long long min, long long max,
 bool hs__parse_size(const char *s, int64_t *out);
 bool hs__parse_double(const char *s, double *out);
 
-/* "512.0 MiB" style, into buf; returns buf. */
-char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap);
 
 /* Revise a plan after the fact, where a session's configuration overrides
  * it, so that the plan describes what runs: the reason of `topic` whose
