@@ -223,3 +223,57 @@ int cli_exit(const char *cmd, int rc) {
   bool ok = cli_file_close(cmd, stdout, "standard output");
   return rc == 0 && !ok ? 1 : rc;
 }
+
+typedef struct fanout_ctx {
+  int32_t *out;
+  int cap;
+} fanout_ctx;
+
+static bool fanout_item(void *ctx, const char *item, int index) {
+  fanout_ctx *c = ctx;
+  int64_t x;
+  if (index >= c->cap || !cli_parse_i64(item, &x) || x == 0 || x < -1 || x > HS_MAX_FANOUT)
+    return false;
+  c->out[index] = (int32_t)x;
+  return true;
+}
+
+int cli_parse_fanouts(const char *s, int32_t *out, int cap) {
+  fanout_ctx c = {out, cap};
+  return cli_list_each(s, fanout_item, &c);
+}
+
+typedef struct id_list {
+  int64_t *ids;
+  int64_t n;
+  size_t cap;
+} id_list;
+
+static bool id_item(void *ctx, const char *item, int index) {
+  (void)index;
+  id_list *l = ctx;
+  int64_t v;
+  if (!cli_parse_i64(item, &v) || v < 0 || v > INT32_MAX) return false;
+  if ((size_t)l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    int64_t *g = realloc(l->ids, cap * sizeof *g);
+    if (!g) return false;
+    l->ids = g;
+    l->cap = cap;
+  }
+  l->ids[l->n++] = v;
+  return true;
+}
+
+bool cli_parse_id_list(const char *s, int64_t **ids, int64_t *n) {
+  id_list l = {0};
+  *ids = NULL;
+  *n = 0;
+  if (cli_list_each(s, id_item, &l) < 1) {
+    free(l.ids);
+    return false;
+  }
+  *ids = l.ids;
+  *n = l.n;
+  return true;
+}

@@ -58,6 +58,14 @@ bool cli_opt_choice(const char *cmd, const char *opt, const char *v, const char 
  * item, or when fn returned false. */
 int cli_list_each(const char *s, bool (*fn)(void *ctx, const char *item, int index), void *ctx);
 
+/* The list options, parsed without printing (the fuzzers call them):
+ * fanouts "25,10" (each -1 or 1..HS_MAX_FANOUT, at most `cap` of them;
+ * returns the count, -1 when malformed) and vertex ids "1,2,3" (each
+ * 0..2^31-1; a new array in *ids, free it; false when malformed or out of
+ * memory). */
+int cli_parse_fanouts(const char *s, int32_t *out, int cap);
+bool cli_parse_id_list(const char *s, int64_t **ids, int64_t *n);
+
 /* Output files. Every write a command makes is checked: a write error
  * (a full disk, a closed pipe) makes the command fail. cli_file_check
  * flushes and reports a stream error once; cli_file_close does so and

@@ -56,20 +56,6 @@ static int bad(const char *cmd, const char *opt, const char *v, const char *what
   return -1;
 }
 
-typedef struct fanout_ctx {
-  int32_t *fanouts;
-} fanout_ctx;
-
-static bool fanout_item(void *ctx, const char *item, int index) {
-  fanout_ctx *c = ctx;
-  int64_t x;
-  if (index >= HS_MAX_LAYERS || !cli_parse_i64(item, &x) || x == 0 || x < -1 ||
-      x > HS_MAX_FANOUT)
-    return false;
-  c->fanouts[index] = (int32_t)x;
-  return true;
-}
-
 int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv, int *i) {
   const char *o = argv[*i], *v;
   hs_session_config *c = &a->cfg;
@@ -106,8 +92,7 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     c->depth = (int)u;
   } else if (strcmp(o, "--fanouts") == 0) {
     VAL();
-    fanout_ctx fc = {c->fanouts};
-    int n = cli_list_each(v, fanout_item, &fc);
+    int n = cli_parse_fanouts(v, c->fanouts, HS_MAX_LAYERS);
     if (n < 1) {
       char what[160];
       snprintf(what, sizeof what, "expected 1 to %d comma-separated fanouts, each -1 (all) "

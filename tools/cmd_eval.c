@@ -134,25 +134,15 @@ static bool id_push(id_list *l, int64_t v) {
   return true;
 }
 
-static bool id_item(void *ctx, const char *item, int index) {
-  (void)index;
-  int64_t v;
-  return cli_parse_i64(item, &v) && v >= 0 && v <= INT32_MAX && id_push(ctx, v);
-}
-
 /* Vertex ids from "--ids 1,2,3" or a file of one id a line ('-': stdin). */
 static int read_ids(const char *cmd, const char *list, const char *file, int64_t **ids, int64_t *n) {
   id_list l = {0};
   *ids = NULL;
   *n = 0;
   if (list) {
-    if (cli_list_each(list, id_item, &l) < 1) {
-      free(l.ids);
+    if (!cli_parse_id_list(list, ids, n))
       return cli_usage_error(cmd, "--ids '%s': expected comma-separated vertex ids, each an "
                              "integer in [0, %d]", list, INT32_MAX);
-    }
-    *ids = l.ids;
-    *n = l.n;
     return 0;
   }
   FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
