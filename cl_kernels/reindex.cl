@@ -34,11 +34,14 @@ __kernel void hs_reindex_seed(__global const int *ids, const uint n, __global in
 }
 
 /* Each work-item claims `per_item` consecutive positions: plain loads of
- * their states first (misses that overlap), then atomic_min only where the
- * position can still win. Atomics are locked operations on CPUs that
- * would otherwise take their misses one at a time. A plain read may see a
- * stale FIRST, but FIRST only decreases, so skipping when p >= the value
- * read never skips a winner. */
+ * their states first (misses that overlap), then atomic_min. The first
+ * loop reads LOCAL, which no work-item of this kernel writes: FIRST sits in
+ * the same 8 bytes, so the line is brought in all the same, without a
+ * plain load of a word that other work-items change atomically (a data
+ * race under the OpenCL memory model, whatever the hardware does). The
+ * second reads FIRST only through atomic_min: OpenCL C 1.2 has no atomic
+ * load, and one that is a locked read-modify-write (atomic_or(p, 0)) costs
+ * what atomic_min costs. */
 __kernel void hs_reindex_claim(__global const int *nbr, __global const uint *meta,
                                const uint hop, __global int *st, const uint per_item,
                                __global int *sink) {
@@ -46,10 +49,10 @@ __kernel void hs_reindex_claim(__global const int *nbr, __global const uint *met
   for (uint g = get_global_id(0); g < (e + per_item - 1) / per_item; g += get_global_size(0)) {
     uint b = g * per_item, end = min(e, b + per_item);
     int touched = 0;
-    for (uint p = b; p < end; p++) touched ^= FIRST(nbr[p]);
+    for (uint p = b; p < end; p++) touched ^= LOCAL(nbr[p]);
     for (uint p = b; p < end; p++) {
       int u = nbr[p];
-      if (LOCAL(u) == -1 && (int)p < FIRST(u)) atomic_min(&FIRST(u), (int)p);
+      if (LOCAL(u) == -1) atomic_min(&FIRST(u), (int)p);
     }
     if (touched == 0x5eed5eed) *sink = touched;
   }

@@ -66,6 +66,11 @@ hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
   return HS_OK;
 }
 
+cl_command_queue hs__queue_retain(cl_command_queue q) {
+  if (q) clRetainCommandQueue(q);
+  return q;
+}
+
 void hs__queue_release(cl_command_queue *q) {
   if (!*q) return;
   clFinish(*q);

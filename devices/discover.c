@@ -212,6 +212,9 @@ hs_status hs__inventory_discover(hs_inventory *inv) {
     if (clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof note->name, note->name,
                           NULL) != CL_SUCCESS)
       snprintf(note->name, sizeof note->name, "platform %u", p);
+    if (clGetPlatformInfo(plats[p], CL_PLATFORM_VENDOR, sizeof note->vendor, note->vendor,
+                          NULL) != CL_SUCCESS)
+      note->vendor[0] = '\0';
     cl_uint nd = 0;
     err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd);
     if (err == CL_DEVICE_NOT_FOUND || (err == CL_SUCCESS && nd == 0)) {
@@ -256,6 +259,7 @@ hs_status hs__inventory_discover(hs_inventory *inv) {
       dev->progs = NULL;
       dev->info.index = inv->n_devs;
       dev->info.platform_index = (int)p;
+      dev->info.platform_device = note->num_devices;
       inv->n_devs++;
       note->num_devices++;
     }
@@ -263,6 +267,7 @@ hs_status hs__inventory_discover(hs_inventory *inv) {
   }
   free(plats);
   hs__clear_error();
+  hs__inventory_order(inv);
   if (inv->n_devs == 0) {
     hs__inventory_release(inv);
     return hs__fail(HS_ERR_NO_DEVICE, "%u OpenCL platform(s) found but no usable device",
@@ -274,6 +279,104 @@ nomem:
   free(plats);
   hs__inventory_release(inv);
   return hs__fail(HS_ERR_NOMEM, "out of memory while listing OpenCL devices");
+}
+
+/* ---- stable order -------------------------------------------------------- */
+
+void hs__platform_key(const char *name, const char *vendor, char *out, size_t cap) {
+  /* PoCL's platform name spells out what its users call it. */
+  if (strcasestr(name, "Portable Computing Language") || strcasestr(vendor, "pocl")) {
+    snprintf(out, cap, "pocl");
+    return;
+  }
+  size_t n = 0;
+  for (const char *s = name; *s && n + 1 < cap; s++) {
+    unsigned char c = (unsigned char)*s;
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) out[n++] = (char)c;
+    else if (c >= 'A' && c <= 'Z') out[n++] = (char)(c - 'A' + 'a');
+    else if (n > 0) break; /* the first word */
+  }
+  out[n] = '\0';
+  if (n == 0) snprintf(out, cap, "platform");
+}
+
+bool hs__is_simulator(const char *platform_name, const char *device_name) {
+  static const char *const words[] = {"simulator", "emulat", "oclgrind"};
+  for (size_t i = 0; i < HS_ARRAY_LEN(words); i++)
+    if (strcasestr(platform_name, words[i]) || strcasestr(device_name, words[i])) return true;
+  return false;
+}
+
+/* Platforms: real before simulated, then key, name, and (for identical
+ * ones) the loader's order, the only thing left to tell them apart. */
+typedef struct loader_note {
+  const hs_platform_note *note;
+  int loader; /* position in the loader's order */
+} loader_note;
+
+static int cmp_platform(const void *a, const void *b) {
+  const loader_note *x = a, *y = b;
+  if (x->note->simulator != y->note->simulator) return x->note->simulator ? 1 : -1;
+  int c = strcmp(x->note->key, y->note->key);
+  if (c == 0) c = strcmp(x->note->name, y->note->name);
+  return c ? c : x->loader - y->loader;
+}
+
+static int cmp_device(const void *a, const void *b) {
+  const hs_device_info *x = &((const hs_dev *)a)->info, *y = &((const hs_dev *)b)->info;
+  if (x->simulator != y->simulator) return x->simulator ? 1 : -1;
+  if (x->platform_index != y->platform_index) return x->platform_index - y->platform_index;
+  return x->platform_device - y->platform_device;
+}
+
+void hs__inventory_order(hs_inventory *inv) {
+  int np = inv->n_platforms;
+  if (np <= 0) return;
+  loader_note *order = malloc(sizeof *order * (size_t)np);
+  int *new_of = malloc(sizeof *new_of * (size_t)np);
+  hs_platform_note *sorted = malloc(sizeof *sorted * (size_t)np);
+  if (!order || !new_of || !sorted) {
+    /* Out of memory: leave the loader's order, with keys and selectors. */
+    free(order), free(new_of), free(sorted);
+    order = NULL;
+  }
+  for (int p = 0; p < np; p++) {
+    hs_platform_note *n = &inv->platforms[p];
+    hs__platform_key(n->name, n->vendor, n->key, sizeof n->key);
+    n->simulator = hs__is_simulator(n->name, "");
+  }
+  if (order) {
+    for (int p = 0; p < np; p++) order[p] = (loader_note){&inv->platforms[p], p};
+    qsort(order, (size_t)np, sizeof *order, cmp_platform);
+    for (int p = 0; p < np; p++) {
+      sorted[p] = inv->platforms[order[p].loader];
+      new_of[order[p].loader] = p;
+    }
+    memcpy(inv->platforms, sorted, sizeof *sorted * (size_t)np);
+    for (int i = 0; i < inv->n_devs; i++)
+      inv->devs[i].info.platform_index = new_of[inv->devs[i].info.platform_index];
+  }
+  /* Two platforms with one key (two vendors' drivers of one name): the
+   * later ones get 2, 3, ... appended. */
+  for (int p = 1; p < np; p++) {
+    int same = 1;
+    for (int q = 0; q < p; q++) same += strcmp(inv->platforms[q].key, inv->platforms[p].key) == 0;
+    if (same > 1) {
+      size_t len = strlen(inv->platforms[p].key);
+      if (len > sizeof inv->platforms[p].key - 4) len = sizeof inv->platforms[p].key - 4;
+      snprintf(inv->platforms[p].key + len, 4, "%d", same);
+    }
+  }
+  for (int i = 0; i < inv->n_devs; i++) {
+    hs_device_info *d = &inv->devs[i].info;
+    const hs_platform_note *n = &inv->platforms[d->platform_index];
+    snprintf(d->platform_key, sizeof d->platform_key, "%s", n->key);
+    snprintf(d->selector, sizeof d->selector, "%s:%d", n->key, d->platform_device);
+    d->simulator = n->simulator || hs__is_simulator(d->platform_name, d->name);
+  }
+  if (order) qsort(inv->devs, (size_t)inv->n_devs, sizeof *inv->devs, cmp_device);
+  for (int i = 0; i < inv->n_devs; i++) inv->devs[i].info.index = i;
+  free(order), free(new_of), free(sorted);
 }
 
 void hs__inventory_release(hs_inventory *inv) {

@@ -61,7 +61,7 @@ hs_status hs__gemm_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue
   g->kind = kind;
   g->ctx = ctx;
   g->dev = *dev;
-  g->q = q;
+  g->q = hs__queue_retain(q);
   g->threads = threads > 0 ? threads : (int)(dev->info.compute_units ? dev->info.compute_units : 1);
   if (kind == HS_GEMM_BUILTIN) {
     hs_status st = builtin_create(g);
@@ -81,6 +81,7 @@ void hs__gemm_destroy(hs_gemm *g) {
   if (g->kernel) clReleaseKernel(g->kernel);
   if (g->program) clReleaseProgram(g->program);
   hs__gemm_clblast_release(g);
+  hs__queue_release(&g->q);
   free(g);
 }
 

@@ -39,6 +39,9 @@ typedef struct hs_platform_note {
   char name[HS_NAME_MAX];
   int num_devices; /* -1: the platform's calls failed */
   char error[256]; /* why, when num_devices <= 0 */
+  char key[32];    /* hs_device_info.platform_key */
+  char vendor[HS_NAME_MAX];
+  bool simulator;
 } hs_platform_note;
 
 typedef struct hs_inventory {
@@ -50,8 +53,22 @@ typedef struct hs_inventory {
 
 /* Enumerate every platform and device. A platform whose calls fail or that
  * has no device is recorded in `platforms` and skipped; only the absence of
- * any ICD/platform at all is an error (HS_ERR_NO_DEVICE). */
+ * any ICD/platform at all is an error (HS_ERR_NO_DEVICE). Platforms and
+ * devices are ordered by hs__inventory_order, never by the ICD loader's
+ * order (which follows the files of the vendors folder and differs
+ * between machines). */
 hs_status hs__inventory_discover(hs_inventory *inv);
+/* Give platforms their keys (hs_device_info.platform_key, made unique) and
+ * order platforms and devices stably: real devices before simulators, then
+ * by platform key and name, then by position within the platform; set
+ * every index, platform_index and selector. On entry each device's
+ * platform_index is the position of its platform in `inv->platforms` and
+ * platform_device its position within it. Pure: exposed for tests. */
+void hs__inventory_order(hs_inventory *inv);
+/* The key of a platform from its name and vendor. */
+void hs__platform_key(const char *name, const char *vendor, char *out, size_t cap);
+/* Whether a device or platform of these names is a simulator/emulator. */
+bool hs__is_simulator(const char *platform_name, const char *device_name);
 void hs__inventory_release(hs_inventory *inv);
 /* Fill `info` for one device (also used for sub-devices). */
 hs_status hs__device_query(cl_platform_id platform, cl_device_id dev,
@@ -117,6 +134,11 @@ hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
 /* Wait for everything queued on `*q`, release it and clear it (NULL is
  * ignored). */
 void hs__queue_release(cl_command_queue *q);
+/* Take one more reference to `q` (NULL is fine) and return it: a module
+ * that keeps a queue it was given retains it and releases it with
+ * hs__queue_release, so that its teardown never touches a queue its
+ * creator has already released. */
+cl_command_queue hs__queue_retain(cl_command_queue q);
 
 /* ---- programs ------------------------------------------------------------ */
 
@@ -132,6 +154,28 @@ hs_status hs__program_build(const hs_ctx *ctx, const hs_dev *dev,
                             const char *const *sources, int n_sources,
                             const char *options, cl_program *out,
                             bool *cache_hit);
+
+/* What hs__program_build_fast did. */
+typedef struct hs_build_note {
+  bool cache_hit;
+  /* The build with the speed-ups failed and the program was built without
+   * them; `why` holds the head of that build's error. */
+  bool without_speedups;
+  char why[256];
+} hs_build_note;
+
+/* hs__program_build with `speedups`: options that only make the program
+ * faster on some devices ("-DHS_CPU_DEVICE": software prefetches; NULL or
+ * "" for none), appended to `options`. A device whose compiler rejects the
+ * program with them gets it built again without them: the result is the
+ * same program, slower, never a failure. That retry is logged (build
+ * category) and reported in `note` (optional) for the caller to show. A
+ * failure is not cached: each process tries the speed-ups first again.
+ * Other errors (no source, I/O, memory) are returned as they are. */
+hs_status hs__program_build_fast(const hs_ctx *ctx, const hs_dev *dev,
+                                 const char *const *sources, int n_sources,
+                                 const char *options, const char *speedups,
+                                 cl_program *out, hs_build_note *note);
 
 /* The sources concatenated as hs__program_build compiles them (each file
  * after a #line directive naming it); malloc'd, the caller frees. */

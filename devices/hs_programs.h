@@ -26,6 +26,10 @@ typedef enum hs_prog {
   HS_PROG_CACHE,      /* the trainer cache's row scatter */
   HS_PROG_TRAIN_SAGE, /* GraphSAGE-mean training: aggregation, activations,
                          loss, optimizers */
+  HS_PROG_TRAIN_GCN,  /* GCN training: the shared training kernels and GCN's */
+  HS_PROG_TRAIN_GAT,  /* GAT training: the shared training kernels and GAT's */
+  HS_PROG_TRAIN_SPARSE, /* the first layer over sparse input rows (any
+                           model's first layer) */
   HS_PROG_GEMM,       /* the built-in GEMM provider's tiled kernel */
   HS_PROG_PROBE,      /* random-read and copy probes (bring-up, benchmarks) */
   HS_PROG_SELFTEST,   /* bring-up's self-test and launch latency */
@@ -47,6 +51,12 @@ typedef struct hs__program_def {
                                   NULL-terminated */
   const char *options;         /* build options on every device */
   const char *cpu_options;     /* added on CPU devices */
+  /* Speed-ups: options that only make the program faster, added after
+   * the above (on every device; on CPU devices). A device whose compiler
+   * rejects the program with them gets it built without them, and the
+   * caller is told (hs__program_build_fast). */
+  const char *speedups;
+  const char *cpu_speedups;
   unsigned roles;              /* HS_PROG_ROLE_* bits */
   const char *model;           /* training programs: the model ("sage") the
                                   trainer role needs it for; NULL: any model */
@@ -61,7 +71,8 @@ int hs__program_find(const char *name);
  * `model` (NULL: "sage"). */
 bool hs__program_needed(hs_prog id, unsigned roles, const char *model);
 
-/* The options of a standard build of `id` on a device like `info`. */
+/* The options of a standard build of `id` on a device like `info`, speed-ups
+ * included. */
 void hs__program_options(hs_prog id, const hs_device_info *info, char *buf, size_t len);
 
 /* The program's complete source: every embedded file concatenated, each
@@ -99,6 +110,11 @@ bool hs__dev_compiles(const hs_dev *dev);
  * device does not compile and nothing provides the program (the detail
  * names it), HS_ERR_BUILD. */
 hs_status hs__program_get(const hs_ctx *ctx, const hs_dev *dev, hs_prog id, cl_program *out);
+/* hs__program_get telling how a program built from source was built:
+ * note->without_speedups when the device's compiler rejected the speed-ups
+ * and the program runs without them (`note` may be NULL). */
+hs_status hs__program_get_noted(const hs_ctx *ctx, const hs_dev *dev, hs_prog id,
+                                cl_program *out, hs_build_note *note);
 
 /* A build of `id` with `options` instead of the standard ones (test and
  * bring-up variants): from the binary cache or the sources only, since

@@ -422,6 +422,47 @@ fail:
   return st;
 }
 
+/* The compiler's first error line of a build failure's detail, else its
+ * head, on one line. */
+static void first_error(const char *detail, char *out, size_t cap) {
+  const char *log = strstr(detail, "build log:\n");
+  const char *at = log ? log + 11 : detail;
+  const char *err = strstr(at, "error");
+  if (err) {
+    while (err > at && err[-1] != '\n') err--;
+    at = err;
+  }
+  size_t n = 0;
+  for (; *at && n + 1 < cap; at++) out[n++] = *at == '\n' ? ' ' : *at;
+  while (n > 0 && out[n - 1] == ' ') n--;
+  out[n] = '\0';
+}
+
+hs_status hs__program_build_fast(const hs_ctx *ctx, const hs_dev *dev,
+                                 const char *const *sources, int n_sources,
+                                 const char *options, const char *speedups,
+                                 cl_program *out, hs_build_note *note) {
+  hs_build_note scratch;
+  if (!note) note = &scratch;
+  memset(note, 0, sizeof *note);
+  if (!options) options = "";
+  if (!speedups || !*speedups)
+    return hs__program_build(ctx, dev, sources, n_sources, options, out, &note->cache_hit);
+  size_t len = strlen(options) + strlen(speedups) + 2;
+  char *full = malloc(len);
+  if (!full) return hs__fail(HS_ERR_NOMEM, "out of memory for build options");
+  snprintf(full, len, "%s%s%s", options, *options ? " " : "", speedups);
+  hs_status st = hs__program_build(ctx, dev, sources, n_sources, full, out, &note->cache_hit);
+  free(full);
+  if (st != HS_ERR_BUILD) return st;
+  first_error(hs_last_error(), note->why, sizeof note->why);
+  hs__log(HS_LOG_BUILD, "%s on '%s' failed with '%s' (%s): building it without them",
+          sources[n_sources - 1], dev->info.name, speedups, note->why);
+  st = hs__program_build(ctx, dev, sources, n_sources, options, out, &note->cache_hit);
+  note->without_speedups = st == HS_OK;
+  return st;
+}
+
 hs_status hs__program_from_binary(const hs_ctx *ctx, const hs_dev *dev,
                                   const unsigned char *bin, size_t len, const char *options,
                                   const char *origin, cl_program *out) {

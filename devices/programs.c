@@ -20,6 +20,17 @@
 
 #define NUL_LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* What every model's training program starts with (cl_kernels/: block
+ * transposes, bias/activation/loss, optimizers); a model's own sources and
+ * kernels follow (runtime/nn/model_ops.h). */
+#define TRAIN_SOURCES \
+  "hs_common.h", "hs_philox.h", "hs_train.h", "train_block.cl", "train_elem.cl", "train_optim.cl"
+#define TRAIN_KERNELS                                                                      \
+  "hs_tr_count", "hs_scan_sums", "hs_scan_offsets", "hs_scan_apply", "hs_tr_fill",         \
+      "hs_tr_fill_eid", "hs_edge_dst", "hs_tr_sort", "hs_bias_act_fwd", "hs_act_bwd",      \
+      "hs_colsum_part", "hs_colsum_final", "hs_softmax_ce", "hs_loss_reduce", "hs_adam", \
+      "hs_sgd"
+
 static const hs__program_def programs[HS_PROG_COUNT_] = {
     [HS_PROG_SAMPLE] =
         {.name = "sample",
@@ -32,8 +43,10 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
                              "hs_compact_cols", "hs_compact_rows", "hs_reindex_reset",
                              "hs_reindex_single"),
          .options = "",
+         .cpu_options = "",
+         .speedups = "",
          /* software prefetches (hs_common.h) */
-         .cpu_options = "-DHS_CPU_DEVICE",
+         .cpu_speedups = "-DHS_CPU_DEVICE",
          .roles = HS_PROG_ROLE_SAMPLER | HS_PROG_ROLE_BRINGUP,
          .what = "neighbour sampling, prefix sums and reindexing"},
     [HS_PROG_GATHER] =
@@ -54,23 +67,54 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
          .what = "the trainer cache's row scatter"},
     [HS_PROG_TRAIN_SAGE] =
         {.name = "train_sage",
-         .sources = NUL_LIST("hs_common.h", "hs_philox.h", "hs_train.h", "train_agg.cl",
-                             "train_elem.cl", "train_optim.cl"),
-         .kernels = NUL_LIST("hs_agg_fwd", "hs_agg_bwd", "hs_tr_count", "hs_scan_sums",
-                             "hs_scan_offsets", "hs_scan_apply", "hs_tr_fill", "hs_tr_sort",
-                             "hs_bias_act_fwd", "hs_colsum_part", "hs_colsum_final",
-                             "hs_softmax_ce", "hs_loss_reduce", "hs_adam", "hs_sgd"),
+         .sources = NUL_LIST(TRAIN_SOURCES, "train_sage.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_agg_fwd", "hs_agg_bwd", "hs_sage_combine",
+                             "hs_sage_split_bwd"),
          .options = "",
          .cpu_options = "",
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .model = "sage",
          .what = "GraphSAGE-mean training: aggregation, activations, loss, optimizers"},
+    [HS_PROG_TRAIN_GCN] =
+        {.name = "train_gcn",
+         .sources = NUL_LIST(TRAIN_SOURCES, "train_gcn.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_gcn_norm", "hs_gcn_agg_fwd", "hs_gcn_agg_bwd"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .model = "gcn",
+         .what = "GCN training: normalised aggregation with self loops, activations, loss, "
+                 "optimizers"},
+    [HS_PROG_TRAIN_GAT] =
+        {.name = "train_gat",
+         .sources = NUL_LIST(TRAIN_SOURCES, "train_gat.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_gat_scores", "hs_gat_softmax", "hs_gat_agg_fwd",
+                             "hs_gat_head_mean", "hs_gat_head_mean_bwd", "hs_gat_bwd_score",
+                             "hs_gat_bwd_del", "hs_gat_bwd_y", "hs_gat_att_part"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .model = "gat",
+         .what = "GAT training: attention scores, edge softmax, weighted aggregation, "
+                 "activations, loss, optimizers"},
+    [HS_PROG_TRAIN_SPARSE] =
+        {.name = "train_sparse",
+         .sources = NUL_LIST("hs_common.h", "train_sparse.cl"),
+         .kernels = NUL_LIST("hs_sp_mm", "hs_sp_fwd_mf", "hs_sp_fwd_af", "hs_sp_gsum",
+                             "hs_sp_entry_rows", "hs_sp_tr_fill", "hs_sp_wgrad",
+                             "hs_sp_wgrad_cols"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .what = "the first layer over sparse input features: sparse x dense products"},
     [HS_PROG_GEMM] =
         {.name = "gemm",
          .sources = NUL_LIST("gemm.cl"),
          .kernels = NUL_LIST("hs_gemm_tiled"),
-         .options = "-cl-mad-enable",
+         .options = "",
          .cpu_options = "",
+         .speedups = "-cl-mad-enable",
+         .cpu_speedups = "",
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .what = "the built-in GEMM provider (where neither CBLAS nor CLBlast serves)"},
     [HS_PROG_PROBE] =
@@ -111,10 +155,34 @@ bool hs__program_needed(hs_prog id, unsigned roles, const char *model) {
   return true;
 }
 
+/* `parts` joined by single spaces, empty ones left out. */
+static void join(const char *const *parts, int n, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n; i++)
+    if (parts[i] && *parts[i] && at < len)
+      at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "", parts[i]);
+}
+
+static void base_options(const hs__program_def *d, const hs_device_info *info, char *buf,
+                         size_t len) {
+  const char *parts[] = {d->options, info->type == HS_DEVICE_CPU ? d->cpu_options : ""};
+  join(parts, 2, buf, len);
+}
+
+static void speedup_options(const hs__program_def *d, const hs_device_info *info, char *buf,
+                            size_t len) {
+  const char *parts[] = {d->speedups, info->type == HS_DEVICE_CPU ? d->cpu_speedups : ""};
+  join(parts, 2, buf, len);
+}
+
 void hs__program_options(hs_prog id, const hs_device_info *info, char *buf, size_t len) {
   const hs__program_def *d = hs__program_def_of(id);
-  const char *cpu = info->type == HS_DEVICE_CPU ? d->cpu_options : "";
-  snprintf(buf, len, "%s%s%s", d->options, *d->options && *cpu ? " " : "", cpu);
+  char base[256], fast[256];
+  base_options(d, info, base, sizeof base);
+  speedup_options(d, info, fast, sizeof fast);
+  const char *parts[] = {base, fast};
+  join(parts, 2, buf, len);
 }
 
 static int count(const char *const *list) {
@@ -279,6 +347,12 @@ hs_status hs__prog_files_check(const hs__prog_files *f, unsigned roles, const ch
 /* ---- asking for a program --------------------------------------------------- */
 
 hs_status hs__program_get(const hs_ctx *ctx, const hs_dev *dev, hs_prog id, cl_program *out) {
+  return hs__program_get_noted(ctx, dev, id, out, NULL);
+}
+
+hs_status hs__program_get_noted(const hs_ctx *ctx, const hs_dev *dev, hs_prog id,
+                                cl_program *out, hs_build_note *note) {
+  if (note) memset(note, 0, sizeof *note);
   *out = NULL;
   const hs__program_def *d = hs__program_def_of(id);
   if (!d) return hs__fail(HS_ERR_INVALID_ARG, "no program %d", (int)id);
@@ -303,7 +377,10 @@ hs_status hs__program_get(const hs_ctx *ctx, const hs_dev *dev, hs_prog id, cl_p
     }
     hs__log(HS_LOG_BUILD, "the bundle %s holds no program '%s'", f->bundle, d->name);
   }
-  st = hs__program_build(ctx, dev, d->sources, count(d->sources), options, out, NULL);
+  char base[256], fast[256];
+  base_options(d, &dev->info, base, sizeof base);
+  speedup_options(d, &dev->info, fast, sizeof fast);
+  st = hs__program_build_fast(ctx, dev, d->sources, count(d->sources), base, fast, out, note);
   return st == HS_OK ? st : hs__fail_context(st, "program '%s'", d->name);
 }
 

@@ -47,6 +47,15 @@ static inline cl_mem clf_upload(cl_fixture *f, const void *host, size_t n) {
   return m;
 }
 
+/* References held on `q` (CL_QUEUE_REFERENCE_COUNT; for checking that a
+ * module retains what it keeps). */
+static inline cl_uint clf_queue_refs(cl_command_queue q) {
+  cl_uint n = 0;
+  cr_assert_eq(clGetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL),
+               CL_SUCCESS);
+  return n;
+}
+
 static inline void clf_download(cl_fixture *f, cl_mem m, void *host, size_t n) {
   cr_assert_eq(hs__queue_finish(f->q), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs__mem_read(f->q, m, true, 0, n, host, 0, NULL, NULL), HS_OK);

@@ -12,6 +12,7 @@
 
 #include "bench/hs_json.h"
 #include "hetsage.h"
+#include "icd_dir.h"
 #include "tool_run.h"
 #include "xml_check.h"
 
@@ -293,6 +294,44 @@ Test(bringup, absent_optional_device_skips_and_absent_required_fails) {
   hs_bringup_report_free(r);
   hs_board_profile_free(p);
   hs_runtime_close(rt);
+}
+
+/* A device outside the board (here a fake GPU that cannot even open a
+ * context, standing for a second OpenCL implementation installed beside
+ * PoCL) is none of bring-up's business: generic-cpu passes, and the
+ * outsider is a skip that says why, never a failure. */
+Test(bringup, devices_outside_the_profile_are_left_alone) {
+  const char *fake = getenv("HS_FAKE_ICD");
+  char pocl[256];
+  if (!fake) cr_skip_test("HS_FAKE_ICD not set");
+  if (!icd_library("pocl", pocl, sizeof pocl)) cr_skip_test("PoCL is not installed");
+  setenv("FAKE_ICD_MODE", "device", 1);
+  const char *files[2] = {"fake.icd", "pocl.icd"}, *libs[2] = {fake, pocl};
+  icd_dir d;
+  icd_dir_open(&d, files, libs, 2);
+  hs_runtime *rt = open_rt();
+  const hs_device_info *devs;
+  int n, outsider = -1;
+  hs_runtime_devices(rt, &devs, &n);
+  for (int i = 0; i < n; i++)
+    if (strcmp(devs[i].name, "hetsage fake GPU") == 0) outsider = i;
+  cr_assert_geq(outsider, 0, "the fake GPU was not discovered");
+  hs_board_profile *p = load("generic-cpu");
+  hs_bringup_report *r = run(rt, p, HS_BRINGUP_QUICK, "");
+  expect_all_pass(r);
+  char name[64];
+  snprintf(name, sizeof name, "dev%d.open", outsider);
+  expect_result(r, name, HS_CHECK_SKIP);
+  cr_expect(strstr(hs_bringup_report_find(r, name)->detail, "outside board profile") != NULL,
+            "%s", hs_bringup_report_find(r, name)->detail);
+  snprintf(name, sizeof name, "dev%d.selftest", outsider);
+  cr_expect_null(hs_bringup_report_find(r, name), "bring-up ran kernels on the outsider");
+  snprintf(name, sizeof name, "dev%d.selftest", 1 - outsider);
+  expect_result(r, name, HS_CHECK_PASS);
+  hs_bringup_report_free(r);
+  hs_board_profile_free(p);
+  hs_runtime_close(rt);
+  icd_dir_close(&d);
 }
 
 /* ---- the command ------------------------------------------------------------ */

@@ -238,3 +238,93 @@ static void discover_beside_fake(const char *mode) {
 
 Test(devices, survives_a_platform_with_no_device) { discover_beside_fake("nodevice"); }
 Test(devices, survives_a_platform_whose_calls_fail) { discover_beside_fake("fail"); }
+
+/* ---- stable order ---------------------------------------------------------- */
+
+#include "icd_dir.h"
+
+/* Whatever order the ICD loader lists platforms in, the inventory is the
+ * same: real devices first, then by platform key and name, then by
+ * position within the platform; keys are unique and every device has a
+ * selector. */
+Test(devices, inventory_order_ignores_the_loader_order) {
+  static const struct { const char *name, *vendor, *dev; bool sim; } plats[] = {
+      {"Oclgrind", "University of Bristol", "Oclgrind Simulator", true},
+      {"rusticl", "Mesa/X.org", "llvmpipe", false},
+      {"Portable Computing Language", "The pocl project", "pthread-cpu", false},
+      {"Intel(R) OpenCL", "Intel(R) Corporation", "Intel CPU", false},
+      {"Intel(R) OpenCL Graphics", "Intel(R) Corporation", "Intel GPU", false},
+  };
+  const int np = 5;
+  static const int orders[2][5] = {{0, 1, 2, 3, 4}, {4, 2, 3, 0, 1}};
+  char got[2][6][48];
+  for (int o = 0; o < 2; o++) {
+    hs_inventory inv = {0};
+    inv.n_platforms = np;
+    inv.platforms = calloc(np, sizeof *inv.platforms);
+    inv.devs = calloc(2 * np, sizeof *inv.devs);
+    for (int p = 0; p < np; p++) {
+      int k = orders[o][p];
+      snprintf(inv.platforms[p].name, HS_NAME_MAX, "%s", plats[k].name);
+      snprintf(inv.platforms[p].vendor, HS_NAME_MAX, "%s", plats[k].vendor);
+      inv.platforms[p].num_devices = k == 2 ? 2 : 1;
+      for (int i = 0; i < inv.platforms[p].num_devices; i++) {
+        hs_device_info *d = &inv.devs[inv.n_devs++].info;
+        snprintf(d->name, HS_NAME_MAX, "%s %d", plats[k].dev, i);
+        snprintf(d->platform_name, HS_NAME_MAX, "%s", plats[k].name);
+        d->platform_index = p;
+        d->platform_device = i;
+      }
+    }
+    hs__inventory_order(&inv);
+    cr_assert_eq(inv.n_devs, 6);
+    for (int i = 0; i < inv.n_devs; i++) {
+      cr_expect_eq(inv.devs[i].info.index, i);
+      snprintf(got[o][i], sizeof got[o][i], "%s", inv.devs[i].info.selector);
+    }
+    /* The platform index points at the right platform after reordering. */
+    for (int i = 0; i < inv.n_devs; i++)
+      cr_expect_str_eq(inv.platforms[inv.devs[i].info.platform_index].name,
+                       inv.devs[i].info.platform_name);
+    cr_expect(inv.devs[5].info.simulator, "the simulator is not last");
+    cr_expect_str_eq(inv.devs[5].info.selector, "oclgrind:0");
+    hs__inventory_release(&inv);
+  }
+  static const char *const want[] = {"intel:0", "intel2:0", "pocl:0", "pocl:1", "rusticl:0",
+                                     "oclgrind:0"};
+  for (int i = 0; i < 6; i++) {
+    cr_expect_str_eq(got[0][i], want[i], "device %d: %s", i, got[0][i]);
+    cr_expect_str_eq(got[1][i], want[i], "device %d (other loader order)", i);
+  }
+}
+
+/* Real discovery: a fake GPU whose platform ("zeta ...") sorts after PoCL's
+ * key although the ICD loader lists it first: the inventory still starts
+ * with PoCL, and names each device by its platform. */
+Test(devices, discovery_order_is_stable_beside_another_platform) {
+  const char *fake = getenv("HS_FAKE_ICD");
+  char pocl[256];
+  if (!fake) cr_skip_test("HS_FAKE_ICD not set");
+  if (!icd_library("pocl", pocl, sizeof pocl)) cr_skip_test("PoCL is not installed");
+  setenv("FAKE_ICD_MODE", "device", 1);
+  setenv("FAKE_ICD_PLATFORM", "zeta fake platform", 1);
+  const char *files[2] = {"a-fake.icd", "m-pocl.icd"}, *libs[2] = {fake, pocl};
+  icd_dir d;
+  icd_dir_open(&d, files, libs, 2);
+  cl_platform_id plats[2];
+  cl_uint np = 0;
+  char loader_first[128] = "";
+  cr_assert_eq(clGetPlatformIDs(2, plats, &np), CL_SUCCESS);
+  clGetPlatformInfo(plats[0], CL_PLATFORM_NAME, sizeof loader_first, loader_first, NULL);
+  hs_inventory inv;
+  cr_assert_eq(hs__inventory_discover(&inv), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(inv.n_devs, 2);
+  cr_expect_str_eq(inv.devs[0].info.selector, "pocl:0",
+                   "the loader listed '%s' first; the inventory starts with %s", loader_first,
+                   inv.devs[0].info.selector);
+  cr_expect_str_eq(inv.devs[1].info.selector, "zeta:0");
+  cr_expect_str_eq(inv.platforms[inv.devs[1].info.platform_index].name, "zeta fake platform");
+  cr_log_info("loader order starts with '%s'", loader_first);
+  hs__inventory_release(&inv);
+  icd_dir_close(&d);
+}

@@ -136,3 +136,20 @@ Test(gemm, selection_and_names) {
   hs__gemm_destroy(g);
   clf_close(&f);
 }
+
+/* The provider retains the queue it keeps, and releases it when destroyed:
+ * its creator may release its own reference first (a session tearing down)
+ * without the provider's teardown touching a released queue. Nothing is
+ * enqueued, so no command holds a reference of its own. */
+Test(gemm, provider_retains_its_queue) {
+  cl_fixture f;
+  clf_open(&f);
+  cl_uint before = clf_queue_refs(f.q);
+  hs_gemm *g;
+  cr_assert_eq(hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_AUTO, 0, &g), HS_OK, "%s",
+               hs_last_error());
+  cr_expect_eq(clf_queue_refs(f.q), before + 1, "the provider holds no reference of its own");
+  hs__gemm_destroy(g);
+  cr_expect_eq(clf_queue_refs(f.q), before, "the provider did not release its reference");
+  clf_close(&f);
+}

@@ -753,3 +753,106 @@ Test(placement, default_board_on_this_machine) {
   hs_board_profile_free(p);
   hs_runtime_close(rt);
 }
+
+/* ---- stable selection across OpenCL implementations ------------------------ */
+
+/* Names as discovery gives them (hs__inventory_order). */
+static void implementation(hs_device_info *d, const char *key, const char *platform, int pos) {
+  snprintf(d->platform_key, sizeof d->platform_key, "%s", key);
+  snprintf(d->platform_name, sizeof d->platform_name, "%s", platform);
+  d->platform_device = pos;
+  snprintf(d->selector, sizeof d->selector, "%s:%d", key, pos);
+}
+
+/* PoCL, rusticl and oclgrind side by side, as on the CI machine. */
+static void three_implementations(hs_device_info d[3]) {
+  d[0] = dev_cpu(2, GiB(16));
+  implementation(&d[0], "pocl", "Portable Computing Language", 0);
+  d[1] = dev_cpu(8, GiB(2));
+  snprintf(d[1].name, sizeof d[1].name, "llvmpipe (LLVM 15.0.6, 256 bits)");
+  d[1].clock_mhz = 300;
+  d[1].partition_by_counts = false;
+  d[1].max_sub_devices = 0;
+  d[1].platform_index = 1;
+  implementation(&d[1], "rusticl", "rusticl", 0);
+  d[2] = dev_gpu("Oclgrind Simulator", 1, 1, MiB(128));
+  d[2].platform_index = 2;
+  d[2].simulator = true;
+  implementation(&d[2], "oclgrind", "Oclgrind", 0);
+  number(d, 3);
+}
+
+Test(placement, selectors_name_devices_by_platform_and_position) {
+  hs_device_info d[3];
+  three_implementations(d);
+  hs_board_profile *p = shipped("generic-cpu");
+  hs_placement_request rq = {.devices = d, .device_count = 3, .profile = p,
+                             .topology_bytes = MiB(1), .host_cores = 2};
+  static const struct { const char *spec; int want; } cases[] = {
+      {"pocl:0", 0}, {"rusticl:0", 1}, {"rusticl", 1}, {"RUSTICL:llvmpipe", 1},
+      {"oclgrind:", 2}, {"oclgrind", 2}, {"Portable Computing:0", 0}, {"Oclgrind:simulator", 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rq.sampler = cases[i].spec;
+    rq.trainer = "pocl:0";
+    hs_placement *pl = place_ok(&rq);
+    cr_expect_eq(pl->sampler.device, cases[i].want, "%s", cases[i].spec);
+    cr_expect_str_eq(pl->sampler.selector, d[cases[i].want].selector);
+    cr_expect_eq(pl->sampler.simulator, cases[i].want == 2);
+    EXPECT_REASON(pl, "sampler", d[cases[i].want].selector, cases[i].spec, NULL);
+    hs_placement_free(pl);
+  }
+  rq.sampler = "pocl:1";
+  place_fails(&rq, HS_ERR_PLACEMENT, "pocl:1", "rusticl:0");
+  rq.sampler = "nvidia:0";
+  place_fails(&rq, HS_ERR_PLACEMENT, "nvidia", "PLATFORM:DEVICE");
+  hs_board_profile_free(p);
+}
+
+/* A simulator is named as such wherever placement names it, and the
+ * automatic rules never prefer it to a real device, even when it is the
+ * only GPU. When it is all there is, it is used. */
+Test(placement, simulators_are_named_and_never_preferred) {
+  hs_device_info d[3];
+  three_implementations(d);
+  hs_placement_request rq = {.devices = d, .device_count = 3, .topology_bytes = MiB(1),
+                             .host_cores = 2};
+  hs_placement *pl = place_ok(&rq); /* no profile: the automatic rules alone */
+  cr_expect_eq(pl->trainer.device, 0, "the trainer went to device %d", pl->trainer.device);
+  cr_expect_eq(pl->sampler.device, 0, "the sampler went to device %d", pl->sampler.device);
+  hs_placement_free(pl);
+
+  hs_board_profile *p = shipped("gpu-single");
+  rq.profile = p;
+  pl = place_ok(&rq);
+  cr_expect_eq(pl->trainer.device, 2);
+  cr_expect(pl->trainer.simulator);
+  EXPECT_REASON(pl, "trainer", "oclgrind:0", "a simulator", NULL);
+  char text[8192];
+  hs_placement_describe(pl, text, sizeof text);
+  cr_expect(strstr(text, "(oclgrind:0, simulator)") != NULL, "%s", text);
+  hs_placement_free(pl);
+  hs_board_profile_free(p);
+}
+
+/* A profile's `platform` rule takes the platform key too, so that a board
+ * can say "the PoCL CPU" even though PoCL spells its name out. */
+Test(placement, profile_rules_select_a_platform_by_key) {
+  hs_device_info d[3];
+  three_implementations(d);
+  hs_board_profile *p = from_text("[board]\nname = t\n[device.cpu]\ntype = cpu\nplatform = rusticl\n"
+                                  "[roles]\nsampler = cpu\ntrainer = cpu\n");
+  hs_placement_request rq = {.devices = d, .device_count = 3, .profile = p,
+                             .topology_bytes = MiB(1), .host_cores = 2};
+  hs_placement *pl = place_ok(&rq);
+  cr_expect_eq(pl->trainer.device, 1);
+  hs_placement_free(pl);
+  hs_board_profile_free(p);
+  p = from_text("[board]\nname = t\n[device.cpu]\ntype = cpu\nplatform = pocl\n"
+                "[roles]\nsampler = cpu\ntrainer = cpu\n");
+  rq.profile = p;
+  pl = place_ok(&rq);
+  cr_expect_eq(pl->trainer.device, 0);
+  hs_placement_free(pl);
+  hs_board_profile_free(p);
+}

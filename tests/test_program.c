@@ -181,3 +181,38 @@ Test(program, build_failure_reports_the_log) {
                HS_ERR_NOT_FOUND);
   teardown(&f);
 }
+
+/* A speed-up the device's compiler rejects is dropped and the build
+ * retried: the program builds, runs, and the note says what happened and
+ * why. Speed-ups it accepts stay, with no note. A program broken without
+ * them still fails. */
+Test(program, rejected_speedups_are_dropped_and_said) {
+  fixture f;
+  setup(&f);
+  cl_program p = NULL;
+  hs_build_note note;
+  cr_assert_eq(hs__program_build_fast(&f.ctx, f.dev, SRC, 2, "", "-DHS_SELFTEST_BROKEN", &p,
+                                      &note),
+               HS_OK, "%s", hs_last_error());
+  cr_expect(note.without_speedups);
+  cr_expect(strstr(note.why, "undeclared_name") != NULL, "%s", note.why);
+  cr_expect_null(strchr(note.why, '\n'));
+  cl_kernel k;
+  cr_expect_eq(hs__kernel_create(p, "hs_selftest_axpy", f.dev, &k), HS_OK);
+  clReleaseKernel(k);
+  cr_expect_neq(hs__kernel_create(p, "hs_selftest_broken", f.dev, &k), HS_OK,
+                "the program kept the rejected variant");
+  clReleaseProgram(p);
+
+  cr_assert_eq(hs__program_build_fast(&f.ctx, f.dev, SRC, 2, "", "-DHS_UNUSED=2", &p, &note),
+               HS_OK, "%s", hs_last_error());
+  cr_expect_not(note.without_speedups);
+  cr_expect_str_eq(note.why, "");
+  clReleaseProgram(p);
+
+  cr_expect_eq(hs__program_build_fast(&f.ctx, f.dev, SRC, 2, "-DHS_SELFTEST_BROKEN",
+                                      "-DHS_UNUSED=3", &p, &note),
+               HS_ERR_BUILD);
+  cr_expect_not(note.without_speedups);
+  teardown(&f);
+}

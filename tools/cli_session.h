@@ -9,6 +9,7 @@ typedef struct cli_session_args {
   const char *dataset; /* NULL: the bundled Cora */
   hs_session_config cfg;
   bool fanouts_set, layers_set;
+  bool model_set; /* --model given: a checkpoint of another model is refused */
   char path[1024]; /* the dataset opened (set by cli_session_open) */
 } cli_session_args;
 

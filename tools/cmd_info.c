@@ -10,7 +10,10 @@ static void usage(FILE *f) {
           "usage: hetsage info [--json]\n"
           "\n"
           "List every OpenCL platform and device with the capabilities that vary\n"
-          "between vendors, and the host topology (hwloc).\n"
+          "between vendors, and the host topology (hwloc). Devices are numbered in a\n"
+          "stable order (real devices first, then by platform and position), never\n"
+          "in the ICD loader's; each has a selector such as pocl:0 that --sampler,\n"
+          "--trainer and HETSAGE_SAMPLER/TRAINER accept.\n"
           "\n"
           "  --json   machine-readable output on stdout\n"
           "  -h, --help\n");
@@ -49,7 +52,8 @@ static void print_human(const hs_runtime *rt, const hs_device_info *devs, int n)
       human_bytes(d->local_mem_bytes, lm, sizeof lm);
       human_bytes(d->max_alloc_bytes, ma, sizeof ma);
       human_bytes(d->global_cache_bytes, gc, sizeof gc);
-      printf("  device %d: %s [%s]\n", d->index, d->name, hs_device_type_name(d->type));
+      printf("  device %d (%s): %s [%s%s]\n", d->index, d->selector, d->name,
+             hs_device_type_name(d->type), d->simulator ? ", simulator" : "");
       printf("    vendor            %s (0x%04x)\n", d->vendor, d->vendor_id);
       printf("    version           %s; %s; driver %s\n", d->device_version,
              d->opencl_c_version, d->driver_version);

@@ -114,8 +114,8 @@ static void print_role(const char *role, const hs_role_plan *r,
   const hs_device_info *d = &devs[r->device];
   char b[32];
   human_bytes(r->budget_bytes, b, sizeof b);
-  printf("%-10s device %d, %s '%s'", role, r->device, type_name(d->type),
-         d->name);
+  printf("%-10s device %d (%s), %s '%s'%s", role, r->device, d->selector,
+         type_name(d->type), d->name, d->simulator ? " (simulator)" : "");
   if (r->profile_id[0]) printf(" [device.%s]", r->profile_id);
   if (r->cores) printf("; sub-device of %" PRIu32 " compute unit(s)", r->cores);
   else printf("; whole device");
@@ -135,9 +135,10 @@ static void print_human(const place_args *a, const hs_board_profile *prof,
     printf("          %s\n", hs_board_profile_description(prof));
   for (int i = 0; i < n; i++) {
     human_bytes(devs[i].global_mem_bytes, x, sizeof x);
-    printf("%-10s %d: %s '%s', %" PRIu32 " compute unit(s), %s%s\n",
-           i ? "" : "devices", i, type_name(devs[i].type), devs[i].name,
-           devs[i].compute_units, x, devs[i].available ? "" : " (unavailable)");
+    printf("%-10s %d (%s): %s '%s', %" PRIu32 " compute unit(s), %s%s%s\n",
+           i ? "" : "devices", i, devs[i].selector, type_name(devs[i].type), devs[i].name,
+           devs[i].compute_units, x, devs[i].simulator ? ", simulator" : "",
+           devs[i].available ? "" : " (unavailable)");
   }
   human_bytes(a->topology, x, sizeof x);
   human_bytes(a->features, y, sizeof y);

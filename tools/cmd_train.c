@@ -1,4 +1,5 @@
-/* hetsage train: pipelined GraphSAGE training from one command. */
+/* hetsage train: pipelined GNN training (GraphSAGE, GCN, GAT) from one
+ * command. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -21,9 +22,10 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: hetsage train [options]\n"
           "\n"
-          "Train GraphSAGE by neighbour sampling: the sampler device samples and\n"
-          "reindexes, the host gathers features, the trainer device trains; batches\n"
-          "are pipelined. With no options: the bundled Cora on the default board.\n"
+          "Train a GNN (GraphSAGE, GCN or GAT: --model) by neighbour sampling: the\n"
+          "sampler device samples and reindexes, the host gathers features, the\n"
+          "trainer device trains; batches are pipelined. With no options: GraphSAGE\n"
+          "on the bundled Cora on the default board.\n"
           "\n");
   cli_session_usage(f);
   fprintf(f,
@@ -138,6 +140,9 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
   jnum(f, "upload_s", st->upload_s, 6);
   ju64(f, "host_topology_freed_bytes", st->host_topology_freed_bytes);
   ju64(f, "feature_huge_page_bytes", st->feature_huge_page_bytes);
+  fprintf(f, ", \"feature_format\": \"%s\"", hs_feat_format_name(st->feature_format));
+  ju64(f, "feature_nnz", st->feature_nnz);
+  ju64(f, "feature_bytes_dense", st->feature_bytes_dense);
   jnum(f, "loss", st->loss, 6);
   jnum(f, "valid_acc", valid_acc, 4);
   fputs("}\n", f);

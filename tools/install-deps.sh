@@ -8,6 +8,7 @@ pkgs=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev libhwloc-dev libopenblas-dev libinih-dev zlib1g-dev
   libcriterion-dev valgrind clang libclang-rt-dev
+  oclgrind mesa-opencl-icd
 )
 
 missing=()

@@ -40,8 +40,14 @@ typedef struct hs__placer {
 void hs__place_reason(hs__placer *pc, const char *topic, const char *fmt, ...)
     HS_PRINTF(3, 4);
 
-/* "GPU 'name' (index 1)". Returns buf. */
+/* Room for hs__place_dev's text. */
+#define HS__PLACE_DEV_MAX (HS_NAME_MAX + 160)
+/* "GPU 'name' (pocl:0, index 1)", saying so for a simulator. Returns buf. */
 const char *hs__place_dev(const hs_device_info *d, char *buf, size_t cap);
+
+/* Whether `what` names the device's platform: its key (exactly), or part
+ * of its name or vendor (case-insensitive). */
+bool hs__platform_matches(const hs_device_info *d, const char *what);
 
 /* Global memory minus the profile's headroom. */
 uint64_t hs__place_usable(const hs__placer *pc, const hs_device_info *d);

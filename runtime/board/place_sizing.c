@@ -78,7 +78,7 @@ static hs_status place_memory(hs__placer *pc) {
   uint64_t topo = pc->req->topology_bytes;
   uint64_t su = hs__place_usable(pc, sd), tu = hs__place_usable(pc, td);
   uint64_t hr = (uint64_t)p->memory.headroom_percent;
-  char a[32], b[32], c[32], dev[HS_NAME_MAX + 48];
+  char a[32], b[32], c[32], dev[HS__PLACE_DEV_MAX];
   bool shared = pl->sampler.device == pl->trainer.device;
   uint64_t s, t;
   if (p->memory.sampler != HS__AUTO) s = (uint64_t)p->memory.sampler;
@@ -239,7 +239,7 @@ static void place_zero_copy(hs__placer *pc) {
   hs_placement *pl = &pc->box->pub;
   const hs_device_info *sd = &pc->devs[pl->sampler.device];
   const hs_device_info *td = &pc->devs[pl->trainer.device];
-  char dev[HS_NAME_MAX + 48];
+  char dev[HS__PLACE_DEV_MAX];
   const hs_device_info *lacking = !td->unified_memory   ? td
                                   : !sd->unified_memory ? sd
                                                         : NULL;

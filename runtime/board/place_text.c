@@ -51,12 +51,22 @@ void hs_placement_request_env(hs_placement_request *req) {
   }
 }
 
+bool hs__platform_matches(const hs_device_info *d, const char *what) {
+  return strcasecmp(d->platform_key, what) == 0 || strcasestr(d->platform_name, what) ||
+         strcasestr(d->platform_vendor, what);
+}
+
 const char *hs__place_dev(const hs_device_info *d, char *buf, size_t cap) {
   const char *kind = d->type == HS_DEVICE_CPU           ? "CPU"
                      : d->type == HS_DEVICE_GPU         ? "GPU"
                      : d->type == HS_DEVICE_ACCELERATOR ? "accelerator"
                                                         : "device";
-  snprintf(buf, cap, "%s '%s' (index %d)", kind, d->name, d->index);
+  if (d->selector[0])
+    snprintf(buf, cap, "%s '%s' (%s, index %d%s)", kind, d->name, d->selector, d->index,
+             d->simulator ? ", a simulator: correct results, not real speed" : "");
+  else
+    snprintf(buf, cap, "%s '%s' (index %d%s)", kind, d->name, d->index,
+             d->simulator ? ", a simulator: correct results, not real speed" : "");
   return buf;
 }
 
@@ -155,6 +165,7 @@ static void put(out_buf *o, const char *fmt, ...) {
 static void put_role(out_buf *o, const char *name, const hs_role_plan *r) {
   char b[32];
   put(o, "%s: device %d", name, r->device);
+  if (r->selector[0]) put(o, " (%s%s)", r->selector, r->simulator ? ", simulator" : "");
   if (r->profile_id[0]) put(o, " ([device.%s])", r->profile_id);
   if (r->cores) put(o, ", sub-device of %" PRIu32 " compute unit(s)", r->cores);
   else put(o, ", whole device");

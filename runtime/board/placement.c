@@ -34,8 +34,7 @@ static bool rule_matches(const hs__board_device *r, const hs_device_info *d) {
       !strcasestr(d->platform_vendor, r->vendor))
     return false;
   if (r->name[0] && !strcasestr(d->name, r->name)) return false;
-  if (r->platform[0] && !strcasestr(d->platform_name, r->platform))
-    return false;
+  if (r->platform[0] && !hs__platform_matches(d, r->platform)) return false;
   if (r->min_memory > 0 && d->global_mem_bytes < (uint64_t)r->min_memory)
     return false;
   if (r->unified_memory != HS__AUTO && d->unified_memory != r->unified_memory)
@@ -90,9 +89,11 @@ static void inventory_text(const hs__placer *pc, char *buf, size_t cap) {
   buf[0] = '\0';
   for (int i = 0; i < pc->n && n < cap; i++) {
     const hs_device_info *d = &pc->devs[i];
-    n += (size_t)snprintf(buf + n, cap - n, "%s%d '%s' (%s%s%s%s)",
-                          i ? "; " : "", i, d->name, type_text((int)d->type),
+    n += (size_t)snprintf(buf + n, cap - n, "%s%d %s%s'%s' (%s%s%s%s%s)",
+                          i ? "; " : "", i, d->selector, d->selector[0] ? " " : "",
+                          d->name, type_text((int)d->type),
                           d->vendor[0] ? ", " : "", d->vendor,
+                          d->simulator ? ", simulator" : "",
                           d->available ? "" : ", unavailable");
   }
   if (pc->n == 0) snprintf(buf, cap, "no device");
@@ -153,7 +154,7 @@ static hs_status match_rules(hs__placer *pc) {
   }
   for (int r = 0; r < p->device_count; r++) {
     if (pc->match[r] < 0) continue;
-    char dev[HS_NAME_MAX + 48];
+    char dev[HS__PLACE_DEV_MAX];
     hs__place_reason(pc, "devices", "[device.%s] is %s", p->devices[r].id,
                      hs__place_dev(&pc->devs[pc->match[r]], dev, sizeof dev));
   }
@@ -258,9 +259,10 @@ static uint64_t speed(const hs_device_info *d) {
   return (uint64_t)d->compute_units * (d->clock_mhz ? d->clock_mhz : 1);
 }
 
-/* Higher is better. Trainer: GPU > CPU > accelerator, then compute units x
- * clock, then memory. */
+/* Higher is better. Trainer: a real device > a simulator, then GPU > CPU >
+ * accelerator, then compute units x clock, then memory. */
 static bool trainer_better(const hs_device_info *a, const hs_device_info *b) {
+  if (a->simulator != b->simulator) return !a->simulator;
   static const int cls[] = {[HS_DEVICE_GPU] = 3, [HS_DEVICE_CPU] = 2,
                             [HS_DEVICE_ACCELERATOR] = 1};
   int ca = a->type <= HS_DEVICE_ACCELERATOR ? cls[a->type] : 0;
@@ -270,23 +272,23 @@ static bool trainer_better(const hs_device_info *a, const hs_device_info *b) {
   return a->global_mem_bytes > b->global_mem_bytes;
 }
 
-/* Sampler: GPU or accelerator (not the trainer's device if there is a
- * choice, an accelerator before a GPU, then more memory) > CPU (the
- * trainer's CPU first, so that one CPU is split). */
+/* Sampler: a real device > a simulator, then GPU or accelerator (not the
+ * trainer's device if there is a choice, an accelerator before a GPU, then
+ * more memory) > CPU (the trainer's CPU first, so that one CPU is split). */
 static int sampler_rank(const hs__placer *pc, int i, int trainer) {
   const hs_device_info *d = &pc->devs[i];
+  int real = d->simulator ? 0 : 16;
   if (d->type == HS_DEVICE_GPU || d->type == HS_DEVICE_ACCELERATOR)
-    return 8 + (i != trainer ? 4 : 0) +
-           (d->type == HS_DEVICE_ACCELERATOR ? 2 : 0);
-  if (d->type == HS_DEVICE_CPU) return 2 + (i == trainer ? 1 : 0);
-  return 0;
+    return real + 8 + (i != trainer ? 4 : 0) + (d->type == HS_DEVICE_ACCELERATOR ? 2 : 0);
+  if (d->type == HS_DEVICE_CPU) return real + 2 + (i == trainer ? 1 : 0);
+  return real;
 }
 
 /* Pick a device for role r among the candidates (or, for an override by
  * type, among every device of `type`). Rejections are given as reasons. */
 static hs_status choose_auto(hs__placer *pc, role r, int type, int trainer,
                              const char *lead, int *out) {
-  char why[512], dev[HS_NAME_MAX + 48], rejected[2048] = "";
+  char why[512], dev[HS__PLACE_DEV_MAX], rejected[2048] = "";
   int best = -1, gpus = 0;
   for (int i = 0; i < pc->n; i++) {
     const hs_device_info *d = &pc->devs[i];
@@ -363,8 +365,29 @@ static hs_status choose_auto(hs__placer *pc, role r, int type, int trainer,
 
 /* ---- overrides and profile roles -------------------------------------------- */
 
-/* Resolve an override: an index, a type, a profile device id, or a name
- * substring. *type is set instead of *out for a type. */
+/* The device a "PLATFORM:DEVICE" selector names (DEVICE: a position within
+ * the platform, a name substring, or empty for its first device), -1 if
+ * none. */
+static int find_selector(const hs__placer *pc, const char *spec) {
+  const char *colon = strchr(spec, ':');
+  char plat[HS_NAME_MAX];
+  snprintf(plat, sizeof plat, "%.*s", (int)(colon - spec), spec);
+  const char *dev = colon + 1;
+  bool digits = *dev != '\0';
+  for (const char *s = dev; *s; s++) digits &= isdigit((unsigned char)*s) != 0;
+  for (int i = 0; i < pc->n; i++) {
+    const hs_device_info *d = &pc->devs[i];
+    if (!plat[0] || !hs__platform_matches(d, plat)) continue;
+    if (!*dev || (digits ? d->platform_device == atoi(dev) : strcasestr(d->name, dev) != NULL))
+      return i;
+  }
+  return -1;
+}
+
+/* Resolve an override: an index, a type, a profile device id, a selector
+ * ("pocl:0", "rusticl:llvmpipe", "oclgrind:"), a platform key ("rusticl":
+ * its first device), a name substring or a platform name substring. *type
+ * is set instead of *out for a type. */
 static hs_status resolve_override(hs__placer *pc, role r, const char *spec,
                                   const char *src, int *out, int *type) {
   *out = -1;
@@ -402,16 +425,38 @@ static hs_status resolve_override(hs__placer *pc, role r, const char *spec,
     *out = m;
     return HS_OK;
   }
+  if (strchr(spec, ':')) {
+    *out = find_selector(pc, spec);
+    if (*out >= 0) return HS_OK;
+    inventory_text(pc, inv, sizeof inv);
+    return hs__fail(HS_ERR_PLACEMENT,
+                    "%s: %s=%s: no device of a platform matching '%.*s' is '%s' "
+                    "(PLATFORM:DEVICE: a platform key or part of its name or vendor, "
+                    "then a position within it or part of a device name); the "
+                    "inventory has: %s",
+                    role_names[r], src, spec, (int)(strchr(spec, ':') - spec), spec,
+                    strchr(spec, ':') + 1, inv);
+  }
+  for (int i = 0; i < pc->n; i++)
+    if (strcasecmp(pc->devs[i].platform_key, spec) == 0) {
+      *out = i;
+      return HS_OK;
+    }
   for (int i = 0; i < pc->n; i++)
     if (strcasestr(pc->devs[i].name, spec)) {
+      *out = i;
+      return HS_OK;
+    }
+  for (int i = 0; i < pc->n; i++)
+    if (hs__platform_matches(&pc->devs[i], spec)) {
       *out = i;
       return HS_OK;
     }
   inventory_text(pc, inv, sizeof inv);
   return hs__fail(HS_ERR_PLACEMENT,
                   "%s: %s=%s: matches no device by index, type (cpu, gpu, "
-                  "accelerator), profile device id or name; the inventory "
-                  "has: %s",
+                  "accelerator), profile device id, selector (pocl:0), platform "
+                  "or device name; the inventory has: %s",
                   role_names[r], src, spec, inv);
 }
 
@@ -419,7 +464,7 @@ static hs_status place_role(hs__placer *pc, role r, int trainer, int *out) {
   const hs_placement_request *q = pc->req;
   const char *spec = r == ROLE_SAMPLER ? q->sampler : q->trainer;
   const char *src = r == ROLE_SAMPLER ? q->sampler_source : q->trainer_source;
-  char why[512], dev[HS_NAME_MAX + 48], lead[256];
+  char why[512], dev[HS__PLACE_DEV_MAX], lead[256];
   int idx, type;
   hs_status st;
   if (spec && *spec) {
@@ -479,7 +524,7 @@ static hs_status split_cpu(hs__placer *pc, const hs_device_info *d) {
   int c = (int)d->compute_units;
   int s = pc->prof->split.sampler_cores, t = pc->prof->split.trainer_cores;
   int h = pc->prof->split.host_cores;
-  char dev[HS_NAME_MAX + 48];
+  char dev[HS__PLACE_DEV_MAX];
   hs__place_dev(d, dev, sizeof dev);
   bool explicit_h = h != HS__AUTO;
   if (!explicit_h) {
@@ -535,7 +580,7 @@ static void shrink_single_cpu_role(hs__placer *pc, role r,
                                : pc->prof->split.trainer_cores;
   int h = pc->prof->split.host_cores;
   if (want == HS__AUTO) want = c - (h != HS__AUTO ? h : c >= 4 ? c / 4 : 0);
-  char dev[HS_NAME_MAX + 48];
+  char dev[HS__PLACE_DEV_MAX];
   hs__place_dev(d, dev, sizeof dev);
   if (want >= c || want < 1 || !can_split(d) || !pc->prof->split.sub_devices) {
     pl->host_reserved_cores = 0;
@@ -558,7 +603,7 @@ static hs_status place_link(hs__placer *pc) {
   hs_placement *pl = &pc->box->pub;
   const hs_device_info *sd = &pc->devs[pl->sampler.device];
   const hs_device_info *td = &pc->devs[pl->trainer.device];
-  char a[HS_NAME_MAX + 48], b[HS_NAME_MAX + 48];
+  char a[HS__PLACE_DEV_MAX], b[HS__PLACE_DEV_MAX];
   hs__place_dev(sd, a, sizeof a);
   hs__place_dev(td, b, sizeof b);
   pl->host_reserved_cores = pc->host_cores;
@@ -620,6 +665,8 @@ static hs_status set_binary(hs__placer *pc, role r, int idx) {
   hs_role_plan *rp = r == ROLE_SAMPLER ? &pc->box->pub.sampler
                                        : &pc->box->pub.trainer;
   rp->device = idx;
+  snprintf(rp->selector, sizeof rp->selector, "%s", pc->devs[idx].selector);
+  rp->simulator = pc->devs[idx].simulator;
   int o = pc->owner[idx];
   if (o >= 0)
     snprintf(rp->profile_id, sizeof rp->profile_id, "%s",

@@ -218,15 +218,24 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
   return hs_placement_make(&req, out);
 }
 
-static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES]) {
+/* `in_board[i]` (n entries) is set for the devices bring-up checks: those
+ * the profile's device rules matched and those that take a role (an
+ * override may name any device); every device when the profile declares
+ * none. Others, such as a second OpenCL implementation installed beside
+ * the one the board uses, are none of the board's business. */
+static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES], bool *in_board) {
   const hs_device_info *devs;
   int n;
   hs_runtime_devices(b->rt, &devs, &n);
+  for (int i = 0; i < n; i++) in_board[i] = b->prof->device_count == 0;
+  for (int r = 0; r < b->prof->device_count; r++)
+    if (match[r] >= 0 && match[r] < n) in_board[match[r]] = true;
   hs_placement *pl = NULL;
   hs_status st = hs__bu_place(b, &pl);
   bool role[64] = {false};
   if (st == HS_OK) {
     role[pl->sampler.device] = role[pl->trainer.device] = true;
+    in_board[pl->sampler.device] = in_board[pl->trainer.device] = true;
     hs__bu_recordf(b, "board", "placement", HS_CHECK_PASS, 0,
                    "sampler on device %d%s, trainer on device %d%s, link %s, pipeline %s",
                    pl->sampler.device, pl->sampler.cores ? " (sub-device)" : "",
@@ -505,7 +514,7 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   hs__scope *scopes = NULL;
   int n_scopes = 0;
   hs_dev(*subs)[2] = NULL;
-  bool *have_subs = NULL;
+  bool *have_subs = NULL, *in_board = NULL;
   digest_table dt = {0};
   b.rep = hs__bu_report_new();
   if (!b.rep) {
@@ -527,10 +536,16 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   int match[HS__BOARD_MAX_DEVICES];
   if ((st = hs__board_match(profile, devs, n_devs, match)) != HS_OK) goto fail;
   rule_checks(&b, match);
-  board_checks(&b, match);
+  in_board = calloc((size_t)n_devs, sizeof *in_board);
+  if (!in_board) {
+    st = hs__fail(HS_ERR_NOMEM, "bring-up scopes");
+    goto fail;
+  }
+  board_checks(&b, match, in_board);
 
-  /* Scopes: every device whole; from the standard level, for a CPU that
-   * partitions by counts, a sub-device of half its units as well. */
+  /* Scopes: every device of the board whole; from the standard level, for
+   * a CPU that partitions by counts, a sub-device of half its units as
+   * well. */
   scopes = calloc((size_t)n_devs * 2, sizeof *scopes);
   subs = calloc((size_t)n_devs, sizeof *subs);
   have_subs = calloc((size_t)n_devs, sizeof *have_subs);
@@ -542,6 +557,13 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
     const hs_dev *d = &rt->inv.devs[i];
     hs__scope *s = &scopes[n_scopes];
     snprintf(s->name, sizeof s->name, "dev%d", i);
+    if (!in_board[i]) {
+      hs__bu_recordf(&b, s->name, "open", HS_CHECK_SKIP, 0,
+                     "'%s' (%s) is outside board profile '%s': no rule matches it and it "
+                     "takes no role",
+                     d->info.name, d->info.platform_name, hs_board_profile_name(profile));
+      continue;
+    }
     s->dev = *d;
     s->index = i;
     const hs__board_device *rule = NULL;
@@ -622,6 +644,7 @@ fail:
     if (have_subs[i]) hs__subdevices_release(subs[i], 2);
   free(subs);
   free(have_subs);
+  free(in_board);
   free(scopes);
   free(dt.v);
   free(dt.have);

@@ -171,7 +171,10 @@ void hs_device_info_write_json(FILE *f, const hs_device_info *d, int ind) {
   fprintf(f, "\"index\": %d,\n", d->index);
   indent(f, in);
   fprintf(f, "\"platform_index\": %d,\n", d->platform_index);
+  kv_str(f, in, "selector", d->selector, true);
+  kv_str(f, in, "platform_key", d->platform_key, true);
   kv_str(f, in, "platform", d->platform_name, true);
+  kv_bool(f, in, "simulator", d->simulator);
   kv_str(f, in, "type", hs_device_type_name(d->type), true);
   kv_str(f, in, "name", d->name, true);
   kv_str(f, in, "vendor", d->vendor, true);

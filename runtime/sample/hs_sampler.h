@@ -89,12 +89,16 @@ typedef struct hs_sampler hs_sampler;
 
 /* Get the program (the registry: the device's prebuilt binaries, the
  * binary cache, the sources), upload `g` and allocate work arrays.
- * `ctx`, `dev` and `queue` are borrowed and must outlive the sampler; `g`
- * is copied to the device and not kept. `cfg` is copied. */
+ * `ctx` and `dev` are borrowed and must outlive the sampler; `queue` is
+ * retained until hs__sampler_destroy; `g` is copied to the device and not
+ * kept. `cfg` is copied. */
 hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue queue,
                              const hs_csr *g, const hs_sample_cfg *cfg,
                              const hs_sampler_opts *opts, hs_sampler **out);
 void hs__sampler_destroy(hs_sampler *s);
+/* How the program was built: note->without_speedups says the device's
+ * compiler rejected the CPU prefetches and the kernels run without them. */
+const hs_build_note *hs__sampler_build_note(const hs_sampler *s);
 
 /* Capacities for hs__batch_alloc of batches this sampler fills. */
 const hs_batch_caps *hs__sampler_caps(const hs_sampler *s);

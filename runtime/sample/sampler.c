@@ -64,6 +64,7 @@ struct hs_sampler {
   hs_ctx ctx;
   hs_dev dev;
   cl_command_queue q;
+  hs_build_note build; /* how the program was built */
   hs_sample_cfg cfg;
   hs_sampler_opts opts;
   hs_sampler_style style;
@@ -272,7 +273,8 @@ static hs_status set_topology_args(hs_sampler *s) {
 static hs_status build(hs_sampler *s) {
   hs_status st = s->opts.no_prefetch && s->dev.info.type == HS_DEVICE_CPU
                      ? hs__program_get_variant(&s->ctx, &s->dev, HS_PROG_SAMPLE, "", &s->prog)
-                     : hs__program_get(&s->ctx, &s->dev, HS_PROG_SAMPLE, &s->prog);
+                     : hs__program_get_noted(&s->ctx, &s->dev, HS_PROG_SAMPLE, &s->prog,
+                                             &s->build);
   for (int i = 0; i < K_N_ && st == HS_OK; i++)
     st = hs__kernel_create(s->prog, kernel_names[i], &s->dev, &s->k[i]);
   if (st != HS_OK) return st;
@@ -360,7 +362,7 @@ hs_status hs__sampler_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   if (!s) return hs__fail(HS_ERR_NOMEM, "sampler");
   s->ctx = *ctx;
   s->dev = *dev;
-  s->q = queue;
+  s->q = hs__queue_retain(queue);
   s->cfg = *cfg;
   s->opts = *opts;
   s->n_graph = g->n;
@@ -424,6 +426,7 @@ void hs__sampler_destroy(hs_sampler *s) {
   hs__split_buf_release(&s->wt);
   for (int i = 0; i < K_N_; i++) hs__kernel_release(&s->k[i]);
   hs__program_release(&s->prog);
+  hs__queue_release(&s->q);
   free(s->seed_scratch);
   free(s);
 }
@@ -431,6 +434,8 @@ void hs__sampler_destroy(hs_sampler *s) {
 const hs_batch_caps *hs__sampler_caps(const hs_sampler *s) { return &s->caps; }
 
 hs_sampler_style hs__sampler_style(const hs_sampler *s) { return s->style; }
+
+const hs_build_note *hs__sampler_build_note(const hs_sampler *s) { return &s->build; }
 
 hs_reindex_style hs__sampler_reindex(const hs_sampler *s) { return s->reindex; }
 

@@ -9,6 +9,7 @@
 #include "board/hs_board.h"
 #include "hs_launch.h"
 #include "hs_session_int.h"
+#include "nn/model_ops.h"
 
 void hs_session_config_init(hs_session_config *cfg) {
   if (!cfg) return;
@@ -27,6 +28,24 @@ void hs_session_config_init(hs_session_config *cfg) {
   cfg->depth = 0;
   cfg->cache_rows = -1;
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
+  cfg->model = HS_MODEL_SAGE;
+  cfg->heads = 4;
+}
+
+/* The public kinds are the model tables' kinds (nn/model.h). */
+_Static_assert((int)HS_MODEL_SAGE == (int)HS_NN_SAGE && (int)HS_MODEL_GCN == (int)HS_NN_GCN &&
+                   (int)HS_MODEL_GAT == (int)HS_NN_GAT,
+               "hs_model_kind and hs_nn_kind must agree");
+
+const char *hs_model_kind_name(hs_model_kind kind) { return hs__nn_kind_name((int)kind); }
+
+hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
+  const hs_model_ops *ops = hs__model_ops_by_name(name);
+  if (!ops)
+    return hs__fail(HS_ERR_INVALID_ARG, "model '%s': expected sage, gcn or gat",
+                    name ? name : "(null)");
+  *out = (hs_model_kind)ops->kind;
+  return HS_OK;
 }
 
 const char *hs_stage_name(hs_stage stage) {
@@ -117,14 +136,27 @@ static hs_status check_config(const hs_session_config *c) {
   snprintf(val, sizeof val, "%d", (int)c->feature_pages);
   if ((unsigned)c->feature_pages > HS_FEATURE_PAGES_HUGE)
     return bad_field("feature_pages", val, "HS_FEATURE_PAGES_AUTO, _FILE or _HUGE");
+  snprintf(val, sizeof val, "%d", (int)c->model);
+  if (!hs__model_ops((int)c->model))
+    return bad_field("model", val, "HS_MODEL_SAGE, _GCN or _GAT");
+  if (c->model == HS_MODEL_GAT &&
+      (st = check_int("heads", c->heads, 1, HS_NN_MAX_HEADS)) != HS_OK)
+    return st;
+  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0) {
+    char range[64];
+    snprintf(val, sizeof val, "%d", c->hidden);
+    snprintf(range, sizeof range, "a multiple of the %d heads", c->heads);
+    return bad_field("hidden", val, range);
+  }
   return HS_OK;
 }
 
 static hs_status check_dataset(const hs_graph *g) {
   hs_status st = hs__graph_topology(g, "a new session (the sampler's upload)");
   if (st != HS_OK) return st;
-  if (!g->feat || g->f <= 0)
-    return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy)");
+  if ((!g->feat && !g->feat_sparse) || g->f <= 0)
+    return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy, or the sparse "
+                    "feat_indptr.npy and its kin)");
   if (!g->labels || g->num_classes < 2)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no labels with at least 2 classes");
   if (!g->split[HS_SPLIT_TRAIN] || g->split_n[HS_SPLIT_TRAIN] == 0)
@@ -147,7 +179,8 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
         prof && rp[r]->profile_id[0] ? hs__board_device_find(prof, rp[r]->profile_id) : NULL;
     const hs_device_info *d = &devs[rp[r]->device];
     hs_status st = hs__board_prog_files(bd, d, pf[r]);
-    if (st == HS_OK) st = hs__prog_files_check(pf[r], roles[r], NULL, d->name);
+    if (st == HS_OK)
+      st = hs__prog_files_check(pf[r], roles[r], hs_model_kind_name(s->cfg.model), d->name);
     if (st != HS_OK) return st;
   }
   return HS_OK;
@@ -165,12 +198,18 @@ static hs_status place(hs_session *s, const hs_session_config *cfg) {
   req.profile = cfg->profile ? cfg->profile : prof;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
-  req.feature_row_bytes = s->g->feat_row_bytes;
+  /* Sparse rows: their mean size, for the caches' sizing. */
+  req.feature_row_bytes = s->g->feat_sparse
+                              ? (s->g->n ? (s->g->feature_bytes + (uint64_t)s->g->n - 1) /
+                                               (uint64_t)s->g->n
+                                         : 0)
+                              : s->g->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(s->rt);
   req.sampler = cfg->sampler;
   req.sampler_source = "sampler option";
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";
+  req.model = hs_model_kind_name(cfg->model);
   hs_placement_request_env(&req);
   st = hs_placement_make(&req, &s->plan);
   if (st == HS_OK) st = role_programs(s, req.profile, devs);
@@ -258,6 +297,11 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
     snprintf(why, wl, "read through the host tier (over the memory budget)");
     return HS_OK;
   }
+  if (s->g->feat_sparse) {
+    snprintf(why, wl, "sparse rows (%lld non-zeros, %s) gathered from memory as CSR",
+             (long long)s->g->feat_nnz, hs__fmt_bytes(bytes, b, sizeof b));
+    return HS_OK;
+  }
   if (want == HS_FEATURE_PAGES_FILE) {
     snprintf(why, wl, "the file mapping (%s asks for it)", source);
     return HS_OK;
@@ -331,6 +375,8 @@ static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
 static hs_status make_model(hs_session *s) {
   hs_model_cfg mc;
   hs__model_cfg_defaults(&mc);
+  mc.kind = (hs_nn_kind)s->cfg.model;
+  mc.heads = s->cfg.heads;
   mc.n_layers = s->cfg.n_layers;
   mc.in_dim = (int)s->g->f;
   mc.hidden = s->cfg.hidden;
@@ -440,20 +486,23 @@ static hs_status make_slots(hs_session *s) {
   if (!s->pslots || !s->slots) return hs__fail(HS_ERR_NOMEM, "out of memory for batch slots");
   const hs_batch_caps *caps = hs__sampler_caps(s->sampler);
   size_t rows = (size_t)caps->vertices, feat_bytes, raw_bytes;
+  bool sparse = s->g->feat_sparse, half = !sparse && s->g->feat_dtype == HS_DTYPE_FLOAT16;
   if (!hs__mul_size(rows, (size_t)s->g->f * sizeof(float), &feat_bytes) ||
       !hs__mul_size(rows, s->g->feat_row_bytes, &raw_bytes))
     return hs__fail(HS_ERR_RANGE, "a batch of %zu vertices x %lld features overflows", rows,
                     (long long)s->g->f);
+  if (sparse) feat_bytes = 0; /* the rows travel as CSR (sx) */
   for (int i = 0; i < s->depth; i++) {
     hs_slot_data *d = &s->slots[i];
     hs_status st = hs__batch_alloc(caps, &d->batch);
     if (st != HS_OK) return st;
     d->feat = malloc(feat_bytes ? feat_bytes : 1);
     d->labels = malloc((size_t)caps->seeds * sizeof *d->labels + 1);
-    if (s->g->feat_dtype == HS_DTYPE_FLOAT16) d->raw = malloc(raw_bytes ? raw_bytes : 1);
-    if (!d->feat || !d->labels || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !d->raw))
+    if (half) d->raw = malloc(raw_bytes ? raw_bytes : 1);
+    if (!d->feat || !d->labels || (half && !d->raw))
       return hs__fail(HS_ERR_NOMEM, "out of memory for batch slot %d (%zu bytes of features)",
                       i, feat_bytes);
+    if ((st = hs__session_sparse_alloc(s, d, (int64_t)rows)) != HS_OK) return st;
     /* Device-to-device blocks land here, in trainer order, sized for the
      * sampler's capacities (hop h is block L-1-h). */
     for (int h = 0; s->transfer == HS_TRANSFER_DEVICE && h < caps->n_layers; h++) {
@@ -503,6 +552,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the feature check bitmap");
     goto fail;
   }
+  if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
+    st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
+                  "GraphSAGE's first layer reads so far; for %s, convert them to dense "
+                  "(hetsage convert --from native --feat-format dense)",
+                  hs_model_kind_name(cfg->model));
+    goto fail;
+  }
   if ((st = place(s, cfg)) != HS_OK) goto fail;
   switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
     case HS_PIPELINE_THREADS: s->mode = HS_PIPE_THREADS; break;
@@ -546,9 +602,11 @@ fail:
 
 void hs_session_destroy(hs_session *s) {
   if (!s) return;
+  /* Nothing may still run on the device when the buffers go; the queues
+   * themselves are released last, after every module that keeps them. */
+  if (s->sq) hs__queue_finish(s->sq);
+  if (s->tq) hs__queue_finish(s->tq);
   hs__session_cache_close(s);
-  hs__queue_release(&s->sq);
-  hs__queue_release(&s->tq);
   for (int i = 0; s->slots && i < s->depth; i++) {
     hs_slot_data *d = &s->slots[i];
     hs__events_release(&d->blk_ev, 1);
@@ -560,6 +618,7 @@ void hs_session_destroy(hs_session *s) {
     free(s->slots[i].feat);
     free(s->slots[i].raw);
     free(s->slots[i].labels);
+    hs__session_sparse_free(&s->slots[i]);
   }
   free(s->slots);
   free(s->pslots);
@@ -568,6 +627,8 @@ void hs_session_destroy(hs_session *s) {
   hs__gather_pool_destroy(s->pool);
   hs__trainer_destroy(s->trainer);
   hs__sampler_destroy(s->sampler);
+  hs__queue_release(&s->sq);
+  hs__queue_release(&s->tq);
   hs__model_destroy(&s->model);
   if (!s->one_ctx) hs__ctx_release(&s->tctx);
   hs__ctx_release(&s->sctx);
@@ -584,13 +645,19 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
     return 0;
   }
   size_t n = hs_placement_describe(s->plan, buf, len);
-  char more[768], b[32];
+  char more[1280], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
                    s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"
                                                      : "blocks through the host",
                    s->transfer_why);
   if (k > 0 && (size_t)k < sizeof more)
     k += snprintf(more + k, sizeof more - (size_t)k, "features: %s\n", s->feat_pages_why);
+  const hs_build_note *bn = s->sampler ? hs__sampler_build_note(s->sampler) : NULL;
+  if (bn && bn->without_speedups && k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k,
+                  "sampler kernels: built without their CPU prefetches, which the device's "
+                  "compiler rejected (%s)\n",
+                  bn->why);
   if (s->topology_freed && k > 0 && (size_t)k < sizeof more)
     snprintf(more + k, sizeof more - (size_t)k,
              "host topology: %s released after the upload to the sampler\n",

@@ -11,7 +11,7 @@ secs=${1:-20}
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] &&
-  harnesses=(npy dataset linqs musae edgelist ogb gzip checkpoint board benchjson cli)
+  harnesses=(npy dataset sparse linqs musae edgelist ogb gzip checkpoint board benchjson cli)
 out=build-fuzz
 cc=${CLANG:-clang}
 

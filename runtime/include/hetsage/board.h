@@ -146,6 +146,9 @@ typedef struct hs_role_plan {
                             the device ([binaries] <id>), NULL: none (programs
                             named one by one are listed in the reasons);
                             owned by the plan */
+  char selector[48];     /* the device's stable name ("pocl:0"; see
+                            hs_device_info.selector) */
+  bool simulator;        /* the device is a simulator (hs_device_info) */
 } hs_role_plan;
 
 typedef struct hs_placement_reason {

@@ -75,6 +75,24 @@ typedef struct hs_device_info {
 
   /* Full extension string (space separated). */
   char extensions[4096];
+
+  /* Stable names (the inventory is ordered by these, never by the ICD
+   * loader's order, so an index means the same device on every machine
+   * with the same implementations):
+   *  - platform_key: a short lower-case name of the implementation:
+   *    "pocl", "rusticl", "oclgrind", "clover", ... (the first word of the
+   *    platform name; PoCL's name is spelled out, hence its own key);
+   *  - platform_device: the device's position within its platform;
+   *  - selector: "<platform_key>:<platform_device>" ("pocl:0"), which
+   *    --sampler/--trainer, HETSAGE_SAMPLER/TRAINER and hs_placement_request
+   *    accept and placement shows. */
+  char platform_key[32];
+  int platform_device;
+  char selector[48];
+  /* A simulator or emulator (oclgrind, vendor FPGA emulators): correct
+   * results, no real speed. Ordered after real devices, never preferred
+   * by the automatic role rules, and named as such in placements. */
+  bool simulator;
 } hs_device_info;
 
 #ifdef __cplusplus
