@@ -196,8 +196,10 @@ int cli_list_each(const char *s, bool (*fn)(void *ctx, const char *item, int ind
 }
 
 static bool report_write(const char *cmd, const char *path, int err) {
+  /* A write that failed earlier, while the buffer filled, leaves the
+   * stream's error flag but not its errno. */
   fprintf(stderr, "hetsage %s: writing %s: %s\n", cmd, path,
-          err ? strerror(err) : "write error");
+          err ? strerror(err) : "a write failed (a full disk, a closed pipe?): output is lost");
   return false;
 }
 

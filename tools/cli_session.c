@@ -106,44 +106,55 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     }
     c->n_layers = n;
     a->fanouts_set = true;
+    a->set |= CLI_SET_FANOUTS;
   } else if (strcmp(o, "--batch") == 0) {
     VAL();
     if (!cli_opt_u64(cmd, o, v, 1, HS_MAX_BATCH, &u)) return -1;
     c->batch_size = (int32_t)u;
+    a->set |= CLI_SET_BATCH;
   } else if (strcmp(o, "--model") == 0) {
     VAL();
-    if (hs_model_kind_parse(v, &c->model) != HS_OK) return bad(cmd, o, v, "expected sage, gcn or gat");
+    if (hs_model_kind_parse(v, &c->model) != HS_OK)
+      return bad(cmd, o, v, "expected sage, gcn or gat");
     a->model_set = true;
+    a->set |= CLI_SET_MODEL;
   } else if (strcmp(o, "--heads") == 0) {
     VAL();
-    if (!cli_parse_u64(v, &u) || u < 1 || u > 64) return bad(cmd, o, v, "expected 1..64");
+    if (!cli_opt_u64(cmd, o, v, 1, 64, &u)) return -1;
     c->heads = (int)u;
+    a->set |= CLI_SET_HEADS;
   } else if (strcmp(o, "--hidden") == 0) {
     VAL();
     if (!cli_opt_u64(cmd, o, v, 1, HS_MAX_HIDDEN, &u)) return -1;
     c->hidden = (int)u;
+    a->set |= CLI_SET_HIDDEN;
   } else if (strcmp(o, "--dropout") == 0) {
     VAL();
     if (!cli_opt_number(cmd, o, v, 0, false, 1, true, &d)) return -1;
     c->dropout = (float)d;
+    a->set |= CLI_SET_DROPOUT;
   } else if (strcmp(o, "--optimizer") == 0) {
     VAL();
     static const char *const names[] = {"adam", "sgd"};
     static const hs_optimizer opts[] = {HS_OPTIMIZER_ADAM, HS_OPTIMIZER_SGD};
     if (!cli_opt_choice(cmd, o, v, names, 2, &k)) return -1;
     c->optimizer = opts[k];
+    a->set |= CLI_SET_OPTIMIZER;
   } else if (strcmp(o, "--lr") == 0) {
     VAL();
     if (!cli_opt_number(cmd, o, v, 0, true, HS_MAX_LR, true, &d)) return -1;
     c->lr = (float)d;
+    a->set |= CLI_SET_LR;
   } else if (strcmp(o, "--weight-decay") == 0) {
     VAL();
     if (!cli_opt_number(cmd, o, v, 0, false, 1, true, &d)) return -1;
     c->weight_decay = (float)d;
+    a->set |= CLI_SET_WEIGHT_DECAY;
   } else if (strcmp(o, "--seed") == 0) {
     VAL();
     if (!cli_opt_u64(cmd, o, v, 0, UINT64_MAX, &u)) return -1;
     c->seed = u;
+    a->set |= CLI_SET_SEED;
   } else if (strcmp(o, "--cache-rows") == 0) {
     VAL();
     if (!cli_opt_u64(cmd, o, v, 0, INT64_MAX, &u)) return -1;
@@ -174,6 +185,7 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
       return bad(cmd, o, v, "expected a size of at least 1 byte, such as 512M (K, M, G, T: "
                  "powers of 1024)");
     c->memory_budget = u;
+    a->set |= CLI_SET_MEMORY_BUDGET;
   } else {
     return 0;
   }
@@ -220,4 +232,104 @@ void cli_session_close(hs_runtime *rt, hs_dataset *ds, hs_session *s) {
   hs_session_destroy(s);
   hs_dataset_close(ds);
   hs_runtime_close(rt);
+}
+
+typedef struct ckpt_opt {
+  unsigned bit;
+  const char *name;
+} ckpt_opt;
+
+/* The value of option `bit` in `c`, as text, for messages and comparison. */
+static void opt_text(const hs_session_config *c, unsigned bit, char *buf, size_t len) {
+  switch (bit) {
+    case CLI_SET_FANOUTS: {
+      size_t at = 0;
+      buf[0] = '\0';
+      for (int l = 0; l < c->n_layers && at < len; l++)
+        at += (size_t)snprintf(buf + at, len - at, l ? ",%d" : "%d", (int)c->fanouts[l]);
+      return;
+    }
+    case CLI_SET_BATCH: snprintf(buf, len, "%d", (int)c->batch_size); return;
+    case CLI_SET_HIDDEN: snprintf(buf, len, "%d", c->hidden); return;
+    case CLI_SET_DROPOUT: snprintf(buf, len, "%g", (double)c->dropout); return;
+    case CLI_SET_OPTIMIZER:
+      snprintf(buf, len, "%s", c->optimizer == HS_OPTIMIZER_SGD ? "sgd" : "adam");
+      return;
+    case CLI_SET_LR: snprintf(buf, len, "%g", (double)c->lr); return;
+    case CLI_SET_WEIGHT_DECAY: snprintf(buf, len, "%g", (double)c->weight_decay); return;
+    case CLI_SET_SEED: snprintf(buf, len, "%llu", (unsigned long long)c->seed); return;
+    case CLI_SET_MODEL: snprintf(buf, len, "%s", hs_model_kind_name(c->model)); return;
+    case CLI_SET_HEADS: snprintf(buf, len, "%d", c->model == HS_MODEL_GAT ? c->heads : 1); return;
+    case CLI_SET_MEMORY_BUDGET:
+      snprintf(buf, len, "%llu bytes", (unsigned long long)c->memory_budget);
+      return;
+    default: buf[0] = '\0';
+  }
+}
+
+/* Copy option `bit` from `from` into `to`. */
+static void opt_copy(hs_session_config *to, const hs_session_config *from, unsigned bit) {
+  switch (bit) {
+    case CLI_SET_FANOUTS:
+      to->n_layers = from->n_layers;
+      memcpy(to->fanouts, from->fanouts, sizeof to->fanouts);
+      break;
+    case CLI_SET_BATCH: to->batch_size = from->batch_size; break;
+    case CLI_SET_HIDDEN: to->hidden = from->hidden; break;
+    case CLI_SET_DROPOUT: to->dropout = from->dropout; break;
+    case CLI_SET_OPTIMIZER: to->optimizer = from->optimizer; break;
+    case CLI_SET_LR: to->lr = from->lr; break;
+    case CLI_SET_WEIGHT_DECAY: to->weight_decay = from->weight_decay; break;
+    case CLI_SET_SEED: to->seed = from->seed; break;
+    case CLI_SET_MODEL: to->model = from->model; break;
+    case CLI_SET_HEADS: to->heads = from->heads; break;
+    case CLI_SET_MEMORY_BUDGET: to->memory_budget = from->memory_budget; break;
+    default: break;
+  }
+}
+
+int cli_session_from_checkpoint(const char *cmd, cli_session_args *a, const char *path,
+                                bool resume, bool new_lr) {
+  static const ckpt_opt opts[] = {
+      {CLI_SET_FANOUTS, "--fanouts"},   {CLI_SET_BATCH, "--batch"},
+      {CLI_SET_HIDDEN, "--hidden"},     {CLI_SET_DROPOUT, "--dropout"},
+      {CLI_SET_OPTIMIZER, "--optimizer"}, {CLI_SET_LR, "--lr"},
+      {CLI_SET_WEIGHT_DECAY, "--weight-decay"}, {CLI_SET_SEED, "--seed"},
+      {CLI_SET_MODEL, "--model"},       {CLI_SET_HEADS, "--heads"},
+      {CLI_SET_MEMORY_BUDGET, "--memory-budget"},
+  };
+  hs_session_config given = a->cfg, ck = a->cfg;
+  hs_status st = hs_session_config_from_checkpoint(path, &ck);
+  if (st != HS_OK) {
+    cli_report(cmd, path, st);
+    return 1;
+  }
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+    unsigned bit = opts[i].bit;
+    if (!(a->set & bit)) continue;
+    /* The budget decides the seed order only through the features' size:
+     * the library compares the order itself. */
+    if (bit == CLI_SET_MEMORY_BUDGET) {
+      opt_copy(&ck, &given, bit);
+      continue;
+    }
+    char mine[160], theirs[160];
+    opt_text(&given, bit, mine, sizeof mine);
+    opt_text(&ck, bit, theirs, sizeof theirs);
+    if (strcmp(mine, theirs) == 0) continue;
+    if (!resume) {
+      opt_copy(&ck, &given, bit); /* evaluating: what is asked for */
+    } else if (bit == CLI_SET_LR && new_lr) {
+      opt_copy(&ck, &given, bit);
+      fprintf(stderr, "note: resuming with learning rate %s (the checkpoint's run used %s)\n",
+              mine, theirs);
+    } else {
+      return cli_usage_error(cmd, "%s %s conflicts with the checkpoint %s, whose run used %s: "
+                             "--resume continues that run with its options (leave %s out%s)",
+                             opts[i].name, mine, path, theirs, opts[i].name,
+                             bit == CLI_SET_LR ? ", or give --new-lr X for a new rate" : "");
+    }
+  }
+  a->cfg = ck;
+  return 0;
 }

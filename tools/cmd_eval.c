@@ -20,14 +20,10 @@ static const char *resolve_checkpoint(const char *arg, char *buf, size_t len) {
  * line stays, so that a checkpoint of another model is refused by name. */
 static int open_from_checkpoint(const char *cmd, cli_session_args *a, const char *ckpt,
                                 hs_runtime **rt, hs_dataset **ds, hs_session **s) {
-  hs_model_kind asked = a->cfg.model;
-  hs_status st = hs_session_config_from_checkpoint(ckpt, &a->cfg);
-  if (st != HS_OK) {
-    cli_report(cmd, ckpt, st);
-    return 1;
-  }
-  if (a->model_set) a->cfg.model = asked;
-  int rc = cli_session_open(cmd, a, rt, ds, s);
+  int rc = cli_session_from_checkpoint(cmd, a, ckpt, false, false);
+  if (rc != 0) return rc;
+  hs_status st;
+  rc = cli_session_open(cmd, a, rt, ds, s);
   if (rc != 0) return rc;
   if ((st = hs_session_load(*s, ckpt)) != HS_OK) {
     cli_report(cmd, "loading the checkpoint", st);

@@ -34,7 +34,10 @@ static void usage(FILE *f) {
           "  --patience P         stop after P epochs without a better validation\n"
           "  --checkpoint DIR     save DIR/last.ckpt each epoch, DIR/best.ckpt on a\n"
           "                       better validation; Ctrl-C saves DIR/last.ckpt\n"
-          "  --resume             continue from DIR/last.ckpt\n"
+          "  --resume             continue from DIR/last.ckpt: the run's options (model,\n"
+          "                       fanouts, batch, seed, learning rate, dropout, ...) come\n"
+          "                       from the checkpoint; one given that differs is refused\n"
+          "  --new-lr X           with --resume: continue with learning rate X\n"
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
           "                       checkpoints of an earlier run (they are replaced)\n"
           "  --eval full|sampled  validation and test with full neighbourhoods\n"
@@ -77,6 +80,42 @@ static void on_batch(void *user, int64_t batch, int64_t n_batches, double loss) 
 
 static hs_status evaluate(hs_session *s, hs_split split, bool full, double *acc) {
   return full ? hs_session_evaluate_full(s, split, acc) : hs_session_evaluate(s, split, acc);
+}
+
+/* DIR/best.json: the validation accuracy and epoch of DIR/best.ckpt, so
+ * that a resumed run replaces best.ckpt only with a better model. Written
+ * beside it (temporary, then renamed); read back on --resume. */
+static bool write_best(const char *dir, double valid, int64_t epoch) {
+  char path[1100], tmp[1120];
+  snprintf(path, sizeof path, "%s/best.json", dir);
+  snprintf(tmp, sizeof tmp, "%s/best.json.tmp", dir);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "hetsage train: cannot write %s: %s\n", tmp, strerror(errno));
+    return false;
+  }
+  fprintf(f, "{\"valid_acc\": ");
+  cli_json_number(f, valid, 6);
+  fprintf(f, ", \"epoch\": %lld}\n", (long long)epoch + 1);
+  if (!cli_file_close("train", f, tmp)) return false;
+  if (rename(tmp, path) != 0) {
+    fprintf(stderr, "hetsage train: cannot rename %s: %s\n", tmp, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+static double read_best(const char *dir) {
+  char path[1100], text[256] = "";
+  snprintf(path, sizeof path, "%s/best.json", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  double v;
+  const char *at = strstr(text, "\"valid_acc\": ");
+  return at && sscanf(at + 13, "%lf", &v) == 1 && isfinite(v) ? v : -1;
 }
 
 static bool path_join(char *buf, size_t len, const char *dir, const char *name) {
@@ -155,7 +194,8 @@ int cmd_train(int argc, char **argv) {
   double target = 0;
   const char *ckpt_dir = NULL, *stats_path = NULL, *log_path = NULL;
   bool resume = false, json = false, quiet = false, full_eval = true, eval_set = false;
-  bool force = false;
+  bool force = false, new_lr = false;
+  float new_lr_value = 0;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_session_arg("train", &a, argc, argv, &i);
@@ -190,6 +230,14 @@ int cmd_train(int argc, char **argv) {
       resume = true;
     } else if (strcmp(o, "--force") == 0) {
       force = true;
+    } else if (strcmp(o, "--new-lr") == 0 && has_val) {
+      double d;
+      if (!cli_opt_number("train", o, argv[++i], 0, true, HS_MAX_LR, true, &d)) return 2;
+      if (a.set & CLI_SET_LR)
+        return cli_usage_error("train", "--new-lr and --lr exclude each other");
+      a.cfg.lr = new_lr_value = (float)d;
+      a.set |= CLI_SET_LR;
+      new_lr = true;
     } else if (strcmp(o, "--json") == 0) {
       json = true;
     } else if (strcmp(o, "-q") == 0 || strcmp(o, "--quiet") == 0) {
@@ -197,7 +245,7 @@ int cmd_train(int argc, char **argv) {
     } else if (o[0] == '-' && !has_val &&
                (!strcmp(o, "--epochs") || !strcmp(o, "--patience") || !strcmp(o, "--target-acc") ||
                 !strcmp(o, "--checkpoint") || !strcmp(o, "--stats-json") ||
-                !strcmp(o, "--log-json") || !strcmp(o, "--eval"))) {
+                !strcmp(o, "--log-json") || !strcmp(o, "--eval") || !strcmp(o, "--new-lr"))) {
       return cli_usage_error("train", "option %s needs a value", o);
     } else {
       return cli_usage_error("train", "unknown option '%s'", o);
@@ -206,6 +254,9 @@ int cmd_train(int argc, char **argv) {
   if (resume && !ckpt_dir) return cli_usage_error("train", "--resume needs --checkpoint DIR");
   if (force && !ckpt_dir) return cli_usage_error("train", "--force needs --checkpoint DIR");
   if (force && resume) return cli_usage_error("train", "--force and --resume exclude each other");
+  if (new_lr && !resume) return cli_usage_error("train", "--new-lr changes a resumed run: it needs --resume");
+  if (new_lr && a.cfg.lr != new_lr_value)
+    return cli_usage_error("train", "--new-lr and --lr exclude each other");
   /* Full-neighbour evaluation walks the host topology, which the option
    * releases: sampled evaluation runs on the sampler instead. */
   if (a.cfg.free_host_topology) {
@@ -234,6 +285,9 @@ int cmd_train(int argc, char **argv) {
       return cli_usage_error("train", "--checkpoint %s holds the checkpoints of an earlier run "
                              "(%s): --resume continues that run, --force replaces them",
                              ckpt_dir, held);
+    /* The run's options come from its checkpoint. */
+    int r = resume ? cli_session_from_checkpoint("train", &a, last, true, new_lr) : 0;
+    if (r != 0) return r;
   }
   FILE *stats_f = NULL, *log_f = NULL;
   if (stats_path && !(stats_f = fopen(stats_path, "w"))) {
@@ -262,7 +316,7 @@ int cmd_train(int argc, char **argv) {
                          info.has_split[HS_SPLIT_VALID] ? "empty" : "missing");
     goto out;
   }
-  if (resume && (st = hs_session_load(s, last)) != HS_OK) {
+  if (resume && (st = hs_session_resume(s, last, new_lr ? HS_RESUME_NEW_LR : 0)) != HS_OK) {
     cli_report("train", "resuming", st);
     rc = 1;
     goto out;
@@ -294,7 +348,9 @@ int cmd_train(int argc, char **argv) {
   progress_ctx pc = {.tty = !quiet && isatty(2), .epochs = (int64_t)epochs};
   hs_session_set_progress(s, on_batch, &pc);
 
-  double best_valid = -1, test_at_best = NAN, total_s = 0, last_loss = NAN;
+  /* A resumed run's best so far is its checkpoint's. */
+  double best_valid = resume && has_valid ? read_best(ckpt_dir) : -1;
+  double test_at_best = NAN, total_s = 0, last_loss = NAN;
   int64_t best_epoch = -1, since_best = 0, done = 0;
   const char *stop_reason = "max epochs";
   while (hs_session_epoch(s) < (int64_t)epochs) {
@@ -355,6 +411,10 @@ int cmd_train(int argc, char **argv) {
     if (ckpt_dir) {
       if ((st = hs_session_save(s, last)) != HS_OK || (better && (st = hs_session_save(s, best)) != HS_OK)) {
         cli_report("train", "saving a checkpoint", st);
+        rc = 1;
+        goto out;
+      }
+      if (better && !write_best(ckpt_dir, valid, es.epoch)) {
         rc = 1;
         goto out;
       }

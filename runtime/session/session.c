@@ -552,6 +552,8 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the feature check bitmap");
     goto fail;
   }
+  /* Sparse feature values are checked when the dataset is opened. */
+  s->feat_all_checked = s->g->feat_sparse;
   if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
     st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
                   "GraphSAGE's first layer reads so far; for %s, convert them to dense "

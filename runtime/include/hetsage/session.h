@@ -277,15 +277,36 @@ HS_API hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n
                                     int32_t *classes, float *logits);
 HS_API int hs_session_num_classes(const hs_session *s);
 
-/* Model, optimizer state and training position, written atomically.
- * Loading refuses a file of another model shape. */
+/* Model, optimizer state and training position, written atomically, with
+ * every option of the run that decides its result: the model part (kind,
+ * heads, layers, widths, dropout, optimizer and its settings, learning
+ * rate, weight decay, seed), the fanouts, the batch size, the order of
+ * the seeds (a full shuffle, or block order through the host tier) and the
+ * dataset's size (vertices, edges, training seeds).
+ * hs_session_load restores the model and the position, for evaluation or
+ * prediction: it refuses a file of another model shape, and otherwise
+ * leaves the session's options as they are. To continue training, use
+ * hs_session_resume. */
 HS_API hs_status hs_session_save(hs_session *s, const char *path);
 HS_API hs_status hs_session_load(hs_session *s, const char *path);
 
-/* Fill the model part of `cfg` (model kind and heads, layers, hidden
- * width, dropout, optimizer, learning rate, weight decay, seed) from a
- * checkpoint, to create a session it can be loaded into; the rest of `cfg`
- * is left as it is. */
+/* Changes a resumed run may make, said by the caller (flags of
+ * hs_session_resume). */
+#define HS_RESUME_NEW_LR 1u /* continue with the session's learning rate */
+
+/* Load a checkpoint to continue its run: as hs_session_load, after
+ * checking that every option recorded in the file is the session's
+ * (create the session from hs_session_config_from_checkpoint). A
+ * difference is HS_ERR_INVALID_ARG naming the option and both values,
+ * except the learning rate with HS_RESUME_NEW_LR. A file without the run's
+ * options (written before they were recorded) is resumed on the model
+ * part alone. */
+HS_API hs_status hs_session_resume(hs_session *s, const char *path, unsigned flags);
+
+/* Fill `cfg` from a checkpoint with every option it records (see
+ * hs_session_save): the model part, and the fanouts, batch size and
+ * memory budget when the file has them; the rest of `cfg` (placement,
+ * pipeline, caches) is left as it is. */
 HS_API hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg);
 
 /* The model's parameters (flat, layer by layer: W then b), for tests and
