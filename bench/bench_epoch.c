@@ -6,8 +6,10 @@
  * over epochs 2..N: the first carries one-time costs on both sides), test
  * accuracy after the last epoch with full neighbourhoods, and the ratios
  * peer epoch time / hetsage epoch time (> 1: hetsage is faster) and
- * hetsage accuracy - peer accuracy. hetsage's own limit is printed too:
- * epoch wall / busiest stage's busy time (1.0 = perfect overlap).
+ * hetsage accuracy - peer accuracy, and each side's peak resident set
+ * (getrusage of this process, all rounds; of the peer's process, the
+ * largest over its runs) with their ratio. hetsage's own limit is printed
+ * too: epoch wall / busiest stage's busy time (1.0 = perfect overlap).
  *
  * usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10]
  *                    [--batch B] [--hidden H] [--lr X] [--weight-decay X]
@@ -114,6 +116,7 @@ static double median(double *v, int n) {
 typedef struct peer_result {
   bool ran;
   double median, min, max, test_acc;
+  double peak_rss_kb; /* the peer process's peak resident set; 0: not reported */
   int epochs;
   char version[64];
   char why[128];
@@ -124,8 +127,8 @@ static const char *peer_python(void) {
   return p && *p ? p : "python3";
 }
 
-/* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION" on
- * its last line. */
+/* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION
+ * PEAK_RSS_KB" on its last line. */
 static void run_peer(const opts *o, const char *dataset, int threads, peer_result *r) {
   memset(r, 0, sizeof *r);
   char cmd[4096];
@@ -145,8 +148,9 @@ static void run_peer(const opts *o, const char *dataset, int threads, peer_resul
   char line[512], last[512] = "";
   while (p && fgets(line, sizeof line, p)) snprintf(last, sizeof last, "%s", line);
   int rc = p ? pclose(p) : -1;
-  if (rc != 0 || sscanf(last, "epoch_s %lf %lf %lf %d %lf %63s", &r->median, &r->min, &r->max,
-                        &r->epochs, &r->test_acc, r->version) != 6) {
+  int got = sscanf(last, "epoch_s %lf %lf %lf %d %lf %63s %lf", &r->median, &r->min, &r->max,
+                   &r->epochs, &r->test_acc, r->version, &r->peak_rss_kb);
+  if (rc != 0 || got < 6) {
     snprintf(r->why, sizeof r->why, "the peer script failed (exit %d)", rc);
     return;
   }
@@ -188,13 +192,6 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &o)) return usage(stderr, 2);
   char bundled[1024];
   const char *dataset = o.dataset;
-  if (!dataset) {
-    if (hs_dataset_bundled("cora", bundled, sizeof bundled) != HS_OK) {
-      fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
-      return 1;
-    }
-    dataset = bundled;
-  }
   hs_runtime *rt = NULL;
   hs_dataset *ds = NULL;
   int rc = 1;
@@ -211,13 +208,16 @@ int main(int argc, char **argv) {
     threads[n_threads++] = cores > 0 ? (int)cores : 1;
     if (threads[0] > 1) threads[n_threads++] = 1;
   }
-  double peer_med[2][MAX_ROUNDS], peer_acc[2][MAX_ROUNDS];
+  double peer_med[2][MAX_ROUNDS], peer_acc[2][MAX_ROUNDS], peer_rss_kb = 0;
   int n = 0, peer_runs = 0;
   peer_result pr;
   memset(&pr, 0, sizeof pr);
   snprintf(pr.why, sizeof pr.why, "skipped (--no-peer)");
   hs_epoch_stats st;
-  if (hs_runtime_open(&rt, NULL) || hs_dataset_open(dataset, &ds)) {
+  hs_epoch_stats_init(&st);
+  if (hs_runtime_open(&rt, NULL) ||
+      (!dataset && hs_dataset_bundled(rt, "cora", bundled, sizeof bundled)) ||
+      hs_dataset_open(dataset ? dataset : bundled, &ds)) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     goto done;
   }
@@ -234,6 +234,7 @@ int main(int argc, char **argv) {
       }
       peer_med[t][peer_runs] = pr.median;
       peer_acc[t][peer_runs] = pr.test_acc;
+      if (pr.peak_rss_kb > peer_rss_kb) peer_rss_kb = pr.peak_rss_kb;
     }
     if (o.peer) peer_runs++;
   }
@@ -248,8 +249,9 @@ int main(int argc, char **argv) {
          (double)o.cfg.dropout, o.epochs, (unsigned long long)o.cfg.seed, o.rounds);
   printf("  \"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
          "\"test_acc\": %.4f, \"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", "
-         "\"depth\": %d},\n",
-         med, lo, hi, acc_mean, med_ratio, hs_pipeline_mode_name(st.pipeline), st.depth);
+         "\"depth\": %d, \"peak_rss_bytes\": %llu},\n",
+         med, lo, hi, acc_mean, med_ratio, hs_pipeline_mode_name(st.pipeline), st.depth,
+         (unsigned long long)st.peak_rss_bytes);
   if (peer_runs) {
     double pmed[2], pacc = 0;
     int best = 0;
@@ -261,10 +263,17 @@ int main(int argc, char **argv) {
       printf("%s\"%d\": %.6f", t ? ", " : "", threads[t], pmed[t]);
     }
     for (int r = 0; r < peer_runs; r++) pacc += peer_acc[best][r] / peer_runs;
+    char rss[64] = "null", rss_ratio[64] = "null";
+    if (peer_rss_kb > 0) {
+      snprintf(rss, sizeof rss, "%.0f", peer_rss_kb * 1024.0);
+      snprintf(rss_ratio, sizeof rss_ratio, "%.3f",
+               (double)st.peak_rss_bytes / (peer_rss_kb * 1024.0));
+    }
     printf("},\n           \"threads\": %d, \"epoch_s_median\": %.6f, \"test_acc\": %.4f,\n"
-           "           \"ratio_peer_epoch_to_hetsage\": %.3f, \"test_acc_hetsage_minus_peer\": "
-           "%.4f}\n}\n",
-           threads[best], pmed[best], pacc, pmed[best] / med, acc_mean - pacc);
+           "           \"peak_rss_bytes\": %s, \"ratio_peer_epoch_to_hetsage\": %.3f, "
+           "\"test_acc_hetsage_minus_peer\": %.4f,\n"
+           "           \"ratio_hetsage_peak_rss_to_peer\": %s}\n}\n",
+           threads[best], pmed[best], pacc, rss, pmed[best] / med, acc_mean - pacc, rss_ratio);
   } else {
     printf("  \"peer\": {\"name\": \"dgl\", \"skipped\": \"%s\"}\n}\n", pr.why);
   }

@@ -21,12 +21,14 @@ first batch drawn to the last optimizer step. Test accuracy is measured
 after the last epoch with full neighbourhoods (the whole graph in one
 forward pass). The last line printed is
 
-  epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION
+  epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION PEAK_RSS_KB
 
-which bench_epoch parses; anything else goes to stderr.
+which bench_epoch parses (the peak resident set of this process, in KiB,
+as getrusage reports it); anything else goes to stderr.
 """
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -131,8 +133,9 @@ def main():
     # The first epoch carries one-time costs on both sides; bench_epoch
     # drops it too.
     kept = times[1:] if len(times) > 1 else times
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f'epoch_s {statistics.median(kept):.6f} {min(kept):.6f} {max(kept):.6f} '
-          f'{len(times)} {acc:.6f} {version}')
+          f'{len(times)} {acc:.6f} {version} {rss_kb}')
 
 
 if __name__ == '__main__':

@@ -99,12 +99,13 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
                  "activations, loss, optimizers"},
     [HS_PROG_TRAIN_SPARSE] =
         {.name = "train_sparse",
-         .sources = NUL_LIST("hs_common.h", "train_sparse.cl"),
+         .sources = NUL_LIST("hs_common.h", "hs_sparse.h", "train_sparse.cl"),
          .kernels = NUL_LIST("hs_sp_mm", "hs_sp_fwd_mf", "hs_sp_fwd_af", "hs_sp_gsum",
                              "hs_sp_entry_rows", "hs_sp_tr_fill", "hs_sp_wgrad",
                              "hs_sp_wgrad_cols"),
          .options = "",
-         .cpu_options = "",
+         /* a chunk of outputs per work-item (hs_sparse.h), prefetches */
+         .cpu_options = "-DHS_CPU_DEVICE",
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .what = "the first layer over sparse input features: sparse x dense products"},
     [HS_PROG_GEMM] =

@@ -73,8 +73,8 @@ static bool importable(const char *module) {
 }
 
 static const char *bench_dir(void) {
-  const char *env = getenv("HETSAGE_BENCH_DIR");
-  return env && *env ? env : HS_BENCH_DIR;
+  const char *dir = cli_settings()->bench_dir;
+  return dir ? dir : HS_BENCH_DIR;
 }
 
 /* The peer script prints "edges_per_s MEDIAN MIN MAX EDGES_PER_BATCH RUNS
@@ -235,7 +235,7 @@ int cmd_bench(int argc, char **argv) {
     for (size_t i = 0; i < hs_bench_results_count(r); i++)
       on_figure(out, hs_bench_results_figure(r, i));
   } else {
-    if (board && (st = hs_board_profile_load(board, &prof)) != HS_OK) {
+    if (board && (st = hs_board_profile_load_from(cli_settings()->boards_dir, board, &prof)) != HS_OK) {
       cli_report("bench", "loading the board profile", st);
       rc = 2;
       goto done;

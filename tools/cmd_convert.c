@@ -126,6 +126,7 @@ int cmd_convert(int argc, char **argv) {
   o.stop = &stop;
   cli_catch_stop(&stop);
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_status st = hs_convert(pos[0], pos[1], &o, &info);
   if (st == HS_ERR_INTERRUPTED) {
     fprintf(stderr, "hetsage %s: interrupted: nothing was written\n", cmd);

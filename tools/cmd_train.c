@@ -308,6 +308,7 @@ int cmd_train(int argc, char **argv) {
   hs_status st;
   /* Splits are checked now, not after the first epoch. */
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(ds, &info);
   bool has_valid = info.split_size[HS_SPLIT_VALID] > 0, has_test = info.split_size[HS_SPLIT_TEST] > 0;
   if (!has_valid && (patience > 0 || target > 0)) {
@@ -356,6 +357,7 @@ int cmd_train(int argc, char **argv) {
   while (hs_session_epoch(s) < (int64_t)epochs) {
     pc.epoch = hs_session_epoch(s);
     hs_epoch_stats es;
+    hs_epoch_stats_init(&es);
     st = hs_session_train_epoch(s, &es);
     if (pc.tty) fputs("\r\033[K", stderr);
     if (st != HS_OK) {
