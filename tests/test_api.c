@@ -24,13 +24,12 @@ Test(api, status_calls_refuse_null) {
   hs_bringup_report *rep = NULL;
   hs_dataset *ds = NULL;
   hs_dataset_stats stats;
+  hs_dataset_info info;
   hs_import_format fmt;
+  hs_feat_format ff;
+  hs_model_kind mk;
   hs_convert_opts co;
   hs_generate_opts go;
-  const hs_device_info *devs;
-  int n;
-  hs_platform_info pi;
-  hs_host_topology topo;
   hs_session *s = NULL;
   hs_epoch_stats es;
   double acc;
@@ -40,6 +39,9 @@ Test(api, status_calls_refuse_null) {
   hs_convert_opts_init(&co, HS_IMPORT_LINQS);
   hs_generate_opts_init(&go, HS_GENERATE_SBM);
   hs_session_config_init(&cfg);
+  hs_dataset_stats_init(&stats);
+  hs_dataset_info_init(&info);
+  hs_epoch_stats_init(&es);
 
   EXPECT_INVALID(hs_bench_workloads_parse(NULL, &bits));
   EXPECT_INVALID(hs_bench_workloads_parse("all", NULL));
@@ -49,6 +51,7 @@ Test(api, status_calls_refuse_null) {
   EXPECT_INVALID(hs_bench_results_load(NULL, &br));
   EXPECT_INVALID(hs_bench_results_load("x.json", NULL));
   EXPECT_INVALID(hs_board_profile_load("generic-cpu", NULL));
+  EXPECT_INVALID(hs_board_profile_load_from(NULL, "generic-cpu", NULL));
   EXPECT_INVALID(hs_board_profile_parse(NULL, NULL, NULL, &bp));
   EXPECT_INVALID(hs_board_profile_parse("[board]\n", NULL, NULL, NULL));
   EXPECT_INVALID(hs_placement_make(NULL, &pl));
@@ -57,22 +60,26 @@ Test(api, status_calls_refuse_null) {
   EXPECT_INVALID(hs_bringup_run(NULL, NULL, NULL, NULL, NULL, &rep));
   EXPECT_INVALID(hs_bringup_report_write_json(NULL, stdout));
   EXPECT_INVALID(hs_bringup_report_write_junit(NULL, stdout));
+  EXPECT_INVALID(hs_feat_format_parse(NULL, &ff));
+  EXPECT_INVALID(hs_feat_format_parse("dense", NULL));
   EXPECT_INVALID(hs_dataset_open(NULL, &ds));
   EXPECT_INVALID(hs_dataset_open("/nonexistent", NULL));
+  EXPECT_INVALID(hs_dataset_get_info(NULL, &info));
   EXPECT_INVALID(hs_dataset_stats_compute(NULL, &stats));
   EXPECT_INVALID(hs_import_format_parse(NULL, &fmt));
   EXPECT_INVALID(hs_import_format_parse("linqs", NULL));
   EXPECT_INVALID(hs_convert(NULL, "/tmp/x", &co, NULL));
   EXPECT_INVALID(hs_convert("/tmp/x", NULL, &co, NULL));
   EXPECT_INVALID(hs_convert("/tmp/x", "/tmp/y", NULL, NULL));
-  EXPECT_INVALID(hs_generate(NULL, &go, NULL));
-  EXPECT_INVALID(hs_generate("/tmp/x", NULL, NULL));
-  EXPECT_INVALID(hs_dataset_bundled(NULL, dir, sizeof dir));
-  EXPECT_INVALID(hs_dataset_bundled("cora", NULL, sizeof dir));
+  EXPECT_INVALID(hs_generate(NULL, &go, NULL, NULL));
+  EXPECT_INVALID(hs_generate("/tmp/x", NULL, NULL, NULL));
+  EXPECT_INVALID(hs_dataset_bundled(NULL, NULL, dir, sizeof dir));
+  EXPECT_INVALID(hs_dataset_bundled(NULL, "cora", NULL, sizeof dir));
+  EXPECT_INVALID(hs_kernels_emit(NULL, 0, "/tmp/x"));
+  EXPECT_INVALID(hs_kernels_build(NULL, 0, 0, "/tmp/x", NULL, 0));
   EXPECT_INVALID(hs_runtime_open(NULL, NULL));
-  EXPECT_INVALID(hs_runtime_devices(NULL, &devs, &n));
-  EXPECT_INVALID(hs_runtime_platform(NULL, 0, &pi));
-  EXPECT_INVALID(hs_runtime_topology(NULL, &topo));
+  EXPECT_INVALID(hs_model_kind_parse(NULL, &mk));
+  EXPECT_INVALID(hs_model_kind_parse("sage", NULL));
   EXPECT_INVALID(hs_session_create(NULL, NULL, &cfg, &s));
   EXPECT_INVALID(hs_session_train_epoch(NULL, &es));
   EXPECT_INVALID(hs_session_evaluate(NULL, HS_SPLIT_TEST, &acc));
@@ -80,17 +87,16 @@ Test(api, status_calls_refuse_null) {
   EXPECT_INVALID(hs_session_predict(NULL, NULL, 1, NULL, NULL));
   EXPECT_INVALID(hs_session_save(NULL, "/tmp/x.ckpt"));
   EXPECT_INVALID(hs_session_load(NULL, "/tmp/x.ckpt"));
+  EXPECT_INVALID(hs_session_resume(NULL, "/tmp/x.ckpt", 0));
   EXPECT_INVALID(hs_session_config_from_checkpoint(NULL, &cfg));
   EXPECT_INVALID(hs_session_config_from_checkpoint("/tmp/x.ckpt", NULL));
   EXPECT_INVALID(hs_session_parameters(NULL, NULL, 0, &np));
+  EXPECT_INVALID(hs_settings_from_env(NULL));
+  EXPECT_INVALID(hs_settings_check(NULL));
 }
 
 Test(api, getters_and_void_calls_take_null) {
   /* Neutral answers, no crash. */
-  hs_bench_options bo;
-  hs_bringup_options bro;
-  hs_placement_request req;
-  hs_dataset_info info;
   hs_bench_options_init(NULL);
   hs_bench_results_free(NULL);
   cr_expect_eq(hs_bench_results_count(NULL), 0);
@@ -105,7 +111,8 @@ Test(api, getters_and_void_calls_take_null) {
   cr_expect_str_eq(hs_board_profile_name(NULL), "");
   cr_expect_str_eq(hs_board_profile_description(NULL), "");
   cr_expect_str_eq(hs_board_profile_path(NULL), "");
-  hs_placement_request_env(NULL);
+  hs_placement_request_init_sized(NULL, sizeof(hs_placement_request));
+  hs_placement_request_settings(NULL, NULL);
   hs_placement_free(NULL);
   char buf[8] = "x";
   cr_expect_eq(hs_placement_describe(NULL, buf, sizeof buf), 0);
@@ -125,16 +132,25 @@ Test(api, getters_and_void_calls_take_null) {
   hs_device_info_write_json(NULL, NULL, 0);
   hs_device_info_write_json(stdout, NULL, 0);
   hs_dataset_close(NULL);
-  memset(&info, 0x55, sizeof info);
-  hs_dataset_get_info(NULL, &info);
-  cr_expect_eq(info.num_vertices, 0);
-  hs_dataset_get_info(NULL, NULL);
-  hs_convert_opts_init(NULL, HS_IMPORT_LINQS);
-  hs_generate_opts_init(NULL, HS_GENERATE_SBM);
+  hs_dataset_info_init_sized(NULL, sizeof(hs_dataset_info));
+  hs_dataset_stats_init_sized(NULL, sizeof(hs_dataset_stats));
+  hs_convert_opts_init_sized(NULL, HS_IMPORT_LINQS, sizeof(hs_convert_opts));
+  hs_generate_opts_init_sized(NULL, HS_GENERATE_SBM, sizeof(hs_generate_opts));
+  hs_generate_summary_init_sized(NULL, sizeof(hs_generate_summary));
+  hs_device_info_init_sized(NULL, sizeof(hs_device_info));
+  hs_runtime_options_init_sized(NULL, sizeof(hs_runtime_options));
+  hs_session_config_init_sized(NULL, sizeof(hs_session_config));
+  hs_epoch_stats_init_sized(NULL, sizeof(hs_epoch_stats));
+  hs_settings_init_sized(NULL, sizeof(hs_settings));
   hs_runtime_close(NULL);
+  cr_expect_eq(hs_runtime_device_count(NULL), 0);
+  cr_expect_null(hs_runtime_device(NULL, 0));
   cr_expect_eq(hs_runtime_platform_count(NULL), 0);
+  cr_expect_null(hs_runtime_platform(NULL, 0));
+  cr_expect_null(hs_runtime_topology(NULL));
+  cr_expect_null(hs_runtime_settings(NULL));
+  cr_expect_null(hs_runtime_board(NULL));
   cr_expect_eq(hs_runtime_host_cores(NULL), 1); /* unknown: one core, as documented */
-  hs_session_config_init(NULL);
   hs_session_destroy(NULL);
   buf[0] = 'x';
   cr_expect_eq(hs_session_describe(NULL, buf, sizeof buf), 0);
@@ -143,22 +159,24 @@ Test(api, getters_and_void_calls_take_null) {
   hs_session_set_stop_flag(NULL, NULL);
   cr_expect_eq(hs_session_epoch(NULL), 0);
   cr_expect_eq(hs_session_num_classes(NULL), 0);
+  cr_expect_null(hs_program_name(-1));
   /* Names of values outside their enums are never NULL. */
   cr_expect_not_null(hs_transfer_name((hs_transfer)99));
   cr_expect_not_null(hs_feature_pages_name((hs_feature_pages)99));
+  cr_expect_not_null(hs_full_inference_name((hs_full_inference)99));
+  cr_expect_not_null(hs_gemm_provider_name((hs_gemm_provider)99));
   cr_expect_not_null(hs_stage_name((hs_stage)99));
   cr_expect_not_null(hs_pipeline_mode_name((hs_pipeline_mode)99));
   cr_expect_not_null(hs_cache_fill_name((hs_cache_fill)99));
   cr_expect_not_null(hs_role_link_name((hs_role_link)99));
   cr_expect_not_null(hs_dtype_name((hs_dtype)99));
+  cr_expect_not_null(hs_feat_format_name((hs_feat_format)99));
+  cr_expect_not_null(hs_model_kind_name((hs_model_kind)99));
   cr_expect_not_null(hs_device_type_name((hs_device_type)99));
   cr_expect_not_null(hs_bringup_level_name((hs_bringup_level)99));
   cr_expect_not_null(hs_check_result_name((hs_check_result)99));
   cr_expect_not_null(hs_bench_workload_name((hs_bench_workload)99));
   cr_expect_not_null(hs_strerror((hs_status)99));
-  (void)bo;
-  (void)bro;
-  (void)req;
 }
 
 /* A tiny dataset, so that session creation gets as far as the
@@ -171,7 +189,7 @@ static char *tiny_dataset(void) {
   o.num_vertices = 64;
   o.num_classes = 2;
   o.num_features = 4;
-  cr_assert_eq(hs_generate(dst, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(dst, &o, NULL, NULL), HS_OK, "%s", hs_last_error());
   free(dst);
   return dir;
 }

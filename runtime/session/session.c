@@ -42,6 +42,7 @@ _Static_assert((int)HS_MODEL_SAGE == (int)HS_NN_SAGE && (int)HS_MODEL_GCN == (in
 const char *hs_model_kind_name(hs_model_kind kind) { return hs__nn_kind_name((int)kind); }
 
 hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_model_kind_parse: NULL out");
   const hs_model_ops *ops = hs__model_ops_by_name(name);
   if (!ops)
     return hs__fail(HS_ERR_INVALID_ARG, "model '%s': expected sage, gcn or gat",

@@ -33,8 +33,8 @@ flags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address,undefined
 # The sources with parsers (and what they call), compiled once, instrumented
 # for coverage, into an archive each harness links what it needs from.
 # bundled.c imports a shipped dataset into the cache: no parser of its own.
-srcs=(devices/base.c devices/programs.c devices/program.c devices/errors.c devices/kernels.c
-      runtime/data/*.c runtime/nn/checkpoint.c runtime/nn/model.c runtime/board/profile.c
+srcs=(devices/*.c
+      runtime/data/*.c runtime/nn/*.c runtime/board/profile.c
       runtime/board/values.c runtime/bench/json.c runtime/bench/results.c
       tools/cli.c tools/cli_data.c)
 rm -f "$out"/lib-*.o "$out"/libhs-fuzz.a
