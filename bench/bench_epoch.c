@@ -1,6 +1,7 @@
-/* Whole training runs beside a peer framework: hetsage trains GraphSAGE on
- * a dataset for N epochs through the public session API, then (when
- * python3 can import it) DGL trains the same model with the same data,
+/* Whole training runs beside a peer framework: hetsage trains a model
+ * (GraphSAGE, GCN or GAT: --model) on a dataset for N epochs through the
+ * public session API, then (when python3 can import it) DGL trains the same
+ * model (SAGEConv, GraphConv, GATConv) with the same data,
  * fanouts, batch size and hyper-parameters on the same machine in the same
  * run (bench/peer_train.py). Reported side by side: time per epoch (median
  * over epochs 2..N: the first carries one-time costs on both sides), test
@@ -14,7 +15,7 @@
  * usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10]
  *                    [--batch B] [--hidden H] [--lr X] [--weight-decay X]
  *                    [--dropout P] [--seed S] [--mode threads|async|off]
- *                    [--rounds R] [--no-peer]
+ *                    [--rounds R] [--no-peer] [--model sage|gcn|gat] [--heads K]
  * R rounds (default 3) alternate a hetsage run and a peer run; figures are
  * medians over all rounds' epochs 2..N and mean test accuracies.
  * With no --dataset: the bundled Cora. The peer runs with as many threads
@@ -46,7 +47,8 @@ static int usage(FILE *f, int rc) {
           "usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10] [--batch B]\n"
           "                   [--hidden H] [--lr X] [--weight-decay X] [--dropout P]\n"
           "                   [--seed S] [--mode threads|async|off] [--rounds R] [--no-peer]\n"
-          "hetsage and (when importable) DGL train the same GraphSAGE on the same data;\n"
+          "                   [--model sage|gcn|gat] [--heads K]\n"
+          "hetsage and (when importable) DGL train the same model on the same data;\n"
           "JSON on stdout: epoch times, test accuracy, and their ratios.\n");
   return rc;
 }
@@ -91,6 +93,9 @@ static int parse(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--weight-decay")) o->cfg.weight_decay = strtof(v, NULL);
     else if (!strcmp(a, "--dropout")) o->cfg.dropout = strtof(v, NULL);
     else if (!strcmp(a, "--seed")) o->cfg.seed = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--model")) {
+      if (hs_model_kind_parse(v, &o->cfg.model) != HS_OK) return -1;
+    } else if (!strcmp(a, "--heads")) o->cfg.heads = atoi(v);
     else if (!strcmp(a, "--mode")) {
       if (!strcmp(v, "threads")) o->cfg.pipeline = HS_PIPELINE_THREADS;
       else if (!strcmp(v, "async")) o->cfg.pipeline = HS_PIPELINE_ASYNC;
@@ -98,7 +103,7 @@ static int parse(int argc, char **argv, opts *o) {
       else return -1;
     } else return -1;
   }
-  if (o->epochs < 2 || o->epochs > MAX_EPOCHS || o->rounds < 1 || o->rounds > MAX_ROUNDS || o->cfg.batch_size < 1 || o->cfg.hidden < 1)
+  if (o->epochs < 2 || o->epochs > MAX_EPOCHS || o->rounds < 1 || o->rounds > MAX_ROUNDS || o->cfg.batch_size < 1 || o->cfg.hidden < 1 || o->cfg.heads < 1)
     return -1;
   return parse_fanouts(o->fanouts, &o->cfg);
 }
@@ -139,10 +144,12 @@ static void run_peer(const opts *o, const char *dataset, int threads, peer_resul
   }
   snprintf(cmd, sizeof cmd,
            "%s '%s/peer_train.py' --peer dgl --dataset '%s' --fanouts %s --batch %d --hidden %d "
-           "--lr %g --weight-decay %g --dropout %g --epochs %d --threads %d --seed %llu",
+           "--lr %g --weight-decay %g --dropout %g --epochs %d --threads %d --seed %llu "
+           "--model %s --heads %d",
            peer_python(), HS_BENCH_DIR, dataset, o->fanouts, o->cfg.batch_size, o->cfg.hidden,
            (double)o->cfg.lr, (double)o->cfg.weight_decay, (double)o->cfg.dropout, o->epochs,
-           threads, (unsigned long long)o->cfg.seed);
+           threads, (unsigned long long)o->cfg.seed, hs_model_kind_name(o->cfg.model),
+           o->cfg.heads);
   fprintf(stderr, "bench_epoch: peer: %s\n", cmd);
   FILE *p = popen(cmd, "r");
   char line[512], last[512] = "";
@@ -243,8 +250,10 @@ int main(int argc, char **argv) {
   double med = median(wall, n), med_ratio = median(ratio, n);
   double lo = wall[0], hi = wall[n - 1]; /* median sorted them */
   printf("{\n  \"bench\": \"epoch\",\n  \"dataset\": \"%s\",\n", dataset);
-  printf("  \"config\": {\"fanouts\": \"%s\", \"batch\": %d, \"hidden\": %d, \"lr\": %g, "
-         "\"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, \"seed\": %llu, \"rounds\": %d},\n",
+  printf("  \"config\": {\"model\": \"%s\", \"heads\": %d, \"fanouts\": \"%s\", \"batch\": %d, "
+         "\"hidden\": %d, \"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, "
+         "\"seed\": %llu, \"rounds\": %d},\n",
+         hs_model_kind_name(o.cfg.model), o.cfg.model == HS_MODEL_GAT ? o.cfg.heads : 1,
          o.fanouts, o.cfg.batch_size, o.cfg.hidden, (double)o.cfg.lr, (double)o.cfg.weight_decay,
          (double)o.cfg.dropout, o.epochs, (unsigned long long)o.cfg.seed, o.rounds);
   printf("  \"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "

@@ -591,3 +591,22 @@ float hs__half_to_float(uint16_t h) {
   memcpy(&f, &bits, sizeof f);
   return f;
 }
+
+void hs__sync_parent_dir(const char *path) {
+  char *copy = strdup(path);
+  if (!copy) return;
+  char *slash = strrchr(copy, '/');
+  const char *dir = ".";
+  if (slash == copy)
+    dir = "/";
+  else if (slash) {
+    *slash = '\0';
+    dir = copy;
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  free(copy);
+}

@@ -134,6 +134,18 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
          .cpu_options = "",
          .roles = HS_PROG_ROLE_BRINGUP,
          .what = "bring-up's self-test and launch latency"},
+    [HS_PROG_TRAIN_CTR] =
+        {.name = "train_ctr",
+         .sources = NUL_LIST(TRAIN_SOURCES, "ctr.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_ctr_head", "hs_ctr_loss", "hs_ctr_loss_reduce",
+                             "hs_ctr_sigmoid", "hs_ctr_head_prep", "hs_ctr_deep_in",
+                             "hs_ctr_lr_bwd", "hs_ctr_fm_bwd", "hs_ctr_interact",
+                             "hs_ctr_interact_bwd", "hs_ctr_segment_sum"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .model = "ctr",
+         .what = "CTR training (LR, DeepFM, DLRM): heads, interactions, per-row gradient sums"},
 };
 
 const hs__program_def *hs__program_def_of(hs_prog id) {

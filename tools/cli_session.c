@@ -1,5 +1,6 @@
 #include "cli_session.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,15 @@ void cli_session_usage(FILE *f) {
           "  --pipeline off       same as --mode off (one batch at a time)\n"
           "  --depth N            batch slots in flight (default: the plan's)\n"
           "  --fanouts 25,10      neighbours per layer from the seeds out (-1: all)\n"
+          "  --sampling uniform|weighted|threshold\n"
+          "                       how neighbours are drawn (default uniform): in\n"
+          "                       proportion to the edge weights (weights.npy), or\n"
+          "                       uniformly among edges above a weight threshold;\n"
+          "                       sampled evaluation draws the same way\n"
+          "  --replace            draw with replacement (uniform, weighted)\n"
+          "  --vertex-budget N    at most N vertices per batch (>= the batch size)\n"
+          "  --threshold X[,Y..]  threshold mode's edge weight threshold, one for\n"
+          "                       every layer or one per layer from the seeds out\n"
           "  --batch N            seeds per batch (default 1024)\n"
           "  --model sage|gcn|gat GraphSAGE-mean (default), graph convolution\n"
           "                       (symmetric normalisation, self loops) or graph\n"
@@ -54,6 +64,20 @@ static const char *value(const char *cmd, int argc, char **argv, int *i) {
     return NULL;
   }
   return argv[++*i];
+}
+
+/* --threshold's items: finite numbers, at most cap of them. */
+typedef struct threshold_ctx {
+  float *out;
+  int cap;
+} threshold_ctx;
+
+static bool threshold_item(void *ctx, const char *item, int index) {
+  threshold_ctx *t = ctx;
+  double d;
+  if (index >= t->cap || !cli_parse_double(item, &d) || !isfinite(d)) return false;
+  t->out[index] = (float)d;
+  return true;
 }
 
 static int bad(const char *cmd, const char *opt, const char *v, const char *what) {
@@ -107,6 +131,30 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     c->n_layers = n;
     a->fanouts_set = true;
     a->set |= CLI_SET_FANOUTS;
+  } else if (strcmp(o, "--sampling") == 0) {
+    VAL();
+    static const char *const names[] = {"uniform", "weighted", "threshold"};
+    static const hs_sampling modes[] = {HS_SAMPLING_UNIFORM, HS_SAMPLING_WEIGHTED,
+                                        HS_SAMPLING_THRESHOLD};
+    if (!cli_opt_choice(cmd, o, v, names, 3, &k)) return -1;
+    c->sampling = modes[k];
+  } else if (strcmp(o, "--replace") == 0) {
+    c->replace = true;
+  } else if (strcmp(o, "--vertex-budget") == 0) {
+    VAL();
+    if (!cli_opt_u64(cmd, o, v, 1, INT32_MAX, &u)) return -1;
+    c->vertex_budget = (int64_t)u;
+  } else if (strcmp(o, "--threshold") == 0) {
+    VAL();
+    threshold_ctx t = {c->thresholds, HS_MAX_LAYERS};
+    int n = cli_list_each(v, threshold_item, &t);
+    if (n < 1) {
+      char what[160];
+      snprintf(what, sizeof what, "expected 1 to %d comma-separated finite numbers",
+               HS_MAX_LAYERS);
+      return bad(cmd, o, v, what);
+    }
+    a->thresholds_set = n;
   } else if (strcmp(o, "--batch") == 0) {
     VAL();
     if (!cli_opt_u64(cmd, o, v, 1, HS_MAX_BATCH, &u)) return -1;
@@ -198,6 +246,14 @@ int cli_session_open(const char *cmd, cli_session_args *a, hs_runtime **rt, hs_d
   *rt = NULL;
   *ds = NULL;
   *s = NULL;
+  /* One threshold stands for every layer. */
+  if (a->thresholds_set == 1)
+    for (int l = 1; l < HS_MAX_LAYERS; l++) a->cfg.thresholds[l] = a->cfg.thresholds[0];
+  else if (a->thresholds_set > 1 && a->thresholds_set != a->cfg.n_layers)
+    return cli_usage_error(cmd, "--threshold has %d values for %d layers (give one, or one "
+                           "per layer)", a->thresholds_set, a->cfg.n_layers);
+  if (a->thresholds_set && a->cfg.sampling != HS_SAMPLING_THRESHOLD)
+    return cli_usage_error(cmd, "--threshold applies to --sampling threshold only");
   char bundled[1024];
   const char *path = a->dataset;
   hs_status st;

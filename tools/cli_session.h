@@ -12,6 +12,7 @@ typedef struct cli_session_args {
   bool model_set; /* --model given: a checkpoint of another model is refused */
   char path[1024]; /* the dataset opened (set by cli_session_open) */
   unsigned set;    /* CLI_SET_* bits: the options given on the command line */
+  int thresholds_set; /* values --threshold gave (1: every layer's) */
 } cli_session_args;
 
 /* Options a checkpoint records (see hs_session_save). */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_ctr.h"
 #include "cli_session.h"
 
 static volatile sig_atomic_t interrupted;
@@ -26,6 +27,7 @@ static void usage(FILE *f) {
           "sampler device samples and reindexes, the host gathers features, the\n"
           "trainer device trains; batches are pipelined. With no options: GraphSAGE\n"
           "on the bundled Cora on the default board.\n"
+          "Click-through-rate models: hetsage train --task ctr --help.\n"
           "\n");
   cli_session_usage(f);
   fprintf(f,
@@ -41,7 +43,9 @@ static void usage(FILE *f) {
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
           "                       checkpoints of an earlier run (they are replaced)\n"
           "  --eval full|sampled  validation and test with full neighbourhoods\n"
-          "                       (default) or sampled ones\n"
+          "                       (default with uniform sampling) or sampled ones\n"
+          "                       drawn like the training batches (default with\n"
+          "                       weighted and threshold sampling)\n"
           "  --free-host-topology release the host copy of the graph topology once\n"
           "                       the sampler holds it (memory saved: see --stats-json);\n"
           "                       evaluation is then sampled (--eval full is refused)\n"
@@ -188,6 +192,7 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
 }
 
 int cmd_train(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_train_ctr(argc, argv);
   cli_session_args a;
   cli_session_args_init(&a);
   uint64_t epochs = 50, patience = 0;
@@ -257,6 +262,10 @@ int cmd_train(int argc, char **argv) {
   if (new_lr && !resume) return cli_usage_error("train", "--new-lr changes a resumed run: it needs --resume");
   if (new_lr && a.cfg.lr != new_lr_value)
     return cli_usage_error("train", "--new-lr and --lr exclude each other");
+  /* Evaluation draws neighbourhoods the way training does unless told: a
+   * full neighbourhood holds the edges weighted and threshold sampling
+   * would rarely or never pick. */
+  if (!eval_set && a.cfg.sampling != HS_SAMPLING_UNIFORM) full_eval = false;
   /* Full-neighbour evaluation walks the host topology, which the option
    * releases: sampled evaluation runs on the sampler instead. */
   if (a.cfg.free_host_topology) {
