@@ -22,8 +22,7 @@
 enum { TRIAL_NO_ROOM = 42 };
 
 static void diagnose_icds(int fd) {
-  const char *dir = getenv("OCL_ICD_VENDORS");
-  if (!dir || !*dir) dir = "/etc/OpenCL/vendors";
+  const char *dir = hs__settings_icd_vendors_dir();
   DIR *d = opendir(dir);
   struct dirent *e;
   while (d && (e = readdir(d))) {
