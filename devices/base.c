@@ -569,6 +569,30 @@ hs_status hs__mem_room_check(uint64_t bytes, const char *what) {
   return hs__fail(HS_ERR_NOMEM, "%s of %s would exceed %s: %s left", what,
                   hs__fmt_bytes(bytes, a, sizeof a), why, hs__fmt_bytes(room, b, sizeof b));
 }
+
+uint16_t hs__float_to_half(float x) {
+  uint32_t b;
+  memcpy(&b, &x, 4);
+  uint32_t sign = (b >> 16) & 0x8000u;
+  int32_t exp = (int32_t)((b >> 23) & 0xff) - 127 + 15;
+  uint32_t man = b & 0x7fffffu;
+  if (((b >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10) return (uint16_t)sign;
+    man |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - exp);
+    uint32_t h = man >> shift;
+    uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = (uint32_t)exp << 10 | man >> 13;
+  uint32_t rem = man & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; /* may carry into the exponent */
+  return (uint16_t)(sign | h);
+}
+
 float hs__half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
   if (exp == 0) {

@@ -70,6 +70,9 @@ void hs__sync_parent_dir(const char *path);
 
 /* IEEE binary16 -> binary32, exact. */
 float hs__half_to_float(uint16_t h);
+/* IEEE binary32 -> binary16, rounded to nearest even (NaN stays NaN,
+ * overflow is infinity). */
+uint16_t hs__float_to_half(float x);
 
 /* The "FIELD: N kB" line of a /proc file such as /proc/meminfo or
  * /proc/self/smaps_rollup, in bytes; 0 when the file or the field is

@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 
 /* Parse `text` as one JSON document; the tree (free with hs__json_free). */
 static inline hs_json *json_doc(const char *text, const char *what) {

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "hetsage/bench.h"
+#include "hetsage/bringup.h"
 #include "hs_test_util.h"
 
 #define EXPECT_INVALID(call)                                                              \

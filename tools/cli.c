@@ -78,46 +78,11 @@ bool cli_parse_double(const char *s, double *out) {
 }
 
 bool cli_parse_size(const char *s, uint64_t *out) {
-  if (!s || !isdigit((unsigned char)*s)) return false;
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || end == s) return false;
-  unsigned shift = 0;
-  if (*end) {
-    switch (*end) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      case 't': case 'T': shift = 40; break;
-      default: return false;
-    }
-    end++;
-    if (*end == 'i') end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end) return false;
-  }
-  if (shift && v > (UINT64_MAX >> shift)) return false;
-  *out = (uint64_t)v << shift;
-  return true;
+  if (!s || *s == '-' || *s == '+') return false;
+  return hs_harness_parse_size(s, out);
 }
 
-void cli_json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-      case '"': fputs("\\\"", f); break;
-      case '\\': fputs("\\\\", f); break;
-      case '\n': fputs("\\n", f); break;
-      case '\r': fputs("\\r", f); break;
-      case '\t': fputs("\\t", f); break;
-      default:
-        if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-  }
-  fputc('"', f);
-}
+void cli_json_string(FILE *f, const char *s) { hs_harness_json_string(f, s); }
 
 void cli_json_number(FILE *f, double x, int digits) {
   if (!isfinite(x)) fputs("null", f);

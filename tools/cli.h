@@ -9,6 +9,9 @@
 #include <stdio.h>
 
 #include "hetsage.h"
+#include "hetsage/bench.h"
+#include "hetsage/bringup.h"
+#include "hetsage/harness.h"
 
 typedef struct cli_command {
   const char *name;

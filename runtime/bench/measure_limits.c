@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 #include "bench/hs_measure.h"
-#include "hs_launch.h"
-#include "hs_programs.h"
+#include "core/hs_engine.h"
 
 /* ---- random-read probe ------------------------------------------------------- */
 

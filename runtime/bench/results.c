@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "bench/hs_bench_int.h"
-#include "bench/hs_json.h"
+#include "core/hs_engine.h"
 
 /* ---- summaries (median, min, max of the runs) ---------------------------------- */
 

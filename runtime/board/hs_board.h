@@ -140,6 +140,12 @@ void hs__board_prog_files_free(hs__prog_files *f);
  * (hs__bundle_has checks one when it is opened). */
 int hs__board_missing_program(const hs__board_device *bd, unsigned roles, const char *model);
 
+/* A copy of profile `p` that owns everything it holds (free with
+ * hs_board_profile_free), for a caller that changes a setting of its own
+ * (the benchmarks run a board's sessions whole and on sub-devices).
+ * HS_ERR_NOMEM only. */
+hs_status hs__board_profile_dup(const hs_board_profile *p, hs_board_profile **out);
+
 /* Set every setting to its built-in default (no devices, everything auto).
  * Leaves path, dir and keys alone; the devices must own no binary path. */
 void hs__board_defaults(hs_board_profile *p);

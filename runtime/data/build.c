@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hs_graph.h"
+#include "util/hs_json.h"
 #include "rng/philox.h"
 
 void hs__progress(hs_progress_fn fn, void *ctx, const char *fmt, ...) {
@@ -344,32 +345,6 @@ hs_status hs__labels_by_name(hs__imported *imp, char *const *names, int32_t coun
   free(order);
   free(rank);
   return st;
-}
-
-size_t hs__json_str(char *buf, size_t cap, const char *s) {
-  size_t k = 0;
-#define PUT(c)                \
-  do {                        \
-    if (k + 1 < cap) buf[k] = (c); \
-    k++;                      \
-  } while (0)
-  PUT('"');
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') {
-      PUT('\\');
-      PUT((char)*p);
-    } else if (*p < 0x20) {
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", *p);
-      for (char *e = esc; *e; e++) PUT(*e);
-    } else {
-      PUT((char)*p);
-    }
-  }
-  PUT('"');
-#undef PUT
-  if (cap) buf[k < cap ? k : cap - 1] = '\0';
-  return k;
 }
 
 static hs_status write_meta(hs__imported *imp, hs__dsw *w, const char *src,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hs_graph.h"
+#include "util/hs_json.h"
 #include "hs_import.h"
 
 static const struct {

@@ -180,29 +180,6 @@ static void pass_fill(gen *g, int t) {
 
 /* ---- features ----------------------------------------------------------- */
 
-static uint16_t f32_to_f16(float x) {
-  uint32_t b;
-  memcpy(&b, &x, 4);
-  uint32_t sign = (b >> 16) & 0x8000u;
-  int32_t exp = (int32_t)((b >> 23) & 0xff) - 127 + 15;
-  uint32_t man = b & 0x7fffffu;
-  if (((b >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return (uint16_t)sign;
-    man |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - exp);
-    uint32_t h = man >> shift;
-    uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = (uint32_t)exp << 10 | man >> 13;
-  uint32_t rem = man & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; /* may carry into the exponent */
-  return (uint16_t)(sign | h);
-}
-
 /* Coordinates 4*blk .. 4*blk+3 of vertex v's features before rounding:
  * Box-Muller over one Philox draw, plus the class mean. Shared by the
  * writer and the accuracy prediction so that both see the same values. */
@@ -234,7 +211,7 @@ static void feat_rows(gen *g, int t) {
       memcpy((float *)g->chunk_out + off, row, (size_t)f * sizeof *row);
     } else {
       uint16_t *out = (uint16_t *)g->chunk_out + off;
-      for (int64_t j = 0; j < f; j++) out[j] = f32_to_f16(row[j]);
+      for (int64_t j = 0; j < f; j++) out[j] = hs__float_to_half(row[j]);
     }
   }
 }

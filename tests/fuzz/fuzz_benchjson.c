@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 #include "hetsage.h"
+#include "hetsage/bench.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -29,13 +29,14 @@ mkdir -p "$out/hetsage"
 sed 's/@MAJOR@/0/; s/@MINOR@/0/; s/@PATCH@/0/; s/@VERSION@/fuzz/' \
   runtime/include/hetsage/version.h.in > "$out/hetsage/version.h"
 flags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address,undefined
-       -fno-sanitize-recover=undefined -Iruntime -Iruntime/include -Idevices -Itools -I"$out")
+       -fno-sanitize-recover=undefined -Iruntime -Iruntime/include -Iruntime/harness -Idevices -Itools -I"$out")
 # The sources with parsers (and what they call), compiled once, instrumented
 # for coverage, into an archive each harness links what it needs from.
 # bundled.c imports a shipped dataset into the cache: no parser of its own.
 srcs=(devices/*.c
       runtime/data/*.c runtime/nn/*.c runtime/board/profile.c
-      runtime/board/values.c runtime/bench/json.c runtime/bench/results.c
+      runtime/board/values.c runtime/util/*.c runtime/bench/results.c
+      runtime/harness/harness.c
       tools/cli.c tools/cli_data.c)
 rm -f "$out"/lib-*.o "$out"/libhs-fuzz.a
 # The board profile parser checks program names against the registry,

@@ -1,6 +1,6 @@
 /* hetsage — datasets: the native format, importers, the generator, stats.
  *
- * A native dataset is a directory of NumPy .npy files (DESIGN.md §6):
+ * A native dataset is a directory of NumPy .npy files (docs/architecture.md, "Datasets"):
  *
  *   indptr.npy              int64 (or int32) [N+1]   CSR offsets, required
  *   indices.npy             int32 or int64 [E]       neighbour ids, required

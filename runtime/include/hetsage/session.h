@@ -100,7 +100,7 @@ typedef struct hs_session_config {
   /* Pipeline: HS_PIPELINE_AUTO keeps the plan's choice; depth 0 likewise. */
   hs_pipeline_mode pipeline;
   int depth;
-  /* Trainer-side feature cache (cache-once-only, DESIGN.md §1.5): rows -1
+  /* Trainer-side feature cache (cache-once-only, docs/architecture.md, "The idea"): rows -1
    * the plan's, 0 none, else that many (cut to the vertices there are and
    * to one device allocation). The fill policy is cache_fill when
    * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. The cache
