@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "bench_report.h"
+#include "cli.h"
 
 void bench_fmt_si(double x, char *buf, size_t cap) {
   static const char *const up[] = {"", " k", " M", " G", " T", " P"};
@@ -240,8 +241,5 @@ bool bench_report_html(const char *dir, const hs_bench_results *r,
     table(f, r, baseline, workloads[k]);
   }
   fprintf(f, "</body>\n</html>\n");
-  bool ok = !ferror(f);
-  if (fclose(f) != 0) ok = false;
-  if (!ok) fprintf(stderr, "hetsage bench: writing %s failed\n", path);
-  return ok;
+  return cli_file_close("bench", f, path);
 }

@@ -18,6 +18,7 @@ const char *hs_bench_workload_name(hs_bench_workload w) {
 }
 
 hs_status hs_bench_workloads_parse(const char *list, unsigned *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_bench_workloads_parse: NULL out");
   *out = 0;
   if (!list || !*list) return hs__fail(HS_ERR_INVALID_ARG, "empty workload list");
   for (const char *s = list; *s;) {
@@ -37,6 +38,7 @@ hs_status hs_bench_workloads_parse(const char *list, unsigned *out) {
 }
 
 void hs_bench_options_init(hs_bench_options *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->workloads = HS_BENCH_ALL;
   o->runs = 5;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "hetsage/board.h"
+#include "hs_base.h"
 #include "hs_programs.h"
 
 #define HS__AUTO (-1)        /* "auto" for counts, sizes and tri-states */
@@ -160,7 +161,13 @@ bool hs__parse_int(const char *s, long long min, long long max,
 bool hs__parse_size(const char *s, int64_t *out);
 bool hs__parse_double(const char *s, double *out);
 
-/* "512.0 MiB" style, into buf; returns buf. */
-char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* Revise a plan after the fact, where a session's configuration overrides
+ * it, so that the plan describes what runs: the reason of `topic` whose
+ * text starts with the word(s) `subject` ("depth", "host", "fill") is
+ * replaced by the new text, or the text is appended when there is none.
+ * The caller updates the plan's fields. HS_ERR_NOMEM only. */
+hs_status hs__placement_revise(hs_placement *pl, const char *topic, const char *subject,
+                               const char *fmt, ...) HS_PRINTF(4, 5);
 
 #endif

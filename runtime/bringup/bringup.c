@@ -20,6 +20,7 @@ const char *hs_bringup_level_name(hs_bringup_level level) {
 }
 
 hs_status hs_bringup_level_parse(const char *name, hs_bringup_level *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_bringup_level_parse: NULL out");
   for (unsigned i = 0; name && i < HS_ARRAY_LEN(level_names); i++)
     if (strcasecmp(name, level_names[i]) == 0) {
       *out = (hs_bringup_level)i;
@@ -34,6 +35,7 @@ const char *hs_check_result_name(hs_check_result r) {
 }
 
 void hs_bringup_options_init(hs_bringup_options *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->level = HS_BRINGUP_STANDARD;
   o->soak_seconds = 120;

@@ -163,6 +163,7 @@ static void kv_bool(FILE *f, int ind, const char *k, bool v) {
 }
 
 void hs_device_info_write_json(FILE *f, const hs_device_info *d, int ind) {
+  if (!f || !d) return;
   int in = ind + 2;
   indent(f, ind);
   fputs("{\n", f);

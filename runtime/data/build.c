@@ -406,6 +406,10 @@ hs_status hs__imported_write(hs__imported *imp, hs__dsw *w, const char *src,
   free(imp->dst);
   imp->src = imp->dst = NULL;
   hs__edge_opts eo = {o->undirected, o->dedup, o->self_loops};
+  if (hs__stopped()) {
+    st = hs__fail_stopped();
+    goto fail;
+  }
   if ((st = hs__csr_finish(imp->n, indptr, indices, &eo, 2))) goto fail;
   int64_t e = indptr[imp->n];
 
@@ -423,6 +427,10 @@ hs_status hs__imported_write(hs__imported *imp, hs__dsw *w, const char *src,
     }
   }
 
+  if (hs__stopped()) {
+    st = hs__fail_stopped();
+    goto fail;
+  }
   hs__progress(o->progress, o->progress_ctx, "writing %s", hs__dsw_dir(w));
   uint64_t s_ip[1] = {(uint64_t)imp->n + 1}, s_ix[1] = {(uint64_t)e};
   if ((st = hs__dsw_array(w, "indptr.npy", HS_DTYPE_INT64, 1, s_ip, indptr))) goto fail;

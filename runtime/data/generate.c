@@ -146,12 +146,17 @@ static void edge_range(const gen *g, int t, uint64_t *lo, uint64_t *hi) {
   *hi = t == g->threads - 1 ? (uint64_t)g->m : (uint64_t)g->m / (uint64_t)g->threads * (uint64_t)(t + 1);
 }
 
+/* Whether a stop was asked for; worker loops poll it every 2^16 edges or
+ * rows and return early (the caller then fails with HS_ERR_INTERRUPTED). */
+static bool gen_stopped(const gen *g) { return g->o->stop && *g->o->stop; }
+
 static void pass_count(gen *g, int t) {
   uint64_t lo, hi;
   edge_range(g, t, &lo, &hi);
   int64_t *cnt = g->cnt[t];
   bool und = g->o->undirected;
   for (uint64_t i = lo; i < hi; i++) {
+    if ((i & 0xffff) == 0 && gen_stopped(g)) return;
     int32_t s, d;
     draw(g, i, &s, &d);
     cnt[s]++;
@@ -165,6 +170,7 @@ static void pass_fill(gen *g, int t) {
   int64_t *cur = g->cnt[t];
   bool und = g->o->undirected;
   for (uint64_t i = lo; i < hi; i++) {
+    if ((i & 0xffff) == 0 && gen_stopped(g)) return;
     int32_t s, d;
     draw(g, i, &s, &d);
     g->indices[cur[s]++] = d;
@@ -210,6 +216,24 @@ static void feat_rows(gen *g, int t) {
   }
 }
 
+/* Never write a non-finite feature (a margin or sigma too large for the
+ * feature type overflows): the dataset reader's users would train on it. */
+static hs_status check_finite(const gen *g, const void *chunk) {
+  int64_t f = g->o->num_features;
+  size_t count = (size_t)(g->chunk_v1 - g->chunk_v0) * (size_t)f;
+  bool half = g->o->feature_dtype == HS_DTYPE_FLOAT16;
+  for (size_t i = 0; i < count; i++) {
+    bool bad = half ? (((const uint16_t *)chunk)[i] & 0x7c00u) == 0x7c00u
+                    : !isfinite(((const float *)chunk)[i]);
+    if (bad)
+      return hs__fail(HS_ERR_RANGE, "feature %lld of row %lld is not finite in %s: margin %g "
+                      "and sigma %g overflow it", (long long)(i % (size_t)f),
+                      (long long)(g->chunk_v0 + (int64_t)(i / (size_t)f)),
+                      hs_dtype_name(g->o->feature_dtype), g->o->margin, g->o->sigma);
+  }
+  return HS_OK;
+}
+
 static hs_status write_features(gen *g, hs__dsw *w) {
   const hs_generate_opts *o = g->o;
   uint64_t shape[2] = {(uint64_t)g->n, (uint64_t)o->num_features};
@@ -234,6 +258,7 @@ static hs_status write_features(gen *g, hs__dsw *w) {
     g->chunk_v1 = v0 + rows < g->n ? v0 + rows : g->n;
     g->chunk_out = buf;
     run_threads(g, feat_rows);
+    if ((st = check_finite(g, buf))) break;
     if ((st = hs__npy_out_write(&out, buf, (size_t)(g->chunk_v1 - v0) * row_bytes))) break;
     if (hs__now() - last > 5) {
       last = hs__now();
@@ -662,6 +687,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
   hs_dataset *check = NULL;
   double t0 = hs__now();
   if ((st = hs__dsw_begin(dst, o->force, &w))) return st;
+  hs__stop_scope(o->stop);
   uint64_t entries = (uint64_t)g.m * (o->undirected ? 2u : 1u);
   size_t nn = (size_t)g.n + 1;
   g.indptr = calloc(nn, sizeof *g.indptr);
@@ -676,6 +702,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
   hs__progress(o->progress, o->progress_ctx, "pass 1/2: counting degrees of %" PRId64 " edges (%d threads)",
                g.m, g.threads);
   run_threads(&g, pass_count);
+  if (hs__stopped()) goto stopped;
   for (int64_t v = 0; v < g.n; v++) {
     int64_t at = g.indptr[v];
     for (int t = 0; t < g.threads; t++) {
@@ -687,6 +714,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
   }
   hs__progress(o->progress, o->progress_ctx, "pass 2/2: filling rows (%.1f s)", hs__now() - t0);
   run_threads(&g, pass_fill);
+  if (hs__stopped()) goto stopped;
   for (int t = 0; t < g.threads; t++) {
     free(g.cnt[t]);
     g.cnt[t] = NULL;
@@ -714,6 +742,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
       (st = onehop_accuracy(&g, measured_h, split[HS_SPLIT_TEST], split_n[HS_SPLIT_TEST], &onehop)))
     goto fail;
 
+  if (hs__stopped()) goto stopped;
   hs__progress(o->progress, o->progress_ctx, "writing topology: %" PRId64 " entries (%.1f s)", e,
                hs__now() - t0);
   uint64_t s_ip[1] = {(uint64_t)g.n + 1}, s_ix[1] = {(uint64_t)e}, s_l[1] = {(uint64_t)g.n};
@@ -744,11 +773,17 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
     sum->onehop_accuracy = onehop;
   }
   hs_dataset_close(check);
+  if (hs__stopped()) goto stopped;
+  hs__stop_scope(NULL);
   st = hs__dsw_commit(w);
   w = NULL;
   if (sum) sum->seconds = hs__now() - t0;
   if (!st) hs__progress(o->progress, o->progress_ctx, "wrote %s in %.1f s", dst, hs__now() - t0);
+  goto fail;
+stopped:
+  st = hs__fail_stopped();
 fail:
+  hs__stop_scope(NULL);
   hs__dsw_abort(w);
   free(g.indptr);
   free(g.indices);

@@ -307,11 +307,11 @@ hs_status hs__json_parse(const char *text, size_t len, const char *origin, hs_js
 
 hs_status hs__json_parse_file(const char *path, hs_json **out) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, NULL, &st);
+  if (!f) return st;
   char *buf = NULL;
   size_t len = 0, cap = 0;
-  hs_status st = HS_OK;
   for (;;) {
     if (len + 4096 > cap) {
       cap = cap ? 2 * cap : 65536;
