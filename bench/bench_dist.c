@@ -23,9 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/hs_comm.h"
-#include "dist/hs_dist.h"
-#include "dist/hs_onebit.h"
+#include "core/hs_engine.h"
 
 enum { TAG_PING = 7, MAX_P = 8 };
 

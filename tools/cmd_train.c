@@ -443,7 +443,8 @@ static int train(int argc, char **argv, hs_world **world) {
         rc = 1;
         goto out;
       }
-      if (better && !write_best(ckpt_dir, valid, es.epoch)) {
+      /* One writer of the directory: rank 0 (it also writes the checkpoints). */
+      if (better && root && !write_best(ckpt_dir, valid, es.epoch)) {
         rc = 1;
         goto out;
       }

@@ -8,8 +8,9 @@
  * the caches and the host tier, the trainer and the model tables, the
  * plain-C references they are compared with, an epoch replayed on a
  * profiling trainer, datasets' graph view, importers and npy writer, board
- * profiles' parsed form, the embedding store and the CTR reader, and the
- * small utilities (JSON, XML). */
+ * profiles' parsed form, the embedding store and the CTR reader, the
+ * communication module of distributed training with its 1-bit codes and
+ * exchanges, and the small utilities (JSON, XML). */
 #ifndef HS_ENGINE_H
 #define HS_ENGINE_H
 
@@ -20,6 +21,9 @@
 #include "data/hs_graph.h"
 #include "data/hs_import.h"
 #include "data/hs_npy.h"
+#include "dist/hs_comm.h"
+#include "dist/hs_dist.h"
+#include "dist/hs_onebit.h"
 #include "embed/hs_embed.h"
 #include "gemm.h"
 #include "hetsage.h"
