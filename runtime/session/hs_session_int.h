@@ -11,6 +11,7 @@
 #include "data/hs_graph.h"
 #include "dist/hs_dist.h"
 #include "hetsage/session.h"
+#include "nn/checkpoint.h"
 #include "nn/model.h"
 #include "nn/trainer.h"
 #include "pipeline/hs_pipe.h"
@@ -239,6 +240,9 @@ hs_status hs__session_dist_stats(hs_session *s, hs_epoch_stats *stats);
 /* Collective checkpoints (session_dist_ckpt.c): rank 0 reads and writes
  * the files. */
 hs_status hs__session_dist_save(hs_session *s, const char *path);
+/* The options of the session's run a checkpoint records beside the model
+ * (the whole run's: a distributed checkpoint is a single-process one). */
+void hs__session_run(const hs_session *s, hs_ckpt_run *r);
 hs_status hs__session_dist_load(hs_session *s, const char *path);
 /* Run `fn` on rank 0 and give its result to every rank (collective). */
 hs_status hs__session_dist_on_root(hs_session *s, hs_status (*fn)(hs_session *, int, double *),

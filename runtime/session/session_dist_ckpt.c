@@ -206,7 +206,18 @@ static hs_status save(hs_session *s, const char *path) {
       char sp[1100];
       state_path(path, sp, sizeof sp);
       st = write_atomic(sp, file, at + 4);
-      if (st == HS_OK) st = hs__checkpoint_save(&s->model, path);
+      /* One worker steps through the epoch as one process does: its file
+       * is a single-process checkpoint with the run's record. Several
+       * count steps per worker, which the record's epoch of batches does
+       * not describe: their file has no record (the ranks' options are
+       * checked against each other at start instead). */
+      if (st == HS_OK && s->workers == 1) {
+        hs_ckpt_run run;
+        hs__session_run(s, &run);
+        st = hs__checkpoint_save_run(&s->model, &run, path);
+      } else if (st == HS_OK) {
+        st = hs__checkpoint_save(&s->model, path);
+      }
     }
   }
   free(file);

@@ -230,7 +230,7 @@ done:
 }
 
 /* The options of this session's run beyond the model (hs_ckpt_run). */
-static void session_run(const hs_session *s, hs_ckpt_run *r) {
+void hs__session_run(const hs_session *s, hs_ckpt_run *r) {
   memset(r, 0, sizeof *r);
   r->set = true;
   r->n_layers = s->cfg.n_layers;
@@ -256,7 +256,7 @@ hs_status hs_session_save(hs_session *s, const char *path) {
   s->model.epoch = (uint64_t)s->epoch;
   s->model.rng_counter = (uint64_t)s->batch_pos;
   hs_ckpt_run run;
-  session_run(s, &run);
+  hs__session_run(s, &run);
   return hs__checkpoint_save_run(&s->model, &run, path);
 }
 
@@ -306,7 +306,7 @@ static hs_status check_resume(const hs_session *s, const char *path, unsigned fl
     return differs_f(path, "learning rate", mc.optim.lr, c->optim.lr);
   if (!run.set) return HS_OK;
   hs_ckpt_run now;
-  session_run(s, &now);
+  hs__session_run(s, &now);
   bool same = run.n_layers == now.n_layers;
   for (int l = 0; same && l < run.n_layers; l++) same = run.fanouts[l] == now.fanouts[l];
   if (!same) {
