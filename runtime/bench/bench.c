@@ -144,7 +144,10 @@ static void sample_figures(run_ctx *c, const scope *s, const hs_sample_runs *sr,
   snprintf(f.note, sizeof f.note, "%.0f edges, %.0f vertices a batch; wall time of whole batches",
            sr->edges_per_batch, sr->vertices_per_batch);
   emit(c, &f);
-  if (!kernels) return;
+  if (kernels && !sr->kernel_times_real)
+    hs__log(HS_LOG_DEVICE, "bench: %s: kernel-time figures left out: the device's profiling "
+            "timestamps are not real time", s ? s->name : "host");
+  if (!kernels || !sr->kernel_times_real) return;
   fig_init(&f, "sample", s, "sampling_kernel_edges_per_s", "edges/s", false, "random_reads_per_s");
   hs__bench_figure_set(&f, sr->kern_edges_s, sr->probe_s, sr->runs);
   snprintf(f.note, sizeof f.note, "sampling kernels' time (profiling events)");

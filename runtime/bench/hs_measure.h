@@ -102,6 +102,9 @@ typedef struct hs_sample_runs {
   int runs;
   double edges_s[HS_MEASURE_MAX_RUNS];      /* sampled edges / wall time of a batch */
   double kern_edges_s[HS_MEASURE_MAX_RUNS]; /* / sampling kernel time (devices) */
+  bool kernel_times_real; /* the device's profiling timestamps are real time
+                             (hs__queue_timestamps_real): else the two kernel
+                             rates are meaningless and left out */
   double reindex_v_s[HS_MEASURE_MAX_RUNS];  /* vertices / reindex kernel time */
   double probe_s[HS_MEASURE_MAX_RUNS];      /* the random-read limit, same run */
   /* The same two by the CPU time of every thread of the process (the

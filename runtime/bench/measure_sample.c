@@ -111,6 +111,7 @@ hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs
       (st = hs__batch_alloc(hs__sampler_caps(s), &b)) != HS_OK ||
       (st = hs__probe_open(&ctx, dev, q, topo_bytes, &probe)) != HS_OK)
     goto done;
+  out->kernel_times_real = hs__queue_timestamps_real(&ctx, q);
   for (int r = -warmup; r < runs; r++) {
     hs__bench_seeds(seeds, batch, g->n, (uint32_t)(r + warmup), used);
     hs_sampler_stats before, after;

@@ -58,6 +58,8 @@ static hs_status check_config(const hs_session_config *c) {
   if ((unsigned)c->feature_pages > HS_FEATURE_PAGES_HUGE)
     return hs__fail(HS_ERR_INVALID_ARG, "feature_pages %d: expected auto, file or huge",
                     (int)c->feature_pages);
+  if (c->gemm_threads < 0 || c->gemm_threads > 4096)
+    return hs__fail(HS_ERR_INVALID_ARG, "gemm_threads %d: 0 (auto) or 1..4096", c->gemm_threads);
   if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
     return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
                     HS_SAMPLE_MAX_LAYERS);
@@ -368,6 +370,15 @@ static hs_status make_slots(hs_session *s) {
   return HS_OK;
 }
 
+/* OpenBLAS threads for the trainer's GEMM (hs_session_config.gemm_threads). */
+static int gemm_threads(const hs_session *s, const hs_session_config *cfg) {
+  if (cfg->gemm_threads > 0) return cfg->gemm_threads;
+  const char *env = getenv("HETSAGE_GEMM_THREADS");
+  int v = env ? atoi(env) : 0;
+  if (v > 0 && v <= 4096) return v;
+  return (int)(s->tdev.info.compute_units ? s->tdev.info.compute_units : 1);
+}
+
 hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_config *cfg,
                             hs_session **out) {
   if (!rt || !ds || !out)
@@ -408,7 +419,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   if ((st = make_model(s)) != HS_OK) goto fail;
   if ((st = make_sampler(s)) != HS_OK) goto fail;
   hs_trainer_opts to = {.wg = 0, .gemm = HS_GEMM_AUTO,
-                        .gemm_threads = (int)s->tdev.info.compute_units, .profile = false};
+                        .gemm_threads = gemm_threads(s, cfg), .profile = false};
   if ((st = hs__trainer_create(&s->tctx, &s->tdev, s->tq, &s->model, &to, &s->trainer)) != HS_OK)
     goto fail;
   if ((st = hs__gather_pool_create(s->plan->gather_threads > 0 ? s->plan->gather_threads : 1,

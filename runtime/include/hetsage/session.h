@@ -122,6 +122,14 @@ typedef struct hs_session_config {
    * mapping, saying why in hs_session_describe, where the kernel gives no
    * huge pages on request or the copy would not fit the available memory. */
   hs_feature_pages feature_pages;
+  /* Threads of the trainer's GEMM where it runs on OpenBLAS (a CPU
+   * trainer's cblas provider). 0: the environment variable
+   * HETSAGE_GEMM_THREADS if set, else the trainer device's compute units
+   * (the fastest). OpenBLAS sums in another order with another thread
+   * count, so the parameters' last bits follow it; a fixed count gives the
+   * same bits on a whole CPU device and on any sub-device of it (see
+   * README, "Results across devices"). */
+  int gemm_threads;
 } hs_session_config;
 
 /* Fill `cfg` with the defaults above. */
