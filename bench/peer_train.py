@@ -7,7 +7,10 @@ usage: peer_train.py --peer dgl --dataset DIR --fanouts 25,10 --batch B
                      --hidden H --lr X --weight-decay X --dropout P
                      --epochs N --threads T --seed S
 
-The model matches hetsage's: per layer z = W_self h_dst + W_neigh mean(h_src)
+Sparse features (feat_shape.npy, feat_indptr.npy, feat_indices.npy and
+feat_values.npy unless binary) are expanded into the dense matrix DGL's
+SAGEConv takes: neither DGL nor PyG multiplies only the non-zeros for the
+user. The model matches hetsage's: per layer z = W_self h_dst + W_neigh mean(h_src)
 + b (DGL's SAGEConv with the mean aggregator), ReLU then dropout on hidden
 layers, softmax cross-entropy on the seeds, Adam with L2 weight decay.
 Row v of the CSR lists the vertices v aggregates from, so each entry e of
@@ -38,7 +41,19 @@ def load(dataset):
     indices = arr('indices.npy').astype(np.int64)
     n = indptr.shape[0] - 1
     dst = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    feat = arr('feat.npy').astype(np.float32)
+    if os.path.exists(os.path.join(dataset, 'feat.npy')):
+        feat = arr('feat.npy').astype(np.float32)
+    else:
+        # Sparse features (feat_shape/indptr/indices[/values].npy): DGL's
+        # model takes a dense tensor, as a DGL user would build it.
+        rows, cols = (int(x) for x in arr('feat_shape.npy'))
+        fptr = arr('feat_indptr.npy').astype(np.int64)
+        fcol = arr('feat_indices.npy').astype(np.int64)
+        vals = (arr('feat_values.npy').astype(np.float32)
+                if os.path.exists(os.path.join(dataset, 'feat_values.npy'))
+                else np.ones(fcol.shape[0], dtype=np.float32))
+        feat = np.zeros((rows, cols), dtype=np.float32)
+        feat[np.repeat(np.arange(rows), np.diff(fptr)), fcol] = vals
     label = arr('label.npy').astype(np.int64)
     split = [arr(s + '_idx.npy').astype(np.int64) for s in ('train', 'valid', 'test')]
     return n, indices, dst, feat, label, split

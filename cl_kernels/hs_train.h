@@ -18,9 +18,28 @@
 #include "hs_philox.h"
 #endif
 
+/* ---- constants the host and the kernels share ------------------------------
+ * The host sizes launches and scratch buffers from these; the kernels
+ * index with them. Nothing else may restate their values. */
+
 /* Rows per chunk of the two-stage column sums (bias gradients): fixes the
  * association of the sum for the kernel and the reference alike. */
 #define HS_COLSUM_ROWS 256
+
+/* Features per work-item of the row-wise kernels (aggregations, column
+ * sums): one float8 vector, loaded whole. CPU compilers vectorise loops
+ * only when innermost, and the per-edge loops would otherwise leave every
+ * lane scalar. A launch over d features has ceil(d / HS_VW) work-items per
+ * row. */
+#define HS_VW 8
+
+/* Elements per chunk of the fixed-shape exclusive scan (block transposes):
+ * the work split, and so the result, never depends on work-group sizes. A
+ * scan of n elements has ceil(n / HS_SCAN_CHUNK) chunks. */
+#define HS_SCAN_CHUNK 256
+
+/* Slope of GAT's LeakyReLU on attention scores (Velickovic et al.). */
+#define HS_GAT_SLOPE 0.2f
 
 /* Elements per work-item of the bias/ReLU/dropout kernel: eight Philox
  * draws' worth, computed as vectors. */

@@ -72,20 +72,26 @@ __kernel void hs_bias_act_fwd(__global float *z, int n, int d, __global const fl
   }
 }
 
+/* In place on dh (n x d), the backward of bias_act_fwd with ReLU given its
+ * output h: dh * scale where h > 0, else 0 (hs__ref_act_bwd). */
+__kernel void hs_act_bwd(__global const float *h, ulong total, float scale, __global float *dh) {
+  size_t e = get_global_id(0);
+  if (e >= total) return;
+  dh[e] = h[e] > 0.0f ? dh[e] * scale : 0.0f;
+}
+
 /* Column sums (bias gradients) of x (n x d) in two fixed stages, so that
  * the association, and the bits, never depend on the launch: partial sums
  * of chunks of HS_COLSUM_ROWS rows (rows in order), then the partials of
  * each column in chunk order. The reference (hs__ref_colsum) associates the
  * same way. Stage 1 work-item (kv, c): HS_VW columns of chunk c. */
-#define HS_CS_VW 8
-
 __kernel void hs_colsum_part(__global const float *x, int n, int d, __global float *part) {
-  int k = (int)get_global_id(0) * HS_CS_VW, c = (int)get_global_id(1);
+  int k = (int)get_global_id(0) * HS_VW, c = (int)get_global_id(1);
   int lo = c * HS_COLSUM_ROWS;
   if (k >= d || lo >= n) return;
   int hi = min(n, lo + HS_COLSUM_ROWS);
   __global float *out = part + (size_t)c * d;
-  if (k + HS_CS_VW <= d) {
+  if (k + HS_VW <= d) {
     float8 acc = (float8)(0.0f);
     for (int i = lo; i < hi; i++) acc += vload8(0, x + (size_t)i * d + k);
     vstore8(acc, 0, out + k);

@@ -198,3 +198,26 @@ size_t hs__llc_bytes(void) {
   if (v == 0) atomic_store(&known, v = llc_bytes_read());
   return v;
 }
+
+float hs__half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else { /* subnormal: renormalise */
+      exp = 113;
+      while (!(man & 0x400)) {
+        man <<= 1;
+        exp--;
+      }
+      bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (man << 13);
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}

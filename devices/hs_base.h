@@ -56,6 +56,9 @@ double hs__now(void);
  * virtual machines (it reads CPUID: 320 MiB for a 32 MiB cache seen). */
 size_t hs__llc_bytes(void);
 
+/* IEEE binary16 -> binary32, exact. */
+float hs__half_to_float(uint16_t h);
+
 /* The "FIELD: N kB" line of a /proc file such as /proc/meminfo or
  * /proc/self/smaps_rollup, in bytes; 0 when the file or the field is
  * missing. */

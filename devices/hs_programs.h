@@ -26,6 +26,10 @@ typedef enum hs_prog {
   HS_PROG_CACHE,      /* the trainer cache's row scatter */
   HS_PROG_TRAIN_SAGE, /* GraphSAGE-mean training: aggregation, activations,
                          loss, optimizers */
+  HS_PROG_TRAIN_GCN,  /* GCN training: the shared training kernels and GCN's */
+  HS_PROG_TRAIN_GAT,  /* GAT training: the shared training kernels and GAT's */
+  HS_PROG_TRAIN_SPARSE, /* the first layer over sparse input rows (any
+                           model's first layer) */
   HS_PROG_GEMM,       /* the built-in GEMM provider's tiled kernel */
   HS_PROG_PROBE,      /* random-read and copy probes (bring-up, benchmarks) */
   HS_PROG_SELFTEST,   /* bring-up's self-test and launch latency */

@@ -20,6 +20,17 @@
 
 #define NUL_LIST(...) ((const char *const[]){__VA_ARGS__, NULL})
 
+/* What every model's training program starts with (cl_kernels/: block
+ * transposes, bias/activation/loss, optimizers); a model's own sources and
+ * kernels follow (runtime/nn/model_ops.h). */
+#define TRAIN_SOURCES \
+  "hs_common.h", "hs_philox.h", "hs_train.h", "train_block.cl", "train_elem.cl", "train_optim.cl"
+#define TRAIN_KERNELS                                                                      \
+  "hs_tr_count", "hs_scan_sums", "hs_scan_offsets", "hs_scan_apply", "hs_tr_fill",         \
+      "hs_tr_fill_eid", "hs_edge_dst", "hs_tr_sort", "hs_bias_act_fwd", "hs_act_bwd",      \
+      "hs_colsum_part", "hs_colsum_final", "hs_softmax_ce", "hs_loss_reduce", "hs_adam", \
+      "hs_sgd"
+
 static const hs__program_def programs[HS_PROG_COUNT_] = {
     [HS_PROG_SAMPLE] =
         {.name = "sample",
@@ -56,17 +67,46 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
          .what = "the trainer cache's row scatter"},
     [HS_PROG_TRAIN_SAGE] =
         {.name = "train_sage",
-         .sources = NUL_LIST("hs_common.h", "hs_philox.h", "hs_train.h", "train_agg.cl",
-                             "train_elem.cl", "train_optim.cl"),
-         .kernels = NUL_LIST("hs_agg_fwd", "hs_agg_bwd", "hs_tr_count", "hs_scan_sums",
-                             "hs_scan_offsets", "hs_scan_apply", "hs_tr_fill", "hs_tr_sort",
-                             "hs_bias_act_fwd", "hs_colsum_part", "hs_colsum_final",
-                             "hs_softmax_ce", "hs_loss_reduce", "hs_adam", "hs_sgd"),
+         .sources = NUL_LIST(TRAIN_SOURCES, "train_sage.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_agg_fwd", "hs_agg_bwd", "hs_sage_combine",
+                             "hs_sage_split_bwd"),
          .options = "",
          .cpu_options = "",
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .model = "sage",
          .what = "GraphSAGE-mean training: aggregation, activations, loss, optimizers"},
+    [HS_PROG_TRAIN_GCN] =
+        {.name = "train_gcn",
+         .sources = NUL_LIST(TRAIN_SOURCES, "train_gcn.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_gcn_norm", "hs_gcn_agg_fwd", "hs_gcn_agg_bwd"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .model = "gcn",
+         .what = "GCN training: normalised aggregation with self loops, activations, loss, "
+                 "optimizers"},
+    [HS_PROG_TRAIN_GAT] =
+        {.name = "train_gat",
+         .sources = NUL_LIST(TRAIN_SOURCES, "train_gat.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_gat_scores", "hs_gat_softmax", "hs_gat_agg_fwd",
+                             "hs_gat_head_mean", "hs_gat_head_mean_bwd", "hs_gat_bwd_score",
+                             "hs_gat_bwd_del", "hs_gat_bwd_y", "hs_gat_att_part"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .model = "gat",
+         .what = "GAT training: attention scores, edge softmax, weighted aggregation, "
+                 "activations, loss, optimizers"},
+    [HS_PROG_TRAIN_SPARSE] =
+        {.name = "train_sparse",
+         .sources = NUL_LIST("hs_common.h", "train_sparse.cl"),
+         .kernels = NUL_LIST("hs_sp_mm", "hs_sp_fwd_mf", "hs_sp_fwd_af", "hs_sp_gsum",
+                             "hs_sp_entry_rows", "hs_sp_tr_fill", "hs_sp_wgrad",
+                             "hs_sp_wgrad_cols"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .what = "the first layer over sparse input features: sparse x dense products"},
     [HS_PROG_GEMM] =
         {.name = "gemm",
          .sources = NUL_LIST("gemm.cl"),

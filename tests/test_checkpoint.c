@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "nn/checkpoint.h"
+#include "nn/model_ops.h"
 #include "nn/ref_nn.h"
 #include "nn_fixtures.h"
 
@@ -121,7 +122,7 @@ Test(checkpoint, round_trip_restores_everything) {
   cr_expect_eq(count_files(), 1, "no temporary file is left behind");
   size_t size;
   free(slurp(&size));
-  cr_expect_eq(size, 128 + 3 * 4 * a.shape.n_params + 4);
+  cr_expect_eq(size, 144 + 3 * 4 * a.shape.n_params + 4);
 
   make_model(&b, 4, HS_OPTIM_ADAM, 99);
   cr_assert_eq(hs__checkpoint_load(path, &b), HS_OK, "%s", hs_last_error());
@@ -136,6 +137,8 @@ Test(checkpoint, round_trip_restores_everything) {
 
   hs_model_cfg cfg;
   cr_assert_eq(hs__checkpoint_read_cfg(path, &cfg), HS_OK);
+  cr_expect_eq(cfg.kind, HS_NN_SAGE);
+  cr_expect_eq(cfg.heads, 1);
   cr_expect_eq(cfg.in_dim, 5);
   cr_expect_eq(cfg.hidden, 4);
   cr_expect_eq(cfg.n_classes, 3);
@@ -207,10 +210,10 @@ Test(checkpoint, other_versions_are_refused) {
   cr_assert_eq(hs__checkpoint_save(&a, path), HS_OK);
   size_t size;
   unsigned char *buf = slurp(&size);
-  buf[8] = 2;
+  buf[8] = 3;
   reseal(buf, size);
   spill(buf, size);
-  expect_refused(HS_ERR_UNSUPPORTED, "version 2");
+  expect_refused(HS_ERR_UNSUPPORTED, "version 3");
   free(buf);
   hs__model_destroy(&a);
 }
@@ -242,13 +245,121 @@ Test(checkpoint, inconsistent_header_and_trailing_bytes_are_refused) {
   memcpy(longer, buf, size);
   spill(longer, size + 8);
   expect_refused(HS_ERR_FORMAT, "after the end");
-  buf[120] += 1; /* n_params */
+  buf[136] += 1; /* n_params */
   reseal(buf, size);
   spill(buf, size);
   expect_refused(HS_ERR_FORMAT, "parameters");
   free(buf);
   free(longer);
   hs__model_destroy(&a);
+}
+
+static void put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A file of version 1 (GraphSAGE, the fixed part at its old offsets, the
+ * parameters at byte 128), as earlier builds wrote it, still loads. */
+Test(checkpoint, version_1_files_still_load) {
+  hs_model a, b;
+  make_model(&a, 4, HS_OPTIM_ADAM, 5);
+  train(&a, 0, 2);
+  cr_assert_eq(hs__checkpoint_save(&a, path), HS_OK);
+  size_t size;
+  unsigned char *v2 = slurp(&size);
+  size_t body = size - 144 - 4, v1_size = 128 + body + 4;
+  unsigned char *v1 = calloc(1, v1_size);
+  memcpy(v1, v2, 8);
+  put32(v1 + 8, 1);
+  memcpy(v1 + 12, v2 + 24, 4 + 36);   /* n_layers, dims */
+  memcpy(v1 + 52, v2 + 64, 8 + 28);   /* optimizer, weight decay mode, hyper-parameters */
+  memcpy(v1 + 88, v2 + 104, 40);      /* seed, step, epoch, position, n_params */
+  memcpy(v1 + 128, v2 + 144, body);
+  reseal(v1, v1_size);
+  spill(v1, v1_size);
+  make_model(&b, 4, HS_OPTIM_ADAM, 99);
+  cr_assert_eq(hs__checkpoint_load(path, &b), HS_OK, "%s", hs_last_error());
+  cr_expect_arr_eq(b.params, a.params, a.shape.n_params * sizeof(float));
+  cr_expect_arr_eq(b.v, a.v, a.shape.n_params * sizeof(float));
+  cr_expect_eq(b.step, a.step);
+  cr_expect_eq(b.cfg.seed, 5u);
+  free(v1);
+  free(v2);
+  hs__model_destroy(&a);
+  hs__model_destroy(&b);
+}
+
+/* Records between the fixed part and the parameters: an optional one (tag
+ * bit 31) is skipped, any other unknown one refused by name. */
+Test(checkpoint, records_are_skipped_only_when_optional) {
+  hs_model a, b;
+  make_model(&a, 4, HS_OPTIM_ADAM, 5);
+  cr_assert_eq(hs__checkpoint_save(&a, path), HS_OK);
+  size_t size;
+  unsigned char *buf = slurp(&size);
+  size_t grown = size + 16;
+  unsigned char *rec = calloc(1, grown);
+  memcpy(rec, buf, 144);
+  put32(rec + 12, 160);
+  put32(rec + 144, 0x80000007u); /* optional */
+  put32(rec + 148, 5);           /* 5 bytes, padded to 8 */
+  memcpy(rec + 152, "hello", 5);
+  memcpy(rec + 160, buf + 144, size - 144);
+  reseal(rec, grown);
+  spill(rec, grown);
+  make_model(&b, 4, HS_OPTIM_ADAM, 99);
+  cr_assert_eq(hs__checkpoint_load(path, &b), HS_OK, "%s", hs_last_error());
+  cr_expect_arr_eq(b.params, a.params, a.shape.n_params * sizeof(float));
+  hs__model_destroy(&b);
+  put32(rec + 144, 7); /* the same record, not optional */
+  reseal(rec, grown);
+  spill(rec, grown);
+  expect_refused(HS_ERR_FORMAT, "record 00000007 is unknown");
+  put32(rec + 148, 64); /* longer than the header */
+  reseal(rec, grown);
+  spill(rec, grown);
+  expect_refused(HS_ERR_FORMAT, "runs past");
+  put32(rec + 12, 146); /* not a multiple of 4 */
+  reseal(rec, grown);
+  spill(rec, grown);
+  expect_refused(HS_ERR_FORMAT, "header of 146 bytes");
+  free(rec);
+  free(buf);
+  hs__model_destroy(&a);
+}
+
+/* A checkpoint names its model: loading it into another kind is refused
+ * with both named, even where the parameter counts agree. */
+Test(checkpoint, other_model_kinds_are_refused) {
+  for (int a = 0; a < HS_NN_KIND_COUNT_; a++)
+    for (int b = 0; b < HS_NN_KIND_COUNT_; b++) {
+      if (a == b || !hs__model_ops(a) || !hs__model_ops(b)) continue;
+      hs_model_cfg cfg;
+      hs__model_cfg_defaults(&cfg);
+      cfg.in_dim = 5;
+      cfg.hidden = 4;
+      cfg.n_classes = 3;
+      cfg.heads = 2;
+      cfg.kind = (hs_nn_kind)a;
+      hs_model ma, mb;
+      cr_assert_eq(hs__model_create(&cfg, &ma), HS_OK, "%s", hs_last_error());
+      cr_assert_eq(hs__checkpoint_save(&ma, path), HS_OK);
+      hs_model_cfg read;
+      cr_assert_eq(hs__checkpoint_read_cfg(path, &read), HS_OK);
+      cr_expect_eq(read.kind, (hs_nn_kind)a);
+      cfg.kind = (hs_nn_kind)b;
+      cr_assert_eq(hs__model_create(&cfg, &mb), HS_OK, "%s", hs_last_error());
+      float first = mb.params[0];
+      cr_expect_eq(hs__checkpoint_load(path, &mb), HS_ERR_INVALID_ARG);
+      char want[96];
+      snprintf(want, sizeof want, "holds a %s", hs__nn_kind_name(a));
+      cr_expect(strstr(hs_last_error(), want), "%s", hs_last_error());
+      cr_expect(strstr(hs_last_error(), hs__nn_kind_name(b)), "%s", hs_last_error());
+      cr_expect(strstr(hs_last_error(), path), "%s", hs_last_error());
+      cr_expect_eq(mb.params[0], first);
+      hs__model_destroy(&ma);
+      hs__model_destroy(&mb);
+    }
 }
 
 Test(checkpoint, shape_and_optimizer_mismatches_are_refused) {

@@ -13,7 +13,9 @@
 #include "hs_programs.h"
 #include "nn/checkpoint.h"
 #include "nn/infer.h"
+#include "nn/model_ops.h"
 #include "nn/nn_rng.h"
+#include "nn/sage.h"
 #include "nn/ref_nn.h"
 #include "nn/trainer.h"
 #include "nn_fixtures.h"
@@ -23,31 +25,34 @@ static const size_t wg_sizes[] = {0, 1, 3, 16, 64};
 
 /* ---- direct kernel launches ------------------------------------------------- */
 
+/* The GraphSAGE training program's kernel set, launched through the same
+ * typed launchers the trainer uses, at the local size the test asks. */
 typedef struct kfix {
   cl_fixture f;
-  cl_program prog;
+  hs_kset ks;
 } kfix;
 
 static void kfix_open(kfix *k) {
   clf_open(&k->f);
-  cr_assert_eq(hs__program_get(&k->f.ctx, &k->f.dev, HS_PROG_TRAIN_SAGE, &k->prog), HS_OK, "%s",
-               hs_last_error());
+  cr_assert_eq(hs__kset_create(&k->f.ctx, &k->f.dev, k->f.q, &hs__model_ops(HS_NN_SAGE)->program,
+                               0, &k->ks),
+               HS_OK, "%s", hs_last_error());
 }
 
 static void kfix_close(kfix *k) {
-  hs__program_release(&k->prog);
+  hs__kset_release(&k->ks);
   clf_close(&k->f);
 }
 
-static void launch(kfix *k, const char *name, size_t wg, size_t g0, size_t g1, const hs_karg *args, int n) {
-  cl_kernel kern;
-  cr_assert_eq(hs__kernel_create(k->prog, name, &k->f.dev, &kern), HS_OK);
-  cr_assert_eq(hs__kernel_args(kern, args, n), HS_OK, "%s", hs_last_error());
-  size_t global[2] = {g0, g1}, local[2] = {wg, 1};
-  cr_assert_eq(hs__launch(k->f.q, kern, g1 ? 2 : 1, global, local, 0, NULL, NULL), HS_OK, "%s",
-               hs_last_error());
+/* Every kernel's local size (0: the implementation's choice). */
+static void kfix_wg(kfix *k, size_t wg) {
+  for (int i = 0; i < k->ks.n_kernels; i++) k->ks.wg[i] = wg;
+}
+
+/* A launcher's status, then the queue drained. */
+static void ran(kfix *k, hs_status st) {
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs__queue_finish(k->f.q), HS_OK);
-  hs__kernel_release(&kern);
 }
 
 static void expect_close(const char *what, const float *got, const float *want, size_t n, float rtol) {
@@ -73,8 +78,8 @@ Test(nn_cl, transpose_kernels_equal_the_counting_sort) {
   fx_batch fb;
   hub_block(&fb);
   const hs_nn_block *b = &fb.blocks[0];
-  cl_int n_src = b->n_src, n_dst = b->n_dst, n_edges = hs__nn_block_edges(b), zero = 0;
-  cl_int n_chunks = (n_src + 255) / 256;
+  cl_int n_src = b->n_src, n_dst = b->n_dst, n_edges = hs__nn_block_edges(b);
+  cl_int n_chunks = (cl_int)hs__scan_chunks((size_t)n_src);
   int32_t *want_ptr = malloc(4 * ((size_t)n_src + 1)), *want_dst = malloc(4 * (size_t)n_edges);
   int32_t *got_ptr = malloc(4 * ((size_t)n_src + 1)), *got_dst = malloc(4 * (size_t)n_edges);
   hs__nn_block_transpose(b, want_ptr, want_dst);
@@ -83,14 +88,9 @@ Test(nn_cl, transpose_kernels_equal_the_counting_sort) {
     cl_mem rp = clf_upload(&k.f, b->row_ptr, 4 * ((size_t)n_dst + 1)), col = clf_upload(&k.f, b->col, 4 * (size_t)n_edges);
     cl_mem cur = clf_upload(&k.f, NULL, 4 * (size_t)n_src), sums = clf_upload(&k.f, NULL, 4 * (size_t)n_chunks);
     cl_mem tp = clf_upload(&k.f, NULL, 4 * ((size_t)n_src + 1)), td = clf_upload(&k.f, NULL, 4 * (size_t)n_edges);
-    cr_assert_eq(hs__mem_fill(k.f.q, cur, &zero, 4, 0, 4 * (size_t)n_src, 0, NULL, NULL), HS_OK);
-    launch(&k, "hs_tr_count", wg_sizes[w], (size_t)n_edges, 0, (hs_karg[]){HS_KARG(col), HS_KARG(n_edges), HS_KARG(cur)}, 3);
-    launch(&k, "hs_scan_sums", wg_sizes[w], (size_t)n_chunks, 0, (hs_karg[]){HS_KARG(cur), HS_KARG(n_src), HS_KARG(sums)}, 3);
-    launch(&k, "hs_scan_offsets", wg_sizes[w], 1, 0, (hs_karg[]){HS_KARG(sums), HS_KARG(n_src), HS_KARG(tp)}, 3);
-    launch(&k, "hs_scan_apply", wg_sizes[w], (size_t)n_chunks, 0, (hs_karg[]){HS_KARG(cur), HS_KARG(n_src), HS_KARG(sums), HS_KARG(tp)}, 4);
-    cr_assert_eq(hs__mem_fill(k.f.q, cur, &zero, 4, 0, 4 * (size_t)n_src, 0, NULL, NULL), HS_OK);
-    launch(&k, "hs_tr_fill", wg_sizes[w], (size_t)n_dst, 0, (hs_karg[]){HS_KARG(rp), HS_KARG(col), HS_KARG(n_dst), HS_KARG(tp), HS_KARG(cur), HS_KARG(td)}, 6);
-    launch(&k, "hs_tr_sort", wg_sizes[w], (size_t)n_src, 0, (hs_karg[]){HS_KARG(tp), HS_KARG(n_src), HS_KARG(td)}, 3);
+    kfix_wg(&k, wg_sizes[w]);
+    hs_tr_bufs tb = {.cursor = cur, .sums = sums, .t_ptr = tp, .t_list = td};
+    ran(&k, hs__nn_transpose(&k.ks, rp, col, n_dst, n_src, n_edges, &tb, false, false));
     clf_download(&k.f, tp, got_ptr, 4 * ((size_t)n_src + 1));
     clf_download(&k.f, td, got_dst, 4 * (size_t)n_edges);
     cr_expect_arr_eq(got_ptr, want_ptr, 4 * ((size_t)n_src + 1), "t_ptr, wg %zu", wg_sizes[w]);
@@ -111,7 +111,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
   const hs_nn_block *b = &fb.blocks[0];
   uint64_t s = 5;
   for (int di = 0; di < 2; di++) {
-    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__nn_block_edges(b), zero = 0;
+    cl_int d = di ? 33 : 5, n_dst = b->n_dst, n_src = b->n_src, n_edges = hs__nn_block_edges(b);
     size_t nh = (size_t)n_src * d, nc = (size_t)n_dst * 2 * d;
     float *h = malloc(4 * nh), *want = malloc(4 * nc), *got = malloc(4 * nc), *dcat = malloc(4 * nc);
     float *want_dh = malloc(4 * nh), *got_dh = malloc(4 * nh), *act = malloc(4 * nh);
@@ -124,9 +124,8 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
     for (size_t w = 0; w < N_WG; w++) {
       cl_mem drp = clf_upload(&k.f, b->row_ptr, 4 * ((size_t)n_dst + 1)), dcol = clf_upload(&k.f, b->col, 4 * (size_t)n_edges);
       cl_mem dh = clf_upload(&k.f, h, 4 * nh), dcatb = clf_upload(&k.f, NULL, 4 * nc);
-      size_t vecs = ((size_t)d + 7) / 8;
-      launch(&k, "hs_agg_fwd", wg_sizes[w], vecs, (size_t)n_dst,
-             (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(zero), HS_KARG(n_dst), HS_KARG(d), HS_KARG(dcatb)}, 7);
+      kfix_wg(&k, wg_sizes[w]);
+      ran(&k, hs__k_agg_fwd(&k.ks, drp, dcol, dh, 0, n_dst, d, dcatb));
       clf_download(&k.f, dcatb, got, 4 * nc);
       expect_close("agg_fwd", got, want, nc, 1e-6f);
       /* Backward, plain and with the ReLU/dropout mask folded in. */
@@ -136,9 +135,7 @@ Test(nn_cl, aggregation_forward_and_backward_match_reference) {
         float scale = masked ? 1.25f : 1.0f;
         hs__ref_agg_bwd(b, tp, td, dcat, d, want_dh);
         if (masked) hs__ref_act_bwd(act, n_src, d, scale, want_dh);
-        launch(&k, "hs_agg_bwd", wg_sizes[w], vecs, (size_t)n_src,
-               (hs_karg[]){HS_KARG(drp), HS_KARG(dtp), HS_KARG(dtd), HS_KARG(dg), HS_KARG(dact), HS_KARG(n_dst),
-                           HS_KARG(n_src), HS_KARG(d), HS_KARG(masked), HS_KARG(scale), HS_KARG(dout)}, 11);
+        ran(&k, hs__k_agg_bwd(&k.ks, drp, dtp, dtd, dg, dact, n_dst, n_src, d, masked, scale, dout));
         clf_download(&k.f, dout, got_dh, 4 * nh);
         expect_close(masked ? "agg_bwd masked" : "agg_bwd", got_dh, want_dh, nh, 1e-6f);
       }
@@ -172,9 +169,8 @@ Test(nn_cl, bias_relu_dropout_kernel_matches_reference) {
         cl_mem dz = clf_upload(&k.f, z, 4 * total), dp = clf_upload(&k.f, params, sizeof params);
         cl_ulong off = 3, seed = 1234;
         cl_uint ep = 3, ba = 7, layer = 1;
-        launch(&k, "hs_bias_act_fwd", wg_sizes[w], (total + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS, 0,
-               (hs_karg[]){HS_KARG(dz), HS_KARG(n), HS_KARG(d), HS_KARG(dp), HS_KARG(off), HS_KARG(relu), HS_KARG(p),
-                           HS_KARG(scale), HS_KARG(seed), HS_KARG(ep), HS_KARG(ba), HS_KARG(layer)}, 12);
+        kfix_wg(&k, wg_sizes[w]);
+        ran(&k, hs__k_bias_act(&k.ks, dz, n, d, dp, off, relu, p, scale, seed, ep, ba, layer));
         clf_download(&k.f, dz, got, 4 * total);
         /* The same bits as the reference: the same kept set, the same values. */
         cr_expect_arr_eq(got, want, 4 * total, "%dx%d, wg %zu, p %g", n, d, wg_sizes[w], (double)p);
@@ -209,11 +205,11 @@ Test(nn_cl, elementwise_and_loss_kernels_match_reference) {
     for (int i = 0; i < R; i++)
       for (int q = 0; q < D; q++) exact[q] += tall[i * D + q];
     for (int q = 0; q < D; q++) cr_expect(fabs(want_cs[q] - exact[q]) < 1e-4, "reference colsum %d", q);
-    cl_int rows = R, chunks = (R + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
+    cl_int rows = R, chunks = (cl_int)hs__colsum_chunks(R);
     cl_mem dx = clf_upload(&k.f, tall, sizeof tall), dpart = clf_upload(&k.f, NULL, 4 * (size_t)chunks * D);
     cl_mem dcs = clf_upload(&k.f, params, sizeof params);
-    launch(&k, "hs_colsum_part", wg_sizes[w], (D + 7) / 8, (size_t)chunks, (hs_karg[]){HS_KARG(dx), HS_KARG(rows), HS_KARG(d), HS_KARG(dpart)}, 4);
-    launch(&k, "hs_colsum_final", wg_sizes[w], D, 0, (hs_karg[]){HS_KARG(dpart), HS_KARG(chunks), HS_KARG(d), HS_KARG(dcs), HS_KARG(off)}, 5);
+    kfix_wg(&k, wg_sizes[w]);
+    ran(&k, hs__nn_colsum(&k.ks, dx, rows, d, dpart, dcs, off));
     clf_download(&k.f, dcs, got_cs, sizeof got_cs);
     cr_expect_arr_eq(got_cs, params, OFF * 4, "colsum wrote before its offset");
     cr_expect_arr_eq(got_cs + OFF, want_cs, sizeof want_cs, "colsum differs from the reference's association");
@@ -229,11 +225,8 @@ Test(nn_cl, elementwise_and_loss_kernels_match_reference) {
     cl_mem dsl = clf_upload(&k.f, NULL, sizeof loss_g), dsc = clf_upload(&k.f, NULL, sizeof correct_g);
     cl_int c = C, slot = 2;
     float inv_n = 1.0f / N;
-    launch(&k, "hs_softmax_ce", wg_sizes[w], N, 0,
-           (hs_karg[]){HS_KARG(dl), HS_KARG(dp), HS_KARG(off), HS_KARG(dy), HS_KARG(n), HS_KARG(c), HS_KARG(inv_n),
-                       HS_KARG(ddz), HS_KARG(drows), HS_KARG(dhits)}, 10);
-    launch(&k, "hs_loss_reduce", wg_sizes[w], 1, 0,
-           (hs_karg[]){HS_KARG(drows), HS_KARG(dhits), HS_KARG(n), HS_KARG(dsl), HS_KARG(dsc), HS_KARG(slot)}, 6);
+    ran(&k, hs__k_softmax_ce(&k.ks, dl, dp, off, dy, n, c, inv_n, ddz, drows, dhits));
+    ran(&k, hs__k_loss_reduce(&k.ks, drows, dhits, n, dsl, dsc, slot));
     clf_download(&k.f, ddz, gdz, sizeof gdz);
     clf_download(&k.f, drows, gl, sizeof gl);
     clf_download(&k.f, dhits, gc, sizeof gc);
@@ -271,15 +264,8 @@ Test(nn_cl, optimizer_kernels_match_reference) {
       hs__optim_coef(&o, t, &c);
       hs__ref_optim(o.kind, &c, N, p, g, m, v);
       cl_ulong n = N;
-      if (kind)
-        launch(&k, "hs_adam", wg, N, 0,
-               (hs_karg[]){HS_KARG(dp), HS_KARG(dg), HS_KARG(dm), HS_KARG(dv), HS_KARG(n), HS_KARG(c.lr), HS_KARG(c.l2),
-                           HS_KARG(c.decay), HS_KARG(c.beta1), HS_KARG(c.beta2), HS_KARG(c.one_minus_beta1),
-                           HS_KARG(c.one_minus_beta2), HS_KARG(c.inv_sqrt_bc2), HS_KARG(c.eps)}, 14);
-      else
-        launch(&k, "hs_sgd", wg, N, 0,
-               (hs_karg[]){HS_KARG(dp), HS_KARG(dg), HS_KARG(dm), HS_KARG(n), HS_KARG(c.lr), HS_KARG(c.l2),
-                           HS_KARG(c.decay), HS_KARG(c.momentum)}, 8);
+      kfix_wg(&k, wg);
+      ran(&k, kind ? hs__k_adam(&k.ks, dp, dg, dm, dv, n, &c) : hs__k_sgd(&k.ks, dp, dg, dm, n, &c));
     }
     clf_download(&k.f, dp, gp, sizeof gp);
     clf_download(&k.f, dm, gm, sizeof gm);

@@ -18,14 +18,16 @@
 
 static double relu_d(double x) { return x > 0.0 ? x : 0.0; }
 
-/* Mean cross-entropy of the model on the batch, every intermediate in
- * double; dropout keeps the same elements as the float path. */
-static double model_loss_d(const hs_model_shape *sh, const double *prm, const hs_nn_batch *b,
-                           float p, uint64_t seed, uint32_t epoch, uint32_t batch) {
+/* Mean cross-entropy of the model on the batch with input rows x0, every
+ * intermediate in double; dropout keeps the same elements as the float
+ * path. */
+static double model_loss_x(const hs_model_shape *sh, const double *prm, const hs_nn_batch *b,
+                           const double *x0, float p, uint64_t seed, uint32_t epoch,
+                           uint32_t batch) {
   int L = sh->n_layers;
   int32_t n0 = b->blocks[0].n_src, d0 = sh->dims[0];
   double *in = malloc(sizeof(double) * (size_t)n0 * (size_t)d0);
-  for (size_t e = 0; e < (size_t)n0 * (size_t)d0; e++) in[e] = b->feat[e];
+  for (size_t e = 0; e < (size_t)n0 * (size_t)d0; e++) in[e] = x0[e];
   double scale = 1.0 / (1.0 - (double)p);
   for (int l = 0; l < L; l++) {
     const hs_nn_block *blk = &b->blocks[l];
@@ -68,6 +70,17 @@ static double model_loss_d(const hs_model_shape *sh, const double *prm, const hs
   }
   free(in);
   return loss / n;
+}
+
+/* The same with the batch's own features. */
+static double model_loss_d(const hs_model_shape *sh, const double *prm, const hs_nn_batch *b,
+                           float p, uint64_t seed, uint32_t epoch, uint32_t batch) {
+  size_t nx = (size_t)b->blocks[0].n_src * (size_t)sh->dims[0];
+  double *x = malloc(sizeof(double) * nx);
+  for (size_t e = 0; e < nx; e++) x[e] = b->feat[e];
+  double loss = model_loss_x(sh, prm, b, x, p, seed, epoch, batch);
+  free(x);
+  return loss;
 }
 
 /* |analytic - fd| <= atol + rtol |fd| for every entry, and the gradient
@@ -371,6 +384,46 @@ Test(nn_ref, hand_batch_gradients) {
   }
   expect_grads("hand", g, fd, n, 1e-3, 2e-6);
   free(g), free(fd), free(pd);
+  hs__model_destroy(&m);
+}
+
+/* The gradient with respect to the input rows (what learnable vertex
+ * embeddings train from), with dropout on, against finite differences. */
+Test(nn_ref, input_gradients_match_finite_differences) {
+  hs_model_cfg cfg;
+  hs__model_cfg_defaults(&cfg);
+  cfg.in_dim = 3;
+  cfg.hidden = 4;
+  cfg.n_classes = 3;
+  cfg.dropout = 0.3f;
+  cfg.seed = 8;
+  hs_model m;
+  cr_assert_eq(hs__model_create(&cfg, &m), HS_OK, "%s", hs_last_error());
+  uint64_t s = 8;
+  for (int l = 0; l < 2; l++) fx_fill(m.params + m.shape.b_off[l], (size_t)m.shape.dims[l + 1], &s, 0.2f);
+  int fan[] = {3, 2};
+  fx_batch fb;
+  fx_batch_make(&fb, 2, 4, fan, cfg.in_dim, cfg.n_classes, 9);
+  hs_nn_batch b = fx_batch_view(&fb);
+  size_t n = m.shape.n_params, nx = (size_t)fb.blocks[0].n_src * (size_t)cfg.in_dim;
+  float *g = malloc(sizeof(float) * n), *g_plain = malloc(sizeof(float) * n), *dx = malloc(sizeof(float) * nx);
+  double *pd = malloc(sizeof(double) * n), *xd = malloc(sizeof(double) * nx), *fd = malloc(sizeof(double) * nx);
+  cr_assert_eq(hs__ref_gradients_x(&m, &b, 4, 9, true, g, dx, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__ref_gradients(&m, &b, 4, 9, true, g_plain, NULL), HS_OK);
+  cr_expect_arr_eq(g, g_plain, sizeof(float) * n, "asking for dX changed the parameter gradients");
+  for (size_t j = 0; j < n; j++) pd[j] = m.params[j];
+  for (size_t e = 0; e < nx; e++) xd[e] = fb.feat[e];
+  for (size_t e = 0; e < nx; e++) {
+    xd[e] = fb.feat[e] + FD_H;
+    double fp = model_loss_x(&m.shape, pd, &b, xd, cfg.dropout, cfg.seed, 4, 9);
+    xd[e] = fb.feat[e] - FD_H;
+    double fm = model_loss_x(&m.shape, pd, &b, xd, cfg.dropout, cfg.seed, 4, 9);
+    xd[e] = fb.feat[e];
+    fd[e] = (fp - fm) / (2 * FD_H);
+  }
+  expect_grads("dX", dx, fd, nx, 1e-3, 2e-6);
+  free(g), free(g_plain), free(dx), free(pd), free(xd), free(fd);
+  fx_batch_free(&fb);
   hs__model_destroy(&m);
 }
 

@@ -259,6 +259,18 @@ Test(session, bad_configuration_is_refused_by_name) {
   c.dropout = 1.0f;
   cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
   hs_session_config_init(&c);
+  c.model = (hs_model_kind)7;
+  cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
+  cr_expect(strstr(hs_last_error(), "model 7") != NULL, "%s", hs_last_error());
+  hs_session_config_init(&c);
+  c.model = HS_MODEL_GAT;
+  c.heads = 0;
+  cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
+  cr_expect(strstr(hs_last_error(), "heads 0") != NULL, "%s", hs_last_error());
+  c.heads = 3; /* 128 hidden features do not split into 3 heads */
+  cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
+  cr_expect(strstr(hs_last_error(), "multiple of the 3 heads") != NULL, "%s", hs_last_error());
+  hs_session_config_init(&c);
   c.board = "no-such-board";
   cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_NOT_FOUND);
   cr_expect_null(s);
@@ -283,6 +295,15 @@ Test(session, a_checkpoint_of_another_model_is_refused) {
   hs_session_config_init(&from);
   cr_assert_eq(hs_session_config_from_checkpoint(path, &from), HS_OK, "%s", hs_last_error());
   cr_expect_eq(from.hidden, 32);
+  cr_expect_eq(from.model, HS_MODEL_SAGE);
+  hs_session_destroy(s);
+  /* The same shape, another model: refused with both named. */
+  c.hidden = 32;
+  c.model = HS_MODEL_GCN;
+  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(hs_session_load(s, path), HS_ERR_INVALID_ARG);
+  cr_expect(strstr(hs_last_error(), "holds a sage model, this one is gcn") != NULL, "%s",
+            hs_last_error());
   hs_session_destroy(s);
   unlink(path);
 }
@@ -371,7 +392,7 @@ Test(session, compiler_less_device_trains_from_a_prebuilt_bundle) {
   cr_assert_eq(hs_kernels_build(rt, cpu, HS_KERNELS_SAMPLER | HS_KERNELS_TRAINER, bundle, names,
                                 sizeof names),
                HS_OK, "%s", hs_last_error());
-  cr_expect_str_eq(names, "sample,gather,cache,train_sage,gemm");
+  cr_expect_str_eq(names, "sample,gather,cache,train_sage,train_sparse,gemm");
   FILE *f = fopen(ini, "w");
   fprintf(f, "[board]\nname = nocc\n[device.cpu]\ntype = cpu\nrequired = true\n"
              "compiler = false\n[roles]\nsampler = cpu\ntrainer = cpu\n"

@@ -21,10 +21,14 @@ const char *cli_bytes(char *buf, size_t cap, uint64_t bytes) {
 
 void cli_info_print(FILE *f, const char *path, const hs_dataset_info *in) {
   char b1[32], b2[32], b3[32];
-  fprintf(f, "%s: %" PRId64 " vertices, %" PRId64 " edges, %" PRId64 " features (%s), %" PRId32
+  char form[64] = "";
+  if (in->feature_format == HS_FEAT_FORMAT_SPARSE)
+    snprintf(form, sizeof form, ", sparse%s, %" PRId64 " non-zeros",
+             in->feature_binary ? " binary" : "", in->feature_nnz);
+  fprintf(f, "%s: %" PRId64 " vertices, %" PRId64 " edges, %" PRId64 " features (%s%s), %" PRId32
              " classes (%" PRId64 " labelled)\n",
           path, in->num_vertices, in->num_edges, in->num_features,
-          hs_dtype_name(in->feature_dtype), in->num_classes, in->num_labelled);
+          hs_dtype_name(in->feature_dtype), form, in->num_classes, in->num_labelled);
   if (in->has_split[0] || in->has_split[1] || in->has_split[2])
     fprintf(f, "  split: train %" PRId64 ", valid %" PRId64 ", test %" PRId64 "\n",
             in->split_size[0], in->split_size[1], in->split_size[2]);
@@ -38,10 +42,13 @@ void cli_info_print(FILE *f, const char *path, const hs_dataset_info *in) {
 void cli_info_json(FILE *f, const hs_dataset_info *in) {
   fprintf(f,
           "  \"vertices\": %" PRId64 ",\n  \"edges\": %" PRId64 ",\n  \"features\": %" PRId64
-          ",\n  \"feature_dtype\": \"%s\",\n  \"classes\": %" PRId32 ",\n  \"labelled\": %" PRId64
+          ",\n  \"feature_dtype\": \"%s\",\n  \"feature_format\": \"%s\",\n"
+          "  \"feature_binary\": %s,\n  \"classes\": %" PRId32 ",\n  \"labelled\": %" PRId64
           ",\n  \"weights\": %s,\n",
           in->num_vertices, in->num_edges, in->num_features, hs_dtype_name(in->feature_dtype),
-          in->num_classes, in->num_labelled, in->has_weights ? "true" : "false");
+          in->num_features ? hs_feat_format_name(in->feature_format) : "none",
+          in->feature_binary ? "true" : "false", in->num_classes, in->num_labelled,
+          in->has_weights ? "true" : "false");
   fprintf(f, "  \"split\": {");
   static const char *const names[3] = {"train", "valid", "test"};
   bool any = false;

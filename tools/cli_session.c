@@ -21,6 +21,11 @@ void cli_session_usage(FILE *f) {
           "  --depth N            batch slots in flight (default: the plan's)\n"
           "  --fanouts 25,10      neighbours per layer from the seeds out (-1: all)\n"
           "  --batch N            seeds per batch (default 1024)\n"
+          "  --model sage|gcn|gat GraphSAGE-mean (default), graph convolution\n"
+          "                       (symmetric normalisation, self loops) or graph\n"
+          "                       attention\n"
+          "  --heads N            GAT's attention heads (default 4; the hidden\n"
+          "                       width must be a multiple of N)\n"
           "  --hidden N           hidden width (default 128)\n"
           "  --dropout P          (default 0.5)\n"
           "  --optimizer adam|sgd (default adam)\n"
@@ -113,6 +118,14 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     VAL();
     if (!cli_parse_u64(v, &u) || u < 1 || u > (1u << 24)) return bad(cmd, o, v, "expected 1..16777216");
     c->batch_size = (int32_t)u;
+  } else if (strcmp(o, "--model") == 0) {
+    VAL();
+    if (hs_model_kind_parse(v, &c->model) != HS_OK) return bad(cmd, o, v, "expected sage, gcn or gat");
+    a->model_set = true;
+  } else if (strcmp(o, "--heads") == 0) {
+    VAL();
+    if (!cli_parse_u64(v, &u) || u < 1 || u > 64) return bad(cmd, o, v, "expected 1..64");
+    c->heads = (int)u;
   } else if (strcmp(o, "--hidden") == 0) {
     VAL();
     if (!cli_parse_u64(v, &u) || u < 1 || u > 65536) return bad(cmd, o, v, "expected 1..65536");

@@ -9,6 +9,7 @@ typedef struct cli_session_args {
   const char *dataset; /* NULL: the bundled Cora */
   hs_session_config cfg;
   bool fanouts_set, layers_set;
+  bool model_set; /* --model given: a checkpoint of another model is refused */
 } cli_session_args;
 
 void cli_session_args_init(cli_session_args *a);

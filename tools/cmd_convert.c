@@ -17,11 +17,14 @@ static void usage(FILE *f) {
           "            file). Ids are tokens, renumbered in content order; classes are\n"
           "            numbered by name, byte-wise; a cites line 'A B' is the edge B -> A.\n"
           "  musae     SRC holds edges/*.csv, features/*.json, target/*.csv; the class is\n"
-          "            the target's last field; sparse features become dense 0/1 floats.\n"
+          "            the target's last field; features are 0/1 (a vertex's listed ids).\n"
           "  ogb       SRC is an OGB node-property folder: raw/edge.csv, raw/node-feat.csv,\n"
           "            raw/node-label.csv, raw/num-node-list.csv, split/NAME/{train,valid,test}.csv\n"
           "  edgelist  SRC is a whitespace edge list ('a b' lines, '#' comments); ids are\n"
           "            renumbered in order of first appearance unless --keep-ids.\n"
+          "  native    SRC is a native dataset: copied as it is (edge and split options do\n"
+          "            not apply) with its features written as --feat-format asks, e.g.\n"
+          "            'convert --from native --feat-format sparse cora cora-sparse'.\n"
           "\n"
           "options:\n"
           "  --from FORMAT          one of the formats above (required)\n"
@@ -32,6 +35,11 @@ static void usage(FILE *f) {
           "  --split TR,VA,TE|none  stratified split by class (default 0.6,0.2,0.2 when\n"
           "                         the source has none; given, it replaces the source's)\n"
           "  --seed S               seed of the split (default 0)\n"
+          "  --feat-format auto|dense|sparse\n"
+          "                         how to store the features: dense feat.npy, or sparse\n"
+          "                         CSR (feat_shape, feat_indptr, feat_indices and, unless\n"
+          "                         every non-zero is 1, feat_values .npy); auto (default)\n"
+          "                         writes sparse at density <= 10%%\n"
           "  --force                replace an existing dataset at DST\n"
           "  --json                 print the summary as JSON on stdout\n"
           "  --quiet                no progress lines on stderr\n"
@@ -86,6 +94,11 @@ int cmd_convert(int argc, char **argv) {
     } else if (strcmp(a, "--seed") == 0) {
       if (!val || !cli_parse_u64(val, &o.split_seed))
         return cli_usage_error(cmd, "--seed needs a non-negative integer");
+      i++;
+    } else if (strcmp(a, "--feat-format") == 0) {
+      if (!val) return cli_usage_error(cmd, "--feat-format needs auto, dense or sparse");
+      if (hs_feat_format_parse(val, &o.feat_format) != HS_OK)
+        return cli_usage_error(cmd, "--feat-format: %s", hs_last_error());
       i++;
     } else if (strcmp(a, "--force") == 0) {
       o.force = true;

@@ -16,13 +16,17 @@ static const char *resolve_checkpoint(const char *arg, char *buf, size_t len) {
   return arg;
 }
 
+/* The session takes the checkpoint's model; a --model given on the command
+ * line stays, so that a checkpoint of another model is refused by name. */
 static int open_from_checkpoint(const char *cmd, cli_session_args *a, const char *ckpt,
                                 hs_runtime **rt, hs_dataset **ds, hs_session **s) {
+  hs_model_kind asked = a->cfg.model;
   hs_status st = hs_session_config_from_checkpoint(ckpt, &a->cfg);
   if (st != HS_OK) {
     cli_report(cmd, ckpt, st);
     return 1;
   }
+  if (a->model_set) a->cfg.model = asked;
   int rc = cli_session_open(cmd, a, rt, ds, s);
   if (rc != 0) return rc;
   if ((st = hs_session_load(*s, ckpt)) != HS_OK) {

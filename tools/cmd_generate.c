@@ -40,6 +40,11 @@ static void usage(FILE *f) {
           "  --feat-dtype f32|f16   default f32\n"
           "  --margin D             distance between class means (default 1.5)\n"
           "  --sigma S              noise per feature (default 1)\n"
+          "  --words W              binary bag-of-words features instead: about W\n"
+          "                         distinct words per vertex out of --features\n"
+          "  --topic P              words: fraction drawn from the class's own block of\n"
+          "                         the vocabulary (default 0.25)\n"
+          "  --feat-format auto|dense|sparse  how to store them (auto: sparse at <= 10%%)\n"
           "  --split TR,VA,TE       stratified split (default 0.6,0.2,0.2)\n"
           "other:\n"
           "  --seed S               default 1\n"
@@ -50,6 +55,8 @@ static void usage(FILE *f) {
           "\n"
           "ogbn-products scale: --kind sbm --vertices 2449029 --edges 61859140\n"
           "  --classes 47 --features 100 (about 1 GiB of features).\n"
+          "CiteSeer-like (bag-of-words citation graph): --kind sbm --vertices 3327\n"
+          "  --edges 4552 --homophily 0.74 --classes 6 --features 3703 --words 32 --topic 0.12.\n"
           "Exit status: 0 done, 1 failed, 2 usage error.\n");
 }
 
@@ -143,6 +150,15 @@ int cmd_generate(int argc, char **argv) {
       if (!num_arg(cmd, argc, argv, &i, &o.margin, &rc)) return rc;
     } else if (strcmp(a, "--sigma") == 0) {
       if (!num_arg(cmd, argc, argv, &i, &o.sigma, &rc)) return rc;
+    } else if (strcmp(a, "--words") == 0) {
+      if (!num_arg(cmd, argc, argv, &i, &o.words, &rc)) return rc;
+      o.features = HS_GENERATE_WORDS;
+    } else if (strcmp(a, "--topic") == 0) {
+      if (!num_arg(cmd, argc, argv, &i, &o.topic, &rc)) return rc;
+    } else if (strcmp(a, "--feat-format") == 0) {
+      if (i + 1 >= argc || hs_feat_format_parse(argv[i + 1], &o.feat_format) != HS_OK)
+        return cli_usage_error(cmd, "--feat-format needs auto, dense or sparse");
+      i++;
     } else if (strcmp(a, "--split") == 0) {
       if (i + 1 >= argc || !cli_parse_split(argv[i + 1], o.split_frac))
         return cli_usage_error(cmd, "--split needs three fractions in [0,1] summing to <= 1");
@@ -183,15 +199,18 @@ int cmd_generate(int argc, char **argv) {
     cli_json_string(stdout, dst);
     printf(",\n");
     cli_info_json(stdout, &s.info);
-    printf(",\n  \"homophily\": %.6f,\n  \"bayes_accuracy\": %.6f,\n  \"one_hop_accuracy\": ",
-           s.homophily, s.bayes_accuracy);
+    printf(",\n  \"homophily\": %.6f,\n  \"bayes_accuracy\": ", s.homophily);
+    if (isfinite(s.bayes_accuracy)) printf("%.6f", s.bayes_accuracy);
+    else printf("null");
+    printf(",\n  \"one_hop_accuracy\": ");
     if (isfinite(s.onehop_accuracy)) printf("%.6f", s.onehop_accuracy);
     else printf("null");
     printf(",\n  \"seconds\": %.3f\n}\n", s.seconds);
   } else {
     cli_info_print(stdout, dst, &s.info);
-    printf("  homophily %.3f; predicted accuracy (Bayes): features alone %.3f", s.homophily,
-           s.bayes_accuracy);
+    printf("  homophily %.3f", s.homophily);
+    if (isfinite(s.bayes_accuracy))
+      printf("; predicted accuracy (Bayes): features alone %.3f", s.bayes_accuracy);
     if (isfinite(s.onehop_accuracy))
       printf(", with the neighbours' mean %.3f (one layer, --fanouts -1)", s.onehop_accuracy);
     printf("; %.1f s\n", s.seconds);

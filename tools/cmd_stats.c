@@ -12,9 +12,11 @@ static void usage(FILE *f) {
           "\n"
           "Open and validate the native dataset DIR and describe it: vertices, edges,\n"
           "features, classes, split sizes, the out-degree distribution (min, median,\n"
-          "p99, max, mean), self-loops, isolated vertices (no edge in or out), and the\n"
-          "bytes each role holds: the topology on the sampler device (indptr int64 +\n"
-          "indices int32 + weights), the features on the host, the labels.\n"
+          "p99, max, mean), self-loops, isolated vertices (no edge in or out), the\n"
+          "features' storage (dense feat.npy or sparse CSR) and density (non-zeros over\n"
+          "N x F; dense features are read once to count them), and the bytes each role\n"
+          "holds: the topology on the sampler device (indptr int64 + indices int32 +\n"
+          "weights), the features on the host, the labels.\n"
           "\n"
           "options:\n"
           "  --json   machine-readable output on stdout\n"
@@ -58,6 +60,9 @@ int cmd_stats(int argc, char **argv) {
     printf(",\n  \"degree\": {\"min\": %" PRId64 ", \"median\": %" PRId64 ", \"p99\": %" PRId64
            ", \"max\": %" PRId64 ", \"mean\": %.4f},\n",
            s.degree_min, s.degree_median, s.degree_p99, s.degree_max, s.degree_mean);
+    printf("  \"feature_nnz\": %" PRId64 ",\n  \"feature_density\": %.6g,\n"
+           "  \"feature_row_nnz_max\": %" PRId64 ",\n",
+           s.feature_nnz, s.feature_density, s.feature_row_nnz_max);
     printf("  \"self_loops\": %" PRId64 ",\n  \"isolated\": %" PRId64
            ",\n  \"largest_class\": %" PRId64 "\n}\n",
            s.self_loops, s.isolated, s.class_size_max);
@@ -67,6 +72,12 @@ int cmd_stats(int argc, char **argv) {
   printf("  out-degree: min %" PRId64 ", median %" PRId64 ", p99 %" PRId64 ", max %" PRId64
          ", mean %.2f\n",
          s.degree_min, s.degree_median, s.degree_p99, s.degree_max, s.degree_mean);
+  if (s.info.num_features)
+    printf("  features: %s, %" PRId64 " non-zeros, density %.4g%% (%.1f per row, at most %" PRId64
+           ")\n",
+           hs_feat_format_name(s.info.feature_format), s.feature_nnz, 100.0 * s.feature_density,
+           s.info.num_vertices ? (double)s.feature_nnz / (double)s.info.num_vertices : 0.0,
+           s.feature_row_nnz_max);
   printf("  self-loops %" PRId64 ", isolated vertices %" PRId64, s.self_loops, s.isolated);
   if (s.info.num_classes)
     printf(", largest class %" PRId64 " (%.1f%% of labelled)", s.class_size_max,

@@ -1,4 +1,5 @@
-/* hetsage train: pipelined GraphSAGE training from one command. */
+/* hetsage train: pipelined GNN training (GraphSAGE, GCN, GAT) from one
+ * command. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -21,9 +22,10 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: hetsage train [options]\n"
           "\n"
-          "Train GraphSAGE by neighbour sampling: the sampler device samples and\n"
-          "reindexes, the host gathers features, the trainer device trains; batches\n"
-          "are pipelined. With no options: the bundled Cora on the default board.\n"
+          "Train a GNN (GraphSAGE, GCN or GAT: --model) by neighbour sampling: the\n"
+          "sampler device samples and reindexes, the host gathers features, the\n"
+          "trainer device trains; batches are pipelined. With no options: GraphSAGE\n"
+          "on the bundled Cora on the default board.\n"
           "\n");
   cli_session_usage(f);
   fprintf(f,
@@ -93,7 +95,8 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           "\"host_memory_bytes\": %llu, \"peak_rss_bytes\": %llu, "
           "\"transfer\": \"%s\", \"bytes_to_host\": %llu, \"bytes_device_to_device\": %llu, "
           "\"upload_s\": %.6f, \"host_topology_freed_bytes\": %llu, "
-          "\"feature_huge_page_bytes\": %llu, "
+          "\"feature_huge_page_bytes\": %llu, \"feature_format\": \"%s\", "
+          "\"feature_nnz\": %llu, \"feature_bytes_dense\": %llu, "
           "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
           busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
           st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
@@ -107,7 +110,9 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
           hs_transfer_name(st->transfer), (unsigned long long)st->bytes_to_host,
           (unsigned long long)st->bytes_device_to_device, st->upload_s,
           (unsigned long long)st->host_topology_freed_bytes,
-          (unsigned long long)st->feature_huge_page_bytes, st->loss, valid_acc);
+          (unsigned long long)st->feature_huge_page_bytes, hs_feat_format_name(st->feature_format),
+          (unsigned long long)st->feature_nnz, (unsigned long long)st->feature_bytes_dense,
+          st->loss, valid_acc);
   fflush(f);
 }
 

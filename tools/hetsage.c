@@ -15,7 +15,7 @@ static int cmd_version(int argc, char **argv) {
 static const cli_command commands[] = {
     {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
     {"place", "place the sampler and trainer on this board, and say why", cmd_place},
-    {"train", "train GraphSAGE (default: the bundled Cora)", cmd_train},
+    {"train", "train GraphSAGE, GCN or GAT (default: GraphSAGE on the bundled Cora)", cmd_train},
     {"eval", "accuracy of a saved model on a split", cmd_eval},
     {"predict", "predict the class of vertices with a saved model", cmd_predict},
     {"bringup", "check every kernel on every device of this board against its reference",
@@ -33,7 +33,7 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: hetsage <command> [options]\n"
           "\n"
-          "GraphSAGE training by neighbour sampling on heterogeneous OpenCL "
+          "GNN training (GraphSAGE, GCN, GAT) by neighbour sampling on heterogeneous OpenCL "
           "boards.\n\ncommands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);

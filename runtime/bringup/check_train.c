@@ -15,8 +15,10 @@
 #include "gemm.h"
 #include "hs_bringup_int.h"
 #include "hs_launch.h"
+#include "nn/model_ops.h"
 #include "nn/nn_rng.h"
 #include "nn/ref_nn.h"
+#include "nn/sage.h"
 #include "nn/trainer.h"
 #include "sample/hs_sample.h"
 
@@ -104,25 +106,11 @@ static hs_status down(hs__scope *s, cl_mem m, void *host, size_t bytes) {
   return st;
 }
 
-/* Launch kernel `name` of `prog` with the trainer's local size (64, or
- * the kernel's limit) and wait. */
-static hs_status run(hs__scope *s, cl_program prog, const char *name, size_t g0, size_t g1,
-                     const hs_karg *args, int n) {
-  cl_kernel k = NULL;
-  hs_status st = hs__kernel_create(prog, name, &s->dev, &k);
-  if (st == HS_OK) st = hs__kernel_args(k, args, n);
-  if (st == HS_OK) {
-    size_t lim = hs__kernel_max_wg(k, &s->dev);
-    size_t global[2] = {g0, g1}, local[2] = {lim < 64 ? lim : 64, 1};
-    st = hs__launch(s->q, k, g1 ? 2 : 1, global, local, 0, NULL, NULL);
-  }
-  if (st == HS_OK) st = hs__queue_finish(s->q);
-  hs__kernel_release(&k);
-  return st;
-}
-
-static hs_status build(hs__scope *s, cl_program *prog) {
-  return hs__program_get(&s->ctx, &s->dev, HS_PROG_TRAIN_SAGE, prog);
+/* The kernel set of `kind`'s training program on the scope's queue, with
+ * the trainer's default local size; kernels are launched through the same
+ * typed launchers the trainer uses. */
+static hs_status open_ks(hs__scope *s, hs_nn_kind kind, hs_kset *ks) {
+  return hs__kset_create(&s->ctx, &s->dev, s->q, &hs__model_ops(kind)->program, 0, ks);
 }
 
 /* A block with a hub: the hop-0 block of a Cora batch whose first
@@ -159,48 +147,28 @@ static void hub_free(hub_block *h) {
 
 static hs_check_result transpose(hs__bu *b, hs__scope *s, hs__out *o) {
   hub_block h;
-  cl_program prog = NULL;
+  hs_kset ks = {0};
   cl_mem rp = NULL, col = NULL, cur = NULL, sums = NULL, tp = NULL, td = NULL;
   int32_t *want_p = NULL, *want_d = NULL, *got_p = NULL, *got_d = NULL;
   hs_check_result res = HS_CHECK_FAIL;
   hs_status st = hub_make(b, &h);
   const hs_nn_block *k = &h.blk;
-  cl_int n_src = k->n_src, n_dst = k->n_dst, n_edges = hs__nn_block_edges(k), zero = 0;
-  cl_int n_chunks = (n_src + 255) / 256;
+  cl_int n_src = k->n_src, n_dst = k->n_dst, n_edges = hs__nn_block_edges(k);
+  cl_int n_chunks = (cl_int)hs__scan_chunks((size_t)n_src);
   size_t sp = 4 * ((size_t)n_src + 1), se = 4 * (size_t)n_edges;
   if (st == HS_OK) {
     want_p = malloc(sp), want_d = malloc(se + 4), got_p = malloc(sp), got_d = malloc(se + 4);
     if (!want_p || !want_d || !got_p || !got_d) st = hs__fail(HS_ERR_NOMEM, "transpose check");
   }
-  if (st == HS_OK) st = build(s, &prog);
+  if (st == HS_OK) st = open_ks(s, HS_NN_SAGE, &ks);
   if (st == HS_OK) st = up(s, k->row_ptr, 4 * ((size_t)n_dst + 1), &rp);
   if (st == HS_OK) st = up(s, k->col, se, &col);
   if (st == HS_OK) st = up(s, NULL, 4 * (size_t)n_src, &cur);
   if (st == HS_OK) st = up(s, NULL, 4 * (size_t)n_chunks, &sums);
   if (st == HS_OK) st = up(s, NULL, sp, &tp);
   if (st == HS_OK) st = up(s, NULL, se, &td);
-  if (st == HS_OK) st = hs__mem_fill(s->q, cur, &zero, 4, 0, 4 * (size_t)n_src, 0, NULL, NULL);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_tr_count", (size_t)n_edges, 0,
-             (hs_karg[]){HS_KARG(col), HS_KARG(n_edges), HS_KARG(cur)}, 3);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_scan_sums", (size_t)n_chunks, 0,
-             (hs_karg[]){HS_KARG(cur), HS_KARG(n_src), HS_KARG(sums)}, 3);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_scan_offsets", 1, 0,
-             (hs_karg[]){HS_KARG(sums), HS_KARG(n_src), HS_KARG(tp)}, 3);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_scan_apply", (size_t)n_chunks, 0,
-             (hs_karg[]){HS_KARG(cur), HS_KARG(n_src), HS_KARG(sums), HS_KARG(tp)}, 4);
-  if (st == HS_OK) st = hs__mem_fill(s->q, cur, &zero, 4, 0, 4 * (size_t)n_src, 0, NULL, NULL);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_tr_fill", (size_t)n_dst, 0,
-             (hs_karg[]){HS_KARG(rp), HS_KARG(col), HS_KARG(n_dst), HS_KARG(tp), HS_KARG(cur),
-                         HS_KARG(td)},
-             6);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_tr_sort", (size_t)n_src, 0,
-             (hs_karg[]){HS_KARG(tp), HS_KARG(n_src), HS_KARG(td)}, 3);
+  hs_tr_bufs tb = {.cursor = cur, .sums = sums, .t_ptr = tp, .t_list = td};
+  if (st == HS_OK) st = hs__nn_transpose(&ks, rp, col, n_dst, n_src, n_edges, &tb, false, false);
   if (st == HS_OK) st = down(s, tp, got_p, sp);
   if (st == HS_OK) st = down(s, td, got_d, se);
   if (st != HS_OK) {
@@ -221,7 +189,7 @@ static hs_check_result transpose(hs__bu *b, hs__scope *s, hs__out *o) {
 done:
   hs__mem_release(&rp), hs__mem_release(&col), hs__mem_release(&cur), hs__mem_release(&sums);
   hs__mem_release(&tp), hs__mem_release(&td);
-  hs__program_release(&prog);
+  hs__kset_release(&ks);
   free(want_p), free(want_d), free(got_p), free(got_d);
   hub_free(&h);
   return res;
@@ -231,11 +199,11 @@ done:
  * hub block, two widths: vector path and tail. */
 static hs_check_result aggregation(hs__bu *b, hs__scope *s, hs__out *o, bool bwd) {
   hub_block h;
-  cl_program prog = NULL;
+  hs_kset ks = {0};
   hs_check_result res = HS_CHECK_FAIL;
   o->digest = HS__FNV_SEED;
   hs_status st = hub_make(b, &h);
-  if (st == HS_OK) st = build(s, &prog);
+  if (st == HS_OK) st = open_ks(s, HS_NN_SAGE, &ks);
   if (st != HS_OK) {
     hub_free(&h);
     return hs__bu_error(o, bwd ? "aggregation backward" : "aggregation forward", st);
@@ -261,17 +229,13 @@ static hs_check_result aggregation(hs__bu *b, hs__scope *s, hs__out *o, bool bwd
     fill(hx, nh, &seed, 1.0f);
     fill(dcat, nc, &seed, 1.0f);
     for (size_t e = 0; e < nh; e++) act[e] = hx[e] > 0.0f ? hx[e] : 0.0f;
-    size_t vecs = ((size_t)d + 7) / 8;
     cl_int base = 0; /* first destination row: the whole block */
     if ((st = up(s, k->row_ptr, 4 * ((size_t)n_dst + 1), &drp)) != HS_OK ||
         (st = up(s, k->col, 4 * (size_t)n_edges, &dcol)) != HS_OK)
       goto next;
     if (!bwd) {
       if ((st = up(s, hx, 4 * nh, &dh)) != HS_OK || (st = up(s, NULL, 4 * nc, &dout)) != HS_OK ||
-          (st = run(s, prog, "hs_agg_fwd", vecs, (size_t)n_dst,
-                    (hs_karg[]){HS_KARG(drp), HS_KARG(dcol), HS_KARG(dh), HS_KARG(base),
-                                HS_KARG(n_dst), HS_KARG(d), HS_KARG(dout)},
-                    7)) != HS_OK ||
+          (st = hs__k_agg_fwd(&ks, drp, dcol, dh, base, n_dst, d, dout)) != HS_OK ||
           (st = down(s, dout, got, 4 * nc)) != HS_OK)
         goto next;
       hs__ref_agg_fwd(k, hx, d, want);
@@ -286,11 +250,8 @@ static hs_check_result aggregation(hs__bu *b, hs__scope *s, hs__out *o, bool bwd
         goto next;
       for (cl_int masked = 0; masked < 2; masked++) {
         float scale = masked ? 1.25f : 1.0f;
-        if ((st = run(s, prog, "hs_agg_bwd", vecs, (size_t)n_src,
-                      (hs_karg[]){HS_KARG(drp), HS_KARG(dtp), HS_KARG(dtd), HS_KARG(dg),
-                                  HS_KARG(dact), HS_KARG(n_dst), HS_KARG(n_src), HS_KARG(d),
-                                  HS_KARG(masked), HS_KARG(scale), HS_KARG(dout)},
-                      11)) != HS_OK ||
+        if ((st = hs__k_agg_bwd(&ks, drp, dtp, dtd, dg, dact, n_dst, n_src, d, masked, scale,
+                                dout)) != HS_OK ||
             (st = down(s, dout, got, 4 * nh)) != HS_OK)
           goto next;
         hs__ref_agg_bwd(k, tp, td, dcat, d, want);
@@ -316,7 +277,7 @@ static hs_check_result aggregation(hs__bu *b, hs__scope *s, hs__out *o, bool bwd
            n_dst, n_src, n_edges, bwd ? ", plain and with the ReLU/dropout mask" : "");
   res = HS_CHECK_PASS;
 done:
-  hs__program_release(&prog);
+  hs__kset_release(&ks);
   hub_free(&h);
   return res;
 }
@@ -339,24 +300,20 @@ static hs_check_result elementwise(hs__bu *b, hs__scope *s, hs__out *o) {
   fill(params, OFF + D, &seed, 0.5f);
   memcpy(want, z, sizeof z);
   hs__ref_bias_act_fwd(want, N, D, params + OFF, true, 0.4f, 1234, 3, 7, 1);
-  cl_program prog = NULL;
+  hs_kset ks = {0};
   cl_mem dz = NULL, dp = NULL;
   cl_int n = N, d = D, relu = 1;
   cl_ulong off = OFF, dseed = 1234;
   cl_uint ep = 3, ba = 7, layer = 1;
   float p = 0.4f, scale = hs__dropout_scale(p);
-  hs_status st = build(s, &prog);
+  hs_status st = open_ks(s, HS_NN_SAGE, &ks);
   if (st == HS_OK) st = up(s, z, sizeof z, &dz);
   if (st == HS_OK) st = up(s, params, sizeof params, &dp);
   if (st == HS_OK)
-    st = run(s, prog, "hs_bias_act_fwd", (N * D + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS, 0,
-             (hs_karg[]){HS_KARG(dz), HS_KARG(n), HS_KARG(d), HS_KARG(dp), HS_KARG(off),
-                         HS_KARG(relu), HS_KARG(p), HS_KARG(scale), HS_KARG(dseed), HS_KARG(ep),
-                         HS_KARG(ba), HS_KARG(layer)},
-             12);
+    st = hs__k_bias_act(&ks, dz, n, d, dp, off, relu, p, scale, dseed, ep, ba, layer);
   if (st == HS_OK) st = down(s, dz, got, sizeof got);
   hs__mem_release(&dz), hs__mem_release(&dp);
-  hs__program_release(&prog);
+  hs__kset_release(&ks);
   if (st != HS_OK) return hs__bu_error(o, "bias, ReLU and dropout", st);
   for (int e = 0; e < N * D; e++)
     if ((got[e] == 0.0f) != (want[e] == 0.0f)) {
@@ -380,24 +337,19 @@ static hs_check_result colsum(hs__bu *b, hs__scope *s, hs__out *o) {
   fill(tall, R * D, &seed, 1.0f);
   fill(before, OFF + D, &seed, 1.0f);
   hs__ref_colsum(tall, R, D, want);
-  cl_int rows = R, d = D, chunks = (R + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
+  cl_int rows = R, d = D, chunks = (cl_int)hs__colsum_chunks(R);
   cl_ulong off = OFF;
-  cl_program prog = NULL;
+  hs_kset ks = {0};
   cl_mem dx = NULL, dpart = NULL, dcs = NULL;
-  hs_status st = build(s, &prog);
+  hs_status st = open_ks(s, HS_NN_SAGE, &ks);
   if (st == HS_OK) st = up(s, tall, sizeof tall, &dx);
   if (st == HS_OK) st = up(s, NULL, 4 * (size_t)chunks * D, &dpart);
   if (st == HS_OK) st = up(s, before, sizeof before, &dcs);
   if (st == HS_OK)
-    st = run(s, prog, "hs_colsum_part", (D + 7) / 8, (size_t)chunks,
-             (hs_karg[]){HS_KARG(dx), HS_KARG(rows), HS_KARG(d), HS_KARG(dpart)}, 4);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_colsum_final", D, 0,
-             (hs_karg[]){HS_KARG(dpart), HS_KARG(chunks), HS_KARG(d), HS_KARG(dcs), HS_KARG(off)},
-             5);
+    st = hs__nn_colsum(&ks, dx, rows, d, dpart, dcs, off);
   if (st == HS_OK) st = down(s, dcs, got, sizeof got);
   hs__mem_release(&dx), hs__mem_release(&dpart), hs__mem_release(&dcs);
-  hs__program_release(&prog);
+  hs__kset_release(&ks);
   if (st != HS_OK) return hs__bu_error(o, "column sums", st);
   if (memcmp(got, before, OFF * sizeof(float)) != 0) {
     snprintf(o->detail, sizeof o->detail, "column sums wrote before their offset");
@@ -424,13 +376,13 @@ static hs_check_result loss(hs__bu *b, hs__scope *s, hs__out *o) {
   for (int i = 0; i < N; i++) y[i] = (int32_t)(mix(&seed) % C);
   hs__ref_softmax_ce(logits, params + OFF, y, N, C, wdz, wl, wc);
   hs__ref_loss_reduce(wl, wc, N, &loss_w, &correct_w);
-  cl_program prog = NULL;
+  hs_kset ks = {0};
   cl_mem dl = NULL, dp = NULL, dy = NULL, ddz = NULL, drows = NULL, dhits = NULL, dsl = NULL,
          dsc = NULL;
   cl_int n = N, c = C, slot = 2;
   cl_ulong off = OFF;
   float inv_n = 1.0f / N;
-  hs_status st = build(s, &prog);
+  hs_status st = open_ks(s, HS_NN_SAGE, &ks);
   if (st == HS_OK) st = up(s, logits, sizeof logits, &dl);
   if (st == HS_OK) st = up(s, params, sizeof params, &dp);
   if (st == HS_OK) st = up(s, y, sizeof y, &dy);
@@ -440,15 +392,8 @@ static hs_check_result loss(hs__bu *b, hs__scope *s, hs__out *o) {
   if (st == HS_OK) st = up(s, NULL, sizeof loss_g, &dsl);
   if (st == HS_OK) st = up(s, NULL, sizeof correct_g, &dsc);
   if (st == HS_OK)
-    st = run(s, prog, "hs_softmax_ce", N, 0,
-             (hs_karg[]){HS_KARG(dl), HS_KARG(dp), HS_KARG(off), HS_KARG(dy), HS_KARG(n),
-                         HS_KARG(c), HS_KARG(inv_n), HS_KARG(ddz), HS_KARG(drows), HS_KARG(dhits)},
-             10);
-  if (st == HS_OK)
-    st = run(s, prog, "hs_loss_reduce", 1, 0,
-             (hs_karg[]){HS_KARG(drows), HS_KARG(dhits), HS_KARG(n), HS_KARG(dsl), HS_KARG(dsc),
-                         HS_KARG(slot)},
-             6);
+    st = hs__k_softmax_ce(&ks, dl, dp, off, dy, n, c, inv_n, ddz, drows, dhits);
+  if (st == HS_OK) st = hs__k_loss_reduce(&ks, drows, dhits, n, dsl, dsc, slot);
   if (st == HS_OK) st = down(s, ddz, gdz, sizeof gdz);
   if (st == HS_OK) st = down(s, drows, gl, sizeof gl);
   if (st == HS_OK) st = down(s, dhits, gc, sizeof gc);
@@ -456,7 +401,7 @@ static hs_check_result loss(hs__bu *b, hs__scope *s, hs__out *o) {
   if (st == HS_OK) st = down(s, dsc, correct_g, sizeof correct_g);
   cl_mem all[] = {dl, dp, dy, ddz, drows, dhits, dsl, dsc};
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) hs__mem_release(&all[i]);
-  hs__program_release(&prog);
+  hs__kset_release(&ks);
   if (st != HS_OK) return hs__bu_error(o, "softmax cross-entropy", st);
   if (!hs__bu_floats("dz", gdz, wdz, N * C, 1e-5f, o->detail, sizeof o->detail) ||
       !hs__bu_floats("loss", gl, wl, N, 1e-5f, o->detail, sizeof o->detail) ||
@@ -480,8 +425,8 @@ static hs_check_result optimizer(hs__bu *b, hs__scope *s, hs__out *o) {
   enum { N = 1000 };
   static float p[N], g[N], m[N], v[N], gp[N], gm[N], gv[N];
   uint64_t seed = 4;
-  cl_program prog = NULL;
-  hs_status st = build(s, &prog);
+  hs_kset ks = {0};
+  hs_status st = open_ks(s, HS_NN_SAGE, &ks);
   o->digest = HS__FNV_SEED;
   for (int kind = 0; st == HS_OK && kind < 2; kind++) {
     hs_optim_cfg oc = {.kind = kind ? HS_OPTIM_ADAM : HS_OPTIM_SGD,
@@ -501,18 +446,7 @@ static hs_check_result optimizer(hs__bu *b, hs__scope *s, hs__out *o) {
       hs__optim_coef(&oc, t, &c);
       hs__ref_optim(oc.kind, &c, N, p, g, m, v);
       cl_ulong n = N;
-      if (kind)
-        st = run(s, prog, "hs_adam", N, 0,
-                 (hs_karg[]){HS_KARG(dp), HS_KARG(dg), HS_KARG(dm), HS_KARG(dv), HS_KARG(n),
-                             HS_KARG(c.lr), HS_KARG(c.l2), HS_KARG(c.decay), HS_KARG(c.beta1),
-                             HS_KARG(c.beta2), HS_KARG(c.one_minus_beta1),
-                             HS_KARG(c.one_minus_beta2), HS_KARG(c.inv_sqrt_bc2), HS_KARG(c.eps)},
-                 14);
-      else
-        st = run(s, prog, "hs_sgd", N, 0,
-                 (hs_karg[]){HS_KARG(dp), HS_KARG(dg), HS_KARG(dm), HS_KARG(n), HS_KARG(c.lr),
-                             HS_KARG(c.l2), HS_KARG(c.decay), HS_KARG(c.momentum)},
-                 8);
+      st = kind ? hs__k_adam(&ks, dp, dg, dm, dv, n, &c) : hs__k_sgd(&ks, dp, dg, dm, n, &c);
     }
     if (st == HS_OK) st = down(s, dp, gp, sizeof gp);
     if (st == HS_OK) st = down(s, dm, gm, sizeof gm);
@@ -529,14 +463,14 @@ static hs_check_result optimizer(hs__bu *b, hs__scope *s, hs__out *o) {
       goto fail;
     o->digest = hs__fnv(o->digest, gp, sizeof gp);
   }
-  hs__program_release(&prog);
+  hs__kset_release(&ks);
   if (st != HS_OK) return hs__bu_error(o, "optimizer", st);
   snprintf(o->detail, sizeof o->detail,
            "3 steps of SGD (momentum, L2) and Adam (decoupled decay) on %d parameters: within 1e-6",
            N);
   return HS_CHECK_PASS;
 fail:
-  hs__program_release(&prog);
+  hs__kset_release(&ks);
   return HS_CHECK_FAIL;
 }
 

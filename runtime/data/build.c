@@ -372,38 +372,6 @@ size_t hs__json_str(char *buf, size_t cap, const char *s) {
   return k;
 }
 
-/* Dense 0/1 rows from the sparse binary features, streamed. */
-static hs_status write_sparse_feat(hs__imported *imp, hs__dsw *w) {
-  uint64_t shape[2] = {(uint64_t)imp->n, (uint64_t)imp->f};
-  hs__npy_out o;
-  hs_status st = hs__dsw_stream(w, "feat.npy", HS_DTYPE_FLOAT32, 2, shape, &o);
-  if (st) return st;
-  size_t rows = imp->f ? (size_t)((1 << 22) / imp->f) : 1;
-  if (rows == 0) rows = 1;
-  float *buf = NULL;
-  size_t bytes;
-  if (!hs__mul_size(rows, (size_t)imp->f * sizeof(float), &bytes) ||
-      !(buf = malloc(bytes ? bytes : 1))) {
-    hs__npy_out_discard(&o);
-    return hs__fail(HS_ERR_NOMEM, "no memory for feature rows");
-  }
-  for (int64_t v0 = 0; v0 < imp->n; v0 += (int64_t)rows) {
-    int64_t v1 = v0 + (int64_t)rows < imp->n ? v0 + (int64_t)rows : imp->n;
-    memset(buf, 0, (size_t)(v1 - v0) * (size_t)imp->f * sizeof(float));
-    for (int64_t v = v0; v < v1; v++)
-      for (int64_t k = imp->sp_ptr[v]; k < imp->sp_ptr[v + 1]; k++)
-        buf[(size_t)(v - v0) * (size_t)imp->f + (size_t)imp->sp_ids[k]] = 1.0f;
-    if ((st = hs__npy_out_write(&o, buf, (size_t)(v1 - v0) * (size_t)imp->f * sizeof(float))))
-      break;
-  }
-  free(buf);
-  if (st) {
-    hs__npy_out_discard(&o);
-    return st;
-  }
-  return hs__npy_out_close(&o);
-}
-
 static hs_status write_meta(hs__imported *imp, hs__dsw *w, const char *src,
                             const hs_convert_opts *o, bool split_made) {
   size_t cap = 4096;
@@ -486,11 +454,10 @@ hs_status hs__imported_write(hs__imported *imp, hs__dsw *w, const char *src,
   if ((st = hs__dsw_array(w, "indices.npy", HS_DTYPE_INT32, 1, s_ix, indices))) goto fail;
   free(indices);
   indices = NULL;
-  if (imp->feat) {
-    uint64_t s_f[2] = {(uint64_t)imp->n, (uint64_t)imp->f};
-    if ((st = hs__dsw_array(w, "feat.npy", HS_DTYPE_FLOAT32, 2, s_f, imp->feat))) goto fail;
-  } else if (imp->sp_ptr) {
-    if ((st = write_sparse_feat(imp, w))) goto fail;
+  if (imp->feat || imp->sp_ptr) {
+    hs__feat_src fs = {.n = imp->n, .f = imp->f, .dtype = HS_DTYPE_FLOAT32, .dense = imp->feat,
+                       .ptr = imp->sp_ptr, .col = imp->sp_ids};
+    if ((st = hs__feat_write(w, &fs, o->feat_format, NULL))) goto fail;
   }
   if (imp->labels) {
     uint64_t s_l[1] = {(uint64_t)imp->n};

@@ -1,7 +1,11 @@
-/* hs_convert: one importer into the dataset writer. */
+/* hs_convert: one importer into the dataset writer, or a native dataset
+ * rewritten (its features turned from one form into the other). */
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hs_graph.h"
 #include "hs_import.h"
 
 static const struct {
@@ -12,6 +16,7 @@ static const struct {
     {"musae", HS_IMPORT_MUSAE},
     {"ogb", HS_IMPORT_OGB},
     {"edgelist", HS_IMPORT_EDGELIST},
+    {"native", HS_IMPORT_NATIVE},
 };
 
 hs_status hs_import_format_parse(const char *name, hs_import_format *out) {
@@ -21,7 +26,8 @@ hs_status hs_import_format_parse(const char *name, hs_import_format *out) {
       return HS_OK;
     }
   return hs__fail(HS_ERR_INVALID_ARG,
-                  "unknown import format '%s' (linqs, musae, ogb, edgelist)", name ? name : "");
+                  "unknown import format '%s' (linqs, musae, ogb, edgelist, native)",
+                  name ? name : "");
 }
 
 void hs_convert_opts_init(hs_convert_opts *o, hs_import_format from) {
@@ -34,9 +40,84 @@ void hs_convert_opts_init(hs_convert_opts *o, hs_import_format from) {
   o->split_frac[2] = 0.2;
 }
 
+/* Copy every array of the open dataset `ds` but the features, then write
+ * the features in the form asked for, and check the result. */
+static hs_status rewrite_native(hs_dataset *ds, const char *src, hs__dsw *w,
+                                const hs_convert_opts *o, hs_dataset_info *summary) {
+  const hs_graph *g = hs__dataset_graph(ds);
+  hs_status st;
+  uint64_t s_ip[1] = {(uint64_t)g->n + 1}, s_ix[1] = {(uint64_t)g->e}, s_n[1] = {(uint64_t)g->n};
+  if ((st = hs__dsw_array(w, "indptr.npy", HS_DTYPE_INT64, 1, s_ip, g->indptr)) ||
+      (st = hs__dsw_array(w, "indices.npy", HS_DTYPE_INT32, 1, s_ix, g->indices)))
+    return st;
+  if (g->weights && (st = hs__dsw_array(w, "weights.npy", HS_DTYPE_FLOAT32, 1, s_ix, g->weights)))
+    return st;
+  if (g->labels && (st = hs__dsw_array(w, "label.npy", HS_DTYPE_INT32, 1, s_n, g->labels)))
+    return st;
+  static const char *const names[HS_SPLIT_COUNT_] = {"train_idx.npy", "valid_idx.npy",
+                                                     "test_idx.npy"};
+  for (int s = 0; s < HS_SPLIT_COUNT_; s++) {
+    uint64_t s_s[1] = {(uint64_t)g->split_n[s]};
+    if (g->split[s] && (st = hs__dsw_array(w, names[s], HS_DTYPE_INT32, 1, s_s, g->split[s])))
+      return st;
+  }
+  hs_feat_format written = HS_FEAT_FORMAT_AUTO;
+  if (g->feat || g->feat_sparse) {
+    hs__progress(o->progress, o->progress_ctx, "writing %" PRId64 " x %" PRId64 " features (%s)",
+                 g->n, g->f, hs_feat_format_name(o->feat_format));
+    hs__feat_src fs = {.n = g->n, .f = g->f, .dtype = g->feat_dtype, .dense = g->feat,
+                       .ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val};
+    if ((st = hs__feat_write(w, &fs, o->feat_format, &written))) return st;
+  }
+  size_t cap = strlen(src) * 6 + 256;
+  char *meta = malloc(cap);
+  if (!meta) return hs__fail(HS_ERR_NOMEM, "no memory");
+  size_t k = (size_t)snprintf(meta, cap, "{\n  \"hetsage_dataset\": 1,\n  \"source_format\": "
+                                         "\"native\",\n  \"source\": ");
+  k += hs__json_str(meta + k, cap - k, src);
+  snprintf(meta + k, cap - k, ",\n  \"features\": \"%s\"\n}\n",
+           written == HS_FEAT_FORMAT_AUTO ? "none" : hs_feat_format_name(written));
+  st = hs__dsw_text(w, "meta.json", meta);
+  free(meta);
+  if (st) return st;
+  hs_dataset *check = NULL;
+  if ((st = hs_dataset_open(hs__dsw_dir(w), &check))) {
+    hs__fail_context(st, "the rewritten dataset does not validate");
+    return st;
+  }
+  if (summary) hs_dataset_get_info(check, summary);
+  hs_dataset_close(check);
+  return HS_OK;
+}
+
+static hs_status convert_native(const char *src, const char *dst, const hs_convert_opts *o,
+                                hs_dataset_info *summary) {
+  hs_dataset *ds = NULL;
+  hs__dsw *w = NULL;
+  double t0 = hs__now();
+  hs_status st;
+  if ((st = hs__dsw_begin(dst, o->force, &w))) return st;
+  hs__progress(o->progress, o->progress_ctx, "reading %s", src);
+  if ((st = hs_dataset_open(src, &ds))) goto fail;
+  if ((st = hs__graph_topology(hs__dataset_graph(ds), "convert"))) goto fail;
+  if ((st = rewrite_native(ds, src, w, o, summary))) goto fail;
+  hs_dataset_close(ds);
+  st = hs__dsw_commit(w);
+  if (!st)
+    hs__progress(o->progress, o->progress_ctx, "wrote %s in %.1f s", dst, hs__now() - t0);
+  return st;
+fail:
+  hs_dataset_close(ds);
+  hs__dsw_abort(w);
+  return st;
+}
+
 hs_status hs_convert(const char *src, const char *dst, const hs_convert_opts *o,
                      hs_dataset_info *summary) {
   if (!src || !dst || !o) return hs__fail(HS_ERR_INVALID_ARG, "hs_convert: NULL argument");
+  if ((unsigned)o->feat_format > HS_FEAT_FORMAT_SPARSE)
+    return hs__fail(HS_ERR_INVALID_ARG, "hs_convert: feature format %d", (int)o->feat_format);
+  if (o->from == HS_IMPORT_NATIVE) return convert_native(src, dst, o, summary);
   hs__imported imp;
   memset(&imp, 0, sizeof imp);
   hs__dsw *w = NULL;

@@ -1,7 +1,9 @@
 /* Opening a native dataset: every array is checked against every rule of
  * dataset.h before the handle is returned. int32 arrays and int64 offsets
  * are mapped and checked in place; int64 ids are narrowed into int32 copies
- * (ids are int32 everywhere downstream). feat.npy is mapped but never read. */
+ * (ids are int32 everywhere downstream). feat.npy is mapped but never read;
+ * sparse features are read and checked in full (they are small by
+ * construction: that is why they are stored sparse). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,7 +20,18 @@
 #include "hs_graph.h"
 #include "hs_npy.h"
 
-enum { MAP_INDPTR, MAP_INDICES, MAP_WEIGHTS, MAP_FEAT, MAP_LABEL, MAP_SPLIT0, MAP_COUNT_ = MAP_SPLIT0 + 3 };
+enum {
+  MAP_INDPTR,
+  MAP_INDICES,
+  MAP_WEIGHTS,
+  MAP_FEAT,
+  MAP_FPTR,
+  MAP_FCOL,
+  MAP_FVAL,
+  MAP_LABEL,
+  MAP_SPLIT0,
+  MAP_COUNT_ = MAP_SPLIT0 + 3
+};
 
 struct hs_dataset {
   char *dir;
@@ -116,6 +129,47 @@ static hs_status load_i32(hs_dataset *ds, int slot, const arr *a, int64_t lo, in
   return hs__npy_read_i32(a->path, a->fd, &a->h, buf, lo, hi, what);
 }
 
+/* An int64 view of CSR offsets (n + 1 entries: mapped if int64, else
+ * widened) that starts at 0 and never decreases. `what` names the array
+ * in messages ("indptr", "feat_indptr"). */
+static hs_status load_offsets(hs_dataset *ds, int slot, arr *a, uint64_t n, const char *what,
+                              const int64_t **out) {
+  hs_status st;
+  const int64_t *p;
+  if (a->h.dtype == HS_DTYPE_INT64) {
+    const void *data;
+    if ((st = hs__npy_map(a->path, a->fd, &a->h, true, &ds->maps[slot], &data))) return st;
+    p = data;
+  } else {
+    int64_t *buf = malloc((n + 1) * sizeof *buf);
+    if (!buf) return hs__fail(HS_ERR_NOMEM, "%s: no memory", a->path);
+    ds->owned[slot] = buf;
+    if ((st = hs__npy_read_i64(a->path, a->fd, &a->h, buf))) return st;
+    p = buf;
+  }
+  *out = p;
+  if (p[0] != 0)
+    return hs__fail(HS_ERR_FORMAT, "%s: element 0 (byte %zu): %s[0] is %" PRId64
+                    ", must be 0",
+                    a->path, byte_of(a, 0), what, p[0]);
+  int bad = 0;
+  size_t i0 = 1;
+  for (; i0 + 16 <= n + 1; i0 += 16) {
+    int b = 0;
+    for (int k = 0; k < 16; k++) b |= p[i0 + k] < p[i0 + k - 1];
+    bad |= b;
+  }
+  for (; i0 <= n; i0++) bad |= p[i0] < p[i0 - 1];
+  if (bad)
+    for (size_t i = 1; i <= n; i++)
+      if (p[i] < p[i - 1])
+        return hs__fail(HS_ERR_FORMAT,
+                        "%s: element %zu (byte %zu): %s decreases: %" PRId64
+                        " after %" PRId64,
+                        a->path, i, byte_of(a, i), what, p[i], p[i - 1]);
+  return HS_OK;
+}
+
 static hs_status load_indptr(hs_dataset *ds, arr *a) {
   hs_graph *g = &ds->g;
   if (a->h.count < 1)
@@ -129,40 +183,7 @@ static hs_status load_indptr(hs_dataset *ds, arr *a) {
                     "(N < 2^31)",
                     a->path, a->h.dict_offset, n);
   g->n = (int64_t)n;
-  hs_status st;
-  if (a->h.dtype == HS_DTYPE_INT64) {
-    const void *data;
-    if ((st = hs__npy_map(a->path, a->fd, &a->h, true, &ds->maps[MAP_INDPTR], &data)))
-      return st;
-    g->indptr = data;
-  } else {
-    int64_t *buf = malloc((n + 1) * sizeof *buf);
-    if (!buf) return hs__fail(HS_ERR_NOMEM, "%s: no memory", a->path);
-    ds->owned[MAP_INDPTR] = buf;
-    if ((st = hs__npy_read_i64(a->path, a->fd, &a->h, buf))) return st;
-    g->indptr = buf;
-  }
-  const int64_t *p = g->indptr;
-  if (p[0] != 0)
-    return hs__fail(HS_ERR_FORMAT, "%s: element 0 (byte %zu): indptr[0] is %" PRId64
-                    ", must be 0",
-                    a->path, byte_of(a, 0), p[0]);
-  int bad = 0;
-  size_t i0 = 1;
-  for (; i0 + 16 <= n + 1; i0 += 16) {
-    int b = 0;
-    for (int k = 0; k < 16; k++) b |= p[i0 + k] < p[i0 + k - 1];
-    bad |= b;
-  }
-  for (; i0 <= n; i0++) bad |= p[i0] < p[i0 - 1];
-  if (bad)
-    for (size_t i = 1; i <= n; i++)
-      if (p[i] < p[i - 1])
-        return hs__fail(HS_ERR_FORMAT,
-                        "%s: element %zu (byte %zu): indptr decreases: %" PRId64
-                        " after %" PRId64,
-                        a->path, i, byte_of(a, i), p[i], p[i - 1]);
-  return HS_OK;
+  return load_offsets(ds, MAP_INDPTR, a, n, "indptr", &g->indptr);
 }
 
 static hs_status load_weights(hs_dataset *ds, arr *a) {
@@ -184,6 +205,107 @@ static hs_status load_weights(hs_dataset *ds, arr *a) {
         return hs__fail(HS_ERR_FORMAT, "%s: element %" PRId64 " (byte %zu): weight is %s",
                         a->path, i, byte_of(a, (uint64_t)i), isnan(w[i]) ? "NaN" : "infinite");
   g->weights = w;
+  return HS_OK;
+}
+
+/* Whether a float16 bit pattern is NaN or infinite (exponent all ones). */
+static inline bool half_not_finite(uint16_t h) { return (h & 0x7c00u) == 0x7c00u; }
+
+/* Index of the first value that is not finite, or -1. */
+static int64_t first_not_finite(const void *v, hs_dtype dt, int64_t n) {
+  if (dt == HS_DTYPE_FLOAT16) {
+    const uint16_t *h = v;
+    bool bad = false;
+    for (int64_t i = 0; i < n; i++) bad |= half_not_finite(h[i]);
+    if (bad)
+      for (int64_t i = 0; i < n; i++)
+        if (half_not_finite(h[i])) return i;
+    return -1;
+  }
+  const float *f = v;
+  bool bad = false;
+  for (int64_t i = 0; i < n; i++) bad |= !isfinite(f[i]);
+  if (bad)
+    for (int64_t i = 0; i < n; i++)
+      if (!isfinite(f[i])) return i;
+  return -1;
+}
+
+/* Sparse features: feat_shape.npy, feat_indptr.npy, feat_indices.npy and
+ * the optional feat_values.npy, every rule of dataset.h checked. */
+static hs_status load_sparse_feat(hs_dataset *ds, arr *sh, arr *fp, arr *fc, arr *fv) {
+  hs_graph *g = &ds->g;
+  hs_status st;
+  const char *dir = ds->dir;
+  if ((st = arr_open(dir, "feat_shape.npy", true, INT_TYPES, 1, sh))) {
+    hs__fail_context(st, "sparse features (feat_indptr.npy) need their shape (N, F)");
+    return st;
+  }
+  if (sh->h.count != 2)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: shape (%" PRIu64 ",): expected (2,): (N, F)",
+                    sh->path, sh->h.dict_offset, sh->h.count);
+  int64_t shape[2];
+  if ((st = hs__npy_read_i64(sh->path, sh->fd, &sh->h, shape))) return st;
+  if (shape[0] != g->n)
+    return hs__fail(HS_ERR_FORMAT, "%s: element 0 (byte %zu): N is %" PRId64
+                    ", but indptr.npy has N = %" PRId64, sh->path, byte_of(sh, 0), shape[0], g->n);
+  if (shape[1] < 1 || shape[1] > INT32_MAX)
+    return hs__fail(HS_ERR_FORMAT, "%s: element 1 (byte %zu): F is %" PRId64
+                    ", expected 1 .. 2^31-1", sh->path, byte_of(sh, 1), shape[1]);
+  g->f = shape[1];
+  if ((st = arr_open(dir, "feat_indptr.npy", true, INT_TYPES, 1, fp))) return st;
+  if (fp->h.count != (uint64_t)g->n + 1)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: shape (%" PRIu64 ",): expected N+1 = %" PRId64
+                    " entries (N from indptr.npy)", fp->path, fp->h.dict_offset, fp->h.count,
+                    g->n + 1);
+  if ((st = load_offsets(ds, MAP_FPTR, fp, (uint64_t)g->n, "feat_indptr", &g->feat_ptr)))
+    return st;
+  if ((st = arr_open(dir, "feat_indices.npy", true, INT_TYPES, 1, fc))) return st;
+  g->feat_nnz = g->feat_ptr[g->n];
+  if (fc->h.count != (uint64_t)g->feat_nnz)
+    return hs__fail(HS_ERR_FORMAT, "%s: element %" PRId64 " (byte %zu): feat_indptr[N] is %" PRId64
+                    " but %s holds %" PRIu64 " entries", fp->path, g->n,
+                    byte_of(fp, (uint64_t)g->n), g->feat_nnz, fc->path, fc->h.count);
+  if ((st = load_i32(ds, MAP_FCOL, fc, 0, g->f - 1, "column id (F from feat_shape.npy)",
+                     &g->feat_col)))
+    return st;
+  /* Rows sorted and free of repeats: a strictly increasing run per row. */
+  int32_t row_max = 0;
+  for (int64_t v = 0; v < g->n; v++) {
+    int64_t b = g->feat_ptr[v], e = g->feat_ptr[v + 1];
+    if (e - b > row_max) row_max = (int32_t)(e - b);
+    for (int64_t k = b + 1; k < e; k++)
+      if (g->feat_col[k] <= g->feat_col[k - 1])
+        return hs__fail(HS_ERR_FORMAT,
+                        "%s: element %" PRId64 " (byte %zu): row %" PRId64 ": column %" PRId32
+                        " %s column %" PRId32 ": a row's column ids must be strictly increasing "
+                        "(scipy: X.sum_duplicates(); X.sort_indices())",
+                        fc->path, k, byte_of(fc, (uint64_t)k), v, g->feat_col[k],
+                        g->feat_col[k] == g->feat_col[k - 1] ? "repeats" : "comes after",
+                        g->feat_col[k - 1]);
+  }
+  g->feat_row_nnz_max = row_max;
+  g->feat_dtype = HS_DTYPE_FLOAT32;
+  if ((st = arr_open(dir, "feat_values.npy", false,
+                     (1u << HS_DTYPE_FLOAT32) | (1u << HS_DTYPE_FLOAT16), 1, fv)))
+    return st;
+  if (fv->present) {
+    if (fv->h.count != (uint64_t)g->feat_nnz)
+      return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: shape (%" PRIu64 ",) disagrees with "
+                      "feat_indices.npy's %" PRId64 " entries", fv->path, fv->h.dict_offset,
+                      fv->h.count, g->feat_nnz);
+    const void *data;
+    if ((st = hs__npy_map(fv->path, fv->fd, &fv->h, true, &ds->maps[MAP_FVAL], &data))) return st;
+    int64_t bad = first_not_finite(data, fv->h.dtype, g->feat_nnz);
+    if (bad >= 0)
+      return hs__fail(HS_ERR_FORMAT, "%s: element %" PRId64 " (byte %zu): value is not finite",
+                      fv->path, bad, byte_of(fv, (uint64_t)bad));
+    g->feat_val = data;
+    g->feat_dtype = fv->h.dtype;
+  }
+  g->feat_sparse = true;
+  g->feature_bytes = ((uint64_t)g->n + 1) * 8 + (uint64_t)g->feat_nnz * 4 +
+                     (fv->present ? (uint64_t)g->feat_nnz * fv->h.elem_size : 0);
   return HS_OK;
 }
 
@@ -264,6 +386,7 @@ hs_status hs_dataset_open(const char *dir, hs_dataset **out) {
   *out = NULL;
   hs_status st = HS_OK;
   arr ip = {.fd = -1}, ix = {.fd = -1}, wt = {.fd = -1}, ft = {.fd = -1}, lb = {.fd = -1};
+  arr fs = {.fd = -1}, fp = {.fd = -1}, fc = {.fd = -1}, fv = {.fd = -1};
   arr sp[HS_SPLIT_COUNT_] = {{.fd = -1}, {.fd = -1}, {.fd = -1}};
   uint8_t *owner = NULL;
   hs_dataset *ds = calloc(1, sizeof *ds);
@@ -329,6 +452,21 @@ hs_status hs_dataset_open(const char *dir, hs_dataset **out) {
     g->feat_row_bytes = (size_t)ft.h.shape[1] * ft.h.elem_size;
     g->feature_bytes = ft.h.data_bytes;
   }
+  {
+    char *fpath = hs__path_join(dir, "feat_indptr.npy");
+    if (!fpath) {
+      st = hs__fail(HS_ERR_NOMEM, "no memory");
+      goto fail;
+    }
+    bool sparse = stat(fpath, &sb) == 0 || errno != ENOENT;
+    free(fpath);
+    if (sparse && ft.present) {
+      st = hs__fail(HS_ERR_FORMAT, "%s: holds both feat.npy and feat_indptr.npy: a dataset "
+                    "stores its features dense or sparse, not both", dir);
+      goto fail;
+    }
+    if (sparse && (st = load_sparse_feat(ds, &fs, &fp, &fc, &fv))) goto fail;
+  }
 
   if ((st = arr_open(dir, "label.npy", false, INT_TYPES, 1, &lb))) goto fail;
   if (lb.present && (st = load_labels(ds, &lb))) goto fail;
@@ -354,6 +492,10 @@ fail:
   arr_close(&wt);
   arr_close(&ft);
   arr_close(&lb);
+  arr_close(&fs);
+  arr_close(&fp);
+  arr_close(&fc);
+  arr_close(&fv);
   for (int s = 0; s < HS_SPLIT_COUNT_; s++) arr_close(&sp[s]);
   free(owner);
   hs_dataset_close(ds);
@@ -465,7 +607,13 @@ void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {
   out->num_features = g->f;
   out->num_classes = g->num_classes;
   out->num_labelled = g->labels ? ds->num_labelled : 0;
-  out->feature_dtype = g->feat ? g->feat_dtype : HS_DTYPE_NONE;
+  bool has = g->feat || g->feat_sparse;
+  out->feature_dtype = has ? g->feat_dtype : HS_DTYPE_NONE;
+  out->feature_format = !has ? HS_FEAT_FORMAT_AUTO
+                        : g->feat_sparse ? HS_FEAT_FORMAT_SPARSE
+                                         : HS_FEAT_FORMAT_DENSE;
+  out->feature_binary = g->feat_sparse && !g->feat_val;
+  out->feature_nnz = g->feat_sparse ? g->feat_nnz : -1;
   out->has_weights = g->weights != NULL;
   for (int s = 0; s < HS_SPLIT_COUNT_; s++) {
     out->has_split[s] = g->split[s] != NULL;

@@ -275,6 +275,54 @@ done:
   return st;
 }
 
+/* ---- bag-of-words features --------------------------------------------- */
+
+#define HS__RNG_WORDS 0x776f7264u /* "word": (purpose, vertex, draw pair, 0) */
+
+/* Binary rows: vertex v's words, drawn from Philox (seed, WORDS, v, i/2),
+ * sorted and merged (see hs_generate_opts.words). */
+static hs_status write_words(gen *g, hs__dsw *w) {
+  const hs_generate_opts *o = g->o;
+  int64_t f = o->num_features, block = f / g->k;
+  int32_t most = (int32_t)ceil(1.5 * o->words);
+  if (most < 1) most = 1;
+  int64_t *ptr = malloc(((size_t)g->n + 1) * sizeof *ptr);
+  int32_t *col = malloc((size_t)g->n * (size_t)most * sizeof *col + 4);
+  hs_status st = HS_OK;
+  if (!ptr || !col) {
+    st = hs__fail(HS_ERR_NOMEM, "no memory for %" PRId64 " x %d words", g->n, most);
+    goto done;
+  }
+  ptr[0] = 0;
+  for (int64_t v = 0; v < g->n; v++) {
+    hs_philox_ctr len_r = hs_philox_draw(o->seed, HS__RNG_WORDS, (uint32_t)v, 0xffffffffu, 0);
+    int32_t len = (int32_t)floor(o->words * (0.5 + (double)hs_philox_unit(len_r.v[0])));
+    if (len < 1) len = 1;
+    if (len > most) len = most;
+    int32_t *row = col + ptr[v];
+    int64_t c0 = class_of(g, v) * block;
+    for (int32_t i = 0; i < len; i += 2) {
+      hs_philox_ctr r = hs_philox_draw(o->seed, HS__RNG_WORDS, (uint32_t)v, (uint32_t)(i / 2), 0);
+      for (int h = 0; h < 2 && i + h < len; h++) {
+        bool topical = hs_philox_unit(r.v[2 * h]) < (float)o->topic;
+        uint32_t span = (uint32_t)(topical ? block : f);
+        row[i + h] = (int32_t)((topical ? c0 : 0) + hs_philox_below(r.v[2 * h + 1], span));
+      }
+    }
+    hs__sort_i32(row, (size_t)len);
+    int32_t k = 0;
+    for (int32_t i = 0; i < len; i++)
+      if (i == 0 || row[i] != row[k - 1]) row[k++] = row[i];
+    ptr[v + 1] = ptr[v] + k;
+  }
+  hs__feat_src fs = {.n = g->n, .f = f, .dtype = HS_DTYPE_FLOAT32, .ptr = ptr, .col = col};
+  st = hs__feat_write(w, &fs, o->feat_format, NULL);
+done:
+  free(ptr);
+  free(col);
+  return st;
+}
+
 /* ---- accuracy prediction ----------------------------------------------- */
 
 static double bayes_accuracy(int32_t k, double r_over_sigma) {
@@ -449,6 +497,10 @@ void hs_generate_opts_init(hs_generate_opts *o, hs_generate_kind kind) {
   o->feature_dtype = HS_DTYPE_FLOAT32;
   o->margin = 1.5;
   o->sigma = 1.0;
+  o->features = HS_GENERATE_GAUSSIAN;
+  o->words = 32;
+  o->topic = 0.25;
+  o->feat_format = HS_FEAT_FORMAT_AUTO;
   o->undirected = true;
   o->dedup = true;
   o->self_loops = HS_SELF_LOOPS_DROP;
@@ -482,6 +534,14 @@ static hs_status check_opts(const hs_generate_opts *o, gen *g) {
     return hs__fail(HS_ERR_INVALID_ARG, "features must be float32 or float16");
   if (!(o->sigma > 0) || !(o->margin >= 0) || !isfinite(o->sigma) || !isfinite(o->margin))
     return hs__fail(HS_ERR_INVALID_ARG, "need sigma > 0 and margin >= 0");
+  if (o->features != HS_GENERATE_GAUSSIAN && o->features != HS_GENERATE_WORDS)
+    return hs__fail(HS_ERR_INVALID_ARG, "unknown feature model %d", (int)o->features);
+  if (o->features == HS_GENERATE_WORDS &&
+      (!(o->words >= 1 && o->words <= 1e6) || !(o->topic >= 0 && o->topic <= 1)))
+    return hs__fail(HS_ERR_INVALID_ARG, "words %g (need 1 .. 1e6) and topic %g (need 0 .. 1)",
+                    o->words, o->topic);
+  if ((unsigned)o->feat_format > HS_FEAT_FORMAT_SPARSE)
+    return hs__fail(HS_ERR_INVALID_ARG, "feature format %d", (int)o->feat_format);
   g->homophily = o->homophily;
   g->m = o->num_edges;
   if (o->kind == HS_GENERATE_SBM && o->p_in > 0) {
@@ -541,6 +601,20 @@ static hs_status write_meta(const gen *g, hs__dsw *w, double measured_h, double 
     k += snprintf(b + k, sizeof b - (size_t)k,
                   "  \"sbm\": {\"homophily\": %.6f, \"p_in\": %g, \"p_out\": %g},\n", g->homophily,
                   o->p_in, o->p_out);
+  if (o->features == HS_GENERATE_WORDS) {
+    k += snprintf(b + k, sizeof b - (size_t)k,
+                  "  \"classes\": %" PRId32 ",\n  \"class_rule\": \"class(v) = floor(v * classes / "
+                  "vertices)\",\n  \"features\": %" PRId64 ",\n  \"feature_rule\": \"binary "
+                  "bag of words: uniform([words/2, 3 words/2)) draws, each from the class's block "
+                  "of features/classes words with probability topic, else from all\",\n"
+                  "  \"words\": %g,\n  \"topic\": %g,\n  \"homophily_measured\": %.6f,\n"
+                  "  \"split\": {\"kind\": \"stratified\", \"fractions\": [%g, %g, %g], "
+                  "\"seed\": %" PRIu64 "}\n}\n",
+                  o->num_classes, o->num_features, o->words, o->topic, measured_h,
+                  o->split_frac[0], o->split_frac[1], o->split_frac[2], o->seed);
+    if (k >= (int)sizeof b) return hs__fail(HS_ERR_NOMEM, "meta.json too long");
+    return hs__dsw_text(w, "meta.json", b);
+  }
   k += snprintf(b + k, sizeof b - (size_t)k,
                 "  \"classes\": %" PRId32 ",\n  \"class_rule\": \"class(v) = floor(v * classes / vertices)\",\n"
                 "  \"features\": %" PRId64 ",\n  \"feature_dtype\": \"%s\",\n"
@@ -623,7 +697,8 @@ hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_su
   if ((st = hs__split_stratified(labels, g.n, g.k, o->split_frac, o->seed, split, split_n)))
     goto fail;
   double onehop = NAN;
-  if (o->kind == HS_GENERATE_SBM &&
+  bool words = o->features == HS_GENERATE_WORDS;
+  if (o->kind == HS_GENERATE_SBM && !words &&
       (st = onehop_accuracy(&g, measured_h, split[HS_SPLIT_TEST], split_n[HS_SPLIT_TEST], &onehop)))
     goto fail;
 
@@ -643,8 +718,8 @@ hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_su
   }
   hs__progress(o->progress, o->progress_ctx, "writing features: %" PRId64 " x %" PRId64 " %s (%.1f s)",
                g.n, o->num_features, hs_dtype_name(o->feature_dtype), hs__now() - t0);
-  if ((st = write_features(&g, w))) goto fail;
-  double bayes = bayes_accuracy(g.k, o->margin / sqrt(2.0) / o->sigma);
+  if ((st = words ? write_words(&g, w) : write_features(&g, w))) goto fail;
+  double bayes = words ? NAN : bayes_accuracy(g.k, o->margin / sqrt(2.0) / o->sigma);
   if ((st = write_meta(&g, w, measured_h, bayes, onehop))) goto fail;
   if ((st = hs_dataset_open(hs__dsw_dir(w), &check))) {
     hs__fail_context(st, "the generated dataset does not validate");

@@ -85,6 +85,24 @@ hs_status hs__labels_by_name(hs__imported *imp, char *const *names, int32_t coun
 hs_status hs__imported_write(hs__imported *imp, hs__dsw *w, const char *src,
                              const hs_convert_opts *o, hs_dataset_info *summary);
 
+/* Features to write: dense rows, or CSR arrays (val NULL: every stored
+ * entry is 1). dtype is float32 or float16 (of `dense` or of `val`). */
+typedef struct hs__feat_src {
+  int64_t n, f;
+  hs_dtype dtype;
+  const void *dense;   /* [n][f], or NULL for CSR */
+  const int64_t *ptr;  /* [n + 1] */
+  const int32_t *col;  /* [ptr[n]], strictly increasing per row */
+  const void *val;     /* [ptr[n]] or NULL */
+} hs__feat_src;
+
+/* Write the features into `w` in the form `fmt` asks for (AUTO: sparse at
+ * density <= HS_FEAT_SPARSE_DENSITY), with the same values: sparse output
+ * drops the values when every one is 1 (binary), dense output fills the
+ * zeros. `written` (optional) receives the form written. */
+hs_status hs__feat_write(hs__dsw *w, const hs__feat_src *src, hs_feat_format fmt,
+                         hs_feat_format *written);
+
 /* JSON string literal of `s` appended to buf (bounded; returns chars). */
 size_t hs__json_str(char *buf, size_t cap, const char *s);
 

@@ -20,16 +20,26 @@ typedef struct hs_graph {
   const int32_t *indices; /* [e], every id in [0, n) */
   const float *weights;   /* [e] or NULL */
 
-  const void *feat;       /* [n][f] row-major, memory-mapped, or NULL */
-  hs_dtype feat_dtype;    /* HS_DTYPE_FLOAT32 / HS_DTYPE_FLOAT16 */
-  size_t feat_row_bytes;  /* f * element size */
+  const void *feat;       /* [n][f] row-major, memory-mapped, or NULL
+                           * (no features, or sparse ones) */
+  hs_dtype feat_dtype;    /* HS_DTYPE_FLOAT32 / HS_DTYPE_FLOAT16 (sparse:
+                           * the values' type, float32 when binary) */
+  size_t feat_row_bytes;  /* f * element size (dense) */
+
+  /* Sparse features (dataset.h), else all NULL / 0. */
+  bool feat_sparse;
+  const int64_t *feat_ptr;  /* [n + 1] row offsets into col / val */
+  const int32_t *feat_col;  /* [feat_nnz] column ids, increasing per row */
+  const void *feat_val;     /* [feat_nnz] feat_dtype values, or NULL: binary */
+  int64_t feat_nnz;
+  int32_t feat_row_nnz_max; /* most non-zeros in one row */
 
   const int32_t *labels;  /* [n] in [-1, num_classes) or NULL */
   const int32_t *split[HS_SPLIT_COUNT_]; /* vertex ids, or NULL */
   int64_t split_n[HS_SPLIT_COUNT_];
 
   uint64_t topology_bytes; /* indptr (int64) + indices (int32) + weights */
-  uint64_t feature_bytes;  /* n * feat_row_bytes */
+  uint64_t feature_bytes;  /* n * feat_row_bytes, or the sparse arrays */
   /* Bytes hs__dataset_free_topology released; while non-zero, indptr,
    * indices and weights are NULL (n, e and topology_bytes stay). */
   uint64_t topology_freed;

@@ -1,5 +1,6 @@
 /* Dataset statistics: out-degree distribution, self-loops, isolated
- * vertices, class sizes. Reads the topology and labels, never features. */
+ * vertices, class sizes, feature density. Reads the topology and labels,
+ * and dense features once to count their non-zeros. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,31 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Non-zeros of the features and the most in one row. */
+static void feature_counts(const hs_graph *g, int64_t *nnz, int64_t *row_max) {
+  *nnz = 0;
+  *row_max = 0;
+  if (g->feat_sparse) {
+    *nnz = g->feat_nnz;
+    *row_max = g->feat_row_nnz_max;
+    return;
+  }
+  if (!g->feat) return;
+  size_t f = (size_t)g->f;
+  for (int64_t v = 0; v < g->n; v++) {
+    int64_t k = 0;
+    if (g->feat_dtype == HS_DTYPE_FLOAT16) {
+      const uint16_t *row = (const uint16_t *)g->feat + (size_t)v * f;
+      for (size_t j = 0; j < f; j++) k += (row[j] & 0x7fffu) != 0; /* -0 is a zero */
+    } else {
+      const float *row = (const float *)g->feat + (size_t)v * f;
+      for (size_t j = 0; j < f; j++) k += row[j] != 0.0f;
+    }
+    *nnz += k;
+    if (k > *row_max) *row_max = k;
+  }
+}
+
 hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *out) {
   if (!ds || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_dataset_stats_compute: NULL argument");
   const hs_graph *g = hs__dataset_graph(ds);
@@ -19,6 +45,9 @@ hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *out) 
   hs_status st = hs__graph_topology(g, "dataset statistics");
   if (st != HS_OK) return st;
   int64_t n = g->n;
+  feature_counts(g, &out->feature_nnz, &out->feature_row_nnz_max);
+  if (n > 0 && g->f > 0)
+    out->feature_density = (double)out->feature_nnz / ((double)n * (double)g->f);
   if (n == 0) return HS_OK;
   int64_t *deg = malloc((size_t)n * sizeof *deg);
   uint8_t *touched = calloc((size_t)n, 1);

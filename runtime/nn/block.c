@@ -24,8 +24,72 @@ hs_status hs__nn_block_validate(const hs_nn_block *b, int layer) {
   return HS_OK;
 }
 
+hs_status hs__nn_sparse_validate(const hs_nn_sparse *x, int32_t n_rows, int32_t d) {
+  if (!x->ptr || x->n_rows != n_rows)
+    return hs__fail(HS_ERR_FORMAT, "sparse features: %d rows, the batch has %d", x->n_rows,
+                    n_rows);
+  if (x->ptr[0] != 0)
+    return hs__fail(HS_ERR_FORMAT, "sparse features: ptr[0] is %d, not 0", x->ptr[0]);
+  for (int32_t i = 0; i < n_rows; i++) {
+    if (x->ptr[i + 1] < x->ptr[i])
+      return hs__fail(HS_ERR_FORMAT, "sparse features: ptr decreases at row %d", i);
+    for (int32_t e = x->ptr[i]; e < x->ptr[i + 1]; e++) {
+      if (x->col[e] < 0 || x->col[e] >= d || (e > x->ptr[i] && x->col[e] <= x->col[e - 1]))
+        return hs__fail(HS_ERR_FORMAT, "sparse features: row %d entry %d: column %d (need "
+                        "0..%d, increasing)", i, e, x->col[e], d - 1);
+      if (x->val && !(x->val[e] - x->val[e] == 0.0f))
+        return hs__fail(HS_ERR_FORMAT, "sparse features: row %d entry %d: value not finite", i,
+                        e);
+    }
+  }
+  if (!x->t_ptr) return HS_OK;
+  /* Column lists: offsets monotone over the same entries, rows in range
+   * and increasing within a column, the split inside its column. */
+  int32_t nnz = x->ptr[n_rows];
+  if (x->t_ptr[0] != 0 || x->t_ptr[d] != nnz || !x->t_mid || !x->t_row || (x->val && !x->t_val))
+    return hs__fail(HS_ERR_FORMAT, "sparse features: column lists do not cover the %d entries",
+                    nnz);
+  for (int32_t c = 0; c < d; c++) {
+    if (x->t_ptr[c + 1] < x->t_ptr[c] || x->t_mid[c] < x->t_ptr[c] ||
+        x->t_mid[c] > x->t_ptr[c + 1])
+      return hs__fail(HS_ERR_FORMAT, "sparse features: column %d's list is malformed", c);
+    for (int32_t p = x->t_ptr[c]; p < x->t_ptr[c + 1]; p++)
+      if (x->t_row[p] < 0 || x->t_row[p] >= n_rows ||
+          (p > x->t_ptr[c] && x->t_row[p] <= x->t_row[p - 1]))
+        return hs__fail(HS_ERR_FORMAT, "sparse features: column %d entry %d: row %d", c, p,
+                        x->t_row[p]);
+  }
+  return HS_OK;
+}
+
+void hs__nn_sparse_columns(hs_nn_sparse *x, int32_t n_dst, int32_t d, int32_t *t_ptr,
+                           int32_t *t_mid, int32_t *t_row, float *t_val, int32_t *cursor) {
+  memset(t_ptr, 0, sizeof *t_ptr * ((size_t)d + 1));
+  int32_t nnz = hs__nn_sparse_nnz(x), rows = x->n_rows, split = n_dst < rows ? n_dst : rows;
+  for (int32_t e = 0; e < nnz; e++) t_ptr[x->col[e] + 1]++;
+  for (int32_t c = 0; c < d; c++) t_ptr[c + 1] += t_ptr[c];
+  /* Rows visited in increasing order: every column's list comes out
+   * sorted, its rows below n_dst first; the cursors after those rows mark
+   * each column's split. */
+  memcpy(cursor, t_ptr, sizeof *cursor * (size_t)d);
+  for (int32_t r = 0; r < rows; r++) {
+    if (r == split) memcpy(t_mid, cursor, sizeof *t_mid * (size_t)d);
+    for (int32_t e = x->ptr[r]; e < x->ptr[r + 1]; e++) {
+      int32_t at = cursor[x->col[e]]++;
+      t_row[at] = r;
+      if (x->val) t_val[at] = x->val[e];
+    }
+  }
+  if (split == rows) memcpy(t_mid, cursor, sizeof *t_mid * (size_t)d);
+  x->t_ptr = t_ptr;
+  x->t_mid = t_mid;
+  x->t_row = t_row;
+  x->t_val = x->val ? t_val : NULL;
+}
+
 hs_status hs__nn_batch_validate(const hs_nn_batch *b, int n_classes) {
-  if (b->n_layers < 1 || b->n_layers > HS_NN_MAX_LAYERS || !b->blocks || !b->feat)
+  if (b->n_layers < 1 || b->n_layers > HS_NN_MAX_LAYERS || !b->blocks ||
+      (!b->feat && !b->sfeat))
     return hs__fail(HS_ERR_INVALID_ARG, "batch: %d layers (1..%d) or missing blocks/features",
                     b->n_layers, HS_NN_MAX_LAYERS);
   for (int l = 0; l < b->n_layers; l++) {
@@ -57,6 +121,21 @@ void hs__nn_block_transpose(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_dst
     for (int32_t e = b->row_ptr[i]; e < b->row_ptr[i + 1]; e++) t_dst[cursor[b->col[e]]++] = i;
   for (int32_t s = b->n_src; s > 0; s--) t_ptr[s] = t_ptr[s - 1];
   t_ptr[0] = 0;
+}
+
+void hs__nn_block_transpose_eid(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_eid,
+                                int32_t *edst) {
+  memset(t_ptr, 0, sizeof *t_ptr * ((size_t)b->n_src + 1));
+  int32_t n_edges = hs__nn_block_edges(b);
+  for (int32_t e = 0; e < n_edges; e++) t_ptr[b->col[e] + 1]++;
+  for (int32_t s = 0; s < b->n_src; s++) t_ptr[s + 1] += t_ptr[s];
+  /* Edges visited in order: every list comes out increasing. */
+  for (int32_t e = 0; e < n_edges; e++) t_eid[t_ptr[b->col[e]]++] = e;
+  for (int32_t s = b->n_src; s > 0; s--) t_ptr[s] = t_ptr[s - 1];
+  t_ptr[0] = 0;
+  if (edst)
+    for (int32_t i = 0; i < b->n_dst; i++)
+      for (int32_t e = b->row_ptr[i]; e < b->row_ptr[i + 1]; e++) edst[e] = i;
 }
 
 hs_status hs__csr_view_validate(const hs_csr_view *g) {

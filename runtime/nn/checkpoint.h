@@ -1,16 +1,33 @@
-/* Checkpoints: model parameters, optimizer state and training position.
+/* Checkpoints: model kind and parameters, optimizer state and training
+ * position.
  *
- * Format, version 1, every field little-endian:
+ * Format, version 2, every field little-endian:
  *   0   char[8] magic "HSCKPT1\n"
- *   8   u32 version (1)
- *   12  u32 n_layers
- *   16  u32 dims[9]         (n_layers + 1 used, the rest 0)
- *   52  u32 optimizer kind  (hs_optim_kind)
- *   56  u32 weight decay mode
- *   60  f32 lr, weight_decay, beta1, beta2, eps, momentum, dropout
- *   88  u64 seed, step, epoch, rng_counter, n_params
- *   128 f32 params[n_params], m[n_params], v[n_params]
+ *   8   u32 version (2)
+ *   12  u32 header bytes H: where the parameters start (>= 144, a multiple
+ *       of 4); everything between byte 144 and H is records (below)
+ *   16  u32 model kind       (hs_nn_kind: 0 sage, 1 gcn, 2 gat)
+ *   20  u32 heads            (GAT's attention heads; 1 for the others)
+ *   24  u32 n_layers
+ *   28  u32 dims[9]          (n_layers + 1 used, the rest 0)
+ *   64  u32 optimizer kind   (hs_optim_kind)
+ *   68  u32 weight decay mode
+ *   72  f32 lr, weight_decay, beta1, beta2, eps, momentum, dropout
+ *   100 u32 0 (reserved)
+ *   104 u64 seed, step, epoch, rng_counter, n_params
+ *   144 records, back to back up to H: u32 tag, u32 length n, n bytes,
+ *       zero padding to a multiple of 4. Tags name what a record holds
+ *       (checkpoint.c lists them); a reader that meets a tag it does not
+ *       know refuses the file, unless bit 31 of the tag is set, which marks
+ *       a record that may be skipped without changing results.
+ *   H   f32 params[n_params], m[n_params], v[n_params]
  *   end u32 CRC-32 (zlib) of every byte before it
+ * n_params must be what the kind's layout gives for the header's widths and
+ * heads. Adding a field: a new record tag (older readers then refuse the
+ * file by name rather than misread it); a change to the fixed part bumps
+ * the version. Version 1 files (the fixed part of a GraphSAGE model
+ * without kind, heads or records, parameters at byte 128) are still read.
+ *
  * Files are written to a temporary file in the same directory, fsynced,
  * then renamed over the target, so a reader sees the old file or the new
  * one, never a torn one. */
@@ -19,26 +36,27 @@
 
 #include "nn/model.h"
 
-#define HS_CHECKPOINT_VERSION 1u
+#define HS_CHECKPOINT_VERSION 2u
 
 /* Save `m` to `path` atomically. HS_ERR_IO (with the path and errno text)
  * when the directory is not writable or the disk fills; the target is then
  * untouched and no temporary file is left behind. */
 hs_status hs__checkpoint_save(const hs_model *m, const char *path);
 
-/* Restore a checkpoint into `m`, which was created with the same layer
- * sizes and optimizer kind: parameters, moments, step, epoch, RNG position
- * and seed (so a resumed run draws the masks the uninterrupted one would);
- * the other hyperparameters stay as `m` has them. Refused, with the file
- * named and `m` unchanged: HS_ERR_IO (unreadable), HS_ERR_FORMAT (foreign
- * file, truncated, inconsistent header), HS_ERR_UNSUPPORTED (other
- * version), HS_ERR_CHECKSUM, HS_ERR_INVALID_ARG (shape or optimizer differs
- * from `m`). */
+/* Restore a checkpoint into `m`, which was created with the same model
+ * kind (and heads), layer sizes and optimizer kind: parameters, moments,
+ * step, epoch, RNG position and seed (so a resumed run draws the masks the
+ * uninterrupted one would); the other hyperparameters stay as `m` has
+ * them. Refused, with the file named and `m` unchanged: HS_ERR_IO
+ * (unreadable), HS_ERR_FORMAT (foreign file, truncated, inconsistent
+ * header, unknown record), HS_ERR_UNSUPPORTED (other version),
+ * HS_ERR_CHECKSUM, HS_ERR_INVALID_ARG (model kind, heads, shape or
+ * optimizer differs from `m`: the message names both). */
 hs_status hs__checkpoint_load(const char *path, hs_model *m);
 
 /* Check a checkpoint fully (as load does) and return the configuration it
- * was saved with (in_dim, hidden, n_classes, layers, optimizer, dropout,
- * seed), to create a model to load it into. */
+ * was saved with (model kind, heads, in_dim, hidden, n_classes, layers,
+ * optimizer, dropout, seed), to create a model to load it into. */
 hs_status hs__checkpoint_read_cfg(const char *path, hs_model_cfg *cfg);
 
 #endif

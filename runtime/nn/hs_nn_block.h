@@ -38,12 +38,56 @@ static inline int32_t hs__nn_block_edges(const hs_nn_block *b) {
   return b->row_ptr[b->n_dst];
 }
 
+/* Sparse feature rows of a batch (CSR in local-id order): row i's
+ * non-zeros are col[ptr[i] .. ptr[i+1]) (column ids < in_dim, strictly
+ * increasing within a row) with values val[...], or 1 when val is NULL
+ * (binary features). */
+typedef enum hs_sparse_order {
+  HS_SPARSE_AUTO = 0,            /* the cheaper, by hs__sparse_first_choose */
+  HS_SPARSE_MULTIPLY_FIRST = 1,  /* see nn/sparse_first.h */
+  HS_SPARSE_AGGREGATE_FIRST = 2,
+} hs_sparse_order;
+
+typedef struct hs_nn_sparse {
+  int32_t n_rows;
+  const int32_t *ptr; /* n_rows + 1, ptr[0] == 0 */
+  const int32_t *col; /* ptr[n_rows] */
+  const float *val;   /* ptr[n_rows], or NULL */
+  hs_sparse_order order; /* how the first layer forms its neighbour term
+                          * (the device step and the reference alike) */
+  /* Optional, for the weight gradient: the same entries by column (the
+   * host builds them beside the rows; without them the trainer builds
+   * them on the device). Column c's rows, increasing, are
+   * t_row[t_ptr[c] .. t_ptr[c+1]), those below n_dst of block 0 first, up
+   * to t_mid[c]; t_val the values in that order (NULL when val is). */
+  const int32_t *t_ptr; /* in_dim + 1 */
+  const int32_t *t_mid; /* in_dim */
+  const int32_t *t_row; /* ptr[n_rows] */
+  const float *t_val;
+} hs_nn_sparse;
+
+/* Fill the column lists of `x` (in_dim d) for a block 0 of n_dst dst into
+ * the caller's arrays (t_ptr d + 1, t_mid d, t_row and t_val nnz; t_val
+ * unused when x->val is NULL; `cursor` d entries of scratch) and point x
+ * at them. O(nnz + d), no allocation. */
+void hs__nn_sparse_columns(hs_nn_sparse *x, int32_t n_dst, int32_t d, int32_t *t_ptr,
+                           int32_t *t_mid, int32_t *t_row, float *t_val, int32_t *cursor);
+
+static inline int32_t hs__nn_sparse_nnz(const hs_nn_sparse *x) { return x->ptr[x->n_rows]; }
+
 typedef struct hs_nn_batch {
   int n_layers;
   const hs_nn_block *blocks; /* n_layers, input side first */
-  const float *feat;      /* blocks[0].n_src x in_dim */
+  const float *feat;      /* blocks[0].n_src x in_dim, or NULL with sfeat */
+  const hs_nn_sparse *sfeat; /* the same rows stored sparse (blocks[0].n_src
+                              * rows), or NULL: the first layer then
+                              * multiplies only the non-zeros */
   const int32_t *labels;  /* blocks[n_layers-1].n_dst; may be NULL for inference */
 } hs_nn_batch;
+
+/* Check sparse rows: n_rows rows, ptr monotone from 0, column ids in
+ * [0, d) and strictly increasing per row, values finite. */
+hs_status hs__nn_sparse_validate(const hs_nn_sparse *x, int32_t n_rows, int32_t d);
 
 /* Check one block's structure: sizes, row_ptr monotone from 0, ids in
  * range. `layer` only names the block in the message. */
@@ -56,6 +100,12 @@ hs_status hs__nn_batch_validate(const hs_nn_batch *b, int n_classes);
  * t_dst[t_ptr[s] .. t_ptr[s+1]-1] in increasing dst order (a dst appears
  * once per edge). t_ptr has n_src + 1 entries, t_dst row_ptr[n_dst]. */
 void hs__nn_block_transpose(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_dst);
+/* The same lists holding edge positions instead of dst ids (increasing
+ * within each list, so in increasing dst order too), and when `edst` is
+ * not NULL, each edge's dst (row_ptr[n_dst] entries): what per-edge
+ * quantities are gathered through on the source side. */
+void hs__nn_block_transpose_eid(const hs_nn_block *b, int32_t *t_ptr, int32_t *t_eid,
+                                int32_t *edst);
 
 /* ---- full-neighbour blocks from a whole graph --------------------------- */
 

@@ -4,10 +4,13 @@
 #include <string.h>
 
 #include "nn/model.h"
+#include "nn/model_ops.h"
 #include "nn/nn_rng.h"
 
 void hs__model_cfg_defaults(hs_model_cfg *cfg) {
   memset(cfg, 0, sizeof *cfg);
+  cfg->kind = HS_NN_SAGE;
+  cfg->heads = 4;
   cfg->n_layers = 2;
   cfg->hidden = 128;
   cfg->dropout = 0.5f;
@@ -25,6 +28,8 @@ void hs__model_cfg_defaults(hs_model_cfg *cfg) {
 
 hs_status hs__model_shape(const hs_model_cfg *cfg, hs_model_shape *out) {
   memset(out, 0, sizeof *out);
+  const hs_model_ops *ops = hs__model_ops((int)cfg->kind);
+  if (!ops) return hs__fail(HS_ERR_INVALID_ARG, "model: kind %d (expected sage, gcn or gat)", (int)cfg->kind);
   if (cfg->n_layers < 1 || cfg->n_layers > HS_NN_MAX_LAYERS)
     return hs__fail(HS_ERR_INVALID_ARG, "model: n_layers %d (need 1..%d)", cfg->n_layers,
                     HS_NN_MAX_LAYERS);
@@ -52,34 +57,33 @@ hs_status hs__model_shape(const hs_model_cfg *cfg, hs_model_shape *out) {
     return hs__fail(HS_ERR_INVALID_ARG, "model: Adam beta1 %g, beta2 %g, eps %g",
                     (double)o->beta1, (double)o->beta2, (double)o->eps);
 
+  out->kind = cfg->kind;
+  out->ops = ops;
+  out->heads = 1;
   out->n_layers = cfg->n_layers;
   out->dims[0] = cfg->in_dim;
   for (int l = 1; l < cfg->n_layers; l++) out->dims[l] = cfg->hidden;
   out->dims[cfg->n_layers] = cfg->n_classes;
-  size_t off = 0;
-  for (int l = 0; l < cfg->n_layers; l++) {
-    size_t w = 2 * (size_t)out->dims[l] * (size_t)out->dims[l + 1];
-    out->w_off[l] = off;
-    out->b_off[l] = off + w;
-    off += w + (size_t)out->dims[l + 1];
+  return ops->layout(cfg, out);
+}
+
+void hs__glorot_fill(float *w, size_t n, uint64_t seed, int layer, size_t first, double fan_in,
+                     double fan_out) {
+  float limit = (float)sqrt(6.0 / (fan_in + fan_out));
+  for (size_t e = 0; e < n; e++) {
+    float u = hs_philox_unit(hs_train_word(seed, 0, 0, HS_RNG_PURPOSE_INIT, (uint32_t)layer,
+                                           (uint32_t)(first + e)));
+    w[e] = (2.0f * u - 1.0f) * limit;
   }
-  out->n_params = off;
-  return HS_OK;
 }
 
 void hs__model_init_params(const hs_model_shape *shape, uint64_t seed, float *params) {
-  for (int l = 0; l < shape->n_layers; l++) {
-    int32_t d_in = shape->dims[l], d_out = shape->dims[l + 1];
-    float limit = (float)sqrt(6.0 / ((double)d_in + (double)d_out));
-    size_t n_w = 2 * (size_t)d_in * (size_t)d_out;
-    float *w = params + shape->w_off[l];
-    for (size_t e = 0; e < n_w; e++) {
-      float u = hs_philox_unit(
-          hs_train_word(seed, 0, 0, HS_RNG_PURPOSE_INIT, (uint32_t)l, (uint32_t)e));
-      w[e] = (2.0f * u - 1.0f) * limit;
-    }
-    memset(params + shape->b_off[l], 0, sizeof(float) * (size_t)d_out);
-  }
+  shape->ops->init(shape, seed, params);
+}
+
+const char *hs__nn_kind_name(int kind) {
+  const hs_model_ops *ops = hs__model_ops(kind);
+  return ops ? ops->name : "unknown";
 }
 
 hs_status hs__model_create(const hs_model_cfg *cfg, hs_model *out) {

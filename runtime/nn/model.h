@@ -1,16 +1,16 @@
-/* The GraphSAGE model: configuration, parameter layout, host-side state.
+/* Models: configuration, parameter layout, host-side state.
  *
- * Layer l (0 = input side) maps d_in = dims[l] features to d_out = dims[l+1]:
- *   z_i = [h_i | mean_{j in N(i)} h_j] . W_l + b_l
- * W_l is (2 d_in) x d_out row-major: rows 0..d_in-1 are W_self, rows
- * d_in..2 d_in-1 are W_neigh, so one GEMM on the concatenation [self | mean]
- * does both products. Hidden layers apply ReLU then inverted dropout; the
- * last layer's z are the logits of a softmax cross-entropy, averaged over
- * the seeds.
+ * A model is a kind (GraphSAGE-mean, GCN, GAT) whose table of operations
+ * (model_ops.h) defines its layers; what every kind shares is here. Layer l
+ * (0 = input side) maps dims[l] features to dims[l+1]; hidden layers apply
+ * bias, ReLU then inverted dropout; the last layer's output plus its bias
+ * are the logits of a softmax cross-entropy, averaged over the seeds.
  *
- * All parameters live in one flat array (W_0, b_0, W_1, b_1, ...), and so do
- * their gradients and the optimizer's moments: one optimizer launch updates
- * the whole model, and a checkpoint is three arrays. */
+ * All parameters live in one flat array, layer after layer (each layer's
+ * parameters one contiguous range, its bias of dims[l+1] floats among
+ * them), and so do their gradients and the optimizer's moments: one
+ * optimizer launch updates the whole model, a layer's gradients can be
+ * handed on as one range, and a checkpoint is three arrays. */
 #ifndef HS_NN_MODEL_H
 #define HS_NN_MODEL_H
 
@@ -43,7 +43,20 @@ typedef struct hs_optim_cfg {
   float momentum;          /* SGD; 0 = plain SGD */
 } hs_optim_cfg;
 
+/* Model kinds; the values are what checkpoints record. */
+typedef enum hs_nn_kind {
+  HS_NN_SAGE = 0, /* GraphSAGE, mean aggregator (Hamilton et al.) */
+  HS_NN_GCN = 1,  /* graph convolution, symmetric normalisation (Kipf & Welling) */
+  HS_NN_GAT = 2,  /* graph attention (Velickovic et al.) */
+  HS_NN_KIND_COUNT_
+} hs_nn_kind;
+
+/* Most attention heads a GAT layer may have. */
+#define HS_NN_MAX_HEADS 64
+
 typedef struct hs_model_cfg {
+  hs_nn_kind kind;
+  int heads;     /* GAT: attention heads (1..HS_NN_MAX_HEADS); ignored otherwise */
   int n_layers;  /* 1..HS_NN_MAX_LAYERS */
   int in_dim;    /* feature width */
   int hidden;    /* width of every hidden layer */
@@ -53,20 +66,30 @@ typedef struct hs_model_cfg {
   hs_optim_cfg optim;
 } hs_model_cfg;
 
-/* Adam, lr 0.01, no weight decay, dropout 0.5, 2 layers of 128: a usable
- * starting point; callers fill in_dim and n_classes. */
+/* GraphSAGE, Adam, lr 0.01, no weight decay, dropout 0.5, 2 layers of 128
+ * (4 heads if the kind is changed to GAT): a usable starting point;
+ * callers fill in_dim and n_classes. */
 void hs__model_cfg_defaults(hs_model_cfg *cfg);
 
+struct hs_model_ops;
+
+/* The layout of a model's flat parameter array. Offsets count floats. */
 typedef struct hs_model_shape {
+  hs_nn_kind kind;
+  int heads;                       /* GAT's heads; 1 for the other kinds */
+  const struct hs_model_ops *ops;  /* the kind's table (model_ops.h) */
   int n_layers;
   int32_t dims[HS_NN_MAX_LAYERS + 1]; /* dims[0] = in_dim, dims[L] = n_classes */
-  size_t w_off[HS_NN_MAX_LAYERS];     /* offsets into the flat array, floats */
-  size_t b_off[HS_NN_MAX_LAYERS];
+  size_t w_off[HS_NN_MAX_LAYERS];     /* the layer's weight matrix (the kind's layout) */
+  size_t b_off[HS_NN_MAX_LAYERS];     /* its bias, dims[l+1] floats */
+  size_t a_off[HS_NN_MAX_LAYERS];     /* further parameters (GAT: attention), or 0 */
+  size_t layer_off[HS_NN_MAX_LAYERS]; /* the layer's whole range: */
+  size_t layer_n[HS_NN_MAX_LAYERS];   /*   [layer_off, layer_off + layer_n) */
   size_t n_params;
 } hs_model_shape;
 
-/* Validate `cfg` and derive the layout. HS_ERR_INVALID_ARG names the bad
- * field. */
+/* Validate `cfg` and derive the layout (the kind's table does its part).
+ * HS_ERR_INVALID_ARG names the bad field. */
 hs_status hs__model_shape(const hs_model_cfg *cfg, hs_model_shape *out);
 
 /* Host-side model: parameters, optimizer state and training position.
@@ -82,14 +105,23 @@ typedef struct hs_model {
   uint64_t rng_counter; /* batches drawn in `epoch`: the RNG stream position */
 } hs_model;
 
-/* Allocate and initialise: Glorot-uniform weights from the Philox stream
- * keyed by cfg->seed, zero biases and moments. */
+/* Allocate and initialise: the kind's initial parameters (Glorot-uniform
+ * weights from the Philox stream keyed by cfg->seed, zero biases), zero
+ * moments. */
 hs_status hs__model_create(const hs_model_cfg *cfg, hs_model *out);
 void hs__model_destroy(hs_model *m);
 
-/* Glorot-uniform weights (U(-a, a), a = sqrt(6 / (d_in + d_out)), for
- * W_self and W_neigh alike) and zero biases into `params`. */
+/* The kind's initial parameters into `params`. */
 void hs__model_init_params(const hs_model_shape *shape, uint64_t seed, float *params);
+
+/* Glorot-uniform fill of n elements of layer `layer`'s parameter stream:
+ * element e (counted from `first`) takes U(-a, a), a = sqrt(6 / (fan_in +
+ * fan_out)), from the Philox word keyed by (seed, INIT, layer, first + e). */
+void hs__glorot_fill(float *w, size_t n, uint64_t seed, int layer, size_t first, double fan_in,
+                     double fan_out);
+
+/* "sage", "gcn", "gat"; "unknown" for anything else. */
+const char *hs__nn_kind_name(int kind);
 
 /* Per-step optimizer coefficients, computed once on the host in double and
  * passed as floats to the reference and to the kernels alike. */

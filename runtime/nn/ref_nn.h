@@ -79,6 +79,12 @@ typedef struct hs_step_stats {
 hs_status hs__ref_gradients(const hs_model *m, const hs_nn_batch *b, uint32_t epoch, uint32_t batch,
                             bool train, float *grads, hs_step_stats *st);
 
+/* The same, and when `dx` is not NULL the gradient with respect to the
+ * input rows (blocks[0].n_src x in_dim). */
+hs_status hs__ref_gradients_x(const hs_model *m, const hs_nn_batch *b, uint32_t epoch,
+                              uint32_t batch, bool train, float *grads, float *dx,
+                              hs_step_stats *st);
+
 /* hs__ref_gradients then one optimizer update (m->step advances first: the
  * update is step t = m->step). */
 hs_status hs__ref_train_step(hs_model *m, const hs_nn_batch *b, uint32_t epoch, uint32_t batch,

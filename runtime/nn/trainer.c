@@ -1,28 +1,17 @@
-/* The device training step (see trainer.h): one program of training
- * kernels, the GEMM provider, and the buffers of one batch. */
+/* The device training step (see trainer.h): the model's training program,
+ * the GEMM provider, the buffers of one batch, and the parts of the step
+ * every model shares (upload, loss, optimizer, statistics); the model's
+ * table runs its forward and backward passes. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "hs_launch.h"
-#include "hs_programs.h"
 #include "nn/nn_rng.h"
 #include "nn/trainer_internal.h"
 
-static const char *const kernel_names[K_COUNT] = {
-    [K_AGG_FWD] = "hs_agg_fwd",         [K_AGG_BWD] = "hs_agg_bwd",
-    [K_TR_COUNT] = "hs_tr_count",       [K_SCAN_SUMS] = "hs_scan_sums",
-    [K_SCAN_OFFSETS] = "hs_scan_offsets", [K_SCAN_APPLY] = "hs_scan_apply",
-    [K_TR_FILL] = "hs_tr_fill",         [K_TR_SORT] = "hs_tr_sort",
-    [K_BIAS_ACT] = "hs_bias_act_fwd",   [K_COLSUM_PART] = "hs_colsum_part",
-    [K_COLSUM_FINAL] = "hs_colsum_final", [K_SOFTMAX_CE] = "hs_softmax_ce",
-    [K_LOSS_REDUCE] = "hs_loss_reduce", [K_ADAM] = "hs_adam",
-    [K_SGD] = "hs_sgd",
-};
-
-
 /* ---- helpers ------------------------------------------------------------- */
 
-hs_status hs__trainer_reserve(hs_trainer *t, dbuf *b, size_t count, size_t elem) {
+hs_status hs__trainer_reserve(hs_trainer *t, hs_dbuf *b, size_t count, size_t elem) {
   size_t bytes;
   if (!hs__mul_size(count, elem, &bytes))
     return hs__fail(HS_ERR_RANGE, "trainer: buffer of %zu x %zu bytes overflows", count, elem);
@@ -31,14 +20,15 @@ hs_status hs__trainer_reserve(hs_trainer *t, dbuf *b, size_t count, size_t elem)
   return hs__mem_reserve(t->ctx, CL_MEM_READ_WRITE, bytes, &b->m, &b->cap);
 }
 
-void hs__trainer_drop(dbuf *b) {
+void hs__trainer_drop(hs_dbuf *b) {
   hs__mem_release(&b->m);
   b->cap = 0;
 }
 
 static hs_status collect_spans(hs_trainer *t);
 
-static hs_status span_open(hs_trainer *t, cl_event *mark) {
+static hs_status span_open(void *user, cl_event *mark) {
+  hs_trainer *t = user;
   *mark = NULL;
   if (!t->opts.profile) return HS_OK;
   if (t->n_spans == MAX_SPANS) {
@@ -48,35 +38,20 @@ static hs_status span_open(hs_trainer *t, cl_event *mark) {
   return hs__queue_marker(t->q, 0, NULL, mark);
 }
 
-static void span_close(hs_trainer *t, hs_train_phase ph, cl_event mark, cl_event end) {
+static void span_close(void *user, hs_train_phase ph, const char *name, cl_event mark,
+                       cl_event end) {
+  hs_trainer *t = user;
   if (!t->opts.profile) return;
   t->span_mark[t->n_spans] = mark;
   t->span_end[t->n_spans] = end;
   t->span_phase[t->n_spans] = ph;
+  t->span_name[t->n_spans] = name;
   t->n_spans++;
 }
 
-/* Set arguments and launch kernel `id` over (g0) or (g0, g1). */
-hs_status hs__trainer_run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
-                          const hs_karg *args, int n_args) {
-  hs_status st = hs__kernel_args(t->k[id], args, n_args);
-  if (st != HS_OK) return st;
-  cl_event mark, ev = NULL;
-  if ((st = span_open(t, &mark)) != HS_OK) return st;
-  /* A narrow first dimension (few feature vectors per row) must not leave
-   * most of each work-group idle: the rest of the group goes to rows. */
-  size_t global[2] = {g0, g1}, local[2] = {t->wg[id], 1};
-  if (g1 && g0 < local[0]) {
-    local[0] = g0 ? g0 : 1;
-    local[1] = t->wg[id] / local[0];
-  }
-  st = hs__launch(t->q, t->k[id], g1 ? 2 : 1, global, local, 0, NULL, t->opts.profile ? &ev : NULL);
-  if (st != HS_OK) {
-    hs__events_release(&mark, 1);
-    return st;
-  }
-  span_close(t, ph, mark, ev);
-  return HS_OK;
+hs_status hs__trainer_run_k(hs_trainer *t, hs_train_phase ph, const char *name, cl_kernel k,
+                            size_t wg, size_t g0, size_t g1, const hs_karg *args, int n_args) {
+  return hs__kset_launch(&t->ks, ph, name, k, wg, g0, g1, args, n_args);
 }
 
 hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op) {
@@ -88,7 +63,7 @@ hs_status hs__trainer_gemm(hs_trainer *t, const hs_gemm_op *op) {
     hs__events_release(&mark, 1);
     return st;
   }
-  span_close(t, HS_PHASE_GEMM, mark, ev);
+  span_close(t, HS_PHASE_GEMM, "gemm", mark, ev);
   return HS_OK;
 }
 
@@ -105,21 +80,18 @@ hs_status hs__trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_qu
   if (opts) t->opts = *opts;
   t->cfg = m->cfg;
   t->shape = m->shape;
+  t->ops = m->shape.ops;
   hs_status st;
   if (t->opts.profile && !dev->info.queue_profiling) {
     st = hs__fail(HS_ERR_UNSUPPORTED, "trainer: '%s' cannot profile queues", dev->info.name);
     goto fail;
   }
-  double t0 = hs__now();
-  /* One program for every training kernel: PoCL's compiler is slow. */
-  st = hs__program_get(ctx, dev, HS_PROG_TRAIN_SAGE, &t->program);
-  if (st != HS_OK) goto fail;
-  hs__log(HS_LOG_TRAIN, "training program on '%s' ready in %.2f s", dev->info.name,
-          hs__now() - t0);
-  for (int i = 0; i < K_COUNT; i++) {
-    if ((st = hs__kernel_create(t->program, kernel_names[i], dev, &t->k[i])) != HS_OK) goto fail;
-    size_t lim = hs__kernel_max_wg(t->k[i], dev), want = t->opts.wg ? t->opts.wg : DEFAULT_WG;
-    t->wg[i] = want > lim ? lim : want;
+  if ((st = hs__kset_create(ctx, dev, q, &t->ops->program, t->opts.wg, &t->ks)) != HS_OK)
+    goto fail;
+  if (t->opts.profile) {
+    t->ks.span_open = span_open;
+    t->ks.span_close = span_close;
+    t->ks.span_user = t;
   }
   st = hs__gemm_create(ctx, dev, q, t->opts.gemm, t->opts.gemm_threads, &t->gemm);
   if (st != HS_OK) goto fail;
@@ -146,29 +118,43 @@ void hs__trainer_destroy(hs_trainer *t) {
     hs__events_release(&t->span_mark[i], 1);
     hs__events_release(&t->span_end[i], 1);
   }
-  dbuf *all[] = {&t->params, &t->grads, &t->mom1, &t->mom2, &t->feat, &t->labels, &t->logits,
-                 &t->dcat, &t->cursor, &t->scan_sums, &t->colsum_part, &t->loss_rows, &t->correct_rows,
-                 &t->stat_loss, &t->stat_correct};
+  hs_dbuf *all[] = {&t->params,    &t->grads,        &t->mom1,        &t->mom2,
+                    &t->feat,      &t->labels,       &t->logits,      &t->cursor,
+                    &t->scan_sums, &t->colsum_part,  &t->loss_rows,   &t->correct_rows,
+                    &t->dx,        &t->stat_loss,    &t->stat_correct};
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) hs__trainer_drop(all[i]);
   for (int l = 0; l < HS_NN_MAX_LAYERS; l++) {
-    hs__trainer_drop(&t->row_ptr[l]), hs__trainer_drop(&t->col[l]), hs__trainer_drop(&t->t_ptr[l]), hs__trainer_drop(&t->t_dst[l]);
-    hs__trainer_drop(&t->cat[l]), hs__trainer_drop(&t->act[l]), hs__trainer_drop(&t->dz[l]);
+    hs__trainer_drop(&t->row_ptr[l]), hs__trainer_drop(&t->col[l]);
+    hs__trainer_drop(&t->t_ptr[l]), hs__trainer_drop(&t->t_list[l]);
+    hs__trainer_drop(&t->act[l]), hs__trainer_drop(&t->dz[l]);
+    for (int k = 0; k < HS_NN_LAYER_SLOTS; k++) hs__trainer_drop(&t->mb[l][k]);
   }
+  for (int k = 0; k < HS_NN_BATCH_SLOTS; k++) hs__trainer_drop(&t->mw[k]);
+  hs__sparse_first_release(t);
   hs__gemm_destroy(t->gemm);
-  for (int i = 0; i < K_COUNT; i++) hs__kernel_release(&t->k[i]);
-  hs__program_release(&t->program);
+  hs__kset_release(&t->ks);
   hs__queue_release(&t->q);
   free(t);
 }
 
 hs_gemm_kind hs__trainer_gemm_kind(const hs_trainer *t) { return hs__gemm_kind_of(t->gemm); }
 
+/* A model of the trainer's kind and layout, or a clear refusal. */
+static hs_status same_model(const hs_trainer *t, const hs_model *m) {
+  if (m->shape.kind != t->shape.kind || m->shape.heads != t->shape.heads)
+    return hs__fail(HS_ERR_INVALID_ARG, "trainer: model is %s (%d heads), trainer %s (%d heads)",
+                    hs__nn_kind_name(m->shape.kind), m->shape.heads,
+                    hs__nn_kind_name(t->shape.kind), t->shape.heads);
+  if (m->shape.n_params != t->shape.n_params)
+    return hs__fail(HS_ERR_INVALID_ARG, "trainer: model has %zu parameters, trainer %zu",
+                    m->shape.n_params, t->shape.n_params);
+  return HS_OK;
+}
+
 hs_status hs__trainer_load_model(hs_trainer *t, const hs_model *m) {
   size_t n = t->shape.n_params;
-  if (m->shape.n_params != n)
-    return hs__fail(HS_ERR_INVALID_ARG, "trainer: model has %zu parameters, trainer %zu",
-                    m->shape.n_params, n);
-  hs_status st;
+  hs_status st = same_model(t, m);
+  if (st != HS_OK) return st;
   if ((st = hs__mem_write(t->q, t->params.m, true, 0, n * 4, m->params, 0, NULL, NULL)) != HS_OK ||
       (st = hs__mem_write(t->q, t->mom1.m, true, 0, n * 4, m->m, 0, NULL, NULL)) != HS_OK ||
       (st = hs__mem_write(t->q, t->mom2.m, true, 0, n * 4, m->v, 0, NULL, NULL)) != HS_OK)
@@ -180,10 +166,8 @@ hs_status hs__trainer_load_model(hs_trainer *t, const hs_model *m) {
 
 hs_status hs__trainer_sync_model(hs_trainer *t, hs_model *m) {
   size_t n = t->shape.n_params;
-  if (m->shape.n_params != n)
-    return hs__fail(HS_ERR_INVALID_ARG, "trainer: model has %zu parameters, trainer %zu",
-                    m->shape.n_params, n);
-  hs_status st;
+  hs_status st = same_model(t, m);
+  if (st != HS_OK) return st;
   if ((st = hs__mem_read(t->q, t->params.m, true, 0, n * 4, m->params, 0, NULL, NULL)) != HS_OK ||
       (st = hs__mem_read(t->q, t->mom1.m, true, 0, n * 4, m->m, 0, NULL, NULL)) != HS_OK ||
       (st = hs__mem_read(t->q, t->mom2.m, true, 0, n * 4, m->v, 0, NULL, NULL)) != HS_OK)
@@ -200,13 +184,14 @@ typedef struct layer_shape {
 } layer_shape;
 
 /* Record the batch's shapes and grow every buffer the step needs for them
- * (the block arrays only when `own_blocks`). */
+ * (the block arrays only when `own_blocks`), the model's through its
+ * table. */
 static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_blocks) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
   hs_status st;
   if (ls[L - 1].n_dst < 1) return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has no seeds");
-  size_t dcat_rows = 0, max_src = 0, part = 0;
+  size_t max_src = 0, part = 0;
   for (int l = 0; l < L; l++) {
     /* Dropout numbers the elements of each output matrix in 32 bits. */
     if ((uint64_t)ls[l].n_dst * (uint64_t)sh->dims[l + 1] > UINT32_MAX)
@@ -218,47 +203,43 @@ static hs_status reserve_batch(hs_trainer *t, const layer_shape *ls, bool own_bl
     t->transposed[l] = false;
     size_t d_in = (size_t)sh->dims[l], d_out = (size_t)sh->dims[l + 1];
     size_t nd = (size_t)ls[l].n_dst, ns = (size_t)ls[l].n_src, ne = (size_t)ls[l].n_edges;
-    size_t chunks = (nd + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
+    size_t chunks = hs__colsum_chunks(nd);
     if (chunks * d_out > part) part = chunks * d_out;
+    if (ns > max_src) max_src = ns;
     if (own_blocks && ((st = hs__trainer_reserve(t, &t->row_ptr[l], nd + 1, 4)) != HS_OK ||
                        (st = hs__trainer_reserve(t, &t->col[l], ne, 4)) != HS_OK))
       return st;
-    if ((st = hs__trainer_reserve(t, &t->cat[l], nd * 2, d_in * 4)) != HS_OK ||
-        (st = hs__trainer_reserve(t, &t->dz[l], nd, d_out * 4)) != HS_OK)
-      return st;
-    if (l > 0) {
-      if ((st = hs__trainer_reserve(t, &t->act[l], ns, d_in * 4)) != HS_OK ||
-          (st = hs__trainer_reserve(t, &t->t_ptr[l], ns + 1, 4)) != HS_OK ||
-          (st = hs__trainer_reserve(t, &t->t_dst[l], ne, 4)) != HS_OK)
-        return st;
-      if (nd * 2 * d_in > dcat_rows) dcat_rows = nd * 2 * d_in;
-      if (ns > max_src) max_src = ns;
-    }
+    if ((st = hs__trainer_reserve(t, &t->dz[l], nd, d_out * 4)) != HS_OK) return st;
+    if (l > 0 && (st = hs__trainer_reserve(t, &t->act[l], ns, d_in * 4)) != HS_OK) return st;
   }
   size_t n_seeds = (size_t)t->n_dst[L - 1], c = (size_t)sh->dims[L];
   size_t n_in = (size_t)t->n_src[0], d0 = (size_t)sh->dims[0];
-  if ((st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK ||
+  if ((!t->x_sparse && (st = hs__trainer_reserve(t, &t->feat, n_in, d0 * 4)) != HS_OK) ||
       (st = hs__trainer_reserve(t, &t->labels, n_seeds, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->logits, n_seeds, c * 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->loss_rows, n_seeds, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->correct_rows, n_seeds, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->dcat, dcat_rows, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->cursor, max_src, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->colsum_part, part, 4)) != HS_OK ||
-      (st = hs__trainer_reserve(t, &t->scan_sums, max_src / SCAN_CHUNK + 1, 4)) != HS_OK)
+      (st = hs__trainer_reserve(t, &t->scan_sums, max_src / HS_SCAN_CHUNK + 1, 4)) != HS_OK)
     return st;
-  return HS_OK;
+  if (t->opts.input_grad && !t->x_sparse &&
+      (st = hs__trainer_reserve(t, &t->dx, n_in, d0 * 4)) != HS_OK)
+    return st;
+  return t->ops->dev_reserve(t);
 }
 
 /* The features (unless the caller assembles them) and labels of a batch
  * whose shapes reserve_batch recorded. */
-static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *labels) {
+static hs_status upload_rows(hs_trainer *t, const float *feat, const hs_nn_sparse *sfeat,
+                             const int32_t *labels) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
   size_t n_seeds = (size_t)t->n_dst[L - 1], n_in = (size_t)t->n_src[0];
   size_t d0 = (size_t)sh->dims[0];
   hs_status st;
-  if (feat &&
+  if (sfeat && (st = hs__sparse_first_upload(t, sfeat)) != HS_OK) return st;
+  if (!sfeat && feat &&
       (st = hs__mem_write(t->q, t->feat.m, true, 0, n_in * d0 * 4, feat, 0, NULL, NULL)) != HS_OK)
     return st;
   t->has_labels = labels != NULL;
@@ -268,19 +249,30 @@ static hs_status upload_rows(hs_trainer *t, const float *feat, const int32_t *la
   return HS_OK;
 }
 
-/* Start an upload of a batch of `n_layers` blocks (the model's count). */
-static hs_status begin_upload(hs_trainer *t, int n_layers) {
+/* Start an upload of a batch of `n_layers` blocks (the model's count),
+ * its features sparse or not. Sparse rows reach GraphSAGE's layer 0 only
+ * (sparse_first.h); other models take them through an input provider. */
+static hs_status begin_upload(hs_trainer *t, int n_layers, bool sparse) {
   t->uploaded = false;
+  t->x_sparse = sparse;
   if (n_layers != t->shape.n_layers)
     return hs__fail(HS_ERR_INVALID_ARG, "trainer: batch has %d blocks, model %d layers",
                     n_layers, t->shape.n_layers);
+  if (sparse && t->shape.kind != HS_NN_SAGE)
+    return hs__fail(HS_ERR_UNSUPPORTED,
+                    "trainer: sparse feature rows reach only GraphSAGE's first layer so far; "
+                    "%s needs dense features (hetsage convert --feat-format dense)",
+                    t->ops->title);
+  if (sparse && (t->input.mul || t->opts.input_grad))
+    return hs__fail(HS_ERR_UNSUPPORTED, "trainer: sparse feature rows with an input provider "
+                    "or input gradients");
   return HS_OK;
 }
 
 hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  hs_status st = begin_upload(t, b->n_layers);
+  hs_status st = begin_upload(t, b->n_layers, b->sfeat != NULL);
   if (st != HS_OK) return st;
   /* feat NULL: the caller assembles the features on the device
    * (hs__trainer_feat_buffer); the rest of the batch is checked as usual. */
@@ -288,6 +280,8 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
   hs_nn_batch checked = *b;
   if (!checked.feat) checked.feat = &no_feat;
   st = hs__nn_batch_validate(&checked, sh->dims[L]);
+  if (st == HS_OK && b->sfeat)
+    st = hs__nn_sparse_validate(b->sfeat, b->blocks[0].n_src, sh->dims[0]);
   if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++)
@@ -304,7 +298,7 @@ hs_status hs__trainer_upload(hs_trainer *t, const hs_nn_batch *b) {
     t->blk_rp[l] = t->row_ptr[l].m;
     t->blk_col[l] = t->col[l].m;
   }
-  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
+  if ((st = upload_rows(t, b->feat, b->sfeat, b->labels)) != HS_OK) return st;
   t->uploaded = true;
   return HS_OK;
 }
@@ -313,7 +307,7 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
                                  const cl_event *wait) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  hs_status st = begin_upload(t, b->n_layers);
+  hs_status st = begin_upload(t, b->n_layers, b->sfeat != NULL);
   if (st != HS_OK) return st;
   layer_shape ls[HS_NN_MAX_LAYERS] = {{0}};
   for (int l = 0; l < L; l++) {
@@ -338,9 +332,12 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
     t->blk_rp[l] = b->blocks[l].row_ptr;
     t->blk_col[l] = b->blocks[l].col;
   }
+  if (b->sfeat &&
+      (st = hs__nn_sparse_validate(b->sfeat, ls[0].n_src, sh->dims[0])) != HS_OK)
+    return st;
   /* Everything enqueued from here on (the step) waits for the blocks. */
   if ((st = hs__queue_wait_for(t->q, n_wait, wait)) != HS_OK) return st;
-  if ((st = upload_rows(t, b->feat, b->labels)) != HS_OK) return st;
+  if ((st = upload_rows(t, b->feat, b->sfeat, b->labels)) != HS_OK) return st;
   t->uploaded = true;
   return HS_OK;
 }
@@ -351,67 +348,62 @@ hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out) {
   return st;
 }
 
+/* ---- shared parts of the passes ------------------------------------------- */
+
+hs_status hs__trainer_transpose(hs_trainer *t, int l, bool edge_ids) {
+  if (t->transposed[l]) return HS_OK;
+  hs_tr_bufs b = {.cursor = t->cursor.m, .sums = t->scan_sums.m, .t_ptr = t->t_ptr[l].m,
+                  .t_list = t->t_list[l].m};
+  hs_status st = hs__nn_transpose(&t->ks, t->blk_rp[l], t->blk_col[l], t->n_dst[l], t->n_src[l],
+                                  t->n_edges[l], &b, edge_ids, false);
+  if (st == HS_OK) t->transposed[l] = true;
+  return st;
+}
+
+hs_status hs__trainer_layer_done(hs_trainer *t, int l) {
+  if (!t->layer_done) return HS_OK;
+  cl_event ev = NULL;
+  hs_status st = hs__queue_marker(t->q, 0, NULL, &ev);
+  if (st != HS_OK) return st;
+  t->layer_done(t->layer_done_user, l, t->shape.layer_off[l], t->shape.layer_n[l], ev);
+  hs__events_release(&ev, 1);
+  return HS_OK;
+}
+
+void hs__trainer_set_layer_hook(hs_trainer *t, hs_trainer_layer_fn fn, void *user) {
+  t->layer_done = fn;
+  t->layer_done_user = user;
+}
+
+void hs__trainer_set_input(hs_trainer *t, const hs_nn_input *in) {
+  if (in)
+    t->input = *in;
+  else
+    memset(&t->input, 0, sizeof t->input);
+}
+
+size_t hs__trainer_input_rows(const hs_trainer *t) {
+  return t->uploaded ? (size_t)t->n_src[0] : 0;
+}
+
+hs_status hs__nn_input_mul(hs_trainer *t, size_t w_off, size_t ldw, size_t n, cl_mem out) {
+  if (t->input.mul) return t->input.mul(t->input.user, t, t->params.m, w_off, ldw, n, out);
+  size_t d0 = (size_t)t->shape.dims[0];
+  hs_gemm_op op = {.m = (size_t)t->n_src[0], .n = n, .k = d0, .alpha = 1.0f, .a = t->feat.m,
+                   .lda = d0, .b = t->params.m, .b_off = w_off, .ldb = ldw, .c = out, .ldc = n};
+  return hs__trainer_gemm(t, &op);
+}
+
+hs_status hs__nn_input_mul_t(hs_trainer *t, cl_mem dout, size_t n, size_t g_off, size_t ldg) {
+  if (t->input.mul_t) return t->input.mul_t(t->input.user, t, dout, n, t->grads.m, g_off, ldg);
+  size_t d0 = (size_t)t->shape.dims[0];
+  hs_gemm_op op = {.trans_a = true, .m = d0, .n = n, .k = (size_t)t->n_src[0], .alpha = 1.0f,
+                   .a = t->feat.m, .lda = d0, .b = dout, .ldb = n, .c = t->grads.m,
+                   .c_off = g_off, .ldc = ldg};
+  return hs__trainer_gemm(t, &op);
+}
+
 /* ---- the step --------------------------------------------------------------- */
-
-/* The transposed block l by counting sort (see train_agg.cl). */
-static hs_status transpose(hs_trainer *t, int l) {
-  cl_int n_src = t->n_src[l], n_dst = t->n_dst[l], n_edges = t->n_edges[l];
-  cl_int zero = 0, n_chunks = (n_src + SCAN_CHUNK - 1) / SCAN_CHUNK;
-  size_t cursor_bytes = (size_t)n_src * 4;
-  cl_mem col = t->blk_col[l], rp = t->blk_rp[l], tp = t->t_ptr[l].m, td = t->t_dst[l].m;
-  cl_mem cur = t->cursor.m, sums = t->scan_sums.m;
-  hs_status st;
-  hs_karg count[] = {HS_KARG(col), HS_KARG(n_edges), HS_KARG(cur)};
-  hs_karg s1[] = {HS_KARG(cur), HS_KARG(n_src), HS_KARG(sums)};
-  hs_karg s2[] = {HS_KARG(sums), HS_KARG(n_src), HS_KARG(tp)};
-  hs_karg s3[] = {HS_KARG(cur), HS_KARG(n_src), HS_KARG(sums), HS_KARG(tp)};
-  hs_karg fill[] = {HS_KARG(rp), HS_KARG(col), HS_KARG(n_dst), HS_KARG(tp), HS_KARG(cur), HS_KARG(td)};
-  hs_karg sort[] = {HS_KARG(tp), HS_KARG(n_src), HS_KARG(td)};
-  if ((st = hs__mem_fill(t->q, cur, &zero, 4, 0, cursor_bytes, 0, NULL, NULL)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_COUNT, (size_t)n_edges, 0, count, 3)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_SUMS, (size_t)n_chunks, 0, s1, 3)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_OFFSETS, 1, 0, s2, 3)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_SCAN_APPLY, (size_t)n_chunks, 0, s3, 4)) != HS_OK ||
-      (st = hs__mem_fill(t->q, cur, &zero, 4, 0, cursor_bytes, 0, NULL, NULL)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_FILL, (size_t)n_dst, 0, fill, 6)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_AGG, K_TR_SORT, (size_t)n_src, 0, sort, 3)) != HS_OK)
-    return st;
-  t->transposed[l] = true;
-  return HS_OK;
-}
-
-static hs_status forward(hs_trainer *t, float p, uint32_t epoch, uint32_t batch) {
-  const hs_model_shape *sh = &t->shape;
-  int L = sh->n_layers;
-  float scale = hs__dropout_scale(p);
-  cl_ulong seed = t->cfg.seed;
-  hs_status st;
-  for (int l = 0; l < L; l++) {
-    cl_int n_dst = t->n_dst[l], d_in = sh->dims[l], d_out = sh->dims[l + 1];
-    cl_mem in = l == 0 ? t->feat.m : t->act[l].m;
-    cl_mem out = l < L - 1 ? t->act[l + 1].m : t->logits.m;
-    cl_int base = 0;
-    hs_karg agg[] = {HS_KARG(t->blk_rp[l]), HS_KARG(t->blk_col[l]), HS_KARG(in), HS_KARG(base),
-                     HS_KARG(n_dst), HS_KARG(d_in), HS_KARG(t->cat[l].m)};
-    size_t vecs = ((size_t)d_in + VW - 1) / VW;
-    if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_FWD, vecs, (size_t)n_dst, agg, 7)) != HS_OK)
-      return st;
-    hs_gemm_op op = {.m = (size_t)n_dst, .n = (size_t)d_out, .k = 2 * (size_t)d_in, .alpha = 1.0f,
-                     .a = t->cat[l].m, .lda = 2 * (size_t)d_in, .b = t->params.m,
-                     .b_off = sh->w_off[l], .ldb = (size_t)d_out, .c = out, .ldc = (size_t)d_out};
-    if ((st = hs__trainer_gemm(t, &op)) != HS_OK) return st;
-    if (l == L - 1) break;
-    cl_ulong b_off = sh->b_off[l];
-    cl_int relu = 1;
-    cl_uint ep = epoch, ba = batch, layer = (cl_uint)l;
-    hs_karg act[] = {HS_KARG(out), HS_KARG(n_dst), HS_KARG(d_out), HS_KARG(t->params.m),
-                     HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale),
-                     HS_KARG(seed), HS_KARG(ep), HS_KARG(ba), HS_KARG(layer)};
-    size_t groups = ((size_t)n_dst * (size_t)d_out + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
-    if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act, 12)) != HS_OK) return st;
-  }
-  return HS_OK;
-}
 
 static hs_status loss(hs_trainer *t) {
   const hs_model_shape *sh = &t->shape;
@@ -422,76 +414,24 @@ static hs_status loss(hs_trainer *t) {
   cl_int n = t->n_dst[L - 1], c = sh->dims[L];
   cl_int slot = (t->ring_first + t->ring_pending) % STATS_RING;
   float inv_n = 1.0f / (float)n;
-  cl_ulong b_off = sh->b_off[L - 1];
-  hs_karg ce[] = {HS_KARG(t->logits.m), HS_KARG(t->params.m), HS_KARG(b_off),
-                  HS_KARG(t->labels.m), HS_KARG(n), HS_KARG(c), HS_KARG(inv_n),
-                  HS_KARG(t->dz[L - 1].m), HS_KARG(t->loss_rows.m), HS_KARG(t->correct_rows.m)};
-  hs_karg red[] = {HS_KARG(t->loss_rows.m), HS_KARG(t->correct_rows.m), HS_KARG(n),
-                   HS_KARG(t->stat_loss.m), HS_KARG(t->stat_correct.m), HS_KARG(slot)};
-  if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_SOFTMAX_CE, (size_t)n, 0, ce, 10)) != HS_OK ||
-      (st = hs__trainer_run(t, HS_PHASE_ELEM, K_LOSS_REDUCE, 1, 0, red, 6)) != HS_OK)
+  if ((st = hs__k_softmax_ce(&t->ks, t->logits.m, t->params.m, sh->b_off[L - 1], t->labels.m, n,
+                             c, inv_n, t->dz[L - 1].m, t->loss_rows.m, t->correct_rows.m)) !=
+          HS_OK ||
+      (st = hs__k_loss_reduce(&t->ks, t->loss_rows.m, t->correct_rows.m, n, t->stat_loss.m,
+                              t->stat_correct.m, slot)) != HS_OK)
     return st;
   t->ring_seeds[slot] = n;
   t->ring_pending++;
   return HS_OK;
 }
 
-static hs_status backward(hs_trainer *t, float p) {
-  const hs_model_shape *sh = &t->shape;
-  int L = sh->n_layers;
-  float scale = hs__dropout_scale(p);
-  hs_status st;
-  for (int l = L - 1; l >= 0; l--) {
-    cl_int n_dst = t->n_dst[l], n_src = t->n_src[l], d_in = sh->dims[l], d_out = sh->dims[l + 1];
-    cl_ulong b_off = sh->b_off[l];
-    cl_int n_chunks = (n_dst + HS_COLSUM_ROWS - 1) / HS_COLSUM_ROWS;
-    hs_karg cs1[] = {HS_KARG(t->dz[l].m), HS_KARG(n_dst), HS_KARG(d_out), HS_KARG(t->colsum_part.m)};
-    hs_karg cs2[] = {HS_KARG(t->colsum_part.m), HS_KARG(n_chunks), HS_KARG(d_out),
-                     HS_KARG(t->grads.m), HS_KARG(b_off)};
-    if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_COLSUM_PART, ((size_t)d_out + VW - 1) / VW,
-                  (size_t)n_chunks, cs1, 4)) != HS_OK ||
-        (st = hs__trainer_run(t, HS_PHASE_ELEM, K_COLSUM_FINAL, (size_t)d_out, 0, cs2, 5)) != HS_OK)
-      return st;
-    hs_gemm_op dw = {.trans_a = true, .m = 2 * (size_t)d_in, .n = (size_t)d_out,
-                     .k = (size_t)n_dst, .alpha = 1.0f, .a = t->cat[l].m, .lda = 2 * (size_t)d_in,
-                     .b = t->dz[l].m, .ldb = (size_t)d_out, .c = t->grads.m,
-                     .c_off = sh->w_off[l], .ldc = (size_t)d_out};
-    if ((st = hs__trainer_gemm(t, &dw)) != HS_OK) return st;
-    if (l == 0) break; /* no gradient for the input features */
-    hs_gemm_op dc = {.trans_b = true, .m = (size_t)n_dst, .n = 2 * (size_t)d_in,
-                     .k = (size_t)d_out, .alpha = 1.0f, .a = t->dz[l].m, .lda = (size_t)d_out,
-                     .b = t->params.m, .b_off = sh->w_off[l], .ldb = (size_t)d_out,
-                     .c = t->dcat.m, .ldc = 2 * (size_t)d_in};
-    if ((st = hs__trainer_gemm(t, &dc)) != HS_OK) return st;
-    if (!t->transposed[l] && (st = transpose(t, l)) != HS_OK) return st;
-    cl_int masked = 1;
-    hs_karg bwd[] = {HS_KARG(t->blk_rp[l]), HS_KARG(t->t_ptr[l].m), HS_KARG(t->t_dst[l].m),
-                     HS_KARG(t->dcat.m), HS_KARG(t->act[l].m), HS_KARG(n_dst), HS_KARG(n_src),
-                     HS_KARG(d_in), HS_KARG(masked), HS_KARG(scale), HS_KARG(t->dz[l - 1].m)};
-    size_t vecs = ((size_t)d_in + VW - 1) / VW;
-    if ((st = hs__trainer_run(t, HS_PHASE_AGG, K_AGG_BWD, vecs, (size_t)n_src, bwd, 11)) != HS_OK)
-      return st;
-  }
-  return HS_OK;
-}
-
-static hs_status optimizer(hs_trainer *t) {
+hs_status hs__trainer_apply(hs_trainer *t) {
   hs_optim_coef k;
   hs__optim_coef(&t->cfg.optim, t->step + 1, &k);
   cl_ulong n = t->shape.n_params;
-  hs_status st;
-  if (t->cfg.optim.kind == HS_OPTIM_ADAM) {
-    hs_karg a[] = {HS_KARG(t->params.m), HS_KARG(t->grads.m), HS_KARG(t->mom1.m),
-                   HS_KARG(t->mom2.m), HS_KARG(n), HS_KARG(k.lr), HS_KARG(k.l2),
-                   HS_KARG(k.decay), HS_KARG(k.beta1), HS_KARG(k.beta2),
-                   HS_KARG(k.one_minus_beta1), HS_KARG(k.one_minus_beta2),
-                   HS_KARG(k.inv_sqrt_bc2), HS_KARG(k.eps)};
-    st = hs__trainer_run(t, HS_PHASE_OPTIM, K_ADAM, (size_t)n, 0, a, 14);
-  } else {
-    hs_karg a[] = {HS_KARG(t->params.m), HS_KARG(t->grads.m), HS_KARG(t->mom1.m), HS_KARG(n),
-                   HS_KARG(k.lr), HS_KARG(k.l2), HS_KARG(k.decay), HS_KARG(k.momentum)};
-    st = hs__trainer_run(t, HS_PHASE_OPTIM, K_SGD, (size_t)n, 0, a, 8);
-  }
+  hs_status st = t->cfg.optim.kind == HS_OPTIM_ADAM
+                     ? hs__k_adam(&t->ks, t->params.m, t->grads.m, t->mom1.m, t->mom2.m, n, &k)
+                     : hs__k_sgd(&t->ks, t->params.m, t->grads.m, t->mom1.m, n, &k);
   if (st == HS_OK) t->step++;
   return st;
 }
@@ -499,16 +439,17 @@ static hs_status optimizer(hs_trainer *t) {
 hs_status hs__trainer_gradients(hs_trainer *t, uint32_t epoch, uint32_t batch, bool train) {
   if (!t->uploaded || !t->has_labels)
     return hs__fail(HS_ERR_STATE, "trainer: no labelled batch uploaded");
-  float p = train ? t->cfg.dropout : 0.0f;
-  hs_status st = forward(t, p, epoch, batch);
+  hs_nn_keys k = {.p = train ? t->cfg.dropout : 0.0f, .seed = t->cfg.seed, .epoch = epoch,
+                  .batch = batch};
+  hs_status st = t->ops->dev_forward(t, &k);
   if (st == HS_OK) st = loss(t);
-  if (st == HS_OK) st = backward(t, p);
+  if (st == HS_OK) st = t->ops->dev_backward(t, &k);
   return st;
 }
 
 hs_status hs__trainer_step(hs_trainer *t, uint32_t epoch, uint32_t batch) {
   hs_status st = hs__trainer_gradients(t, epoch, batch, true);
-  if (st == HS_OK) st = optimizer(t);
+  if (st == HS_OK) st = hs__trainer_apply(t);
   if (st == HS_OK) t->timed_steps++;
   return st;
 }
@@ -517,17 +458,12 @@ hs_status hs__trainer_predict(hs_trainer *t, float *logits) {
   if (!t->uploaded) return hs__fail(HS_ERR_STATE, "trainer: no batch uploaded");
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
-  hs_status st = forward(t, 0.0f, 0, 0);
+  hs_nn_keys k = {0};
+  hs_status st = t->ops->dev_forward(t, &k);
   if (st != HS_OK) return st;
-  cl_int n = t->n_dst[L - 1], c = sh->dims[L], relu = 0;
-  cl_ulong b_off = sh->b_off[L - 1], seed = 0;
-  cl_uint zero = 0;
-  float p = 0.0f, scale = 1.0f;
-  hs_karg act[] = {HS_KARG(t->logits.m), HS_KARG(n), HS_KARG(c), HS_KARG(t->params.m),
-                   HS_KARG(b_off), HS_KARG(relu), HS_KARG(p), HS_KARG(scale),
-                   HS_KARG(seed), HS_KARG(zero), HS_KARG(zero), HS_KARG(zero)};
-  size_t groups = ((size_t)n * (size_t)c + HS_ACT_ELEMS - 1) / HS_ACT_ELEMS;
-  if ((st = hs__trainer_run(t, HS_PHASE_ELEM, K_BIAS_ACT, groups, 0, act, 12)) != HS_OK)
+  cl_int n = t->n_dst[L - 1], c = sh->dims[L];
+  if ((st = hs__k_bias_act(&t->ks, t->logits.m, n, c, t->params.m, sh->b_off[L - 1], 0, 0.0f,
+                           1.0f, 0, 0, 0, 0)) != HS_OK)
     return st;
   return hs__mem_read(t->q, t->logits.m, true, 0, (size_t)n * (size_t)c * 4, logits, 0, NULL, NULL);
 }
@@ -536,6 +472,32 @@ hs_status hs__trainer_predict(hs_trainer *t, float *logits) {
 
 hs_status hs__trainer_read_grads(hs_trainer *t, float *grads) {
   return hs__mem_read(t->q, t->grads.m, true, 0, t->shape.n_params * 4, grads, 0, NULL, NULL);
+}
+
+hs_status hs__trainer_write_grads(hs_trainer *t, const float *grads) {
+  return hs__mem_write(t->q, t->grads.m, true, 0, t->shape.n_params * 4, grads, 0, NULL, NULL);
+}
+
+cl_mem hs__trainer_grad_buffer(const hs_trainer *t) { return t->grads.m; }
+cl_mem hs__trainer_param_buffer(const hs_trainer *t) { return t->params.m; }
+cl_command_queue hs__trainer_queue(const hs_trainer *t) { return t->q; }
+const hs_model_shape *hs__trainer_shape(const hs_trainer *t) { return &t->shape; }
+
+hs_status hs__trainer_input_grad(hs_trainer *t, cl_mem *dx, size_t *rows) {
+  if (!t->opts.input_grad)
+    return hs__fail(HS_ERR_STATE, "trainer: created without input gradients");
+  if (!t->uploaded) return hs__fail(HS_ERR_STATE, "trainer: no batch uploaded");
+  *dx = t->dx.m;
+  *rows = (size_t)t->n_src[0];
+  return HS_OK;
+}
+
+hs_status hs__trainer_read_input_grad(hs_trainer *t, float *dx) {
+  cl_mem m = NULL;
+  size_t rows = 0;
+  hs_status st = hs__trainer_input_grad(t, &m, &rows);
+  if (st != HS_OK) return st;
+  return hs__mem_read(t->q, m, true, 0, rows * (size_t)t->shape.dims[0] * 4, dx, 0, NULL, NULL);
 }
 
 hs_status hs__trainer_drain_stats(hs_trainer *t, hs_train_stats *acc) {
@@ -576,8 +538,19 @@ static hs_status collect_spans(hs_trainer *t) {
     uint64_t s0, e0, s1, e1;
     if (st == HS_OK && (st = hs__events_wait(&t->span_end[i], 1)) == HS_OK &&
         (st = hs__event_times(t->span_mark[i], &s0, &e0)) == HS_OK &&
-        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0)
-      t->phase_s[t->span_phase[i]] += (double)(e1 - e0) * 1e-9;
+        (st = hs__event_times(t->span_end[i], &s1, &e1)) == HS_OK && e1 > e0) {
+      double span = (double)(e1 - e0) * 1e-9, run = e1 > s1 ? (double)(e1 - s1) * 1e-9 : 0.0;
+      t->phase_s[t->span_phase[i]] += span;
+      int k = 0;
+      while (k < t->n_kernel_times && strcmp(t->kernel_times[k].name, t->span_name[i]) != 0) k++;
+      if (k == t->n_kernel_times && k < HS_TRAIN_MAX_KERNELS)
+        t->kernel_times[t->n_kernel_times++] = (hs_train_kernel_time){.name = t->span_name[i]};
+      if (k < HS_TRAIN_MAX_KERNELS) {
+        t->kernel_times[k].launches++;
+        t->kernel_times[k].span_s += span;
+        t->kernel_times[k].run_s += run;
+      }
+    }
     hs__events_release(&t->span_mark[i], 1);
     hs__events_release(&t->span_end[i], 1);
   }
@@ -592,6 +565,9 @@ hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out) {
   if (st != HS_OK) return st;
   memcpy(out->seconds, t->phase_s, sizeof out->seconds);
   out->steps = t->timed_steps;
+  out->n_kernels = t->n_kernel_times;
+  memcpy(out->kernel, t->kernel_times, sizeof out->kernel);
+  t->n_kernel_times = 0;
   memset(t->phase_s, 0, sizeof t->phase_s);
   t->timed_steps = 0;
   return HS_OK;

@@ -2,11 +2,12 @@
  * update of one batch on the trainer device, everything enqueued on one
  * in-order queue without host round trips (statistics are read lazily).
  *
- * The step is the composition the plain-C reference (ref_step.c) runs,
- * kernel for kernel; GEMMs go through the device's GEMM provider. Given
- * the same model, batch, keys and device, the result is bit-identical run
- * to run: no float atomics, reductions in fixed order, and the transposed
- * blocks sorted.
+ * The trainer drives any model kind through its table (model_ops.h): the
+ * kind's passes run the composition its plain-C reference runs, kernel for
+ * kernel; GEMMs go through the device's GEMM provider. Given the same
+ * model, batch, keys and device, the result is bit-identical run to run:
+ * no float atomics, reductions in fixed order, and the transposed blocks
+ * sorted.
  *
  * One host thread drives a trainer. Device memory grows to the largest
  * batch seen and is then reused (no allocation in the steady state). */
@@ -16,6 +17,7 @@
 #include "gemm.h"
 #include "hs_dev.h"
 #include "nn/model.h"
+#include "nn/nn_kernels.h"
 #include "nn/ref_nn.h"
 
 typedef struct hs_trainer hs_trainer;
@@ -25,21 +27,32 @@ typedef struct hs_trainer_opts {
   hs_gemm_kind gemm;     /* HS_GEMM_AUTO: by device (see gemm.h) */
   int gemm_threads;      /* CBLAS threads; 0: the device's compute units */
   bool profile;          /* time phases (the queue must have profiling on) */
+  /* Also compute the gradient of the loss with respect to the batch's
+   * input rows X (hs__trainer_input_grad): what learnable per-vertex
+   * embeddings train from. Costs one more product per step. */
+  bool input_grad;
 } hs_trainer_opts;
 
-/* Where device time goes, from profiling events (in-order queue: each
- * command is charged from the end of the previous one to its own end). */
-typedef enum hs_train_phase {
-  HS_PHASE_GEMM = 0,
-  HS_PHASE_AGG,   /* aggregation forward/backward and block transposes */
-  HS_PHASE_ELEM,  /* bias/ReLU/dropout, bias gradients, loss */
-  HS_PHASE_OPTIM,
-  HS_PHASE_COUNT_
-} hs_train_phase;
+/* Device time per phase (hs_train_phase, nn_kernels.h), from profiling
+ * events (in-order queue: each command is charged from the end of the
+ * previous one to its own end). */
+enum { HS_TRAIN_MAX_KERNELS = 48 };
+
+/* One kernel's (or the GEMM's) share of the device time: `span_s` from the
+ * end of the command before it to its own end (what it costs the in-order
+ * queue), `run_s` from its start to its end; span - run is the time the
+ * device spent between commands (launch and scheduling). */
+typedef struct hs_train_kernel_time {
+  const char *name;
+  int launches;
+  double span_s, run_s;
+} hs_train_kernel_time;
 
 typedef struct hs_train_times {
   double seconds[HS_PHASE_COUNT_];
   int steps;
+  int n_kernels;
+  hs_train_kernel_time kernel[HS_TRAIN_MAX_KERNELS];
 } hs_train_times;
 
 /* Accumulated statistics of steps not yet read. */
@@ -80,6 +93,7 @@ typedef struct hs_nn_dev_batch {
   int n_layers;
   const hs_nn_dev_block *blocks; /* input side first, as hs_nn_batch */
   const float *feat;             /* host rows, or NULL (see hs__trainer_upload) */
+  const hs_nn_sparse *sfeat;     /* host rows stored sparse, or NULL */
   const int32_t *labels;         /* host labels, or NULL */
 } hs_nn_dev_batch;
 
@@ -97,17 +111,91 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
  * Commands that write it must go to the trainer's (in-order) queue. */
 hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out);
 
+/* ---- the step, whole or in parts ------------------------------------------
+ *
+ * hs__trainer_step(t, e, b) is exactly hs__trainer_gradients(t, e, b, true)
+ * followed by hs__trainer_apply(t). Between the two the flat gradient
+ * (n_params floats in the layout of model.h, the mean loss's gradient) may
+ * be read and replaced, e.g. by the sum of every rank's divided by their
+ * number: the update then applies what was written. Everything enqueues on
+ * the trainer's queue and returns without waiting unless it says so. */
+
 /* Enqueue one training step on the uploaded batch: gradients, then the
- * optimizer update as step t+1. Dropout keys: (model seed, epoch, batch).
- * Returns without waiting. */
+ * optimizer update as step t+1. Dropout keys: (model seed, epoch, batch). */
 hs_status hs__trainer_step(hs_trainer *t, uint32_t epoch, uint32_t batch);
 
-/* Enqueue only forward, loss and backward (gradients readable with
- * hs__trainer_read_grads); `train` false disables dropout. */
+/* Enqueue only forward, loss and backward; `train` false disables
+ * dropout. The layer hook, if set, hears of each layer's gradients. */
 hs_status hs__trainer_gradients(hs_trainer *t, uint32_t epoch, uint32_t batch, bool train);
 
-/* Read what was computed (each waits for the queue). */
+/* Enqueue only the optimizer update (step t+1) from the gradient buffer as
+ * it stands. */
+hs_status hs__trainer_apply(hs_trainer *t);
+
+/* Read the gradient buffer (waits), or overwrite it with `grads` (the
+ * write is enqueued blocking, after the commands before it). */
 hs_status hs__trainer_read_grads(hs_trainer *t, float *grads);
+hs_status hs__trainer_write_grads(hs_trainer *t, const float *grads);
+
+/* The device buffers of the flat gradient and parameters (n_params floats),
+ * for reductions that stay on the device: commands on them go to the
+ * trainer's queue (hs__trainer_queue), or wait for its events. */
+cl_mem hs__trainer_grad_buffer(const hs_trainer *t);
+cl_mem hs__trainer_param_buffer(const hs_trainer *t);
+cl_command_queue hs__trainer_queue(const hs_trainer *t);
+const hs_model_shape *hs__trainer_shape(const hs_trainer *t);
+
+/* Per-layer gradient readiness, so that combining gradients (an
+ * all-reduce per layer, say) overlaps the rest of the backward pass: during
+ * hs__trainer_gradients, once per layer, last layer first, right after the
+ * commands that complete layer `layer`'s range [off, off + n) of the flat
+ * gradient are enqueued, `fn` is called on the enqueueing thread with an
+ * event that completes when that range holds its final values. The event is
+ * the trainer's: retain it to keep it past the call. Commands the hook
+ * enqueues on the trainer's queue run before the rest of the backward
+ * pass; anything longer belongs on another queue or thread. NULL removes
+ * the hook. */
+typedef void (*hs_trainer_layer_fn)(void *user, int layer, size_t off, size_t n, cl_event ready);
+void hs__trainer_set_layer_hook(hs_trainer *t, hs_trainer_layer_fn fn, void *user);
+
+/* With opts.input_grad: the gradient of the mean loss with respect to the
+ * uploaded batch's input rows X, n_src[0] x in_dim float32 row-major (row =
+ * local id, as the features were given), valid once the step's commands
+ * complete and until the next step. `rows` receives n_src[0]. Dropout
+ * does not touch X, so this is the plain d(loss)/dX. HS_ERR_STATE without
+ * the option. */
+hs_status hs__trainer_input_grad(hs_trainer *t, cl_mem *dx, size_t *rows);
+/* The same, read into `dx` (waits). */
+hs_status hs__trainer_read_input_grad(hs_trainer *t, float *dx);
+
+/* ---- layer 0's input transform ----------------------------------------------
+ *
+ * Every model's layer 0 reads the batch's input rows X (n_src[0] x in_dim)
+ * in one of two ways: as the dense matrix the upload wrote (the default,
+ * hs__trainer_feat_buffer), or, when a provider is set here, only through
+ * the provider's two products with a block W of the layer-0 weights:
+ *   mul:    out (n_src[0] x n, rows n apart) = X . W,
+ *           W = in_dim x n floats at params + w_off, rows ldw apart;
+ *   mul_t:  grads + g_off (in_dim x n, rows ldg apart) = X^T . dout,
+ *           dout n_src[0] x n, rows n apart.
+ * A provider for sparse rows replaces the dense GEMMs of layer 0 with
+ * sparse-dense products; X need not exist densely at all. Models whose
+ * layer 0 starts from X . W (GCN, GAT) run it the same way either way;
+ * GraphSAGE-mean, which aggregates X before its GEMM on the dense path,
+ * multiplies first under a provider (z = X_dst W_self + mean(X W_neigh):
+ * the same function, other rounding). Both functions enqueue on the
+ * trainer's queue and return without waiting; `user` is theirs. A
+ * provider is kept until replaced; NULL restores the dense matrix. */
+typedef struct hs_nn_input {
+  hs_status (*mul)(void *user, hs_trainer *t, cl_mem params, size_t w_off, size_t ldw, size_t n,
+                   cl_mem out);
+  hs_status (*mul_t)(void *user, hs_trainer *t, cl_mem dout, size_t n, cl_mem grads,
+                     size_t g_off, size_t ldg);
+  void *user;
+} hs_nn_input;
+void hs__trainer_set_input(hs_trainer *t, const hs_nn_input *in);
+/* Rows of the uploaded batch's X (n_src[0]); 0 before any upload. */
+size_t hs__trainer_input_rows(const hs_trainer *t);
 /* Add the statistics of the steps since the last call to `acc`. */
 hs_status hs__trainer_drain_stats(hs_trainer *t, hs_train_stats *acc);
 /* Copy parameters, moments and the step count into `m` (same shape). */
@@ -122,11 +210,17 @@ hs_status hs__trainer_predict(hs_trainer *t, float *logits);
 /* Layer-wise full-neighbour inference over every vertex of `g` on the
  * device (dropout off): logits with bias, n_vertices x n_classes, from
  * `feat` (n_vertices x in_dim). Device memory: the CSR, the features, two
- * n_vertices x hidden activations and the logits, allocated for the call
- * and released after it. HS_ERR_RANGE when the graph has 2^31 or more
- * edges. Waits. */
+ * n_vertices x hidden activations, the logits and the model's scratch,
+ * allocated for the call and released after it. HS_ERR_RANGE when the
+ * graph has 2^31 or more edges. Waits. */
 hs_status hs__trainer_infer_full(hs_trainer *t, const hs_csr_view *g, const float *feat,
                                  float *logits);
+
+/* The same, stopped after `layers` layers (1..n_layers): every vertex's
+ * representation after layer `layers`, n_vertices x dims[layers] (hidden
+ * layers: bias and ReLU applied; the last: logits with bias). */
+hs_status hs__trainer_infer_layers(hs_trainer *t, const hs_csr_view *g, const float *feat,
+                                   int layers, float *out);
 
 /* Device time per phase since the last call (needs opts.profile). Waits. */
 hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out);

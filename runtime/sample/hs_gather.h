@@ -47,6 +47,30 @@ typedef struct hs_gather_req {
  * (nothing else written for that row) when an id is outside [0, n_rows). */
 hs_status hs__gather(hs_gather_pool *p, const hs_gather_req *req);
 
+/* Sparse rows (CSR) gathered in id-list order: out row i is table row
+ * ids[i], as offsets (out_ptr, n + 1 entries, from 0), column ids and
+ * float32 values (float16 tables are widened; a binary table, val NULL,
+ * writes no values). */
+typedef struct hs_gather_sparse_req {
+  const int64_t *ptr;     /* n_rows + 1 */
+  const int32_t *col;
+  const void *val;        /* float32 / float16 per val_dtype, or NULL */
+  bool val_half;          /* values are float16 */
+  int64_t n_rows;
+  const int32_t *ids;
+  int32_t n;
+  int32_t *out_ptr;       /* n + 1 */
+  int32_t *out_col;       /* cap entries */
+  float *out_val;         /* cap entries (unused when val is NULL) */
+  int64_t cap;
+} hs_gather_sparse_req;
+
+/* Gather on the pool's threads: offsets first (one pass over the rows'
+ * lengths), then the copies, each thread a contiguous slice. HS_ERR_RANGE
+ * when an id is outside [0, n_rows) or the rows hold more than `cap` (or
+ * 2^31 - 1) entries; nothing is copied then. */
+hs_status hs__gather_sparse(hs_gather_pool *p, const hs_gather_sparse_req *req);
+
 /* Copy `bytes` (a multiple of 16) into 16-byte aligned `dst` with
  * non-temporal stores (no read of the destination lines first), without a
  * fence: call hs__nontemporal_fence before the data is handed to another

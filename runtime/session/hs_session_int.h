@@ -20,6 +20,15 @@ typedef struct hs_slot_data {
   float *feat;           /* gathered rows, local-id order, float32 */
   void *raw;             /* float16 rows before conversion, or NULL */
   int32_t *labels;       /* labels of the seeds */
+  /* Sparse features: the batch's rows as CSR (feat and raw unused). */
+  hs_nn_sparse sx;
+  int32_t *sx_ptr, *sx_col;
+  float *sx_val;          /* NULL for binary features */
+  int64_t sx_cap;         /* entries sx_col / sx_val hold */
+  int64_t sx_rows;        /* rows sx_ptr holds */
+  /* ... and the same entries by column, for the weight gradient. */
+  int32_t *sx_tptr, *sx_tmid, *sx_trow, *sx_cursor;
+  float *sx_tval;
   hs_nn_block nb[HS_SAMPLE_MAX_LAYERS];
   int64_t edges;
   /* With the trainer cache: the batch's classification and the slot's
@@ -92,6 +101,8 @@ struct hs_session {
   uint64_t acc_gather_bytes;
   uint64_t acc_upload_bytes;
   uint64_t acc_d2d_bytes;
+  uint64_t acc_feat_nnz;  /* sparse features: entries gathered */
+  uint64_t acc_rows;      /* feature rows the batches needed */
   double acc_upload_s;
   hs_train_stats acc_train;
 
@@ -120,6 +131,16 @@ hs_status hs__session_shuffle(hs_session *s, int64_t epoch);
 /* Sample one batch of `seeds` into `slot` (no features). */
 hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
                              uint32_t batch, hs_slot_data *slot);
+/* Sparse feature rows ids[0..n) into the slot's CSR arrays (sx), values
+ * as float32, and (n_dst >= 0: a training batch whose block 0 has n_dst
+ * dst) their column lists. Uses the gather pool: gather stage only. */
+hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t n_dst,
+                                  hs_slot_data *slot);
+/* Allocate a slot's sparse arrays for `rows` rows (the most a batch or an
+ * evaluation chunk may have); no-op for dense features. */
+hs_status hs__session_sparse_alloc(hs_session *s, hs_slot_data *slot, int64_t rows);
+void hs__session_sparse_free(hs_slot_data *slot);
+
 /* Feature rows ids[0..n) as float32 into `out` (n x f), read from the host
  * tier or the mapping; float16 rows go through `raw` (n x row bytes, NULL
  * for float32 features). Uses the gather pool: gather stage only. */
@@ -136,8 +157,6 @@ void hs__session_cache_epoch_end(hs_session *s, hs_epoch_stats *stats);
 /* Sample and gather one batch of `seeds` into slot 0 (evaluation). */
 hs_status hs__session_sample_gather(hs_session *s, const int32_t *seeds, int32_t n,
                                     uint32_t epoch_key, uint32_t batch, hs_slot_data *slot);
-/* IEEE binary16 -> binary32, exact. */
-float hs__half_to_float(uint16_t h);
 
 /* The trainer's view of a sampled, gathered slot. */
 void hs__session_nn_batch(hs_slot_data *slot, hs_nn_batch *out);

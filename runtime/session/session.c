@@ -8,6 +8,7 @@
 #include "board/hs_board.h"
 #include "hs_launch.h"
 #include "hs_session_int.h"
+#include "nn/model_ops.h"
 
 void hs_session_config_init(hs_session_config *cfg) {
   memset(cfg, 0, sizeof *cfg);
@@ -25,6 +26,24 @@ void hs_session_config_init(hs_session_config *cfg) {
   cfg->depth = 0;
   cfg->cache_rows = -1;
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
+  cfg->model = HS_MODEL_SAGE;
+  cfg->heads = 4;
+}
+
+/* The public kinds are the model tables' kinds (nn/model.h). */
+_Static_assert((int)HS_MODEL_SAGE == (int)HS_NN_SAGE && (int)HS_MODEL_GCN == (int)HS_NN_GCN &&
+                   (int)HS_MODEL_GAT == (int)HS_NN_GAT,
+               "hs_model_kind and hs_nn_kind must agree");
+
+const char *hs_model_kind_name(hs_model_kind kind) { return hs__nn_kind_name((int)kind); }
+
+hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
+  const hs_model_ops *ops = hs__model_ops_by_name(name);
+  if (!ops)
+    return hs__fail(HS_ERR_INVALID_ARG, "model '%s': expected sage, gcn or gat",
+                    name ? name : "(null)");
+  *out = (hs_model_kind)ops->kind;
+  return HS_OK;
 }
 
 const char *hs_stage_name(hs_stage stage) {
@@ -80,14 +99,22 @@ static hs_status check_config(const hs_session_config *c) {
                     (int)c->transfer);
   if (c->depth < 0 || c->depth > 64)
     return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
+  if (!hs__model_ops((int)c->model))
+    return hs__fail(HS_ERR_INVALID_ARG, "model %d: expected sage, gcn or gat", (int)c->model);
+  if (c->model == HS_MODEL_GAT && (c->heads < 1 || c->heads > HS_NN_MAX_HEADS))
+    return hs__fail(HS_ERR_INVALID_ARG, "heads %d: must be 1..%d", c->heads, HS_NN_MAX_HEADS);
+  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be a multiple of the %d heads",
+                    c->hidden, c->heads);
   return HS_OK;
 }
 
 static hs_status check_dataset(const hs_graph *g) {
   hs_status st = hs__graph_topology(g, "a new session (the sampler's upload)");
   if (st != HS_OK) return st;
-  if (!g->feat || g->f <= 0)
-    return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy)");
+  if ((!g->feat && !g->feat_sparse) || g->f <= 0)
+    return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy, or the sparse "
+                    "feat_indptr.npy and its kin)");
   if (!g->labels || g->num_classes < 2)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no labels with at least 2 classes");
   if (!g->split[HS_SPLIT_TRAIN] || g->split_n[HS_SPLIT_TRAIN] == 0)
@@ -110,7 +137,8 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
         prof && rp[r]->profile_id[0] ? hs__board_device_find(prof, rp[r]->profile_id) : NULL;
     const hs_device_info *d = &devs[rp[r]->device];
     hs_status st = hs__board_prog_files(bd, d, pf[r]);
-    if (st == HS_OK) st = hs__prog_files_check(pf[r], roles[r], NULL, d->name);
+    if (st == HS_OK)
+      st = hs__prog_files_check(pf[r], roles[r], hs_model_kind_name(s->cfg.model), d->name);
     if (st != HS_OK) return st;
   }
   return HS_OK;
@@ -128,12 +156,18 @@ static hs_status place(hs_session *s, const hs_session_config *cfg) {
   req.profile = cfg->profile ? cfg->profile : prof;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
-  req.feature_row_bytes = s->g->feat_row_bytes;
+  /* Sparse rows: their mean size, for the caches' sizing. */
+  req.feature_row_bytes = s->g->feat_sparse
+                              ? (s->g->n ? (s->g->feature_bytes + (uint64_t)s->g->n - 1) /
+                                               (uint64_t)s->g->n
+                                         : 0)
+                              : s->g->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(s->rt);
   req.sampler = cfg->sampler;
   req.sampler_source = "sampler option";
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";
+  req.model = hs_model_kind_name(cfg->model);
   hs_placement_request_env(&req);
   st = hs_placement_make(&req, &s->plan);
   if (st == HS_OK) st = role_programs(s, req.profile, devs);
@@ -221,6 +255,11 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
     snprintf(why, wl, "read through the host tier (over the memory budget)");
     return HS_OK;
   }
+  if (s->g->feat_sparse) {
+    snprintf(why, wl, "sparse rows (%lld non-zeros, %s) gathered from memory as CSR",
+             (long long)s->g->feat_nnz, hs__fmt_bytes(bytes, b, sizeof b));
+    return HS_OK;
+  }
   if (want == HS_FEATURE_PAGES_FILE) {
     snprintf(why, wl, "the file mapping (%s asks for it)", source);
     return HS_OK;
@@ -294,6 +333,8 @@ static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
 static hs_status make_model(hs_session *s) {
   hs_model_cfg mc;
   hs__model_cfg_defaults(&mc);
+  mc.kind = (hs_nn_kind)s->cfg.model;
+  mc.heads = s->cfg.heads;
   mc.n_layers = s->cfg.n_layers;
   mc.in_dim = (int)s->g->f;
   mc.hidden = s->cfg.hidden;
@@ -341,20 +382,23 @@ static hs_status make_slots(hs_session *s) {
   if (!s->pslots || !s->slots) return hs__fail(HS_ERR_NOMEM, "out of memory for batch slots");
   const hs_batch_caps *caps = hs__sampler_caps(s->sampler);
   size_t rows = (size_t)caps->vertices, feat_bytes, raw_bytes;
+  bool sparse = s->g->feat_sparse, half = !sparse && s->g->feat_dtype == HS_DTYPE_FLOAT16;
   if (!hs__mul_size(rows, (size_t)s->g->f * sizeof(float), &feat_bytes) ||
       !hs__mul_size(rows, s->g->feat_row_bytes, &raw_bytes))
     return hs__fail(HS_ERR_RANGE, "a batch of %zu vertices x %lld features overflows", rows,
                     (long long)s->g->f);
+  if (sparse) feat_bytes = 0; /* the rows travel as CSR (sx) */
   for (int i = 0; i < s->depth; i++) {
     hs_slot_data *d = &s->slots[i];
     hs_status st = hs__batch_alloc(caps, &d->batch);
     if (st != HS_OK) return st;
     d->feat = malloc(feat_bytes ? feat_bytes : 1);
     d->labels = malloc((size_t)caps->seeds * sizeof *d->labels + 1);
-    if (s->g->feat_dtype == HS_DTYPE_FLOAT16) d->raw = malloc(raw_bytes ? raw_bytes : 1);
-    if (!d->feat || !d->labels || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !d->raw))
+    if (half) d->raw = malloc(raw_bytes ? raw_bytes : 1);
+    if (!d->feat || !d->labels || (half && !d->raw))
       return hs__fail(HS_ERR_NOMEM, "out of memory for batch slot %d (%zu bytes of features)",
                       i, feat_bytes);
+    if ((st = hs__session_sparse_alloc(s, d, (int64_t)rows)) != HS_OK) return st;
     /* Device-to-device blocks land here, in trainer order, sized for the
      * sampler's capacities (hop h is block L-1-h). */
     for (int h = 0; s->transfer == HS_TRANSFER_DEVICE && h < caps->n_layers; h++) {
@@ -404,6 +448,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
+    st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
+                  "GraphSAGE's first layer reads so far; for %s, convert them to dense "
+                  "(hetsage convert --from native --feat-format dense)",
+                  hs_model_kind_name(cfg->model));
+    goto fail;
+  }
   if ((st = place(s, cfg)) != HS_OK) goto fail;
   switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
     case HS_PIPELINE_THREADS: s->mode = HS_PIPE_THREADS; break;
@@ -462,6 +513,7 @@ void hs_session_destroy(hs_session *s) {
     free(s->slots[i].feat);
     free(s->slots[i].raw);
     free(s->slots[i].labels);
+    hs__session_sparse_free(&s->slots[i]);
   }
   free(s->slots);
   free(s->pslots);

@@ -16,6 +16,11 @@
 static hs_status open_host_tier(hs_session *s, const hs_session_config *cfg) {
   uint64_t budget = cfg->memory_budget ? cfg->memory_budget : s->plan->host_budget_bytes;
   if (!budget || s->g->feature_bytes <= budget) return HS_OK;
+  if (s->g->feat_sparse)
+    return hs__fail(HS_ERR_UNSUPPORTED, "sparse features of %" PRIu64 " bytes exceed the "
+                    "memory budget of %" PRIu64 " bytes: the host tier reads dense feat.npy "
+                    "only (convert --from native --feat-format dense, or raise the budget)",
+                    s->g->feature_bytes, budget);
   /* Half of an explicit budget keeps blocks, the rest is for everything
    * else (batches, model, topology); the plan applies the same rule. */
   uint64_t keep = cfg->memory_budget ? budget / 2 : s->plan->cache_host_bytes;
@@ -98,6 +103,11 @@ static hs_status open_trainer_tier(hs_session *s, const hs_session_config *cfg) 
                            ? cfg->cache_fill
                            : p->cache_fill;
   if (rows <= 0) return HS_OK;
+  if (s->g->feat_sparse) {
+    hs__log(HS_LOG_CACHE, "session: no trainer cache for sparse features (%" PRId64
+            " rows asked): every batch's rows cross as CSR", rows);
+    return HS_OK;
+  }
   if (rows > s->g->n) rows = s->g->n;
   /* The cache holds the rows the model reads: float32, whatever the file. */
   size_t row_bytes = (size_t)s->g->f * sizeof(float);

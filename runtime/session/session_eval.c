@@ -4,6 +4,7 @@
 
 #include "hs_session_int.h"
 #include "nn/checkpoint.h"
+#include "nn/model_ops.h"
 
 /* Evaluation batches are keyed apart from every training epoch. */
 #define EVAL_EPOCH_KEY 0xfffffff0u
@@ -50,15 +51,19 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
  * (L * E entries) and needs every feature row resident as float32 (no
  * host tier) and 32-bit edge offsets. The cheaper one runs;
  * $HETSAGE_FULL_INFERENCE=layerwise|fields forces one (tests compare
- * them). */
+ * them). A model whose outputs depend on the block beyond the receptive
+ * field (GCN's normalisation: model_ops.h) runs layer-wise whenever it can,
+ * so that a vertex's prediction is its whole-graph output however many
+ * vertices are asked for. */
 static bool use_layerwise(const hs_session *s, int64_t n) {
   const hs_graph *g = s->g;
-  bool can = !s->tier && g->feat && g->feat_dtype == HS_DTYPE_FLOAT32 &&
+  bool can = !s->tier && g->feat && !g->feat_sparse && g->feat_dtype == HS_DTYPE_FLOAT32 &&
              g->indptr[g->n] <= INT32_MAX;
   const char *env = getenv("HETSAGE_FULL_INFERENCE");
   if (env && strcmp(env, "fields") == 0) return false;
   if (env && strcmp(env, "layerwise") == 0) return can;
   if (!can) return false;
+  if (s->model.shape.ops->block_normalised) return true;
   int L = s->model.shape.n_layers;
   double e = (double)g->indptr[g->n], dbar = g->n ? e / (double)g->n : 0, fields = (double)n;
   for (int l = 0; l < L; l++) fields *= dbar > 1 ? dbar : 1;
@@ -104,6 +109,20 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
     if ((st = hs__full_blocks_build(&g, ids + first, m, s->model.shape.n_layers, &set)) != HS_OK)
       break;
     size_t rows = (size_t)set.blocks[0].n_src;
+    if (s->g->feat_sparse) {
+      /* Slot 0's CSR arrays, grown to the receptive field if needed. */
+      hs_slot_data *d = &s->slots[0];
+      if ((st = hs__session_sparse_alloc(s, d, (int64_t)rows)) == HS_OK)
+        st = hs__session_rows_sparse(s, set.ids, (int32_t)rows, -1, d);
+      hs_nn_batch nb = {.n_layers = set.n_layers, .blocks = set.blocks, .sfeat = &d->sx};
+      if (st == HS_OK) st = hs__trainer_upload(s->trainer, &nb);
+      if (st == HS_OK) st = hs__trainer_predict(s->trainer, out);
+      for (int32_t i = 0; st == HS_OK && i < m; i++)
+        memcpy(logits + (size_t)(first + i) * classes, out + (size_t)set.seed_local[i] * classes,
+               sizeof(float) * (size_t)classes);
+      hs__block_set_free(&set);
+      continue;
+    }
     if (rows > cap_rows) {
       free(feat);
       free(raw);
@@ -222,6 +241,8 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
   if (mc.n_layers > HS_MAX_LAYERS)
     return hs__fail(HS_ERR_FORMAT, "%s: %d layers", path, mc.n_layers);
   for (int l = cfg->n_layers; l < mc.n_layers; l++) cfg->fanouts[l] = 10;
+  cfg->model = (hs_model_kind)mc.kind;
+  if (mc.kind == HS_NN_GAT) cfg->heads = mc.heads;
   cfg->n_layers = mc.n_layers;
   cfg->hidden = mc.hidden;
   cfg->dropout = mc.dropout;

@@ -38,29 +38,6 @@ hs_status hs__session_shuffle(hs_session *s, int64_t epoch) {
   return HS_OK;
 }
 
-float hs__half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else { /* subnormal: renormalise */
-      exp = 113;
-      while (!(man & 0x400)) {
-        man <<= 1;
-        exp--;
-      }
-      bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
 /* From the counts: on the device path the host never sees the blocks. */
 static void count_edges(hs_slot_data *d) {
   d->edges = 0;
@@ -93,11 +70,80 @@ hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, flo
   return HS_OK;
 }
 
+hs_status hs__session_sparse_alloc(hs_session *s, hs_slot_data *d, int64_t rows) {
+  const hs_graph *g = s->g;
+  if (!g->feat_sparse) return HS_OK;
+  /* A batch's rows are distinct: at most every stored entry, and at most
+   * its rows times the longest row. */
+  int64_t cap = rows * (int64_t)g->feat_row_nnz_max;
+  if (cap > g->feat_nnz) cap = g->feat_nnz;
+  if (cap > d->sx_cap || !d->sx_ptr || d->sx_rows < rows) {
+    hs__session_sparse_free(d);
+    size_t f = (size_t)g->f;
+    d->sx_ptr = malloc(((size_t)rows + 1) * sizeof *d->sx_ptr);
+    d->sx_col = malloc(((size_t)cap + 1) * sizeof *d->sx_col);
+    d->sx_tptr = malloc((f + 1) * sizeof *d->sx_tptr);
+    d->sx_tmid = malloc((f + 1) * sizeof *d->sx_tmid);
+    d->sx_cursor = malloc((f + 1) * sizeof *d->sx_cursor);
+    d->sx_trow = malloc(((size_t)cap + 1) * sizeof *d->sx_trow);
+    if (g->feat_val) {
+      d->sx_val = malloc(((size_t)cap + 1) * sizeof *d->sx_val);
+      d->sx_tval = malloc(((size_t)cap + 1) * sizeof *d->sx_tval);
+    }
+    if (!d->sx_ptr || !d->sx_col || !d->sx_tptr || !d->sx_tmid || !d->sx_cursor ||
+        !d->sx_trow || (g->feat_val && (!d->sx_val || !d->sx_tval)))
+      return hs__fail(HS_ERR_NOMEM, "out of memory for %lld sparse feature entries",
+                      (long long)cap);
+    d->sx_cap = cap;
+    d->sx_rows = rows;
+  }
+  return HS_OK;
+}
+
+void hs__session_sparse_free(hs_slot_data *d) {
+  free(d->sx_ptr);
+  free(d->sx_col);
+  free(d->sx_val);
+  free(d->sx_tptr);
+  free(d->sx_tmid);
+  free(d->sx_trow);
+  free(d->sx_cursor);
+  free(d->sx_tval);
+  d->sx_ptr = d->sx_col = d->sx_tptr = d->sx_tmid = d->sx_trow = d->sx_cursor = NULL;
+  d->sx_val = d->sx_tval = NULL;
+  d->sx_cap = 0;
+  d->sx_rows = 0;
+}
+
+hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t n_dst,
+                                  hs_slot_data *d) {
+  const hs_graph *g = s->g;
+  hs_gather_sparse_req req = {.ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val,
+                              .val_half = g->feat_dtype == HS_DTYPE_FLOAT16, .n_rows = g->n,
+                              .ids = ids, .n = n, .out_ptr = d->sx_ptr, .out_col = d->sx_col,
+                              .out_val = d->sx_val, .cap = d->sx_cap};
+  if (!d->sx_ptr || n > d->sx_rows)
+    return hs__fail(HS_ERR_INVALID_ARG, "sparse gather of %d rows into a slot of %lld", n,
+                    (long long)d->sx_rows);
+  hs_status st = hs__gather_sparse(s->pool, &req);
+  d->sx = (hs_nn_sparse){.n_rows = n, .ptr = d->sx_ptr, .col = d->sx_col,
+                         .val = g->feat_val ? d->sx_val : NULL, .order = HS_SPARSE_AUTO};
+  /* The column lists for the weight gradient: built here, where the host
+   * has the rows at hand and the pipeline overlaps it with training,
+   * rather than by a counting sort on the trainer. */
+  if (st == HS_OK && n_dst >= 0)
+    hs__nn_sparse_columns(&d->sx, n_dst, (int32_t)g->f, d->sx_tptr, d->sx_tmid, d->sx_trow,
+                          d->sx_tval, d->sx_cursor);
+  return st;
+}
+
 /* Feature rows of the slot's vertices and the labels of its seeds. With
  * the trainer cache (`cached`), only the rows it misses, in plan order. */
 static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached) {
   const hs_batch *b = &d->batch;
   for (int32_t i = 0; i < b->n_seeds; i++) d->labels[i] = s->g->labels[b->ids[i]];
+  if (s->g->feat_sparse)
+    return hs__session_rows_sparse(s, b->ids, b->n_vertices, b->blocks[0].n_dst, d);
   if (!cached) return hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw);
   hs_status st = hs__coo_classify(s->coo, b->ids, b->n_vertices, &d->plan);
   if (st != HS_OK) return st;
@@ -116,7 +162,9 @@ void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
     d->nb[l] = (hs_nn_block){.n_dst = b->n_dst, .n_src = b->n_src, .row_ptr = b->row_ptr,
                              .col = b->col};
   }
-  *out = (hs_nn_batch){.n_layers = d->batch.n_layers, .blocks = d->nb, .feat = d->feat,
+  bool sparse = d->sx_ptr != NULL;
+  *out = (hs_nn_batch){.n_layers = d->batch.n_layers, .blocks = d->nb,
+                       .feat = sparse ? NULL : d->feat, .sfeat = sparse ? &d->sx : NULL,
                        .labels = d->labels};
 }
 
@@ -207,8 +255,10 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   /* With the trainer cache the features are assembled below, on the
    * trainer's queue. */
   if (s->transfer == HS_TRANSFER_DEVICE) {
+    bool sparse = s->g->feat_sparse;
     hs_nn_dev_batch db = {.n_layers = d->batch.n_layers, .blocks = d->db,
-                          .feat = s->coo ? NULL : d->feat, .labels = d->labels};
+                          .feat = s->coo || sparse ? NULL : d->feat,
+                          .sfeat = sparse ? &d->sx : NULL, .labels = d->labels};
     st = hs__trainer_upload_dev(s->trainer, &db, 1, &d->blk_ev);
     hs__events_release(&d->blk_ev, 1);
   } else {
@@ -237,9 +287,24 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   s->acc_batches++;
   s->batch_pos = slot->batch + 1;
   s->acc_edges += d->edges;
-  s->acc_gather_bytes +=
-      (uint64_t)(s->coo ? d->plan.n_miss : d->batch.n_vertices) * s->g->feat_row_bytes;
-  if (s->coo) /* the miss rows and the plan's index arrays */
+  s->acc_rows += (uint64_t)d->batch.n_vertices;
+  if (s->g->feat_sparse) {
+    /* Offsets, column ids and (unless binary) values: what was copied on
+     * the host and what crossed to the trainer. */
+    uint64_t nnz = (uint64_t)hs__nn_sparse_nnz(&d->sx);
+    uint64_t bytes = 4u * ((uint64_t)d->sx.n_rows + 1) + nnz * (d->sx.val ? 8u : 4u);
+    s->acc_gather_bytes += bytes;
+    s->acc_upload_bytes += bytes;
+    if (d->sx.t_ptr) /* the column lists */
+      s->acc_upload_bytes += 8u * (uint64_t)s->g->f + nnz * (d->sx.val ? 8u : 4u);
+    s->acc_feat_nnz += nnz;
+  } else {
+    s->acc_gather_bytes +=
+        (uint64_t)(s->coo ? d->plan.n_miss : d->batch.n_vertices) * s->g->feat_row_bytes;
+  }
+  if (s->g->feat_sparse) {
+    /* counted above */
+  } else if (s->coo) /* the miss rows and the plan's index arrays */
     s->acc_upload_bytes += (uint64_t)d->plan.n_miss * ((uint64_t)s->g->f * sizeof(float) + 4u) +
                            4u * (uint64_t)d->plan.n;
   else
@@ -301,7 +366,8 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
   }
   if (s->tier) hs__host_tier_stats_reset(s->tier); /* evaluation read through it too */
   s->acc_batches = s->acc_edges = 0;
-  s->acc_gather_bytes = s->acc_upload_bytes = s->acc_d2d_bytes = 0;
+  s->acc_rows = 0;
+  s->acc_gather_bytes = s->acc_upload_bytes = s->acc_d2d_bytes = s->acc_feat_nnz = 0;
   s->acc_upload_s = 0;
   hs_sampler_stats ss0, ss1;
   hs__sampler_stats(s->sampler, &ss0);
@@ -345,6 +411,10 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
                                   ? (double)s->acc_gather_bytes / ps.busy_s[HS_STAGE_GATHER]
                                   : 0;
   stats->bytes_uploaded = s->acc_upload_bytes;
+  stats->feature_format = s->g->feat_sparse ? HS_FEAT_FORMAT_SPARSE : HS_FEAT_FORMAT_DENSE;
+  stats->feature_nnz = s->acc_feat_nnz;
+  /* What the same rows would have cost as dense float32 rows. */
+  stats->feature_bytes_dense = (uint64_t)s->acc_rows * (uint64_t)s->g->f * sizeof(float);
   stats->bytes_to_host = ss1.bytes_read - ss0.bytes_read;
   stats->bytes_device_to_device = s->acc_d2d_bytes;
   stats->transfer = s->transfer;

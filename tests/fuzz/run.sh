@@ -10,7 +10,7 @@ cd "$(dirname "$0")/../.."
 secs=${1:-20}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(npy dataset linqs musae edgelist)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(npy dataset sparse linqs musae edgelist)
 out=build-fuzz
 cc=${CLANG:-clang}
 

@@ -2,8 +2,8 @@
  * sampler -> gather -> trainer loop, evaluation, prediction, checkpoints.
  *
  * A session owns the devices it was placed on (sub-devices, queues,
- * programs, buffers) and a GraphSAGE model. One thread drives a session;
- * distinct sessions are independent. */
+ * programs, buffers) and a model (GraphSAGE, GCN or GAT). One thread
+ * drives a session; distinct sessions are independent. */
 #ifndef HETSAGE_SESSION_H
 #define HETSAGE_SESSION_H
 
@@ -27,6 +27,24 @@ typedef enum hs_optimizer {
   HS_OPTIMIZER_ADAM = 0,
   HS_OPTIMIZER_SGD = 1,
 } hs_optimizer;
+
+/* The model a session trains. Every kind has n_layers layers of `hidden`
+ * features (the last has one per class); hidden layers end in bias, ReLU
+ * and dropout; the loss is softmax cross-entropy on the seeds. */
+typedef enum hs_model_kind {
+  HS_MODEL_SAGE = 0, /* GraphSAGE, mean aggregator: [h_i | mean h_j] W + b */
+  HS_MODEL_GCN = 1,  /* graph convolution: symmetric-normalised sum over the
+                        sampled block with self loops, then W, + b */
+  HS_MODEL_GAT = 2,  /* graph attention: per head, LeakyReLU(0.2) scores
+                        softmax-normalised over each vertex's sampled
+                        neighbours and itself; heads concatenated in hidden
+                        layers, averaged in the last */
+} hs_model_kind;
+
+/* "sage", "gcn", "gat"; "unknown" otherwise. */
+HS_API const char *hs_model_kind_name(hs_model_kind kind);
+/* The kind a name gives; HS_ERR_INVALID_ARG for any other name. */
+HS_API hs_status hs_model_kind_parse(const char *name, hs_model_kind *out);
 
 /* How sampled blocks reach the trainer. */
 typedef enum hs_transfer {
@@ -122,6 +140,12 @@ typedef struct hs_session_config {
    * mapping, saying why in hs_session_describe, where the kernel gives no
    * huge pages on request or the copy would not fit the available memory. */
   hs_feature_pages feature_pages;
+  /* The model (default GraphSAGE) and, for GAT, its attention heads per
+   * layer (default 4, 1..64; `hidden` must be a multiple: each head has
+   * hidden / heads features). Checkpoints record both; loading one into a
+   * session of another model fails with HS_ERR_INVALID_ARG naming both. */
+  hs_model_kind model;
+  int heads;
   /* Threads of the trainer's GEMM where it runs on OpenBLAS (a CPU
    * trainer's cblas provider). 0: the environment variable
    * HETSAGE_GEMM_THREADS if set, else the trainer device's compute units
@@ -203,6 +227,13 @@ typedef struct hs_epoch_stats {
   /* Feature bytes this session gathers from 2 MiB pages (0: from the file
    * mapping or through the host tier). */
   uint64_t feature_huge_page_bytes;
+  /* How the features travelled: DENSE rows, or SPARSE rows (CSR: offsets,
+   * column ids, values unless binary, all counted in bytes_uploaded); the
+   * non-zeros gathered (sparse), and the bytes the same rows would have
+   * taken as dense float32 rows, to set bytes_uploaded against. */
+  hs_feat_format feature_format;
+  uint64_t feature_nnz;
+  uint64_t feature_bytes_dense;
 } hs_epoch_stats;
 
 /* Called from the driving thread after each trained batch. */
@@ -239,9 +270,10 @@ HS_API int hs_session_num_classes(const hs_session *s);
 HS_API hs_status hs_session_save(hs_session *s, const char *path);
 HS_API hs_status hs_session_load(hs_session *s, const char *path);
 
-/* Fill the model part of `cfg` (layers, hidden width, dropout, optimizer,
- * learning rate, weight decay, seed) from a checkpoint, to create a
- * session it can be loaded into; the rest of `cfg` is left as it is. */
+/* Fill the model part of `cfg` (model kind and heads, layers, hidden
+ * width, dropout, optimizer, learning rate, weight decay, seed) from a
+ * checkpoint, to create a session it can be loaded into; the rest of `cfg`
+ * is left as it is. */
 HS_API hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg);
 
 /* The model's parameters (flat, layer by layer: W then b), for tests and

@@ -1,0 +1,296 @@
+/* Sparse input features on a trainer device: the sparse first layer's
+ * kernels against their plain-C references, the device step against the
+ * reference step, and whole sessions on Cora stored sparse against the
+ * same Cora stored dense. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cl_fixture.h"
+#include "cora_fixture.h"
+#include "data/hs_graph.h"
+#include "hs_test_util.h"
+#include "nn/model.h"
+#include "nn/ref_nn.h"
+#include "nn/sparse_first.h"
+#include "nn/trainer.h"
+#include "nn_fixtures.h"
+
+typedef struct sp_rows {
+  hs_nn_sparse x;
+  int32_t *ptr, *col;
+  float *val;
+} sp_rows;
+
+/* n rows of width d, about 1 in `every` entries non-zero, every 5th row
+ * empty; values in [-1, 1) or (binary) all 1. */
+static void rows_make(sp_rows *r, int32_t n, int32_t d, int every, bool binary, uint64_t seed) {
+  r->ptr = malloc(sizeof(int32_t) * ((size_t)n + 1));
+  r->col = malloc(sizeof(int32_t) * ((size_t)n * (size_t)d + 1));
+  r->val = malloc(sizeof(float) * ((size_t)n * (size_t)d + 1));
+  uint64_t s = seed;
+  int32_t k = 0;
+  r->ptr[0] = 0;
+  for (int32_t i = 0; i < n; i++) {
+    for (int32_t c = 0; c < d && i % 5 != 2; c++)
+      if (fx_next(&s) % (uint64_t)every == 0) {
+        r->col[k] = c;
+        r->val[k] = fx_uniform(&s);
+        k++;
+      }
+    r->ptr[i + 1] = k;
+  }
+  r->x = (hs_nn_sparse){.n_rows = n, .ptr = r->ptr, .col = r->col, .val = binary ? NULL : r->val};
+}
+
+static void rows_free(sp_rows *r) {
+  free(r->ptr);
+  free(r->col);
+  free(r->val);
+}
+
+static void model(hs_model *m, int n_layers, int in_dim, int hidden, int classes, float dropout,
+                  uint64_t seed) {
+  hs_model_cfg cfg;
+  hs__model_cfg_defaults(&cfg);
+  cfg.n_layers = n_layers;
+  cfg.in_dim = in_dim;
+  cfg.hidden = hidden;
+  cfg.n_classes = classes;
+  cfg.dropout = dropout;
+  cfg.seed = seed;
+  cfg.optim.weight_decay = 5e-4f;
+  cr_assert_eq(hs__model_create(&cfg, m), HS_OK, "%s", hs_last_error());
+  uint64_t s = seed;
+  for (int l = 0; l < n_layers; l++)
+    fx_fill(m->params + m->shape.b_off[l], (size_t)m->shape.dims[l + 1], &s, 0.1f);
+}
+
+/* max |a - b| <= rtol * max |b|. */
+static void expect_rel(const char *what, const float *a, const float *b, size_t n, double rtol) {
+  double mx = 0.0, worst = 0.0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(b[i]));
+  for (size_t i = 0; i < n; i++)
+    if (fabs((double)a[i] - b[i]) > worst) worst = fabs((double)a[i] - b[i]), at = i;
+  cr_expect(worst <= rtol * mx, "%s: |diff| %.3g at [%zu] (%.9g vs %.9g), scale %.3g", what,
+            worst, at, (double)a[at], (double)b[at], mx);
+}
+
+Test(sparse_cl, first_layer_kernels_equal_the_reference_bit_for_bit) {
+  cl_fixture f;
+  clf_open(&f);
+  /* Output widths off and on the kernels' vector width, odd input width. */
+  static const int widths[2] = {13, 16};
+  for (int w = 0; w < 2; w++)
+    for (int order = HS_SPARSE_MULTIPLY_FIRST; order <= HS_SPARSE_AGGREGATE_FIRST; order++)
+      for (int binary = 0; binary < 2; binary++)
+      for (int cols = 0; cols < 2; cols++) {
+        hs_model m;
+        model(&m, 1, 37, 8, widths[w], 0.0f, 40 + (uint64_t)w);
+        hs_trainer *t;
+        hs_trainer_opts o = {.wg = 16};
+        cr_assert_eq(hs__trainer_create(&f.ctx, &f.dev, f.q, &m, &o, &t), HS_OK, "%s",
+                     hs_last_error());
+        int fan[1] = {5};
+        fx_batch fb;
+        fx_batch_make(&fb, 1, 60, fan, 37, widths[w], 77 + (uint64_t)order);
+        sp_rows r;
+        rows_make(&r, fb.blocks[0].n_src, 37, 6, binary, 5 + (uint64_t)binary);
+        r.x.order = (hs_sparse_order)order;
+        /* Column lists from the host, or built on the device. */
+        int32_t nnz = hs__nn_sparse_nnz(&r.x);
+        int32_t *tp = malloc(4 * 38), *tm = malloc(4 * 38), *tr = malloc(4 * (size_t)nnz + 4),
+                *cur = malloc(4 * 38);
+        float *tv = malloc(4 * (size_t)nnz + 4);
+        if (cols) hs__nn_sparse_columns(&r.x, fb.blocks[0].n_dst, 37, tp, tm, tr, tv, cur);
+        hs_nn_batch b = {.n_layers = 1, .blocks = fb.blocks, .sfeat = &r.x, .labels = fb.labels};
+        size_t nl = (size_t)60 * (size_t)widths[w], np = m.shape.n_params;
+        float *got = malloc(4 * nl), *want = malloc(4 * nl);
+        float *g_dev = malloc(4 * np), *g_ref = malloc(4 * np);
+        cr_assert_eq(hs__trainer_upload(t, &b), HS_OK, "%s", hs_last_error());
+        cr_assert_eq(hs__trainer_predict(t, got), HS_OK, "%s", hs_last_error());
+        cr_assert_eq(hs__ref_forward(&m.shape, m.params, &b, want), HS_OK, "%s", hs_last_error());
+        cr_expect_eq(memcmp(got, want, 4 * nl), 0, "width %d order %d binary %d: logits differ",
+                     widths[w], order, binary);
+        /* The weight gradient: the loss kernel's rounding may differ from
+         * the reference's in the last bit, nothing more. */
+        cr_assert_eq(hs__trainer_gradients(t, 0, 0, false), HS_OK, "%s", hs_last_error());
+        cr_assert_eq(hs__trainer_read_grads(t, g_dev), HS_OK);
+        cr_assert_eq(hs__ref_gradients(&m, &b, 0, 0, false, g_ref, NULL), HS_OK);
+        expect_rel("layer-0 gradients", g_dev, g_ref, np, 1e-6);
+        /* Only the loss's rounding can differ: the same dz gives the same
+         * weight gradient bits on either column path. */
+        hs_train_stats skip = {0};
+        cr_assert_eq(hs__trainer_drain_stats(t, &skip), HS_OK);
+        free(got), free(want), free(g_dev), free(g_ref);
+        free(tp), free(tm), free(tr), free(cur), free(tv);
+        rows_free(&r);
+        fx_batch_free(&fb);
+        hs__trainer_destroy(t);
+        hs__model_destroy(&m);
+      }
+  clf_close(&f);
+}
+
+Test(sparse_cl, device_step_matches_reference_step_and_the_dense_step) {
+  cl_fixture f;
+  clf_open(&f);
+  for (int order = HS_SPARSE_AUTO; order <= HS_SPARSE_AGGREGATE_FIRST; order++) {
+    hs_model ref, dev, den;
+    model(&ref, 2, 30, 24, 5, 0.3f, 9);
+    model(&dev, 2, 30, 24, 5, 0.3f, 9);
+    model(&den, 2, 30, 24, 5, 0.3f, 9);
+    hs_trainer *t, *td;
+    hs_trainer_opts o = {.wg = 16};
+    cr_assert_eq(hs__trainer_create(&f.ctx, &f.dev, f.q, &dev, &o, &t), HS_OK, "%s",
+                 hs_last_error());
+    cr_assert_eq(hs__trainer_create(&f.ctx, &f.dev, f.q, &den, &o, &td), HS_OK, "%s",
+                 hs_last_error());
+    size_t n = ref.shape.n_params;
+    for (uint32_t step = 0; step < 3; step++) {
+      int fan[2] = {6, 4};
+      fx_batch fb;
+      fx_batch_make(&fb, 2, 48, fan, 30, 5, 500 + step);
+      sp_rows r;
+      rows_make(&r, fb.blocks[0].n_src, 30, 4, step == 1, 600 + step);
+      r.x.order = (hs_sparse_order)order;
+      int32_t nnz = hs__nn_sparse_nnz(&r.x);
+      int32_t tp[31], tm[31], cur[31], *tr = malloc(4 * (size_t)nnz + 4);
+      float *tv = malloc(4 * (size_t)nnz + 4);
+      if (step != 2) hs__nn_sparse_columns(&r.x, fb.blocks[0].n_dst, 30, tp, tm, tr, tv, cur);
+      float *dense = malloc(sizeof(float) * (size_t)r.x.n_rows * 30);
+      hs__sparse_densify(&r.x, 30, dense);
+      hs_nn_batch b = {.n_layers = 2, .blocks = fb.blocks, .sfeat = &r.x, .labels = fb.labels};
+      hs_nn_batch bd = {.n_layers = 2, .blocks = fb.blocks, .feat = dense, .labels = fb.labels};
+      cr_assert_eq(hs__trainer_upload(t, &b), HS_OK, "%s", hs_last_error());
+      cr_assert_eq(hs__trainer_step(t, 2, step), HS_OK, "%s", hs_last_error());
+      cr_assert_eq(hs__trainer_upload(td, &bd), HS_OK, "%s", hs_last_error());
+      cr_assert_eq(hs__trainer_step(td, 2, step), HS_OK, "%s", hs_last_error());
+      hs_step_stats st;
+      cr_assert_eq(hs__ref_train_step(&ref, &b, 2, step, &st), HS_OK, "%s", hs_last_error());
+      cr_assert_eq(hs__trainer_sync_model(t, &dev), HS_OK);
+      cr_assert_eq(hs__trainer_sync_model(td, &den), HS_OK);
+      expect_rel("sparse device vs reference", dev.params, ref.params, n, 1e-5);
+      expect_rel("sparse vs dense device", dev.params, den.params, n, 1e-5);
+      free(dense), free(tr), free(tv);
+      rows_free(&r);
+      fx_batch_free(&fb);
+    }
+    hs__trainer_destroy(t);
+    hs__trainer_destroy(td);
+    hs__model_destroy(&ref), hs__model_destroy(&dev), hs__model_destroy(&den);
+  }
+  clf_close(&f);
+}
+
+/* ---- sessions on Cora, dense and sparse ------------------------------------ */
+
+TestSuite(sparse_session, .init = cora_setup, .fini = cora_teardown, .timeout = 900);
+
+static char *sparse_copy(char **root) {
+  char dir[1024];
+  cr_assert_eq(hs_dataset_bundled("cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
+  *root = tu_mkdtemp();
+  char *dst = tu_path(*root, "cora-sparse");
+  hs_convert_opts o;
+  hs_convert_opts_init(&o, HS_IMPORT_NATIVE);
+  o.feat_format = HS_FEAT_FORMAT_SPARSE;
+  cr_assert_eq(hs_convert(dir, dst, &o, NULL), HS_OK, "%s", hs_last_error());
+  return dst;
+}
+
+typedef struct run_out {
+  float *params;
+  size_t n;
+  float *logits; /* test split x classes */
+  int32_t *pred;
+  double acc;
+  hs_epoch_stats st;
+} run_out;
+
+static void run(hs_dataset *d, hs_transfer transfer, int epochs, run_out *o) {
+  memset(o, 0, sizeof *o);
+  hs_session_config c;
+  hs_session_config_init(&c);
+  c.transfer = transfer;
+  hs_session *s;
+  cr_assert_eq(hs_session_create(rt, d, &c, &s), HS_OK, "%s", hs_last_error());
+  for (int e = 0; e < epochs; e++)
+    cr_assert_eq(hs_session_train_epoch(s, &o->st), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_parameters(s, NULL, 0, &o->n), HS_OK);
+  o->params = malloc(o->n * sizeof *o->params);
+  cr_assert_eq(hs_session_parameters(s, o->params, o->n, &o->n), HS_OK);
+  const hs_graph *g = hs__dataset_graph(d);
+  int64_t nt = g->split_n[HS_SPLIT_TEST];
+  int64_t *ids = malloc(sizeof *ids * (size_t)nt);
+  for (int64_t i = 0; i < nt; i++) ids[i] = g->split[HS_SPLIT_TEST][i];
+  int c7 = hs_session_num_classes(s);
+  o->pred = malloc(sizeof *o->pred * (size_t)nt);
+  o->logits = malloc(sizeof *o->logits * (size_t)nt * (size_t)c7);
+  cr_assert_eq(hs_session_predict(s, ids, nt, o->pred, o->logits), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_evaluate_full(s, HS_SPLIT_TEST, &o->acc), HS_OK, "%s", hs_last_error());
+  free(ids);
+  hs_session_destroy(s);
+}
+
+static void run_free(run_out *o) {
+  free(o->params);
+  free(o->logits);
+  free(o->pred);
+}
+
+/* Same seed, same split, same batches: the sparse first layer sums only
+ * the non-zeros, in another order than the dense GEMM, so results agree up
+ * to floating-point reassociation. Stated tolerance, after one epoch: every
+ * parameter within 1e-3 of the largest parameter's magnitude (Adam's first
+ * steps move a parameter by about lr = 0.01 whatever its gradient's size,
+ * so a gradient that reassociation moves across zero moves that parameter
+ * by at most 2 lr), the test logits within 1e-3 of the largest logit, and
+ * at least 99.5% of the test predictions equal; accuracy within 0.5
+ * points. Sparse runs are bit-identical run to run, on either block
+ * path. */
+Test(sparse_session, sparse_cora_trains_and_predicts_like_dense_cora) {
+  char *root;
+  char *dir = sparse_copy(&root);
+  hs_dataset *sp;
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  run_out d, a, b, h;
+  run(ds, HS_TRANSFER_AUTO, 1, &d);
+  run(sp, HS_TRANSFER_AUTO, 1, &a);
+  run(sp, HS_TRANSFER_AUTO, 1, &b);
+  run(sp, HS_TRANSFER_HOST, 1, &h);
+  cr_assert_eq(a.n, d.n);
+  cr_expect_eq(memcmp(a.params, b.params, a.n * sizeof *a.params), 0, "sparse run to run");
+  cr_expect_eq(memcmp(a.params, h.params, a.n * sizeof *a.params), 0, "host vs device blocks");
+  float pmax = 0;
+  size_t far = 0;
+  for (size_t i = 0; i < d.n; i++) pmax = fmaxf(pmax, fabsf(d.params[i]));
+  for (size_t i = 0; i < d.n; i++) far += fabsf(a.params[i] - d.params[i]) > 1e-3f * pmax;
+  cr_expect_eq(far, 0, "%zu of %zu parameters differ by more than 1e-3 x %g", far, d.n,
+               (double)pmax);
+  const hs_graph *g = hs__dataset_graph(ds);
+  int64_t nt = g->split_n[HS_SPLIT_TEST], same = 0;
+  size_t nl = (size_t)nt * (size_t)g->num_classes;
+  float lmax = 0, ldiff = 0;
+  for (size_t i = 0; i < nl; i++) {
+    lmax = fmaxf(lmax, fabsf(d.logits[i]));
+    ldiff = fmaxf(ldiff, fabsf(a.logits[i] - d.logits[i]));
+  }
+  cr_expect(ldiff <= 1e-3f * lmax, "logits differ by %g (largest %g)", (double)ldiff, (double)lmax);
+  for (int64_t i = 0; i < nt; i++) same += a.pred[i] == d.pred[i];
+  cr_expect_geq(same * 1000, nt * 995, "%lld of %lld predictions agree", (long long)same,
+                (long long)nt);
+  cr_expect(fabs(a.acc - d.acc) <= 0.005, "accuracy sparse %.4f dense %.4f", a.acc, d.acc);
+  /* What crossed to the trainer: CSR, a small part of the dense rows. */
+  cr_expect_eq(a.st.feature_format, HS_FEAT_FORMAT_SPARSE);
+  cr_expect_eq(d.st.feature_format, HS_FEAT_FORMAT_DENSE);
+  cr_expect_gt(a.st.feature_nnz, 0);
+  cr_expect_eq(a.st.feature_bytes_dense, d.st.feature_bytes_dense);
+  cr_expect_lt(a.st.bytes_uploaded * 10, d.st.bytes_uploaded, "sparse %llu dense %llu bytes",
+               (unsigned long long)a.st.bytes_uploaded, (unsigned long long)d.st.bytes_uploaded);
+  run_free(&d), run_free(&a), run_free(&b), run_free(&h);
+  hs_dataset_close(sp);
+  free(dir);
+  tu_rmtree(root);
+}
