@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "gemm.h"
+#include "hetsage/bench.h"
 #include "hs_dev.h"
 #include "nn/trainer.h"
 #include "sample/hs_gather.h"
@@ -130,11 +131,21 @@ hs_status hs__measure_sample_ref(const hs_csr *g, const hs_sample_cfg *cfg, int3
                                  int warmup, int runs, const uint64_t *probe_arr,
                                  uint64_t probe_words, hs_sample_runs *out);
 
+/* Called after each run of a measurement (hetsage/bench.h,
+ * hs_bench_run_hook), so that a peer alternates with it run by run. */
+typedef struct hs_sample_hook {
+  hs_bench_run_hook fn;
+  void *user;
+  hs_bench_run_info info; /* run is set at each call */
+} hs_sample_hook;
+
 /* The device sampler (its own context and profiling queue) beside the
- * device probe over an array as large as the topology. */
+ * device probe over an array as large as the topology; `hook` (NULL:
+ * none) runs after each run, outside its timing. */
 hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *cfg,
                                     hs_sampler_style style, uint32_t rows_per_item, int32_t batch,
-                                    int warmup, int runs, hs_sample_runs *out);
+                                    int warmup, int runs, const hs_sample_hook *hook,
+                                    hs_sample_runs *out);
 
 /* Two samplers on two in-order queues of one device (two copies of the
  * topology), batches alternating between them so that one's sequential
