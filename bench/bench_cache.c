@@ -385,7 +385,7 @@ int main(int argc, char **argv) {
   go.scale = o.scale;
   go.num_features = 100; /* the row size only scales bytes_saved */
   go.seed = o.seed;
-  if (hs_generate(path, &go, NULL) != HS_OK) die("generating R-MAT");
+  if (hs_generate(path, &go, NULL, NULL) != HS_OK) die("generating R-MAT");
   snprintf(name, sizeof name, "rmat-s%d", o.scale);
   graph_run(name, path, &o, &first);
   if (o.facebook) {

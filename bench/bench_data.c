@@ -233,7 +233,7 @@ int main(int argc, char **argv) {
     g.num_classes = 47;
     g.num_features = 100;
     g.progress = progress;
-    if (hs_generate(gen_dir, &g, NULL) != HS_OK) {
+    if (hs_generate(gen_dir, &g, NULL, NULL) != HS_OK) {
       fprintf(stderr, "bench_data: generate: %s\n", hs_last_error());
       return 1;
     }
@@ -245,6 +245,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(ds, &info);
   hs_dataset_close(ds);
   printf("{\n  \"bench\": \"data\",\n  \"device\": \"host\",\n");

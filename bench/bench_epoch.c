@@ -312,13 +312,6 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &o)) return usage(stderr, 2);
   char bundled[1024];
   const char *dataset = o.dataset;
-  if (!dataset) {
-    if (hs_dataset_bundled("cora", bundled, sizeof bundled) != HS_OK) {
-      fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
-      return 1;
-    }
-    dataset = bundled;
-  }
   hs_runtime *rt = NULL;
   hs_dataset *ds = NULL;
   int rc = 1;
@@ -330,6 +323,7 @@ int main(int argc, char **argv) {
   peer_state ps = {.ok = o.peer};
   snprintf(ps.why, sizeof ps.why, "skipped (--no-peer)");
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   if (o.peer) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s -c 'import dgl' >/dev/null 2>&1", peer_python());
@@ -338,10 +332,13 @@ int main(int argc, char **argv) {
       snprintf(ps.why, sizeof ps.why, "not installed (%s cannot import dgl)", peer_python());
     }
   }
-  if (hs_runtime_open(&rt, NULL) || hs_dataset_open(dataset, &ds)) {
+  if (hs_runtime_open(&rt, NULL) ||
+      (!dataset && hs_dataset_bundled(rt, "cora", bundled, sizeof bundled)) ||
+      hs_dataset_open(dataset ? dataset : bundled, &ds)) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     goto done;
   }
+  if (!dataset) dataset = bundled;
   for (int r = 0; r < o.rounds; r++) {
     if (run_hetsage(&o, rt, ds, &hr[r], &st)) goto done;
     print_round("hetsage", r, (int)cores, &hr[r]);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench/hs_measure.h"
+#include "core/hs_engine.h"
 #include "gemm.h"
 #include "hs_launch.h"
 
@@ -66,8 +67,8 @@ int main(int argc, char **argv) {
     kinds[n_kinds++] = HS_GEMM_AUTO;
     kinds[n_kinds++] = HS_GEMM_CLBLAST;
   }
-  hs_inventory inv;
-  if (hs__inventory_discover(&inv) != HS_OK) {
+  hs_runtime *rt = NULL;
+  if (hs_runtime_open(&rt, NULL) != HS_OK) {
     fprintf(stderr, "bench_gemm: %s\n", hs_last_error());
     return 1;
   }
@@ -77,8 +78,8 @@ int main(int argc, char **argv) {
          reps);
   bool first_run = true;
   int rc = 0;
-  for (int d = 0; d < inv.n_devs; d++) {
-    hs_dev *dev = &inv.devs[d];
+  for (int d = 0; d < hs_runtime_device_count(rt); d++) {
+    const hs_dev *dev = hs__runtime_dev(rt, d);
     hs_ctx ctx;
     cl_command_queue q;
     if (hs__ctx_create(dev, 1, &ctx) != HS_OK) continue;
@@ -135,6 +136,6 @@ int main(int argc, char **argv) {
     hs__ctx_release(&ctx);
   }
   printf("\n]}\n");
-  hs__inventory_release(&inv);
+  hs_runtime_close(rt);
   return rc;
 }

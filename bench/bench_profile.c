@@ -73,19 +73,21 @@ int main(int argc, char **argv) {
   }
   if (epochs < 2 || epochs > 100) return 2;
   char bundled[1024];
-  if (!dataset) {
-    if (hs_dataset_bundled("cora", bundled, sizeof bundled) != HS_OK) return die("cora");
-    dataset = bundled;
-  }
   hs_runtime *rt = NULL;
   hs_dataset *ds = NULL;
   hs_session *s = NULL;
-  if (hs_runtime_open(&rt, NULL) || hs_dataset_open(dataset, &ds)) return die(dataset);
+  if (hs_runtime_open(&rt, NULL)) return die("runtime");
+  if (!dataset) {
+    if (hs_dataset_bundled(rt, "cora", bundled, sizeof bundled) != HS_OK) return die("cora");
+    dataset = bundled;
+  }
+  if (hs_dataset_open(dataset, &ds)) return die(dataset);
   if (hs_session_create(rt, ds, &cfg, &s)) return die("session");
 
   /* ---- stages over whole epochs ---- */
   double wall[100], busy[HS_STAGE_COUNT_][100], wait[HS_STAGE_COUNT_][100];
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   for (int e = 0; e < epochs; e++) {
     if (hs_session_train_epoch(s, &st)) return die("epoch");
     if (e == 0) continue;
@@ -174,6 +176,7 @@ int main(int argc, char **argv) {
 
   printf("{\n  \"bench\": \"profile\",\n  \"dataset\": \"%s\",\n", dataset);
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(ds, &info);
   printf("  \"features\": {\"format\": \"%s\", \"columns\": %lld},\n",
          hs_feat_format_name(info.feature_format), (long long)info.num_features);

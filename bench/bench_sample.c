@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "bench/hs_measure.h"
+#include "core/hs_engine.h"
 #include "hs_base.h"
 #include "sample_graphs.h"
 
@@ -296,16 +297,17 @@ int main(int argc, char **argv) {
   if (o.runs < 1 || o.runs > HS_MEASURE_MAX_RUNS || o.warmup < 0 || o.threads < 1 || o.batch < 1)
     return usage();
 
-  hs_inventory inv;
-  memset(&inv, 0, sizeof inv);
+  /* The runtime's devices: they carry its settings (the binary cache). */
+  hs_runtime *rt = NULL;
   const hs_dev *dev = NULL;
   hs_dev subs[2];
   bool have_subs = false;
-  if ((!o.skip_sample || !o.skip_gather) && hs__inventory_discover(&inv) == HS_OK &&
-      inv.n_devs > 0) {
-    dev = &inv.devs[0];
-    for (int i = 0; i < inv.n_devs; i++)
-      if (inv.devs[i].info.type == HS_DEVICE_CPU) dev = &inv.devs[i];
+  if ((!o.skip_sample || !o.skip_gather) && hs_runtime_open(&rt, NULL) == HS_OK &&
+      hs_runtime_device_count(rt) > 0) {
+    const hs_inventory *inv = hs__runtime_inventory(rt);
+    dev = &inv->devs[0];
+    for (int i = 0; i < inv->n_devs; i++)
+      if (inv->devs[i].info.type == HS_DEVICE_CPU) dev = &inv->devs[i];
     const unsigned counts[2] = {1, 1};
     have_subs = dev->info.compute_units >= 2 && hs__subdevices_create(dev, counts, 2, subs) == HS_OK;
   }
@@ -343,6 +345,6 @@ int main(int argc, char **argv) {
   if (!o.skip_gather && dev) rc |= bench_device_gather(&o, dev);
   printf("\n}\n");
   /* the sub-devices stay: see env_close in tests/test_sample_cl.c */
-  hs__inventory_release(&inv);
+  hs_runtime_close(rt);
   return rc;
 }

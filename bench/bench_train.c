@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bench/hs_measure.h"
+#include "core/hs_engine.h"
 #include "hs_launch.h"
 
 static double median(const double *t, int n) { return hs__summarize(t, n).median; }
@@ -66,15 +67,16 @@ int main(int argc, char **argv) {
   }
   if (reps < 1) reps = 1;
   if (reps > HS_MEASURE_MAX_RUNS) reps = HS_MEASURE_MAX_RUNS;
-  hs_inventory inv;
-  if (hs__inventory_discover(&inv) != HS_OK || inv.n_devs == 0) {
+  hs_runtime *rt = NULL;
+  if (hs_runtime_open(&rt, NULL) != HS_OK || hs_runtime_device_count(rt) == 0) {
     fprintf(stderr, "bench_train: %s\n", hs_last_error());
+    hs_runtime_close(rt);
     return 1;
   }
   int pick = 0; /* the first CPU device, else the first device */
-  for (int i = inv.n_devs - 1; i >= 0; i--)
-    if (inv.devs[i].info.type == HS_DEVICE_CPU) pick = i;
-  hs_dev *dev = &inv.devs[pick];
+  for (int i = hs_runtime_device_count(rt) - 1; i >= 0; i--)
+    if (hs__runtime_dev(rt, i)->info.type == HS_DEVICE_CPU) pick = i;
+  const hs_dev *dev = hs__runtime_dev(rt, pick);
   hs_ctx ctx;
   if (hs__ctx_create(dev, 1, &ctx) != HS_OK) {
     fprintf(stderr, "bench_train: %s\n", hs_last_error());
@@ -93,6 +95,6 @@ int main(int argc, char **argv) {
   }
   printf("\n]}\n");
   hs__ctx_release(&ctx);
-  hs__inventory_release(&inv);
+  hs_runtime_close(rt);
   return rc;
 }

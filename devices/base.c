@@ -30,7 +30,49 @@ const char *hs_last_error(void) { return tl_detail; }
 
 const char *hs_version(void) { return HS_VERSION; }
 
+unsigned hs_version_hex(void) { return HS_VERSION_HEX; }
+
 void hs__clear_error(void) { tl_detail[0] = '\0'; }
+
+hs_status hs__sized_check(size_t size, size_t full, const char *what) {
+  if (size >= HS__SIZED_MIN && size <= full) return HS_OK;
+  if (size > full && size < ((size_t)1 << 20))
+    return hs__fail(HS_ERR_INVALID_ARG,
+                    "%s: struct_size %zu is larger than this library's %zu: the program was "
+                    "built against newer headers (library %s; check hs_version_hex())",
+                    what, size, full, HS_VERSION);
+  return hs__fail(HS_ERR_INVALID_ARG,
+                  "%s: struct_size %zu is not a size (this library's is %zu): initialise the "
+                  "struct with its *_init function",
+                  what, size, full);
+}
+
+hs_status hs__sized_in(void *dst, size_t full, const void *src, const char *what) {
+  size_t size;
+  memcpy(&size, src, sizeof size);
+  hs_status st = hs__sized_check(size, full, what);
+  if (st != HS_OK) return st;
+  memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, size - sizeof size);
+  memcpy(dst, &full, sizeof full);
+  return HS_OK;
+}
+
+hs_status hs__sized_out(void *dst, const void *src, size_t full, const char *what) {
+  size_t size;
+  memcpy(&size, dst, sizeof size);
+  hs_status st = hs__sized_check(size, full, what);
+  if (st != HS_OK) return st;
+  memcpy((char *)dst + sizeof size, (const char *)src + sizeof size, size - sizeof size);
+  return HS_OK;
+}
+
+void hs__sized_init(void *dst, size_t size, const void *src, size_t full) {
+  if (size < HS__SIZED_MIN) return;
+  size_t n = size < full ? size : full;
+  memcpy(dst, src, n);
+  if (size > n) memset((char *)dst + n, 0, size - n);
+  memcpy(dst, &size, sizeof size);
+}
 
 hs_status hs__fail(hs_status st, const char *fmt, ...) {
   va_list ap;
@@ -65,29 +107,41 @@ static const char *const cat_names[HS_LOG_COUNT_] = {
     "device", "build", "data", "sample", "train", "pipeline", "cache", "place",
 };
 
-static once_flag log_once = ONCE_FLAG_INIT;
-static unsigned log_mask;
+/* The one piece of global state: which categories log. */
+static atomic_uint log_mask;
 
-static void log_init(void) {
-  const char *env = getenv("HETSAGE_DEBUG");
-  if (!env || !*env) return;
+bool hs__log_parse(const char *list, unsigned *mask, char *why, size_t why_len) {
+  *mask = 0;
   char buf[256];
-  snprintf(buf, sizeof buf, "%s", env);
+  if (snprintf(buf, sizeof buf, "%s", list) >= (int)sizeof buf) {
+    snprintf(why, why_len, "too long");
+    return false;
+  }
   char *save = NULL;
   for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     if (strcmp(tok, "all") == 0 || strcmp(tok, "1") == 0) {
-      log_mask = ~0u;
+      *mask = ~0u;
       continue;
     }
+    int found = -1;
     for (int i = 0; i < HS_LOG_COUNT_; i++)
-      if (strcmp(tok, cat_names[i]) == 0) log_mask |= 1u << i;
+      if (strcmp(tok, cat_names[i]) == 0) found = i;
+    if (found < 0) {
+      char known[160] = "";
+      for (int i = 0; i < HS_LOG_COUNT_; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", cat_names[i]);
+      snprintf(why, why_len, "unknown log category '%s' (expected %sor all, comma-separated)",
+               tok, known);
+      return false;
+    }
+    *mask |= 1u << found;
   }
+  return true;
 }
 
-bool hs__log_enabled(hs_log_cat cat) {
-  call_once(&log_once, log_init);
-  return (log_mask >> cat) & 1u;
-}
+void hs__log_set_mask(unsigned mask) { atomic_store(&log_mask, mask); }
+
+bool hs__log_enabled(hs_log_cat cat) { return (atomic_load(&log_mask) >> cat) & 1u; }
 
 void hs__log(hs_log_cat cat, const char *fmt, ...) {
   if (!hs__log_enabled(cat)) return;

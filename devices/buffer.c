@@ -7,12 +7,8 @@
 
 size_t hs__max_alloc(const hs_dev *dev) {
   size_t lim = (size_t)dev->info.max_alloc_bytes;
-  const char *env = getenv("HETSAGE_MAX_ALLOC");
-  if (env && *env) {
-    char *end = NULL;
-    unsigned long long v = strtoull(env, &end, 10);
-    if (end && *end == '\0' && v > 0 && (lim == 0 || v < lim)) lim = (size_t)v;
-  }
+  uint64_t v = dev->settings ? dev->settings->max_alloc : 0;
+  if (v > 0 && (lim == 0 || v < lim)) lim = (size_t)v;
   return lim;
 }
 

@@ -98,9 +98,17 @@ static void query_pci(cl_device_id d, hs_device_info *info) {
   }
 }
 
+void hs_device_info_init_sized(hs_device_info *d, size_t struct_size) {
+  hs_device_info z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(d, struct_size, &z, sizeof z);
+}
+
 hs_status hs__device_query(cl_platform_id platform, cl_device_id d,
                            hs_device_info *info) {
   memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
   size_t n = 0;
   if (platform) {
     clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof info->platform_name,
@@ -257,6 +265,7 @@ hs_status hs__inventory_discover(hs_inventory *inv) {
       dev->platform = plats[p];
       dev->id = ids[i];
       dev->progs = NULL;
+      dev->settings = NULL;
       dev->info.index = inv->n_devs;
       dev->info.platform_index = (int)p;
       dev->info.platform_device = note->num_devices;

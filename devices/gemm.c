@@ -43,11 +43,7 @@ static hs_status builtin_create(hs_gemm *g) {
 hs_status hs__gemm_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
                           hs_gemm_kind kind, int threads, hs_gemm **out) {
   *out = NULL;
-  const char *env = getenv("HETSAGE_GEMM");
-  if (kind == HS_GEMM_AUTO && env && *env) {
-    hs_status st = hs__gemm_kind_parse(env, &kind);
-    if (st != HS_OK) return hs__fail_context(st, "HETSAGE_GEMM");
-  }
+  if (kind == HS_GEMM_AUTO && dev->settings) kind = (hs_gemm_kind)dev->settings->gemm;
   if (kind == HS_GEMM_AUTO) kind = choose(dev);
   const char *why = NULL;
   if ((kind == HS_GEMM_CBLAS && !hs__gemm_cblas_available(dev, &why)) ||

@@ -45,8 +45,9 @@ typedef struct hs_gemm_op {
 typedef struct hs_gemm hs_gemm;
 
 /* A provider for `dev` on in-order queue `q` (retained until
- * hs__gemm_destroy; `ctx` must outlive the provider). `kind` HS_GEMM_AUTO picks as above; the
- * environment variable HETSAGE_GEMM (a kind name) overrides AUTO. A kind
+ * hs__gemm_destroy; `ctx` must outlive the provider). `kind` HS_GEMM_AUTO
+ * takes the device's settings' provider (HETSAGE_GEMM), else picks as
+ * above. A kind
  * that this build or device cannot run is HS_ERR_UNSUPPORTED with the
  * reason. `threads` (cblas): OpenBLAS threads, 0 = the device's compute
  * units. */

@@ -23,7 +23,8 @@ hs_status hs__fail(hs_status st, const char *fmt, ...) HS_PRINTF(2, 3);
 hs_status hs__fail_context(hs_status st, const char *fmt, ...) HS_PRINTF(2, 3);
 void hs__clear_error(void);
 
-/* Log categories, enabled by HETSAGE_DEBUG=cat1,cat2 (or "all"). */
+/* Log categories, enabled process-wide by hs_log_enable (the runtime's
+ * `debug` setting, HETSAGE_DEBUG: cat1,cat2 or "all"). */
 typedef enum hs_log_cat {
   HS_LOG_DEVICE = 0,
   HS_LOG_BUILD,
@@ -37,6 +38,10 @@ typedef enum hs_log_cat {
 } hs_log_cat;
 
 bool hs__log_enabled(hs_log_cat cat);
+/* Parse "cat1,cat2" or "all" ("1" too) into a mask; false with the reason
+ * (the unknown category and the known ones) in `why`. */
+bool hs__log_parse(const char *list, unsigned *mask, char *why, size_t why_len);
+void hs__log_set_mask(unsigned mask);
 void hs__log(hs_log_cat cat, const char *fmt, ...) HS_PRINTF(2, 3);
 
 /* Overflow-checked size arithmetic: false on overflow. */
@@ -76,5 +81,25 @@ void *hs__huge_map(size_t bytes, size_t *len, bool *advised);
 void hs__huge_unmap(void *p, size_t len);
 
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- sized structs of the public API (hetsage/version.h) ----------------- */
+
+/* The smallest struct_size accepted: the field itself. */
+#define HS__SIZED_MIN sizeof(size_t)
+
+/* Check a caller's struct_size `size` against the `full` size this library
+ * knows; HS_ERR_INVALID_ARG naming `what` otherwise. */
+hs_status hs__sized_check(size_t size, size_t full, const char *what);
+/* A caller's struct `src` (struct_size first) into `dst`, a struct of
+ * `full` bytes already holding the defaults: the caller's bytes replace
+ * them, the rest keep theirs; dst's struct_size becomes `full`. */
+hs_status hs__sized_in(void *dst, size_t full, const void *src, const char *what);
+/* A result `src` of `full` bytes into the caller's struct `dst`, whose
+ * struct_size says how much of it there is room for (and stays as it
+ * is). */
+hs_status hs__sized_out(void *dst, const void *src, size_t full, const char *what);
+/* Defaults `src` (`full` bytes) into a caller's struct of `size` bytes,
+ * whose struct_size becomes `size`: what a public *_init does. */
+void hs__sized_init(void *dst, size_t size, const void *src, size_t full);
 
 #endif

@@ -25,6 +25,14 @@ hs_status hs__cl_fail(cl_int err, const char *call, cl_device_id dev);
 
 struct hs__prog_files;
 
+/* The runtime's settings that the device layer acts on (hetsage/settings.h;
+ * strings owned by the runtime). */
+typedef struct hs__dev_settings {
+  const char *cache_dir; /* the binary cache's folder, NULL: no cache */
+  uint64_t max_alloc;    /* split arrays at this many bytes, 0: the device's */
+  int gemm;              /* hs_gemm_kind for AUTO requests, 0: choose */
+} hs__dev_settings;
+
 typedef struct hs_dev {
   cl_platform_id platform;
   cl_device_id id;
@@ -33,6 +41,9 @@ typedef struct hs_dev {
    * binaries, whether it compiles; hs_programs.h); NULL: nothing, build
    * from source. Borrowed: set by whoever opens the device for a role. */
   const struct hs__prog_files *progs;
+  /* The runtime's settings, NULL: the defaults (no binary cache). Set by
+   * the runtime on its inventory; copies and sub-devices keep it. */
+  const hs__dev_settings *settings;
 } hs_dev;
 
 typedef struct hs_platform_note {
@@ -144,8 +155,8 @@ cl_command_queue hs__queue_retain(cl_command_queue q);
 
 /* Build a program from embedded sources (names from cl_kernels/, e.g.
  * {"hs_common.h", "sample.cl"}), concatenated in order, for one device.
- * The binary is cached on disk under $HETSAGE_CACHE_DIR, else
- * $XDG_CACHE_HOME/hetsage, else ~/.cache/hetsage, keyed by a hash of runtime
+ * The binary is cached on disk in the cache folder of the device's settings
+ * (none without settings), keyed by a hash of runtime
  * version, sources, options, platform, device and driver. A corrupt or
  * mismatched entry is rebuilt silently; a build failure returns
  * HS_ERR_BUILD with the build log in the detail. `*cache_hit` (optional)
@@ -205,8 +216,11 @@ bool hs__file_read(const char *path, unsigned char **data, size_t *len);
 hs_status hs__file_write_atomic(const char *path, const void *const *parts,
                                 const size_t *lens, int n);
 
-/* The cache directory in use (created on demand). */
-hs_status hs__cache_dir(char *buf, size_t len);
+/* The cache folder of `dev`'s settings (created on demand);
+ * HS_ERR_NOT_FOUND when it has none. */
+hs_status hs__cache_dir(const hs_dev *dev, char *buf, size_t len);
+/* `dir` (NULL: none, HS_ERR_NOT_FOUND), created on demand, into buf. */
+hs_status hs__cache_dir_at(const char *dir, char *buf, size_t len);
 
 hs_status hs__kernel_create(cl_program prog, const char *name,
                             const hs_dev *dev, cl_kernel *out);
@@ -224,8 +238,8 @@ typedef struct hs_split_buf {
   int n_parts;
 } hs_split_buf;
 
-/* Allocate `total_bytes`, split at the device's max allocation, or at
- * $HETSAGE_MAX_ALLOC (bytes) when set lower (for tests). */
+/* Allocate `total_bytes`, split at the device's max allocation, or at its
+ * settings' max_alloc when that is lower (for tests). */
 hs_status hs__split_buf_create(const hs_ctx *ctx, const hs_dev *dev,
                                cl_mem_flags flags, size_t total_bytes,
                                size_t elem_size, hs_split_buf *out);
@@ -235,7 +249,7 @@ hs_status hs__split_buf_write(cl_command_queue q, hs_split_buf *buf,
                               size_t offset, size_t bytes, const void *src);
 hs_status hs__split_buf_read(cl_command_queue q, const hs_split_buf *buf,
                              size_t offset, size_t bytes, void *dst);
-/* The device's effective max allocation (honours $HETSAGE_MAX_ALLOC). */
+/* The device's effective max allocation (honours its settings' max_alloc). */
 size_t hs__max_alloc(const hs_dev *dev);
 
 /* ---- events ------------------------------------------------------------- */

@@ -67,17 +67,17 @@ static hs_status mkdir_p(const char *path) {
   return HS_OK;
 }
 
-hs_status hs__cache_dir(char *buf, size_t len) {
-  const char *env = getenv("HETSAGE_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
-  int n;
-  if (env && *env) n = snprintf(buf, len, "%s", env);
-  else if (xdg && *xdg) n = snprintf(buf, len, "%s/hetsage", xdg);
-  else if (home && *home) n = snprintf(buf, len, "%s/.cache/hetsage", home);
-  else return hs__fail(HS_ERR_IO, "no cache directory: set HETSAGE_CACHE_DIR or HOME");
+hs_status hs__cache_dir_at(const char *dir, char *buf, size_t len) {
+  if (!dir || !*dir)
+    return hs__fail(HS_ERR_NOT_FOUND,
+                    "no cache folder: the settings name none (cache_dir, HETSAGE_CACHE_DIR)");
+  int n = snprintf(buf, len, "%s", dir);
   if (n < 0 || (size_t)n >= len) return hs__fail(HS_ERR_INVALID_ARG, "cache path too long");
   return mkdir_p(buf);
+}
+
+hs_status hs__cache_dir(const hs_dev *dev, char *buf, size_t len) {
+  return hs__cache_dir_at(dev->settings ? dev->settings->cache_dir : NULL, buf, len);
 }
 
 /* ---- key ---------------------------------------------------------------------- */
@@ -327,7 +327,7 @@ hs_status hs__program_build(const hs_ctx *ctx, const hs_dev *dev,
   }
 
   char dir[900], path[1024];
-  bool use_cache = hs__cache_dir(dir, sizeof dir) == HS_OK;
+  bool use_cache = hs__cache_dir(dev, dir, sizeof dir) == HS_OK;
   if (!use_cache) hs__log(HS_LOG_BUILD, "binary cache disabled: %s", hs_last_error());
   if (use_cache) {
     snprintf(path, sizeof path, "%s/%016llx.bin", dir,

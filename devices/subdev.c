@@ -41,6 +41,7 @@ hs_status hs__subdevices_create(const hs_dev *parent, const unsigned *counts, in
     out[i].platform = parent->platform;
     out[i].id = ids[i];
     out[i].progs = parent->progs; /* a part of a device takes its programs */
+    out[i].settings = parent->settings;
     hs_status st = hs__device_query(parent->platform, ids[i], &out[i].info);
     if (st != HS_OK) {
       for (int j = 0; j < n; j++) clReleaseDevice(ids[j]);

@@ -13,17 +13,18 @@ int main(int argc, char **argv) {
   char bundled[1024];
   const char *path = argc > 1 ? argv[1] : NULL;
   hs_status st;
-  if (!path) {
-    if ((st = hs_dataset_bundled("cora", bundled, sizeof bundled)) != HS_OK)
-      return fail("bundled Cora", st);
-    path = bundled;
-  }
-
   hs_runtime *rt = NULL;
   hs_dataset *ds = NULL;
   hs_session *s = NULL;
   int rc = 1;
   if ((st = hs_runtime_open(&rt, NULL)) != HS_OK) return fail("devices", st);
+  if (!path) {
+    if ((st = hs_dataset_bundled(rt, "cora", bundled, sizeof bundled)) != HS_OK) {
+      rc = fail("bundled Cora", st);
+      goto out;
+    }
+    path = bundled;
+  }
   if ((st = hs_dataset_open(path, &ds)) != HS_OK) {
     rc = fail(path, st);
     goto out;
@@ -39,6 +40,7 @@ int main(int argc, char **argv) {
 
   for (int epoch = 0; epoch < 10; epoch++) {
     hs_epoch_stats es;
+    hs_epoch_stats_init(&es);
     if ((st = hs_session_train_epoch(s, &es)) != HS_OK) {
       rc = fail("training", st);
       goto out;

@@ -8,6 +8,7 @@
 
 #include "hs_dev.h"
 #include "hs_launch.h"
+#include "hs_test_cl.h"
 
 typedef struct cl_fixture {
   hs_inventory inv;
@@ -18,7 +19,7 @@ typedef struct cl_fixture {
 
 static inline void clf_open(cl_fixture *f) {
   memset(f, 0, sizeof *f);
-  if (hs__inventory_discover(&f->inv) != HS_OK || f->inv.n_devs == 0)
+  if (hs_test_discover(&f->inv) != HS_OK || f->inv.n_devs == 0)
     cr_skip_test("no OpenCL device: %s", hs_last_error());
   int pick = 0;
   for (int i = 0; i < f->inv.n_devs; i++)

@@ -17,7 +17,7 @@ static void cora_setup(void) {
   if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
   cr_assert_eq(st, HS_OK, "%s", hs_last_error());
   char dir[1024];
-  cr_assert_eq(hs_dataset_bundled("cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_bundled(rt, "cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
 }
 

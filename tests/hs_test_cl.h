@@ -5,12 +5,32 @@
 
 #include <criterion/criterion.h>
 
+#include "hetsage/settings.h"
 #include "hs_dev.h"
+
+/* The device settings a runtime would give the devices in this
+ * environment (the tests' binary cache: HETSAGE_CACHE_DIR), for devices
+ * discovered without a runtime. */
+static inline const hs__dev_settings *hs_test_dev_settings(void) {
+  static hs__dev_settings ds;
+  hs_settings s;
+  hs_settings_init(&s);
+  cr_assert_eq(hs_settings_from_env(&s), HS_OK, "%s", hs_last_error());
+  ds = (hs__dev_settings){s.cache_dir, s.max_alloc, (int)s.gemm};
+  return &ds;
+}
+
+/* Discover the inventory, its devices with the environment's settings. */
+static inline hs_status hs_test_discover(hs_inventory *inv) {
+  hs_status st = hs__inventory_discover(inv);
+  for (int i = 0; st == HS_OK && i < inv->n_devs; i++) inv->devs[i].settings = hs_test_dev_settings();
+  return st;
+}
 
 /* Discover and pick the first device of `type`; skips the test if absent.
  * The caller releases `inv` with hs__inventory_release. */
 static inline const hs_dev *hs_test_pick_device(hs_inventory *inv, hs_device_type type) {
-  if (hs__inventory_discover(inv) != HS_OK) {
+  if (hs_test_discover(inv) != HS_OK) {
     cr_skip_test("no OpenCL platform: %s", hs_last_error());
     return NULL;
   }

@@ -52,8 +52,9 @@ Test(accuracy, sbm_matches_the_generators_prediction) {
   o.edge_factor = 10;
   o.homophily = 0.5;
   hs_generate_summary sum;
+  hs_generate_summary_init(&sum);
   char *dst = tu_path(root, "sbm");
-  cr_assert_eq(hs_generate(dst, &o, &sum), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(dst, &o, NULL, &sum), HS_OK, "%s", hs_last_error());
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(dst, &ds), HS_OK, "%s", hs_last_error());
   double one = train_and_test(ds, 1, 40);

@@ -105,7 +105,6 @@ Test(board, every_shipped_profile_parses) {
 }
 
 Test(board, shipped_profiles_found_by_name) {
-  unsetenv("HETSAGE_BOARDS_DIR");
   for (size_t i = 0; i < sizeof shipped / sizeof shipped[0]; i++) {
     hs_board_profile *p = NULL;
     cr_assert_eq(hs_board_profile_load(shipped[i], &p), HS_OK, "%s: %s",
@@ -153,24 +152,26 @@ Test(board, shipped_profiles_say_what_they_promise) {
 Test(board, boards_dir_comes_first_and_unknown_names_fail) {
   char path[256];
   write_profile("generic-cpu", "[board]\nname = mine\n", path, sizeof path);
-  char env[300];
-  snprintf(env, sizeof env, "/nonexistent:%s", tmpdir);
-  setenv("HETSAGE_BOARDS_DIR", env, 1);
+  char dirs[300];
+  snprintf(dirs, sizeof dirs, "/nonexistent:%s", tmpdir);
   hs_board_profile *p = NULL;
-  cr_assert_eq(hs_board_profile_load("generic-cpu", &p), HS_OK, "%s",
+  cr_assert_eq(hs_board_profile_load_from(dirs, "generic-cpu", &p), HS_OK, "%s",
                hs_last_error());
   cr_expect_str_eq(hs_board_profile_name(p), "mine");
   cr_expect_str_eq(hs_board_profile_path(p), path);
   hs_board_profile_free(p);
 
   p = (hs_board_profile *)1;
-  cr_expect_eq(hs_board_profile_load("no-such-board", &p), HS_ERR_NOT_FOUND);
+  cr_expect_eq(hs_board_profile_load_from(dirs, "no-such-board", &p), HS_ERR_NOT_FOUND);
   cr_expect_null(p);
   cr_expect(strstr(hs_last_error(), "no-such-board"), "%s", hs_last_error());
   cr_expect(strstr(hs_last_error(), tmpdir), "%s", hs_last_error());
   cr_expect_eq(hs_board_profile_load("bad name!", &p),
                HS_ERR_INVALID_ARG);
-  unsetenv("HETSAGE_BOARDS_DIR");
+  /* Without the folders, the shipped profile. */
+  cr_assert_eq(hs_board_profile_load("generic-cpu", &p), HS_OK, "%s", hs_last_error());
+  cr_expect_str_eq(hs_board_profile_name(p), "generic-cpu");
+  hs_board_profile_free(p);
 
   char missing[300];
   snprintf(missing, sizeof missing, "%s/absent.ini", tmpdir);

@@ -164,12 +164,10 @@ Test(bringup, standard_passes_and_its_reports_validate, .timeout = 300) {
   hs_board_profile *p = load("generic-cpu");
   hs_bringup_report *r = run(rt, p, HS_BRINGUP_STANDARD, "");
   expect_all_pass(r);
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(rt, &devs, &n);
+  int n = hs_runtime_device_count(rt);
   int cpu = -1;
   for (int i = 0; i < n && cpu < 0; i++)
-    if (devs[i].type == HS_DEVICE_CPU) cpu = i;
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_CPU) cpu = i;
   cr_assert_geq(cpu, 0);
   char name[96];
   for (size_t i = 0; i < sizeof standard_checks / sizeof standard_checks[0]; i++) {
@@ -180,8 +178,8 @@ Test(bringup, standard_passes_and_its_reports_validate, .timeout = 300) {
     if (strncmp(standard_checks[i], "gemm.", 5) != 0 || !strcmp(standard_checks[i], "gemm.default"))
       cr_expect_eq(c->result, HS_CHECK_PASS, "%s: %s", name, c->detail);
   }
-  if (devs[cpu].partition_by_counts && devs[cpu].compute_units >= 2) {
-    snprintf(name, sizeof name, "dev%d.sub%u.train.step.cora", cpu, devs[cpu].compute_units / 2);
+  if (hs_runtime_device(rt, cpu)->partition_by_counts && hs_runtime_device(rt, cpu)->compute_units >= 2) {
+    snprintf(name, sizeof name, "dev%d.sub%u.train.step.cora", cpu, hs_runtime_device(rt, cpu)->compute_units / 2);
     expect_result(r, name, HS_CHECK_PASS);
     expect_result(r, "e2e.sub-devices", HS_CHECK_PASS);
     expect_result(r, "e2e.same-device", HS_CHECK_PASS);
@@ -226,12 +224,15 @@ Test(bringup, a_wrong_gather_kernel_fails_and_leaves_normal_runs_alone) {
   r = run(rt, p, HS_BRINGUP_QUICK, "");
   expect_result(r, "dev0.gather.device", HS_CHECK_PASS);
   hs_bringup_report_free(r);
-  /* The environment variable selects it too; an unknown kernel is refused. */
+  /* The environment variable selects it too (read when a runtime opens);
+   * an unknown kernel is refused. */
   setenv("HETSAGE_BRINGUP_INJECT", "gather", 1);
-  r = run(rt, p, HS_BRINGUP_QUICK, NULL);
+  hs_runtime *irt = open_rt();
+  unsetenv("HETSAGE_BRINGUP_INJECT");
+  r = run(irt, p, HS_BRINGUP_QUICK, NULL);
   expect_result(r, "dev0.gather.device", HS_CHECK_FAIL);
   hs_bringup_report_free(r);
-  unsetenv("HETSAGE_BRINGUP_INJECT");
+  hs_runtime_close(irt);
   hs_bringup_options o;
   hs_bringup_options_init(&o);
   o.inject = "sampler";
@@ -243,11 +244,9 @@ Test(bringup, a_wrong_gather_kernel_fails_and_leaves_normal_runs_alone) {
 
 Test(bringup, absent_optional_device_skips_and_absent_required_fails) {
   hs_runtime *rt = open_rt();
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(rt, &devs, &n);
+  int n = hs_runtime_device_count(rt);
   for (int i = 0; i < n; i++)
-    if (devs[i].type == HS_DEVICE_GPU) cr_skip_test("this machine has a GPU");
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_GPU) cr_skip_test("this machine has a GPU");
   /* Odd characters in the name and path travel into both reports. */
   hs_board_profile *p = parse(
       "[board]\nname = cpu<&>\"gpu'\n[device.cpu]\ntype = cpu\n[device.gpu]\ntype = gpu\n"
@@ -310,11 +309,9 @@ Test(bringup, devices_outside_the_profile_are_left_alone) {
   icd_dir d;
   icd_dir_open(&d, files, libs, 2);
   hs_runtime *rt = open_rt();
-  const hs_device_info *devs;
-  int n, outsider = -1;
-  hs_runtime_devices(rt, &devs, &n);
+  int n = hs_runtime_device_count(rt), outsider = -1;
   for (int i = 0; i < n; i++)
-    if (strcmp(devs[i].name, "hetsage fake GPU") == 0) outsider = i;
+    if (strcmp(hs_runtime_device(rt, i)->name, "hetsage fake GPU") == 0) outsider = i;
   cr_assert_geq(outsider, 0, "the fake GPU was not discovered");
   hs_board_profile *p = load("generic-cpu");
   hs_bringup_report *r = run(rt, p, HS_BRINGUP_QUICK, "");

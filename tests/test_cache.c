@@ -403,7 +403,7 @@ Test(coo_rate, neighbour_sampling_on_rmat_graph, .timeout = 120) {
   hs_generate_opts_init(&go, HS_GENERATE_RMAT);
   go.scale = 14;
   go.num_features = 8;
-  cr_assert_eq(hs_generate(path, &go, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(path, &go, NULL, NULL), HS_OK, "%s", hs_last_error());
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(path, &ds), HS_OK, "%s", hs_last_error());
   const hs_graph *gr = hs__dataset_graph(ds);

@@ -39,24 +39,23 @@ Test(devices, runtime_exposes_inventory_and_topology) {
   hs_status st = hs_runtime_open(&rt, NULL);
   if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
   cr_assert_eq(st, HS_OK, "%s", hs_last_error());
-  const hs_device_info *devs;
-  int n;
-  cr_assert_eq(hs_runtime_devices(rt, &devs, &n), HS_OK);
+  int n = hs_runtime_device_count(rt);
+  cr_expect_null(hs_runtime_device(rt, n));
+  cr_expect_null(hs_runtime_device(rt, -1));
   cr_expect_gt(n, 0);
   for (int i = 0; i < n; i++) {
-    cr_expect_eq(devs[i].index, i);
-    if (devs[i].type == HS_DEVICE_CPU)
-      cr_expect_gt(strlen(devs[i].cpuset), 0, "a CPU device maps to host cores");
+    cr_expect_eq(hs_runtime_device(rt, i)->index, i);
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_CPU)
+      cr_expect_gt(strlen(hs_runtime_device(rt, i)->cpuset), 0, "a CPU device maps to host cores");
   }
-  hs_host_topology topo;
-  cr_assert_eq(hs_runtime_topology(rt, &topo), HS_OK);
+  cr_assert_not_null(hs_runtime_topology(rt));
+  hs_host_topology topo = *hs_runtime_topology(rt);
   cr_expect_geq(topo.cores, 1);
   cr_expect_geq(topo.pus, topo.cores);
   cr_expect_eq(hs_runtime_host_cores(rt), topo.cores);
   cr_expect_geq(hs_runtime_platform_count(rt), 1);
-  hs_platform_info pi;
-  cr_expect_eq(hs_runtime_platform(rt, 0, &pi), HS_OK);
-  cr_expect_eq(hs_runtime_platform(rt, 99, &pi), HS_ERR_RANGE);
+  cr_expect_not_null(hs_runtime_platform(rt, 0));
+  cr_expect_null(hs_runtime_platform(rt, 99));
   hs_runtime_close(rt);
 }
 
@@ -107,12 +106,21 @@ Test(devices, split_cpu_into_sampler_and_trainer) {
   hs__inventory_release(&inv);
 }
 
+/* A copy of `d` whose settings split arrays at `max_alloc` bytes (what
+ * HETSAGE_MAX_ALLOC sets). */
+static hs_dev with_max_alloc(const hs_dev *d, size_t max_alloc, hs__dev_settings *ds) {
+  *ds = *hs_test_dev_settings();
+  ds->max_alloc = max_alloc;
+  hs_dev copy = *d;
+  copy.settings = ds;
+  return copy;
+}
+
 static void split_roundtrip(size_t max_alloc, size_t n_floats, int expect_parts) {
-  char env[32];
-  snprintf(env, sizeof env, "%zu", max_alloc);
-  setenv("HETSAGE_MAX_ALLOC", env, 1);
   hs_inventory inv;
-  const hs_dev *d = hs_test_pick_device(&inv, HS_DEVICE_CPU);
+  hs__dev_settings ds;
+  hs_dev lowered = with_max_alloc(hs_test_pick_device(&inv, HS_DEVICE_CPU), max_alloc, &ds);
+  const hs_dev *d = &lowered;
   hs_ctx ctx;
   cr_assert_eq(hs__ctx_create(d, 1, &ctx), HS_OK);
   cl_command_queue q;
@@ -141,7 +149,6 @@ static void split_roundtrip(size_t max_alloc, size_t n_floats, int expect_parts)
   clReleaseCommandQueue(q);
   hs__ctx_release(&ctx);
   hs__inventory_release(&inv);
-  unsetenv("HETSAGE_MAX_ALLOC");
 }
 
 Test(devices, split_buffer_under_a_lowered_max_alloc) {
@@ -154,9 +161,10 @@ Test(devices, array_within_max_alloc_is_one_part) {
 }
 
 Test(devices, split_buffer_refuses_too_many_parts) {
-  setenv("HETSAGE_MAX_ALLOC", "16", 1);
   hs_inventory inv;
-  const hs_dev *d = hs_test_pick_device(&inv, HS_DEVICE_CPU);
+  hs__dev_settings ds;
+  hs_dev lowered = with_max_alloc(hs_test_pick_device(&inv, HS_DEVICE_CPU), 16, &ds);
+  const hs_dev *d = &lowered;
   hs_ctx ctx;
   cr_assert_eq(hs__ctx_create(d, 1, &ctx), HS_OK);
   hs_split_buf buf;
@@ -165,7 +173,6 @@ Test(devices, split_buffer_refuses_too_many_parts) {
   cr_expect(strstr(hs_last_error(), "allocations") != NULL, "%s", hs_last_error());
   hs__ctx_release(&ctx);
   hs__inventory_release(&inv);
-  unsetenv("HETSAGE_MAX_ALLOC");
 }
 
 Test(devices, opencl_errors_name_the_call_and_device) {

@@ -190,7 +190,7 @@ Test(gather, a_generated_dataset_end_to_end) {
   g.num_features = 12;
   g.feature_dtype = HS_DTYPE_FLOAT16;
   g.threads = 1;
-  cr_assert_eq(hs_generate(path, &g, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(path, &g, NULL, NULL), HS_OK, "%s", hs_last_error());
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(path, &ds), HS_OK, "%s", hs_last_error());
   const hs_graph *gr = hs__dataset_graph(ds);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hs_test_cl.h"
 #include "rng/philox.h"
 #include "sample/hs_gather.h"
 #include "sample/hs_sample.h"
@@ -54,7 +55,7 @@ static void check_device_gather(const hs_ctx *ctx, const hs_dev *dev, cl_command
 
 Test(gather_cl, equals_reference, .timeout = 300) {
   hs_inventory inv;
-  if (hs__inventory_discover(&inv) != HS_OK || inv.n_devs == 0)
+  if (hs_test_discover(&inv) != HS_OK || inv.n_devs == 0)
     cr_skip_test("no OpenCL device: %s", hs_last_error());
   const hs_dev *dev = &inv.devs[0];
   hs_ctx ctx;

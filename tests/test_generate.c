@@ -6,10 +6,13 @@
 #include "data/hs_graph.h"
 #include "hs_test_util.h"
 
+static hs_dataset_info gen_info; /* of the last gen_into */
+
 static char *gen_into(const char *root, const char *name, const hs_generate_opts *o,
                       hs_generate_summary *s) {
   char *dst = tu_path(root, name);
-  cr_assert_eq(hs_generate(dst, o, s), HS_OK, "%s", hs_last_error());
+  hs_dataset_info_init(&gen_info);
+  cr_assert_eq(hs_generate(dst, o, &gen_info, s), HS_OK, "%s", hs_last_error());
   return dst;
 }
 
@@ -90,6 +93,7 @@ Test(generate, sbm_sizes_homophily_and_separable_features) {
   o.homophily = 0.7;
   o.margin = 3.0;
   hs_generate_summary s;
+  hs_generate_summary_init(&s);
   char *dst = gen_into(root, "sbm", &o, &s);
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(dst, &ds), HS_OK, "%s", hs_last_error());
@@ -150,9 +154,10 @@ Test(generate, sbm_edge_probabilities) {
   o.dedup = false;
   o.self_loops = HS_SELF_LOOPS_KEEP;
   hs_generate_summary s;
+  hs_generate_summary_init(&s);
   char *dst = gen_into(root, "p", &o, &s);
   /* 4 x C(250, 2) x 0.02 + 6 x 250^2 x 0.002 = 2490 + 750 drawn edges. */
-  cr_expect_eq(s.info.num_edges, 2 * 3240);
+  cr_expect_eq(gen_info.num_edges, 2 * 3240);
   cr_expect(fabs(s.homophily - 2490.0 / 3240.0) < 0.03, "homophily %f", s.homophily);
   free(dst);
   tu_rmtree(root);
@@ -168,13 +173,15 @@ Test(generate, rmat_skewed_and_in_range) {
   o.dedup = false;
   o.self_loops = HS_SELF_LOOPS_KEEP;
   hs_generate_summary s;
+  hs_generate_summary_init(&s);
   char *dst = gen_into(root, "r", &o, &s);
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(dst, &ds), HS_OK, "%s", hs_last_error());
   hs_dataset_stats st;
+  hs_dataset_stats_init(&st);
   cr_assert_eq(hs_dataset_stats_compute(ds, &st), HS_OK);
-  cr_expect_eq(st.info.num_vertices, 3000);
-  cr_expect_eq(st.info.num_edges, 3000 * 16);
+  cr_expect_eq(gen_info.num_vertices, 3000);
+  cr_expect_eq(gen_info.num_edges, 3000 * 16);
   cr_expect_gt(st.degree_max, 10 * st.degree_mean, "max %lld mean %f", (long long)st.degree_max,
                st.degree_mean);
   cr_expect_gt(st.isolated, 0);
@@ -228,13 +235,13 @@ Test(generate, bad_options_leave_nothing) {
   o.num_vertices = 100;
   o.num_classes = 8;
   o.num_features = 4;
-  TU_EXPECT_FAIL(hs_generate(dst, &o, NULL), HS_ERR_INVALID_ARG, "4 features", "per class", "8");
+  TU_EXPECT_FAIL(hs_generate(dst, &o, NULL, NULL), HS_ERR_INVALID_ARG, "4 features", "per class", "8");
   o.num_features = 8;
   o.homophily = 1.5;
-  TU_EXPECT_FAIL(hs_generate(dst, &o, NULL), HS_ERR_INVALID_ARG, "homophily", "1.5", "[0, 1]");
+  TU_EXPECT_FAIL(hs_generate(dst, &o, NULL, NULL), HS_ERR_INVALID_ARG, "homophily", "1.5", "[0, 1]");
   hs_generate_opts_init(&o, HS_GENERATE_RMAT);
   o.rmat_a = 0.9;
-  TU_EXPECT_FAIL(hs_generate(dst, &o, NULL), HS_ERR_INVALID_ARG, "R-MAT", "a + b + c", "<= 1");
+  TU_EXPECT_FAIL(hs_generate(dst, &o, NULL, NULL), HS_ERR_INVALID_ARG, "R-MAT", "a + b + c", "<= 1");
   cr_expect_eq(tu_count_prefix(root, "x"), 0);
   free(dst);
   tu_rmtree(root);
@@ -279,6 +286,7 @@ Test(generate, sbm_one_hop_prediction) {
   o.edge_factor = 10;
   o.homophily = 0.5;
   hs_generate_summary s;
+  hs_generate_summary_init(&s);
   char *dst = gen_into(root, "sbm", &o, &s);
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(dst, &ds), HS_OK, "%s", hs_last_error());

@@ -30,14 +30,13 @@ static uint64_t fnv1a(const void *p, size_t n) {
 }
 
 Test(golden, graphsage_cora_epoch_is_bit_identical_to_the_recorded_one) {
-  const hs_device_info *devs;
-  int n_devs;
-  cr_assert_eq(hs_runtime_devices(rt, &devs, &n_devs), HS_OK);
+  int n_devs = hs_runtime_device_count(rt);
   hs_session_config c;
   hs_session_config_init(&c);
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
   size_t n;
   cr_assert_eq(hs_session_parameters(s, NULL, 0, &n), HS_OK);
@@ -50,7 +49,7 @@ Test(golden, graphsage_cora_epoch_is_bit_identical_to_the_recorded_one) {
   /* The default board trains on the first CPU device. */
   const hs_device_info *d = NULL;
   for (int i = 0; i < n_devs && !d; i++)
-    if (devs[i].type == HS_DEVICE_CPU) d = &devs[i];
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_CPU) d = hs_runtime_device(rt, i);
   cr_assert(d, "no CPU device, yet a session was created on the default board");
   const char *blas = HS_HAVE_CBLAS ? "cblas" : "noblas";
   char want[512];

@@ -23,6 +23,7 @@ static hs_status convert(conv *c, const char *src_rel, hs_convert_opts *o) {
   c->dst = tu_path(c->root, "out");
   c->ds = NULL;
   char *src = fixture(src_rel);
+  hs_dataset_info_init(&c->info);
   hs_status st = hs_convert(src, c->dst, o, &c->info);
   free(src);
   if (st == HS_OK) {
@@ -539,6 +540,7 @@ Test(import, cora_shared_copy, .timeout = 120) {
   hs_convert_opts_init(&o, HS_IMPORT_LINQS);
   o.undirected = o.dedup = true;
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   cr_assert_eq(hs_convert(src, dst, &o, &info), HS_OK, "%s", hs_last_error());
   cr_expect_eq(info.num_vertices, 2708);
   cr_expect_eq(info.num_features, 1433);
@@ -560,6 +562,7 @@ Test(import, cora_shipped_gzip_copy, .timeout = 120) {
   hs_convert_opts_init(&o, HS_IMPORT_LINQS);
   o.undirected = o.dedup = true;
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   cr_assert_eq(hs_convert(src, dst, &o, &info), HS_OK, "%s", hs_last_error());
   cr_expect_eq(info.num_vertices, 2708);
   cr_expect_eq(info.num_features, 1433);
@@ -580,6 +583,7 @@ Test(import, musae_facebook_shared_copy, .timeout = 300) {
   o.undirected = o.dedup = true;
   o.self_loops = HS_SELF_LOOPS_DROP;
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   cr_assert_eq(hs_convert(src, dst, &o, &info), HS_OK, "%s", hs_last_error());
   cr_expect_eq(info.num_vertices, 22470);
   cr_expect_eq(info.num_classes, 4);
@@ -613,6 +617,7 @@ Test(import, gzip_truncated_or_corrupt_is_a_format_error) {
   hs_convert_opts_init(&o, HS_IMPORT_EDGELIST);
   char *dst = tu_path(root, "out");
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   /* Named without ".gz": the twin is found. */
   char *plain = tu_path(root, "g.txt");
   cr_assert_eq(hs_convert(plain, dst, &o, &info), HS_OK, "%s", hs_last_error());

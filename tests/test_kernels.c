@@ -176,11 +176,11 @@ Test(kernels, bundles_hold_programs_for_devices_that_do_not_compile, .timeout = 
 
   /* An empty binary cache, so that only the bundle can serve. */
   snprintf(cache, sizeof cache, "%s/cache", dir);
-  char *saved_cache = strdup(getenv("HETSAGE_CACHE_DIR") ? getenv("HETSAGE_CACHE_DIR") : "");
-  setenv("HETSAGE_CACHE_DIR", cache, 1);
+  hs__dev_settings empty = {.cache_dir = cache};
   hs__prog_files files = {.no_compiler = true, .bundle = path};
   hs_dev dev = f.dev;
   dev.progs = &files;
+  dev.settings = &empty;
   cr_expect_not(hs__dev_compiles(&dev));
   cl_program p = NULL;
   cr_assert_eq(hs__program_get(&f.ctx, &dev, HS_PROG_SAMPLE, &p), HS_OK, "%s", hs_last_error());
@@ -209,8 +209,6 @@ Test(kernels, bundles_hold_programs_for_devices_that_do_not_compile, .timeout = 
   cr_expect_eq(hs__program_get(&f.ctx, &dev, HS_PROG_SAMPLE, &p), HS_ERR_FORMAT);
   cr_expect(strstr(hs_last_error(), "<device>.<program>"), "%s", hs_last_error());
   free(data);
-  setenv("HETSAGE_CACHE_DIR", saved_cache, 1);
-  free(saved_cache);
   tu_rmtree(dir);
   clf_close(&f);
 }

@@ -14,7 +14,7 @@
 
 static hs_device_info dev_cpu(unsigned cores, uint64_t mem) {
   hs_device_info d;
-  memset(&d, 0, sizeof d);
+  hs_device_info_init(&d);
   d.type = HS_DEVICE_CPU;
   snprintf(d.name, sizeof d.name, "pthread-Test CPU");
   snprintf(d.vendor, sizeof d.vendor, "GenuineTest");
@@ -62,7 +62,6 @@ static void number(hs_device_info *d, int n) {
 
 static hs_board_profile *shipped(const char *name) {
   hs_board_profile *p = NULL;
-  unsetenv("HETSAGE_BOARDS_DIR");
   cr_assert_eq(hs_board_profile_load(name, &p), HS_OK, "%s", hs_last_error());
   return p;
 }
@@ -128,7 +127,7 @@ Test(placement, cpu_only_board_splits_the_cpu_and_runs_async) {
   hs_device_info d[1] = {dev_cpu(2, GiB(16))};
   number(d, 1);
   hs_board_profile *p = shipped("generic-cpu");
-  hs_placement_request rq = {.devices = d, .device_count = 1, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 1, .profile = p,
                              .topology_bytes = MiB(512),
                              .feature_bytes = GiB(1),
                              .feature_row_bytes = 512, .host_cores = 2};
@@ -167,7 +166,7 @@ Test(placement, bigger_cpu_keeps_cores_for_host_threads) {
   hs_device_info d[1] = {dev_cpu(8, GiB(32))};
   number(d, 1);
   /* No profile: the built-in defaults place both roles on the CPU. */
-  hs_placement_request rq = {.devices = d, .device_count = 1};
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 1};
   hs_placement *pl = place_ok(&rq);
   cr_expect_str_eq(pl->board, "defaults");
   cr_expect_eq(pl->host_cores, 8); /* taken from the CPU device */
@@ -190,7 +189,7 @@ Test(placement, unpartitionable_cpu_shares_one_device) {
   d[0].partition_by_counts = false;
   number(d, 1);
   hs_board_profile *p = shipped("generic-cpu");
-  hs_placement_request rq = {.devices = d, .device_count = 1, .profile = p};
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 1, .profile = p};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->link, HS_LINK_SAME_DEVICE);
   cr_expect(pl->shared_context);
@@ -206,7 +205,7 @@ Test(placement, split_sub_devices_false_keeps_the_cpu_whole) {
   number(d, 1);
   hs_board_profile *p = from_text("[board]\nname = t\n[device.cpu]\ntype = cpu\n"
                                   "[split]\nsub_devices = false\n");
-  hs_placement_request rq = {.devices = d, .device_count = 1, .profile = p};
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 1, .profile = p};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->link, HS_LINK_SAME_DEVICE);
   cr_expect_eq(pl->sampler.cores, 0);
@@ -216,7 +215,7 @@ Test(placement, split_sub_devices_false_keeps_the_cpu_whole) {
   /* a single role on a CPU also keeps all of it */
   hs_device_info two[2] = {dev_gpu("G", 40, 1500, GiB(8)), dev_cpu(8, GiB(16))};
   number(two, 2);
-  rq = (hs_placement_request){.devices = two, .device_count = 2, .profile = p,
+  rq = (hs_placement_request){.struct_size = sizeof rq, .devices = two, .device_count = 2, .profile = p,
                               .sampler = "cpu", .trainer = "gpu"};
   pl = place_ok(&rq);
   cr_expect_eq(pl->sampler.device, 1);
@@ -244,7 +243,7 @@ Test(placement, explicit_split_must_fit) {
   number(d, 1);
   hs_board_profile *p = from_text("[board]\nname = t\n[split]\n"
                                   "sampler_cores = 2\ntrainer_cores = 2\n");
-  hs_placement_request rq = {.devices = d, .device_count = 1, .profile = p};
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 1, .profile = p};
   place_fails(&rq, HS_ERR_PLACEMENT, "sampler 2 + trainer 2",
               "2 compute unit(s)");
   hs_board_profile_free(p);
@@ -273,7 +272,7 @@ Test(placement, one_gpu_runs_both_roles_on_two_queues) {
                          dev_gpu("Test GPU A", 40, 1500, GiB(8))};
   number(d, 2);
   hs_board_profile *p = shipped("gpu-single");
-  hs_placement_request rq = {.devices = d, .device_count = 2, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p,
                              .topology_bytes = GiB(1),
                              .feature_bytes = GiB(4),
                              .feature_row_bytes = 1024, .host_cores = 4};
@@ -311,7 +310,7 @@ Test(placement, gpu_pair_samples_on_one_trains_on_the_faster) {
                          dev_gpu("Fast GPU", 80, 1800, GiB(16))};
   number(d, 3);
   hs_board_profile *p = shipped("gpu-pair");
-  hs_placement_request rq = {.devices = d, .device_count = 3, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 3, .profile = p,
                              .topology_bytes = GiB(2), .host_cores = 8};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->trainer.device, 2);
@@ -345,7 +344,7 @@ Test(placement, gpu_pair_shares_a_context_only_on_one_platform) {
   number(d, 2);
   hs_board_profile *p = from_text("[board]\nname = t\n[roles]\n"
                                   "shared_context = true\n");
-  hs_placement_request rq = {.devices = d, .device_count = 2, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p,
                              .topology_bytes = GiB(1), .host_cores = 4};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->link, HS_LINK_CONTEXT);
@@ -368,7 +367,7 @@ Test(placement, gpu_too_small_for_the_topology) {
   hs_device_info d[2] = {dev_cpu(2, GiB(16)),
                          dev_gpu("Tiny GPU", 8, 800, GiB(2))};
   number(d, 2);
-  hs_placement_request rq = {.devices = d, .device_count = 2,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2,
                              .topology_bytes = GiB(3), .host_cores = 2};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->trainer.device, 1);
@@ -410,7 +409,7 @@ Test(placement, fpga_samples_from_its_prebuilt_binary) {
                          dev_gpu("Test GPU", 40, 1500, GiB(8))};
   number(d, 3);
   hs_board_profile *p = shipped("fpga-sampler");
-  hs_placement_request rq = {.devices = d, .device_count = 3, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 3, .profile = p,
                              .topology_bytes = GiB(1), .host_cores = 4};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->sampler.device, 1);
@@ -441,7 +440,7 @@ Test(placement, fpga_without_binary_fails_or_falls_back) {
                          dev_gpu("Test GPU", 40, 1500, GiB(8))};
   number(d, 2);
   hs_board_profile *p = from_text(fpga_profile_no_binary(false));
-  hs_placement_request rq = {.devices = d, .device_count = 2, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p,
                              .topology_bytes = GiB(1)};
   place_fails(&rq, HS_ERR_PLACEMENT, "t.ini:8: [roles] sampler = fpga",
               "program 'sample' ([binaries] fpga.sample = <file>, or fpga = <bundle>)");
@@ -483,7 +482,7 @@ Test(placement, overrides_by_index_type_name_and_profile_id) {
                          dev_gpu("Fast GPU", 80, 1800, GiB(16))};
   number(d, 3);
   hs_board_profile *p = shipped("gpu-pair");
-  hs_placement_request rq = {.devices = d, .device_count = 3, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 3, .profile = p,
                              .topology_bytes = GiB(1), .host_cores = 4,
                              .sampler = "2", .sampler_source = "--sampler",
                              .trainer = "slow", .trainer_source = "--trainer"};
@@ -518,11 +517,15 @@ Test(placement, overrides_beat_the_profile_and_flags_beat_the_environment) {
                          dev_gpu("Test GPU", 40, 1500, GiB(8))};
   number(d, 2);
   hs_board_profile *p = shipped("gpu-single");
+  /* The role settings, as HETSAGE_SAMPLER and HETSAGE_TRAINER give them. */
   setenv("HETSAGE_SAMPLER", "cpu", 1);
   setenv("HETSAGE_TRAINER", "0", 1);
-  hs_placement_request rq = {.devices = d, .device_count = 2, .profile = p,
+  hs_settings env;
+  hs_settings_init(&env);
+  cr_assert_eq(hs_settings_from_env(&env), HS_OK, "%s", hs_last_error());
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p,
                              .topology_bytes = GiB(1)};
-  hs_placement_request_env(&rq);
+  hs_placement_request_settings(&rq, &env);
   cr_expect_str_eq(rq.sampler_source, "HETSAGE_SAMPLER");
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->sampler.device, 0);
@@ -532,9 +535,9 @@ Test(placement, overrides_beat_the_profile_and_flags_beat_the_environment) {
   EXPECT_REASON(pl, "trainer", "HETSAGE_TRAINER=0", NULL, NULL);
   hs_placement_free(pl);
 
-  hs_placement_request flags = {.devices = d, .device_count = 2, .profile = p,
+  hs_placement_request flags = {.struct_size = sizeof flags, .devices = d, .device_count = 2, .profile = p,
                                 .sampler = "gpu", .sampler_source = "--sampler"};
-  hs_placement_request_env(&flags);
+  hs_placement_request_settings(&flags, &env);
   cr_expect_str_eq(flags.sampler, "gpu");
   cr_expect_str_eq(flags.trainer, "0");
   pl = place_ok(&flags);
@@ -545,7 +548,7 @@ Test(placement, overrides_beat_the_profile_and_flags_beat_the_environment) {
   unsetenv("HETSAGE_TRAINER");
 
   /* An explicit choice that cannot hold the topology fails, with sizes. */
-  hs_placement_request big = {.devices = d, .device_count = 2, .profile = p,
+  hs_placement_request big = {.struct_size = sizeof big, .devices = d, .device_count = 2, .profile = p,
                               .topology_bytes = GiB(12), .sampler = "1",
                               .sampler_source = "--sampler"};
   place_fails(&big, HS_ERR_PLACEMENT, "12.0 GiB does not fit in 7.2 GiB",
@@ -561,7 +564,7 @@ Test(placement, integrated_gpu_is_zero_copy) {
   d[1].unified_memory = true;
   number(d, 2);
   hs_board_profile *p = shipped("integrated-gpu");
-  hs_placement_request rq = {.devices = d, .device_count = 2, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p,
                              .topology_bytes = MiB(256),
                              .feature_bytes = GiB(1),
                              .feature_row_bytes = 400, .host_cores = 6};
@@ -602,7 +605,7 @@ Test(placement, missing_required_device_names_profile_line) {
   cr_assert_not_null(gpu);
   char where[64];
   snprintf(where, sizeof where, "gpu-single.ini:%d: [device.gpu]", gpu->line);
-  hs_placement_request rq = {.devices = d, .device_count = 1, .profile = p};
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 1, .profile = p};
   place_fails(&rq, HS_ERR_PROFILE, where, "pthread-Test CPU");
   hs_board_profile_free(p);
 }
@@ -617,7 +620,7 @@ Test(placement, rules_match_devices_as_a_whole) {
       "[board]\nname = t\n[device.a]\ntype = gpu\n[device.b]\ntype = gpu\n"
       "name = slow\n[device.c]\ntype = cpu\nrequired = false\n"
       "[roles]\nsampler = b\ntrainer = a\n");
-  hs_placement_request rq = {.devices = d, .device_count = 2, .profile = p};
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->sampler.device, 0);
   cr_expect_eq(pl->trainer.device, 1);
@@ -633,7 +636,7 @@ Test(placement, budgets_and_cache_limits_are_checked) {
   number(d, 2);
   hs_board_profile *p = from_text("[board]\nname = t\n[memory]\n"
                                   "sampler = 100M\n");
-  hs_placement_request rq = {.devices = d, .device_count = 2, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 2, .profile = p,
                              .topology_bytes = MiB(512)};
   place_fails(&rq, HS_ERR_PLACEMENT, "100.0 MiB", "512.0 MiB");
   hs_board_profile_free(p);
@@ -672,7 +675,7 @@ Test(placement, budgets_and_cache_limits_are_checked) {
 Test(placement, bad_requests) {
   hs_placement *pl = NULL;
   cr_expect_eq(hs_placement_make(NULL, &pl), HS_ERR_INVALID_ARG);
-  hs_placement_request rq = {0};
+  hs_placement_request rq = {.struct_size = sizeof rq};
   cr_expect_eq(hs_placement_make(&rq, NULL), HS_ERR_INVALID_ARG);
   cr_expect_eq(hs_placement_make(&rq, &pl), HS_ERR_NO_DEVICE);
   cr_expect(strstr(hs_last_error(), "empty"));
@@ -691,7 +694,7 @@ Test(placement, bad_requests) {
 Test(placement, describe_is_snprintf_like) {
   hs_device_info d[1] = {dev_cpu(2, GiB(4))};
   number(d, 1);
-  hs_placement_request rq = {.devices = d, .device_count = 1};
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 1};
   hs_placement *pl = place_ok(&rq);
   size_t need = hs_placement_describe(pl, NULL, 0);
   cr_assert_gt(need, 100);
@@ -720,18 +723,19 @@ Test(placement, default_board_on_this_machine) {
   hs_status st = hs_runtime_open(&rt, NULL);
   if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
   cr_assert_eq(st, HS_OK, "%s", hs_last_error());
-  const hs_device_info *devs = NULL;
-  int n = 0;
-  cr_assert_eq(hs_runtime_devices(rt, &devs, &n), HS_OK);
+  int n = hs_runtime_device_count(rt);
+  const hs_device_info *devs = hs_runtime_device(rt, 0); /* an array of its own stride */
   const hs_device_info *cpu = NULL;
-  for (int i = 0; i < n && !cpu; i++)
-    if (devs[i].type == HS_DEVICE_CPU && devs[i].available) cpu = &devs[i];
+  for (int i = 0; i < n && !cpu; i++) {
+    const hs_device_info *d = hs_runtime_device(rt, i);
+    if (d->type == HS_DEVICE_CPU && d->available) cpu = d;
+  }
   if (!cpu) {
     hs_runtime_close(rt);
     cr_skip_test("no OpenCL CPU device for the default board");
   }
   hs_board_profile *p = shipped(HS_BOARD_DEFAULT);
-  hs_placement_request rq = {.devices = devs, .device_count = n, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = devs, .device_count = n, .profile = p,
                              .topology_bytes = MiB(64),
                              .host_cores = hs_runtime_host_cores(rt)};
   hs_placement *pl = place_ok(&rq);
@@ -786,7 +790,7 @@ Test(placement, selectors_name_devices_by_platform_and_position) {
   hs_device_info d[3];
   three_implementations(d);
   hs_board_profile *p = shipped("generic-cpu");
-  hs_placement_request rq = {.devices = d, .device_count = 3, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 3, .profile = p,
                              .topology_bytes = MiB(1), .host_cores = 2};
   static const struct { const char *spec; int want; } cases[] = {
       {"pocl:0", 0}, {"rusticl:0", 1}, {"rusticl", 1}, {"RUSTICL:llvmpipe", 1},
@@ -815,7 +819,7 @@ Test(placement, selectors_name_devices_by_platform_and_position) {
 Test(placement, simulators_are_named_and_never_preferred) {
   hs_device_info d[3];
   three_implementations(d);
-  hs_placement_request rq = {.devices = d, .device_count = 3, .topology_bytes = MiB(1),
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 3, .topology_bytes = MiB(1),
                              .host_cores = 2};
   hs_placement *pl = place_ok(&rq); /* no profile: the automatic rules alone */
   cr_expect_eq(pl->trainer.device, 0, "the trainer went to device %d", pl->trainer.device);
@@ -842,7 +846,7 @@ Test(placement, profile_rules_select_a_platform_by_key) {
   three_implementations(d);
   hs_board_profile *p = from_text("[board]\nname = t\n[device.cpu]\ntype = cpu\nplatform = rusticl\n"
                                   "[roles]\nsampler = cpu\ntrainer = cpu\n");
-  hs_placement_request rq = {.devices = d, .device_count = 3, .profile = p,
+  hs_placement_request rq = {.struct_size = sizeof rq, .devices = d, .device_count = 3, .profile = p,
                              .topology_bytes = MiB(1), .host_cores = 2};
   hs_placement *pl = place_ok(&rq);
   cr_expect_eq(pl->trainer.device, 1);

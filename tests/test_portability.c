@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hs_runtime.h"
 #include "data/hs_graph.h"
 #include "hetsage.h"
 #include "hs_launch.h"
@@ -136,12 +137,13 @@ Test(portability, cora_epoch_samples_and_gathers_bit_identically, .timeout = 900
   bool have[N_IMPLS];
   open_all(&d, have);
   char dir[1024];
+  hs_runtime *rt;
   hs_dataset *ds;
-  cr_assert_eq(hs_dataset_bundled("cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_runtime_open(&rt, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_bundled(rt, "cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
   const hs_graph *g = hs__dataset_graph(ds);
-  hs_inventory inv;
-  cr_assert_eq(hs__inventory_discover(&inv), HS_OK, "%s", hs_last_error());
+  const hs_inventory inv = rt->inv;
   uint64_t sh[N_IMPLS] = {0}, gh[N_IMPLS] = {0};
   int ran = 0;
   for (int i = 0; i < N_IMPLS; i++) {
@@ -160,8 +162,8 @@ Test(portability, cora_epoch_samples_and_gathers_bit_identically, .timeout = 900
     cr_expect_eq(sh[i], sh[0], "%s samples differently from pocl", impls[i]);
     cr_expect_eq(gh[i], gh[0], "%s gathers differently from pocl", impls[i]);
   }
-  hs__inventory_release(&inv);
   hs_dataset_close(ds);
+  hs_runtime_close(rt);
   icd_dir_close(&d);
 }
 
@@ -200,7 +202,7 @@ Test(portability, sampler_on_another_implementation_trains_the_same_bits, .timeo
   hs_dataset *ds;
   char dir[1024], plan[8192];
   cr_assert_eq(hs_runtime_open(&rt, NULL), HS_OK, "%s", hs_last_error());
-  cr_assert_eq(hs_dataset_bundled("cora", dir, sizeof dir), HS_OK);
+  cr_assert_eq(hs_dataset_bundled(rt, "cora", dir, sizeof dir), HS_OK);
   cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
   uint64_t all_pocl = epoch_params(rt, ds, "pocl:0", plan, sizeof plan);
   for (int i = 1; i < N_IMPLS; i++) {

@@ -12,7 +12,9 @@ static const char *const SRC[] = {"hs_common.h", "selftest.cl"};
 
 typedef struct fixture {
   hs_inventory inv;
+  hs_dev cpu;
   const hs_dev *dev;
+  hs__dev_settings settings; /* a binary cache of the test's own */
   hs_ctx ctx;
   cl_command_queue q;
   char dir[64];
@@ -21,8 +23,10 @@ typedef struct fixture {
 static void setup(fixture *f) {
   snprintf(f->dir, sizeof f->dir, "/tmp/hs-cache-XXXXXX");
   cr_assert(mkdtemp(f->dir));
-  setenv("HETSAGE_CACHE_DIR", f->dir, 1);
-  f->dev = hs_test_pick_device(&f->inv, HS_DEVICE_CPU);
+  f->cpu = *hs_test_pick_device(&f->inv, HS_DEVICE_CPU);
+  f->settings = (hs__dev_settings){.cache_dir = f->dir};
+  f->cpu.settings = &f->settings;
+  f->dev = &f->cpu;
   cr_assert_eq(hs__ctx_create(f->dev, 1, &f->ctx), HS_OK);
   cr_assert_eq(hs__queue_create(&f->ctx, f->dev, 0, &f->q), HS_OK);
 }

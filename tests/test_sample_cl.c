@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "hs_test_cl.h"
 #include "hs_base.h"
 #include "sample/hs_sampler.h"
 #include "sample_check.h"
@@ -25,7 +26,7 @@ typedef struct cl_env {
  * of a 1+1 split instead, or skip when the device cannot be split. */
 static void env_open(cl_env *e, bool sub) {
   memset(e, 0, sizeof *e);
-  if (hs__inventory_discover(&e->inv) != HS_OK || e->inv.n_devs == 0)
+  if (hs_test_discover(&e->inv) != HS_OK || e->inv.n_devs == 0)
     cr_skip_test("no OpenCL device: %s", hs_last_error());
   int pick = 0;
   for (int i = 0; i < e->inv.n_devs; i++)
@@ -283,23 +284,23 @@ Test(sample_cl, split_topology_buffers_give_the_same_result, .timeout = 600) {
   test_graph t;
   cr_assert(tg_random(&t, 2000, 12.0, 400, 14, true));
   size_t bytes = 4 * (size_t)t.g.e;
-  char lim[32];
-  snprintf(lim, sizeof lim, "%zu", bytes / 3 + 64);
   cr_assert_lt(8 * ((size_t)t.g.n + 1), bytes / 3, "indptr must fit one allocation");
-  setenv("HETSAGE_MAX_ALLOC", lim, 1);
+  /* The device's settings split arrays below its max allocation (what
+   * HETSAGE_MAX_ALLOC sets). */
+  hs__dev_settings ds = *hs_test_dev_settings();
+  ds.max_alloc = bytes / 3 + 64;
+  e.dev.settings = &ds;
   hs_sample_cfg cfg = cfg_of(3, fan3, HS_SAMPLE_WEIGHTED, false, 0);
   expect_same_as_reference(&e, &t.g, &cfg, HS_STYLE_NDRANGE, (const size_t[]){16}, 1, 24, 2);
   cfg = cfg_of(3, fan3, HS_SAMPLE_UNIFORM, true, 0);
   expect_same_as_reference(&e, &t.g, &cfg, HS_STYLE_SINGLE, NULL, 1, 24, 1);
 
-  snprintf(lim, sizeof lim, "%zu", bytes / 5);
-  setenv("HETSAGE_MAX_ALLOC", lim, 1);
+  ds.max_alloc = bytes / 5;
   hs_sampler_opts opts = {.style = HS_STYLE_NDRANGE, .max_seeds = 24};
   hs_sampler *s = NULL;
   cr_expect_eq(hs__sampler_create(&e.ctx, &e.dev, e.q, &t.g, &cfg, &opts, &s),
                HS_ERR_UNSUPPORTED);
   cr_expect_null(s);
-  unsetenv("HETSAGE_MAX_ALLOC");
   tg_free(&t);
   env_close(&e);
 }

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "hs_test_cl.h"
 #include "cora_fixture.h"
 #include "hetsage.h"
 #include "hs_test_util.h"
@@ -37,6 +38,7 @@ static float *train_stats(const hs_session_config *c, int epochs, size_t *n,
   cr_assert_eq(hs_session_create(rt, ds, c, &s), HS_OK, "%s", hs_last_error());
   for (int e = 0; e < epochs; e++) {
     hs_epoch_stats st;
+    hs_epoch_stats_init(&st);
     cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
     if (stats) stats[e] = st;
     cr_assert_not(st.interrupted);
@@ -179,6 +181,7 @@ static void interrupt_and_resume(hs_pipeline_mode mode) {
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK);
   volatile sig_atomic_t flag = 0;
   stopper sp = {&flag, 4};
@@ -326,7 +329,7 @@ Test(session, sampler_from_a_prebuilt_binary) {
   snprintf(ini, sizeof ini, "%s/cpu-binary.ini", dir);
   /* The binary, built for the CPU device as an offline compiler would. */
   hs_inventory inv;
-  cr_assert_eq(hs__inventory_discover(&inv), HS_OK);
+  cr_assert_eq(hs_test_discover(&inv), HS_OK);
   const hs_dev *cpu = NULL;
   for (int i = 0; i < inv.n_devs; i++)
     if (inv.devs[i].info.type == HS_DEVICE_CPU) cpu = &inv.devs[i];
@@ -382,11 +385,9 @@ Test(session, compiler_less_device_trains_from_a_prebuilt_bundle) {
   snprintf(bundle, sizeof bundle, "%s/kernels.hsk", dir);
   snprintf(ini, sizeof ini, "%s/nocc.ini", dir);
   snprintf(cache, sizeof cache, "%s/empty-cache", dir);
-  const hs_device_info *devs;
-  int n_devs, cpu = -1;
-  cr_assert_eq(hs_runtime_devices(rt, &devs, &n_devs), HS_OK);
+  int n_devs = hs_runtime_device_count(rt), cpu = -1;
   for (int i = n_devs - 1; i >= 0; i--)
-    if (devs[i].type == HS_DEVICE_CPU) cpu = i;
+    if (hs_runtime_device(rt, i)->type == HS_DEVICE_CPU) cpu = i;
   if (cpu < 0) cr_skip_test("no CPU device");
   char names[256];
   cr_assert_eq(hs_kernels_build(rt, cpu, HS_KERNELS_SAMPLER | HS_KERNELS_TRAINER, bundle, names,
@@ -508,7 +509,8 @@ static budget_run run_in_child(const char *dir, uint64_t budget) {
     hs_status st = hs_runtime_open(&crt, NULL);
     if (st == HS_OK) st = hs_dataset_open(dir, &cds);
     if (st == HS_OK) st = hs_session_create(crt, cds, &c, &s);
-    hs_epoch_stats es = {0};
+    hs_epoch_stats es;
+    hs_epoch_stats_init(&es);
     for (int e = 0; e < 2 && st == HS_OK; e++) st = hs_session_train_epoch(s, &es);
     r.ok = st == HS_OK;
     if (st != HS_OK) snprintf(r.err, sizeof r.err, "%s: %s", hs_strerror(st), hs_last_error());
@@ -558,7 +560,7 @@ static void generate(const char *dir, int64_t features) {
   o.split_frac[HS_SPLIT_TRAIN] = 0.05; /* 2000 seeds: 63 batches an epoch */
   o.split_frac[HS_SPLIT_VALID] = 0.05;
   o.split_frac[HS_SPLIT_TEST] = 0.05;
-  cr_assert_eq(hs_generate(dir, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(dir, &o, NULL, NULL), HS_OK, "%s", hs_last_error());
 }
 
 TestSuite(session_budget, .timeout = 600);
@@ -615,24 +617,44 @@ Test(session_budget, features_larger_than_the_budget_stay_on_disk) {
 Test(session, layerwise_and_receptive_field_inference_agree) {
   /* Full-neighbour evaluation picks layer-wise inference over the whole
    * graph or per-chunk receptive fields by cost; both compute the same
-   * function, so the logits agree to rounding and the classes match. */
+   * function, so the logits agree to rounding and the classes match. The
+   * full_inference setting (HETSAGE_FULL_INFERENCE) forces either: the
+   * model trained here runs under a runtime set for each. */
   hs_session_config c = small_cfg(HS_PIPELINE_OFF);
   hs_session *s;
   cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
   for (int e = 0; e < 3; e++) cr_assert_eq(hs_session_train_epoch(s, NULL), HS_OK, "%s", hs_last_error());
+  char ckpt[] = "/tmp/hs-infer-XXXXXX";
+  int fd = mkstemp(ckpt);
+  cr_assert_geq(fd, 0);
+  close(fd);
+  cr_assert_eq(hs_session_save(s, ckpt), HS_OK, "%s", hs_last_error());
+  hs_session_destroy(s);
   enum { N = 300 };
   int64_t ids[N];
   for (int i = 0; i < N; i++) ids[i] = (int64_t)((i * 2699) % 2708);
   int32_t cls[2][N];
   static float logits[2][N * 7];
-  const char *mode[2] = {"fields", "layerwise"};
+  const hs_full_inference mode[2] = {HS_FULL_INFERENCE_FIELDS, HS_FULL_INFERENCE_LAYERWISE};
   double acc[2];
   for (int m = 0; m < 2; m++) {
-    setenv("HETSAGE_FULL_INFERENCE", mode[m], 1);
+    hs_settings set;
+    hs_settings_init(&set);
+    set.full_inference = mode[m];
+    hs_runtime_options o;
+    hs_runtime_options_init(&o);
+    o.settings = &set;
+    hs_runtime *mrt;
+    cr_assert_eq(hs_runtime_open(&mrt, &o), HS_OK, "%s", hs_last_error());
+    cr_expect_eq(hs_runtime_settings(mrt)->full_inference, mode[m]);
+    cr_assert_eq(hs_session_create(mrt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs_session_load(s, ckpt), HS_OK, "%s", hs_last_error());
     cr_assert_eq(hs_session_predict(s, ids, N, cls[m], logits[m]), HS_OK, "%s", hs_last_error());
     cr_assert_eq(hs_session_evaluate_full(s, HS_SPLIT_TEST, &acc[m]), HS_OK, "%s", hs_last_error());
+    hs_session_destroy(s);
+    hs_runtime_close(mrt);
   }
-  unsetenv("HETSAGE_FULL_INFERENCE");
+  unlink(ckpt);
   int differ = 0;
   for (int i = 0; i < N; i++) {
     differ += cls[0][i] != cls[1][i];
@@ -644,5 +666,4 @@ Test(session, layerwise_and_receptive_field_inference_agree) {
   }
   cr_expect_leq(differ, 1, "%d of %d classes differ", differ, N);
   cr_expect(fabs(acc[0] - acc[1]) <= 2.0 / 542, "test accuracy %f vs %f", acc[0], acc[1]);
-  hs_session_destroy(s);
 }

@@ -84,6 +84,7 @@ Test(sparse, opens_sparse_features_and_reports_them) {
   cr_expect_eq(memcmp(g->feat_col, s_col, sizeof s_col), 0);
   cr_expect_eq(memcmp(g->feat_val, s_val, sizeof s_val), 0);
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(ds, &info);
   cr_expect_eq(info.feature_format, HS_FEAT_FORMAT_SPARSE);
   cr_expect_eq(info.feature_dtype, HS_DTYPE_FLOAT32);
@@ -91,6 +92,7 @@ Test(sparse, opens_sparse_features_and_reports_them) {
   cr_expect_eq(info.feature_nnz, 9);
   cr_expect_eq(info.feature_bytes, 6 * 8 + 9 * 4 + 9 * 4);
   hs_dataset_stats st;
+  hs_dataset_stats_init(&st);
   cr_assert_eq(hs_dataset_stats_compute(ds, &st), HS_OK);
   cr_expect_eq(st.feature_nnz, 9);
   cr_expect_float_eq(st.feature_density, 9.0 / 20.0, 1e-12);
@@ -175,6 +177,7 @@ static void rewrite(const char *src, const char *dst, hs_feat_format fmt) {
   hs_convert_opts_init(&o, HS_IMPORT_NATIVE);
   o.feat_format = fmt;
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   cr_assert_eq(hs_convert(src, dst, &o, &info), HS_OK, "%s", hs_last_error());
 }
 
@@ -243,16 +246,21 @@ Test(sparse, auto_writes_bag_of_words_sparse_and_binary) {
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(out, &ds), HS_OK, "%s", hs_last_error());
   hs_dataset_stats st;
+  hs_dataset_stats_init(&st);
   cr_assert_eq(hs_dataset_stats_compute(ds, &st), HS_OK);
   cr_expect_eq(st.feature_nnz, 10);
-  cr_expect(st.info.feature_binary);
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  cr_assert_eq(hs_dataset_get_info(ds, &info), HS_OK);
+  cr_expect(info.feature_binary);
   hs_dataset_close(ds);
   /* The dense original counts the same. */
   cr_assert_eq(hs_dataset_open(dense, &ds), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_dataset_stats_compute(ds, &st), HS_OK);
   cr_expect_eq(st.feature_nnz, 10);
   cr_expect_float_eq(st.feature_density, 10.0 / 250.0, 1e-12);
-  cr_expect_eq(st.info.feature_format, HS_FEAT_FORMAT_DENSE);
+  cr_assert_eq(hs_dataset_get_info(ds, &info), HS_OK);
+  cr_expect_eq(info.feature_format, HS_FEAT_FORMAT_DENSE);
   hs_dataset_close(ds);
   tu_rmtree(dense);
   free(out);
@@ -570,6 +578,8 @@ static void import_both_ways(hs_import_format from, const char *rel, bool expect
   o.make_split = false;
   o.feat_format = HS_FEAT_FORMAT_DENSE;
   hs_dataset_info di, si;
+  hs_dataset_info_init(&di);
+  hs_dataset_info_init(&si);
   cr_assert_eq(hs_convert(src, dd, &o, &di), HS_OK, "%s", hs_last_error());
   o.feat_format = HS_FEAT_FORMAT_SPARSE;
   cr_assert_eq(hs_convert(src, sd, &o, &si), HS_OK, "%s", hs_last_error());
@@ -621,12 +631,15 @@ Test(sparse, generated_words_are_sparse_binary_and_class_topical) {
   o.words = 12;
   o.topic = 0.5;
   hs_generate_summary s;
-  cr_assert_eq(hs_generate(a, &o, &s), HS_OK, "%s", hs_last_error());
-  cr_expect_eq(s.info.feature_format, HS_FEAT_FORMAT_SPARSE);
-  cr_expect(s.info.feature_binary);
+  hs_generate_summary_init(&s);
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  cr_assert_eq(hs_generate(a, &o, &info, &s), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(info.feature_format, HS_FEAT_FORMAT_SPARSE);
+  cr_expect(info.feature_binary);
   cr_expect(isnan(s.bayes_accuracy));
   /* Rows hold words/2 .. 3 words/2 draws (repeats merged). */
-  double per_row = (double)s.info.feature_nnz / 600.0;
+  double per_row = (double)info.feature_nnz / 600.0;
   cr_expect(per_row > 9 && per_row <= 12.5, "%g words per row", per_row);
   hs_dataset *ds;
   cr_assert_eq(hs_dataset_open(a, &ds), HS_OK, "%s", hs_last_error());
@@ -640,12 +653,12 @@ Test(sparse, generated_words_are_sparse_binary_and_class_topical) {
   cr_expect(share > 0.6 && share < 0.73, "own-block share %g (expected about 0.67)", share);
   hs_dataset_close(ds);
   /* Same options, same bytes. */
-  cr_assert_eq(hs_generate(b, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(b, &o, NULL, NULL), HS_OK, "%s", hs_last_error());
   expect_same_file(a, b, "feat_indices.npy");
   expect_same_file(a, b, "feat_indptr.npy");
   o.topic = 2;
   char *c = tu_path(root, "c");
-  cr_expect_eq(hs_generate(c, &o, NULL), HS_ERR_INVALID_ARG);
+  cr_expect_eq(hs_generate(c, &o, NULL, NULL), HS_ERR_INVALID_ARG);
   free(a), free(b), free(c);
   tu_rmtree(root);
 }

@@ -190,7 +190,7 @@ TestSuite(sparse_session, .init = cora_setup, .fini = cora_teardown, .timeout = 
 
 static char *sparse_copy(char **root) {
   char dir[1024];
-  cr_assert_eq(hs_dataset_bundled("cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_bundled(rt, "cora", dir, sizeof dir), HS_OK, "%s", hs_last_error());
   *root = tu_mkdtemp();
   char *dst = tu_path(*root, "cora-sparse");
   hs_convert_opts o;
@@ -211,6 +211,7 @@ typedef struct run_out {
 
 static void run(hs_dataset *d, hs_transfer transfer, int epochs, run_out *o) {
   memset(o, 0, sizeof *o);
+  hs_epoch_stats_init(&o->st);
   hs_session_config c;
   hs_session_config_init(&c);
   c.transfer = transfer;

@@ -35,13 +35,15 @@ typedef struct run {
   char describe[8192];
 } run;
 
-/* Two epochs on `d`, then sampled evaluation of the validation split. */
-static run train_on(hs_dataset *d, const hs_session_config *c) {
+/* Two epochs on `d` on runtime `r_rt`, then sampled evaluation of the
+ * validation split. */
+static run train_on_rt(hs_runtime *r_rt, hs_dataset *d, const hs_session_config *c) {
   run r = {0};
   hs_session *s;
-  cr_assert_eq(hs_session_create(rt, d, c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_create(r_rt, d, c, &s), HS_OK, "%s", hs_last_error());
   hs_session_describe(s, r.describe, sizeof r.describe);
   for (int e = 0; e < 2; e++) {
+    hs_epoch_stats_init(&r.st[e]);
     cr_assert_eq(hs_session_train_epoch(s, &r.st[e]), HS_OK, "%s", hs_last_error());
     cr_assert(isfinite(r.st[e].loss));
   }
@@ -52,6 +54,8 @@ static run train_on(hs_dataset *d, const hs_session_config *c) {
   hs_session_destroy(s);
   return r;
 }
+
+static run train_on(hs_dataset *d, const hs_session_config *c) { return train_on_rt(rt, d, c); }
 
 static void expect_same(const run *a, const run *b, const char *what) {
   cr_assert_eq(a->n, b->n);
@@ -114,26 +118,54 @@ Test(transfer, device_and_host_paths_give_bit_identical_parameters) {
   free(dev.params);
 }
 
+/* A runtime opened in the environment as it is now. */
+static hs_runtime *runtime_now(void) {
+  hs_runtime *r;
+  cr_assert_eq(hs_runtime_open(&r, NULL), HS_OK, "%s", hs_last_error());
+  return r;
+}
+
 Test(transfer, environment_chooses_under_auto_only) {
   hs_session_config c = small_cfg(HS_PIPELINE_ASYNC, HS_TRANSFER_AUTO);
   hs_session *s;
   setenv("HETSAGE_TRANSFER", "host", 1);
-  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  hs_runtime *ert = runtime_now(); /* the environment is read when a runtime opens */
+  unsetenv("HETSAGE_TRANSFER");
+  cr_expect_eq(hs_runtime_settings(ert)->transfer, HS_TRANSFER_HOST);
+  cr_assert_eq(hs_session_create(ert, ds, &c, &s), HS_OK, "%s", hs_last_error());
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
   cr_expect_eq(st.transfer, HS_TRANSFER_HOST);
   hs_session_destroy(s);
   /* The API is stronger than the environment. */
   c.transfer = HS_TRANSFER_DEVICE;
-  cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_create(ert, ds, &c, &s), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
   cr_expect_eq(st.transfer, HS_TRANSFER_DEVICE);
   hs_session_destroy(s);
+  hs_runtime_close(ert);
+  /* The same by API, the environment ignored. */
   c.transfer = HS_TRANSFER_AUTO;
+  hs_settings set;
+  hs_settings_init(&set);
+  set.transfer = HS_TRANSFER_HOST;
+  hs_runtime_options o;
+  hs_runtime_options_init(&o);
+  o.settings = &set;
+  o.flags = HS_RUNTIME_IGNORE_ENV;
+  cr_assert_eq(hs_runtime_open(&ert, &o), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_create(ert, ds, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(st.transfer, HS_TRANSFER_HOST);
+  hs_session_destroy(s);
+  hs_runtime_close(ert);
+  ert = NULL;
   setenv("HETSAGE_TRANSFER", "sideways", 1);
-  cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
+  cr_expect_eq(hs_runtime_open(&ert, NULL), HS_ERR_INVALID_ARG);
   cr_expect_not_null(strstr(hs_last_error(), "HETSAGE_TRANSFER 'sideways'"), "%s",
                      hs_last_error());
+  cr_expect_null(ert);
   unsetenv("HETSAGE_TRANSFER");
   c.transfer = (hs_transfer)7;
   cr_expect_eq(hs_session_create(rt, ds, &c, &s), HS_ERR_INVALID_ARG);
@@ -172,7 +204,7 @@ static char *generate(char *dir, size_t cap) {
   o.split_frac[HS_SPLIT_TRAIN] = 0.03;
   o.split_frac[HS_SPLIT_VALID] = 0.03;
   o.split_frac[HS_SPLIT_TEST] = 0.03;
-  cr_assert_eq(hs_generate(dir, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_generate(dir, &o, NULL, NULL), HS_OK, "%s", hs_last_error());
   return root;
 }
 
@@ -197,6 +229,7 @@ Test(transfer, free_host_topology_releases_it_and_trains_the_same) {
 
   cr_assert_eq(hs_dataset_open(dir, &freed), HS_OK, "%s", hs_last_error());
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(freed, &info);
   cr_assert(mapped(indices) && mapped(indptr), "the topology is not mapped after opening");
   c.free_host_topology = true;
@@ -214,8 +247,10 @@ Test(transfer, free_host_topology_releases_it_and_trains_the_same) {
   cr_expect_eq(hs_session_create(rt, freed, &c, &s), HS_ERR_STATE);
   cr_expect_not_null(strstr(hs_last_error(), "free_host_topology"), "%s", hs_last_error());
   hs_dataset_stats dst;
+  hs_dataset_stats_init(&dst);
   cr_expect_eq(hs_dataset_stats_compute(freed, &dst), HS_ERR_STATE);
   hs_dataset_info after;
+  hs_dataset_info_init(&after);
   hs_dataset_get_info(freed, &after);
   cr_expect_eq(after.num_edges, info.num_edges);
   hs_dataset_close(freed);
@@ -263,6 +298,7 @@ Test(transfer, features_on_huge_pages_train_the_same) {
   hs_dataset *d;
   cr_assert_eq(hs_dataset_open(dir, &d), HS_OK, "%s", hs_last_error());
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_dataset_get_info(d, &info);
   c.feature_pages = HS_FEATURE_PAGES_FILE;
   run ref = train_on(d, &c);
@@ -275,15 +311,19 @@ Test(transfer, features_on_huge_pages_train_the_same) {
     cr_expect_eq(ref.st[e].feature_huge_page_bytes, 0);
     cr_expect_eq(small.st[e].feature_huge_page_bytes, 0);
   }
-  /* The environment under AUTO: a bad value is refused, "huge" copies. */
+  /* The environment under AUTO, read when a runtime opens: a bad value is
+   * refused, "huge" copies. */
   setenv("HETSAGE_FEATURE_PAGES", "giant", 1);
   hs_session *s;
-  cr_expect_eq(hs_session_create(rt, d, &c, &s), HS_ERR_INVALID_ARG);
+  hs_runtime *hrt = NULL;
+  cr_expect_eq(hs_runtime_open(&hrt, NULL), HS_ERR_INVALID_ARG);
   cr_expect_not_null(strstr(hs_last_error(), "HETSAGE_FEATURE_PAGES 'giant'"), "%s",
                      hs_last_error());
   setenv("HETSAGE_FEATURE_PAGES", "huge", 1);
-  run moved = train_on(d, &c);
+  cr_assert_eq(hs_runtime_open(&hrt, NULL), HS_OK, "%s", hs_last_error());
   unsetenv("HETSAGE_FEATURE_PAGES");
+  run moved = train_on_rt(hrt, d, &c);
+  hs_runtime_close(hrt);
   expect_same(&ref, &moved, "huge pages");
   if (strstr(moved.describe, "features: a copy on 2 MiB pages")) {
     for (int e = 0; e < 2; e++)

@@ -15,6 +15,10 @@ typedef struct cli_command {
   int (*run)(int argc, char **argv); /* argv[0] is the command name */
 } cli_command;
 
+/* The settings of the environment (HETSAGE_*), read once by main before
+ * any command runs. */
+const hs_settings *cli_settings(void);
+
 /* Print "hetsage <cmd>: <what>: <status text>: <detail>" to stderr. */
 void cli_report(const char *cmd, const char *what, hs_status st);
 /* Print a usage error and a hint to run --help; returns 2. */

@@ -196,20 +196,23 @@ int cli_session_open(const char *cmd, cli_session_args *a, hs_runtime **rt, hs_d
   char bundled[1024];
   const char *path = a->dataset;
   hs_status st;
+  if ((st = hs_runtime_open(rt, NULL)) != HS_OK) {
+    cli_report(cmd, "device discovery", st);
+    return 1;
+  }
   if (!path) {
-    if ((st = hs_dataset_bundled("cora", bundled, sizeof bundled)) != HS_OK) {
+    if ((st = hs_dataset_bundled(*rt, "cora", bundled, sizeof bundled)) != HS_OK) {
       cli_report(cmd, "preparing the bundled Cora", st);
+      cli_session_close(*rt, NULL, NULL);
+      *rt = NULL;
       return 1;
     }
     path = bundled;
   }
   if ((st = hs_dataset_open(path, ds)) != HS_OK) {
     cli_report(cmd, path, st);
-    return 1;
-  }
-  if ((st = hs_runtime_open(rt, NULL)) != HS_OK) {
-    cli_report(cmd, "device discovery", st);
-    cli_session_close(NULL, *ds, NULL);
+    cli_session_close(*rt, NULL, NULL);
+    *rt = NULL;
     return 1;
   }
   if ((st = hs_session_create(*rt, *ds, &a->cfg, s)) != HS_OK) {

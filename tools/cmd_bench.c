@@ -168,8 +168,8 @@ static bool importable(const char *module) {
 }
 
 static const char *bench_dir(void) {
-  const char *env = getenv("HETSAGE_BENCH_DIR");
-  return env && *env ? env : HS_BENCH_DIR;
+  const char *dir = cli_settings()->bench_dir;
+  return dir ? dir : HS_BENCH_DIR;
 }
 
 /* The last lines of the peer's stderr, on one line. */
@@ -393,27 +393,27 @@ typedef struct impl_col {
  * platform), as --devices selectors; columns in the order given. */
 static int pick_implementations(const hs_runtime *rt, const char *list, impl_col *cols,
                                 char *devices, size_t cap) {
-  const hs_device_info *d;
-  int n, nc = 0;
-  hs_runtime_devices(rt, &d, &n);
+  int n = hs_runtime_device_count(rt), nc = 0;
   devices[0] = '\0';
   bool all = strcmp(list, "all") == 0;
   for (int i = 0; i < n && nc < MAX_IMPLS; i++) {
+    const hs_device_info *d = hs_runtime_device(rt, i);
     bool first = true, asked = all;
-    for (int j = 0; j < i; j++) first &= strcmp(d[j].platform_key, d[i].platform_key) != 0;
+    for (int j = 0; j < i; j++)
+      first &= strcmp(hs_runtime_device(rt, j)->platform_key, d->platform_key) != 0;
     for (const char *s = list; !all && *s;) {
       size_t len = strcspn(s, ",");
-      asked |= strlen(d[i].platform_key) == len && strncmp(s, d[i].platform_key, len) == 0;
+      asked |= strlen(d->platform_key) == len && strncmp(s, d->platform_key, len) == 0;
       s += len + (s[len] == ',');
     }
     if (!first || !asked) continue;
     impl_col *c = &cols[nc++];
-    snprintf(c->key, sizeof c->key, "%s", d[i].platform_key);
-    snprintf(c->scope, sizeof c->scope, "dev%d", d[i].index);
-    snprintf(c->name, sizeof c->name, "%s", d[i].name);
-    c->simulator = d[i].simulator;
+    snprintf(c->key, sizeof c->key, "%s", d->platform_key);
+    snprintf(c->scope, sizeof c->scope, "dev%d", d->index);
+    snprintf(c->name, sizeof c->name, "%s", d->name);
+    c->simulator = d->simulator;
     snprintf(devices + strlen(devices), cap - strlen(devices), "%s%s", nc > 1 ? "," : "",
-             d[i].selector);
+             d->selector);
   }
   for (const char *s = list; !all && *s;) {
     size_t len = strcspn(s, ",");
@@ -586,7 +586,7 @@ int cmd_bench(int argc, char **argv) {
     for (size_t i = 0; i < hs_bench_results_count(r); i++)
       on_figure(&figures, hs_bench_results_figure(r, i));
   } else {
-    if (board && (st = hs_board_profile_load(board, &prof)) != HS_OK) {
+    if (board && (st = hs_board_profile_load_from(cli_settings()->boards_dir, board, &prof)) != HS_OK) {
       cli_report("bench", "loading the board profile", st);
       rc = 2;
       goto done;

@@ -159,7 +159,7 @@ int cmd_bringup(int argc, char **argv) {
   p.tty = !p.verbose && !p.quiet && isatty(STDERR_FILENO);
 
   hs_board_profile *prof = NULL;
-  hs_status st = hs_board_profile_load(board, &prof);
+  hs_status st = hs_board_profile_load_from(cli_settings()->boards_dir, board, &prof);
   if (st != HS_OK) {
     cli_report("bringup", "loading the board profile", st);
     return 2;

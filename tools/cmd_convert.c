@@ -120,6 +120,7 @@ int cmd_convert(int argc, char **argv) {
     o.progress_ctx = (void *)cmd;
   }
   hs_dataset_info info;
+  hs_dataset_info_init(&info);
   hs_status st = hs_convert(pos[0], pos[1], &o, &info);
   if (st != HS_OK) {
     cli_report(cmd, pos[0], st);

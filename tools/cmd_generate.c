@@ -188,7 +188,10 @@ int cmd_generate(int argc, char **argv) {
     o.progress_ctx = (void *)cmd;
   }
   hs_generate_summary s;
-  hs_status st = hs_generate(dst, &o, &s);
+  hs_generate_summary_init(&s);
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  hs_status st = hs_generate(dst, &o, &info, &s);
   if (st == HS_ERR_INVALID_ARG && !hs_last_error()[0]) return cli_usage_error(cmd, "bad options");
   if (st != HS_OK) {
     cli_report(cmd, dst, st);
@@ -198,7 +201,7 @@ int cmd_generate(int argc, char **argv) {
     printf("{\n  \"path\": ");
     cli_json_string(stdout, dst);
     printf(",\n");
-    cli_info_json(stdout, &s.info);
+    cli_info_json(stdout, &info);
     printf(",\n  \"homophily\": %.6f,\n  \"bayes_accuracy\": ", s.homophily);
     if (isfinite(s.bayes_accuracy)) printf("%.6f", s.bayes_accuracy);
     else printf("null");
@@ -207,7 +210,7 @@ int cmd_generate(int argc, char **argv) {
     else printf("null");
     printf(",\n  \"seconds\": %.3f\n}\n", s.seconds);
   } else {
-    cli_info_print(stdout, dst, &s.info);
+    cli_info_print(stdout, dst, &info);
     printf("  homophily %.3f", s.homophily);
     if (isfinite(s.bayes_accuracy))
       printf("; predicted accuracy (Bayes): features alone %.3f", s.bayes_accuracy);

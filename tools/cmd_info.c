@@ -32,20 +32,18 @@ static void human_bytes(uint64_t b, char *buf, size_t len) {
 
 static const char *yn(bool b) { return b ? "yes" : "no"; }
 
-static void print_human(const hs_runtime *rt, const hs_device_info *devs, int n) {
-  hs_host_topology topo;
-  hs_runtime_topology(rt, &topo);
+static void print_human(const hs_runtime *rt, int n) {
+  const hs_host_topology topo = *hs_runtime_topology(rt);
   printf("host: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n", topo.packages,
          topo.numa_nodes, topo.cores, topo.pus);
   int np = hs_runtime_platform_count(rt);
   for (int p = 0; p < np; p++) {
-    hs_platform_info pi;
-    hs_runtime_platform(rt, p, &pi);
+    const hs_platform_info pi = *hs_runtime_platform(rt, p);
     printf("\nplatform %d: %s (%d device%s)%s%s\n", p, pi.name,
            pi.num_devices < 0 ? 0 : pi.num_devices, pi.num_devices == 1 ? "" : "s",
            pi.error[0] ? " — skipped: " : "", pi.error);
     for (int i = 0; i < n; i++) {
-      const hs_device_info *d = &devs[i];
+      const hs_device_info *d = hs_runtime_device(rt, i);
       if (d->platform_index != p) continue;
       char gm[32], lm[32], ma[32], gc[32];
       human_bytes(d->global_mem_bytes, gm, sizeof gm);
@@ -78,9 +76,8 @@ static void print_human(const hs_runtime *rt, const hs_device_info *devs, int n)
   }
 }
 
-static void print_json(const hs_runtime *rt, const hs_device_info *devs, int n) {
-  hs_host_topology topo;
-  hs_runtime_topology(rt, &topo);
+static void print_json(const hs_runtime *rt, int n) {
+  const hs_host_topology topo = *hs_runtime_topology(rt);
   printf("{\n  \"version\": ");
   cli_json_string(stdout, hs_version());
   printf(",\n  \"host\": {\"packages\": %d, \"numa_nodes\": %d, \"cores\": %d, \"pus\": %d},\n",
@@ -88,8 +85,7 @@ static void print_json(const hs_runtime *rt, const hs_device_info *devs, int n) 
   printf("  \"platforms\": [\n");
   int np = hs_runtime_platform_count(rt);
   for (int p = 0; p < np; p++) {
-    hs_platform_info pi;
-    hs_runtime_platform(rt, p, &pi);
+    const hs_platform_info pi = *hs_runtime_platform(rt, p);
     printf("    {\"index\": %d, \"name\": ", p);
     cli_json_string(stdout, pi.name);
     printf(", \"num_devices\": %d, \"error\": ", pi.num_devices);
@@ -99,7 +95,7 @@ static void print_json(const hs_runtime *rt, const hs_device_info *devs, int n) 
   }
   printf("  ],\n  \"devices\": [\n");
   for (int i = 0; i < n; i++) {
-    hs_device_info_write_json(stdout, &devs[i], 4);
+    hs_device_info_write_json(stdout, hs_runtime_device(rt, i), 4);
     printf("%s\n", i + 1 < n ? "," : "");
   }
   printf("  ]\n}\n");
@@ -121,11 +117,9 @@ int cmd_info(int argc, char **argv) {
     cli_report("info", "device discovery failed", st);
     return 1;
   }
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(rt, &devs, &n);
-  if (json) print_json(rt, devs, n);
-  else print_human(rt, devs, n);
+  int n = hs_runtime_device_count(rt);
+  if (json) print_json(rt, n);
+  else print_human(rt, n);
   hs_runtime_close(rt);
   return 0;
 }

@@ -39,17 +39,17 @@ static void usage(FILE *f) {
 
 /* An inventory index, a type name (the first device of that type), or a
  * case-insensitive part of a device name; -1 when nothing matches. */
-static int find_device(const hs_device_info *devs, int n, const char *spec) {
+static int find_device(const hs_runtime *rt, int n, const char *spec) {
   char *end = NULL;
   long v = strtol(spec, &end, 10);
   if (*spec && end && !*end) return v >= 0 && v < n ? (int)v : -1;
   for (int i = 0; i < n; i++)
-    if (strcasecmp(spec, hs_device_type_name(devs[i].type)) == 0 ||
-        (strcasecmp(spec, "fpga") == 0 && devs[i].type == HS_DEVICE_ACCELERATOR))
+    if (strcasecmp(spec, hs_device_type_name(hs_runtime_device(rt, i)->type)) == 0 ||
+        (strcasecmp(spec, "fpga") == 0 && hs_runtime_device(rt, i)->type == HS_DEVICE_ACCELERATOR))
       return i;
   size_t sl = strlen(spec);
   for (int i = 0; i < n; i++)
-    for (const char *p = devs[i].name; *p; p++)
+    for (const char *p = hs_runtime_device(rt, i)->name; *p; p++)
       if (strncasecmp(p, spec, sl) == 0) return i;
   return -1;
 }
@@ -104,10 +104,8 @@ int cmd_kernels(int argc, char **argv) {
     cli_report("kernels", "opening the runtime", st);
     return 1;
   }
-  const hs_device_info *devs;
-  int n = 0;
-  hs_runtime_devices(rt, &devs, &n);
-  int d = find_device(devs, n, device);
+  int n = hs_runtime_device_count(rt);
+  int d = find_device(rt, n, device);
   if (d < 0) {
     hs_runtime_close(rt);
     return cli_usage_error("kernels", "--device '%s' names no device (hetsage info lists %d)",
@@ -118,10 +116,10 @@ int cmd_kernels(int argc, char **argv) {
     st = hs_kernels_emit(rt, d, out);
     if (st == HS_OK)
       printf("wrote %d programs for device %d (%s) and manifest.json to %s\n",
-             hs_program_count(), d, devs[d].name, out);
+             hs_program_count(), d, hs_runtime_device(rt, d)->name, out);
   } else {
     st = hs_kernels_build(rt, d, roles, out, names, sizeof names);
-    if (st == HS_OK) printf("wrote %s for device %d (%s): %s\n", out, d, devs[d].name, names);
+    if (st == HS_OK) printf("wrote %s for device %d (%s): %s\n", out, d, hs_runtime_device(rt, d)->name, names);
   }
   if (st != HS_OK) cli_report("kernels", verb, st);
   hs_runtime_close(rt);

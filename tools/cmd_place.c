@@ -109,8 +109,8 @@ static int parse_args(int argc, char **argv, place_args *a) {
 static const char *type_name(hs_device_type t) { return hs_device_type_name(t); }
 
 static void print_role(const char *role, const hs_role_plan *r,
-                       const hs_device_info *devs) {
-  const hs_device_info *d = &devs[r->device];
+                       const hs_runtime *rt) {
+  const hs_device_info *d = hs_runtime_device(rt, r->device);
   char b[32];
   human_bytes(r->budget_bytes, b, sizeof b);
   printf("%-10s device %d (%s), %s '%s'%s", role, r->device, d->selector,
@@ -125,7 +125,7 @@ static void print_role(const char *role, const hs_role_plan *r,
 }
 
 static void print_human(const place_args *a, const hs_board_profile *prof,
-                        const hs_device_info *devs, int n,
+                        const hs_runtime *rt, int n,
                         const hs_placement *pl) {
   char x[32], y[32], z[32];
   printf("board     %s (%s)\n", hs_board_profile_name(prof),
@@ -133,11 +133,12 @@ static void print_human(const place_args *a, const hs_board_profile *prof,
   if (hs_board_profile_description(prof)[0])
     printf("          %s\n", hs_board_profile_description(prof));
   for (int i = 0; i < n; i++) {
-    human_bytes(devs[i].global_mem_bytes, x, sizeof x);
+    const hs_device_info *d = hs_runtime_device(rt, i);
+    human_bytes(d->global_mem_bytes, x, sizeof x);
     printf("%-10s %d (%s): %s '%s', %" PRIu32 " compute unit(s), %s%s%s\n",
-           i ? "" : "devices", i, devs[i].selector, type_name(devs[i].type), devs[i].name,
-           devs[i].compute_units, x, devs[i].simulator ? ", simulator" : "",
-           devs[i].available ? "" : " (unavailable)");
+           i ? "" : "devices", i, d->selector, type_name(d->type), d->name,
+           d->compute_units, x, d->simulator ? ", simulator" : "",
+           d->available ? "" : " (unavailable)");
   }
   human_bytes(a->topology, x, sizeof x);
   human_bytes(a->features, y, sizeof y);
@@ -146,8 +147,8 @@ static void print_human(const place_args *a, const hs_board_profile *prof,
          a->topology ? x : "unknown", a->features ? y : "unknown",
          a->row ? z : "unknown");
   printf("\n");
-  print_role("sampler", &pl->sampler, devs);
-  print_role("trainer", &pl->trainer, devs);
+  print_role("sampler", &pl->sampler, rt);
+  print_role("trainer", &pl->trainer, rt);
   printf("%-10s %s: blocks go %s\n", "link", hs_role_link_name(pl->link),
          pl->shared_context ? "device to device" : "through the host");
   printf("%-10s %s, depth %d\n", "pipeline", hs_pipeline_mode_name(pl->pipeline),
@@ -167,8 +168,8 @@ static void print_human(const place_args *a, const hs_board_profile *prof,
 }
 
 static void json_role(const char *name, const hs_role_plan *r,
-                      const hs_device_info *devs) {
-  const hs_device_info *d = &devs[r->device];
+                      const hs_runtime *rt) {
+  const hs_device_info *d = hs_runtime_device(rt, r->device);
   printf("  \"%s\": {\"device\": %d, \"type\": \"%s\", \"name\": ", name,
          r->device, type_name(d->type));
   cli_json_string(stdout, d->name);
@@ -186,7 +187,7 @@ static void json_role(const char *name, const hs_role_plan *r,
 }
 
 static void print_json(const place_args *a, const hs_board_profile *prof,
-                       const hs_device_info *devs, int n,
+                       const hs_runtime *rt, int n,
                        const hs_placement *pl) {
   printf("{\n  \"board\": {\"name\": ");
   cli_json_string(stdout, hs_board_profile_name(prof));
@@ -201,16 +202,16 @@ static void print_json(const place_args *a, const hs_board_profile *prof,
   printf("  \"devices\": [");
   for (int i = 0; i < n; i++) {
     printf("%s\n    {\"index\": %d, \"type\": \"%s\", \"name\": ", i ? "," : "",
-           i, type_name(devs[i].type));
-    cli_json_string(stdout, devs[i].name);
+           i, type_name(hs_runtime_device(rt, i)->type));
+    cli_json_string(stdout, hs_runtime_device(rt, i)->name);
     printf(", \"compute_units\": %" PRIu32 ", \"global_mem_bytes\": %" PRIu64
            ", \"available\": %s}",
-           devs[i].compute_units, devs[i].global_mem_bytes,
-           devs[i].available ? "true" : "false");
+           hs_runtime_device(rt, i)->compute_units, hs_runtime_device(rt, i)->global_mem_bytes,
+           hs_runtime_device(rt, i)->available ? "true" : "false");
   }
   printf("\n  ],\n");
-  json_role("sampler", &pl->sampler, devs);
-  json_role("trainer", &pl->trainer, devs);
+  json_role("sampler", &pl->sampler, rt);
+  json_role("trainer", &pl->trainer, rt);
   printf("  \"link\": \"%s\",\n  \"shared_context\": %s,\n"
          "  \"zero_copy\": %s,\n",
          hs_role_link_name(pl->link), pl->shared_context ? "true" : "false",
@@ -249,39 +250,39 @@ int cmd_place(int argc, char **argv) {
   hs_runtime *rt = NULL;
   hs_placement *pl = NULL;
   rc = 1;
-  hs_status st = hs_board_profile_load(a.board, &prof);
+  hs_status st = hs_board_profile_load_from(cli_settings()->boards_dir, a.board, &prof);
   if (st != HS_OK) {
     cli_report("place", "cannot load the board profile", st);
     goto done;
   }
-  hs_runtime_options opts = {.board = a.board};
-  st = hs_runtime_open(&rt, &opts);
+  st = hs_runtime_open(&rt, NULL);
   if (st != HS_OK) {
     cli_report("place", "device discovery failed", st);
     goto done;
   }
-  const hs_device_info *devs = NULL;
-  int n = 0;
-  st = hs_runtime_devices(rt, &devs, &n);
-  if (st != HS_OK) {
-    cli_report("place", "no device inventory", st);
-    goto done;
-  }
-  hs_placement_request rq = {
-      .devices = devs, .device_count = n, .profile = prof,
-      .topology_bytes = a.topology, .feature_bytes = a.features,
-      .feature_row_bytes = a.row,
-      .host_cores = a.host_cores ? a.host_cores : hs_runtime_host_cores(rt),
-      .sampler = a.sampler, .sampler_source = "--sampler",
-      .trainer = a.trainer, .trainer_source = "--trainer"};
-  hs_placement_request_env(&rq);
+  int n = hs_runtime_device_count(rt);
+  hs_placement_request rq;
+  hs_placement_request_init(&rq);
+  /* The inventory as an array of its own stride (hs_runtime_device). */
+  rq.devices = hs_runtime_device(rt, 0);
+  rq.device_count = n;
+  rq.profile = prof;
+  rq.topology_bytes = a.topology;
+  rq.feature_bytes = a.features;
+  rq.feature_row_bytes = a.row;
+  rq.host_cores = a.host_cores ? a.host_cores : hs_runtime_host_cores(rt);
+  rq.sampler = a.sampler;
+  rq.sampler_source = "--sampler";
+  rq.trainer = a.trainer;
+  rq.trainer_source = "--trainer";
+  hs_placement_request_settings(&rq, hs_runtime_settings(rt));
   st = hs_placement_make(&rq, &pl);
   if (st != HS_OK) {
     cli_report("place", "placement failed", st);
     goto done;
   }
-  if (a.json) print_json(&a, prof, devs, n, pl);
-  else print_human(&a, prof, devs, n, pl);
+  if (a.json) print_json(&a, prof, rt, n, pl);
+  else print_human(&a, prof, rt, n, pl);
   rc = 0;
 done:
   hs_placement_free(pl);

@@ -46,7 +46,11 @@ int cmd_stats(int argc, char **argv) {
     return 1;
   }
   hs_dataset_stats s;
-  st = hs_dataset_stats_compute(ds, &s);
+  hs_dataset_stats_init(&s);
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  st = hs_dataset_get_info(ds, &info);
+  if (st == HS_OK) st = hs_dataset_stats_compute(ds, &s);
   hs_dataset_close(ds);
   if (st) {
     cli_report(cmd, dir, st);
@@ -56,7 +60,7 @@ int cmd_stats(int argc, char **argv) {
     printf("{\n  \"path\": ");
     cli_json_string(stdout, dir);
     printf(",\n");
-    cli_info_json(stdout, &s.info);
+    cli_info_json(stdout, &info);
     printf(",\n  \"degree\": {\"min\": %" PRId64 ", \"median\": %" PRId64 ", \"p99\": %" PRId64
            ", \"max\": %" PRId64 ", \"mean\": %.4f},\n",
            s.degree_min, s.degree_median, s.degree_p99, s.degree_max, s.degree_mean);
@@ -68,20 +72,20 @@ int cmd_stats(int argc, char **argv) {
            s.self_loops, s.isolated, s.class_size_max);
     return 0;
   }
-  cli_info_print(stdout, dir, &s.info);
+  cli_info_print(stdout, dir, &info);
   printf("  out-degree: min %" PRId64 ", median %" PRId64 ", p99 %" PRId64 ", max %" PRId64
          ", mean %.2f\n",
          s.degree_min, s.degree_median, s.degree_p99, s.degree_max, s.degree_mean);
-  if (s.info.num_features)
+  if (info.num_features)
     printf("  features: %s, %" PRId64 " non-zeros, density %.4g%% (%.1f per row, at most %" PRId64
            ")\n",
-           hs_feat_format_name(s.info.feature_format), s.feature_nnz, 100.0 * s.feature_density,
-           s.info.num_vertices ? (double)s.feature_nnz / (double)s.info.num_vertices : 0.0,
+           hs_feat_format_name(info.feature_format), s.feature_nnz, 100.0 * s.feature_density,
+           info.num_vertices ? (double)s.feature_nnz / (double)info.num_vertices : 0.0,
            s.feature_row_nnz_max);
   printf("  self-loops %" PRId64 ", isolated vertices %" PRId64, s.self_loops, s.isolated);
-  if (s.info.num_classes)
+  if (info.num_classes)
     printf(", largest class %" PRId64 " (%.1f%% of labelled)", s.class_size_max,
-           s.info.num_labelled ? 100.0 * (double)s.class_size_max / (double)s.info.num_labelled : 0.0);
+           info.num_labelled ? 100.0 * (double)s.class_size_max / (double)info.num_labelled : 0.0);
   printf("\n");
   return 0;
 }

@@ -221,6 +221,7 @@ int cmd_train(int argc, char **argv) {
     char plan[4096];
     hs_session_describe(s, plan, sizeof plan);
     hs_dataset_info info;
+    hs_dataset_info_init(&info);
     hs_dataset_get_info(ds, &info);
     fprintf(stderr, "dataset   %lld vertices, %lld edges, %lld features, %d classes\n",
             (long long)info.num_vertices, (long long)info.num_edges,
@@ -244,6 +245,7 @@ int cmd_train(int argc, char **argv) {
   while (hs_session_epoch(s) < (int64_t)epochs) {
     pc.epoch = hs_session_epoch(s);
     hs_epoch_stats es;
+    hs_epoch_stats_init(&es);
     st = hs_session_train_epoch(s, &es);
     if (pc.tty) fputs("\r\033[K", stderr);
     if (st != HS_OK) {

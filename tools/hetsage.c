@@ -12,6 +12,10 @@ static int cmd_version(int argc, char **argv) {
   return 0;
 }
 
+static hs_settings settings;
+
+const hs_settings *cli_settings(void) { return &settings; }
+
 static const cli_command commands[] = {
     {"info", "list OpenCL platforms, devices and the host topology", cmd_info},
     {"place", "place the sampler and trainer on this board, and say why", cmd_place},
@@ -41,6 +45,14 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  /* A bad HETSAGE_* variable stops every command before it starts. */
+  hs_settings_init(&settings);
+  hs_status st = hs_settings_from_env(&settings);
+  if (st == HS_OK) st = hs_log_enable(settings.debug);
+  if (st != HS_OK) {
+    fprintf(stderr, "hetsage: %s\n", hs_last_error());
+    return 2;
+  }
   if (argc < 2) {
     usage(stderr);
     return 2;

@@ -127,7 +127,7 @@ static hs_status parse_devices(const hs_runtime *rt, const char *spec, int n, bo
 
 static hs_status generated(run_ctx *c, hs_dataset **out) {
   char cache[900];
-  hs_status st = hs__cache_dir(cache, sizeof cache);
+  hs_status st = hs__cache_dir_at(hs_runtime_settings(c->rt)->cache_dir, cache, sizeof cache);
   if (st != HS_OK) return st;
   int scale = c->o.quick ? 12 : 17;
   /* Bump the suffix when the options below change. */
@@ -141,7 +141,7 @@ static hs_status generated(run_ctx *c, hs_dataset **out) {
   g.num_features = 32;
   g.seed = 2024;
   g.force = true;
-  if ((st = hs_generate(c->r->dataset, &g, NULL)) != HS_OK) return st;
+  if ((st = hs_generate(c->r->dataset, &g, NULL, NULL)) != HS_OK) return st;
   return hs_dataset_open(c->r->dataset, out);
 }
 
@@ -342,6 +342,7 @@ static void train_epochs(run_ctx *c, scope *s, hs_dataset *cora, const hs_board_
   hs_session *se = NULL;
   double wall[HS_MEASURE_MAX_RUNS], busiest[HS_MEASURE_MAX_RUNS];
   hs_epoch_stats es;
+  hs_epoch_stats_init(&es);
   hs_status st = hs_session_create(c->rt, cora, &cfg, &se);
   for (int r = -c->o.warmup; st == HS_OK && r < c->o.runs; r++) {
     if ((st = hs_session_train_epoch(se, &es)) != HS_OK || r < 0) continue;
@@ -390,10 +391,11 @@ static hs_status bench_train(run_ctx *c) {
   char dir[1024];
   hs_dataset *cora = NULL;
   hs_board_profile *own = NULL;
-  const hs_board_profile *prof = c->o.profile;
-  hs_status st = hs_dataset_bundled("cora", dir, sizeof dir);
+  const hs_board_profile *prof = c->o.profile ? c->o.profile : c->rt->board;
+  hs_status st = hs_dataset_bundled(c->rt, "cora", dir, sizeof dir);
   if (st == HS_OK) st = hs_dataset_open(dir, &cora);
-  if (st == HS_OK && !prof && (st = hs_board_profile_load(NULL, &own)) == HS_OK) prof = own;
+  if (st == HS_OK && !prof && (st = hs_board_profile_load_from(c->rt->settings.boards_dir, NULL, &own)) == HS_OK)
+    prof = own;
   if (st != HS_OK) goto done;
   for (int i = 0; i < c->n_scopes; i++) {
     train_step(c, &c->scopes[i]);

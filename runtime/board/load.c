@@ -43,7 +43,7 @@ static hs_status try_dir(const char *dir, size_t dir_len, const char *name,
   return HS_ERR_NOT_FOUND;
 }
 
-static hs_status find_by_name(const char *name, char **out) {
+static hs_status find_by_name(const char *dirs, const char *name, char **out) {
   for (const char *s = name; *s; s++)
     if (!(*s == '-' || *s == '_' || *s == '.' || (*s >= '0' && *s <= '9') ||
           (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
@@ -53,9 +53,8 @@ static hs_status find_by_name(const char *name, char **out) {
                       name);
   char tried[2048] = "";
   hs_status st;
-  const char *env = getenv("HETSAGE_BOARDS_DIR");
-  if (env) {
-    for (const char *s = env; *s;) {
+  if (dirs) {
+    for (const char *s = dirs; *s;) {
       size_t n = strcspn(s, ":");
       st = try_dir(s, n, name, out, tried, sizeof tried);
       if (st != HS_ERR_NOT_FOUND) return st;
@@ -70,7 +69,8 @@ static hs_status find_by_name(const char *name, char **out) {
   }
   return hs__fail(HS_ERR_NOT_FOUND,
                   "board profile '%s' not found (looked for %s.ini in: %s; "
-                  "set HETSAGE_BOARDS_DIR or give a path)",
+                  "name more folders with the boards_dir setting, HETSAGE_BOARDS_DIR, "
+                  "or give a path)",
                   name, name, tried);
 }
 
@@ -112,8 +112,12 @@ fail:
   return st;
 }
 
-hs_status hs_board_profile_load(const char *name_or_path,
-                                hs_board_profile **out) {
+hs_status hs_board_profile_load(const char *name_or_path, hs_board_profile **out) {
+  return hs_board_profile_load_from(NULL, name_or_path, out);
+}
+
+hs_status hs_board_profile_load_from(const char *dirs, const char *name_or_path,
+                                     hs_board_profile **out) {
   if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_board_profile_load: NULL out");
   *out = NULL;
   const char *arg =
@@ -124,7 +128,7 @@ hs_status hs_board_profile_load(const char *name_or_path,
     path = strdup(arg);
     if (!path) return hs__fail(HS_ERR_NOMEM, "no memory for a path");
   } else {
-    st = find_by_name(arg, &path);
+    st = find_by_name(dirs, arg, &path);
     if (st != HS_OK) return st;
   }
   st = read_text(path, &text);

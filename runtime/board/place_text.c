@@ -37,16 +37,19 @@ const char *hs_role_link_name(hs_role_link link) {
   return "unknown";
 }
 
-void hs_placement_request_env(hs_placement_request *req) {
-  if (!req) return;
-  const char *s = getenv("HETSAGE_SAMPLER");
-  if (!req->sampler && s && *s) {
-    req->sampler = s;
+void hs_placement_request_settings(hs_placement_request *req, const hs_settings *settings) {
+  /* The overrides are fields of every layout; a struct_size that is no
+   * size leaves the request alone (placement then refuses it). */
+  if (!req || !settings ||
+      req->struct_size < offsetof(hs_placement_request, trainer_source) + sizeof(char *) ||
+      req->struct_size > sizeof *req)
+    return;
+  if (!req->sampler && settings->sampler) {
+    req->sampler = settings->sampler;
     req->sampler_source = "HETSAGE_SAMPLER";
   }
-  const char *t = getenv("HETSAGE_TRAINER");
-  if (!req->trainer && t && *t) {
-    req->trainer = t;
+  if (!req->trainer && settings->trainer) {
+    req->trainer = settings->trainer;
     req->trainer_source = "HETSAGE_TRAINER";
   }
 }

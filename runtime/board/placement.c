@@ -685,27 +685,69 @@ static hs_status set_binary(hs__placer *pc, role r, int idx) {
   return HS_OK;
 }
 
-static hs_status check_request(const hs_placement_request *req,
-                               hs_placement **out) {
+void hs_placement_request_init_sized(hs_placement_request *req, size_t struct_size) {
+  hs_placement_request z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(req, struct_size, &z, sizeof z);
+}
+
+/* The caller's request and inventory as this library lays them out: `req`
+ * with every field, `*devs` (malloc'd) an array of full hs_device_info,
+ * read with the caller's stride. */
+static hs_status check_request(const hs_placement_request *user, hs_placement_request *req,
+                               hs_device_info **devs, hs_placement **out) {
   if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_placement_make: NULL out");
   *out = NULL;
-  if (!req) return hs__fail(HS_ERR_INVALID_ARG, "hs_placement_make: NULL request");
+  if (!user) return hs__fail(HS_ERR_INVALID_ARG, "hs_placement_make: NULL request");
+  hs_placement_request_init(req);
+  hs_status st = hs__sized_in(req, sizeof *req, user, "hs_placement_request");
+  if (st != HS_OK) return st;
   if (req->device_count < 0 || (req->device_count > 0 && !req->devices))
     return hs__fail(HS_ERR_INVALID_ARG,
                     "hs_placement_make: %d devices at %p", req->device_count,
                     (const void *)req->devices);
-  for (int i = 0; i < req->device_count; i++)
-    if (req->devices[i].index != i)
+  size_t stride = req->device_count ? req->devices[0].struct_size : 0;
+  if (req->device_count &&
+      (st = hs__sized_check(stride, sizeof **devs, "hs_device_info of the request")) != HS_OK)
+    return st;
+  /* A compiler pads a struct to its alignment: any other stride is no
+   * struct's size (and would misalign the elements after the first). */
+  if (stride % _Alignof(hs_device_info) != 0)
+    return hs__fail(HS_ERR_INVALID_ARG,
+                    "hs_placement_make: hs_device_info struct_size %zu is not a multiple of "
+                    "its alignment %zu",
+                    stride, (size_t)_Alignof(hs_device_info));
+  *devs = calloc((size_t)req->device_count + 1, sizeof **devs);
+  if (!*devs) return hs__fail(HS_ERR_NOMEM, "placement: no memory");
+  for (int i = 0; i < req->device_count; i++) {
+    const hs_device_info *d =
+        (const hs_device_info *)((const char *)req->devices + (size_t)i * stride);
+    hs_device_info *full = &(*devs)[i];
+    full->struct_size = sizeof *full;
+    if (d->struct_size != stride)
       return hs__fail(HS_ERR_INVALID_ARG,
-                      "hs_placement_make: device %d says it is index %d", i,
-                      req->devices[i].index);
+                      "hs_placement_make: device %d has struct_size %zu, device 0 %zu", i,
+                      d->struct_size, stride);
+    if ((st = hs__sized_in(full, sizeof *full, d, "hs_device_info")) != HS_OK) return st;
+    if (full->index != i)
+      return hs__fail(HS_ERR_INVALID_ARG,
+                      "hs_placement_make: device %d says it is index %d", i, full->index);
+  }
+  req->devices = *devs;
   return HS_OK;
 }
 
-hs_status hs_placement_make(const hs_placement_request *req,
+hs_status hs_placement_make(const hs_placement_request *user_req,
                             hs_placement **out) {
-  hs_status st = check_request(req, out);
-  if (st != HS_OK) return st;
+  hs_placement_request request;
+  hs_device_info *devs = NULL;
+  const hs_placement_request *req = &request;
+  hs_status st = check_request(user_req, &request, &devs, out);
+  if (st != HS_OK) {
+    free(devs);
+    return st;
+  }
   static char defaults_name[] = "built-in defaults";
   hs_board_profile defaults = {.path = defaults_name, .dir = defaults_name};
   hs__board_defaults(&defaults);
@@ -761,11 +803,13 @@ hs_status hs_placement_make(const hs_placement_request *req,
   }
   free(pc.owner);
   free(pc.candidate);
+  free(devs);
   *out = pl;
   return HS_OK;
 fail:
   free(pc.owner);
   free(pc.candidate);
+  free(devs);
   if (pc.box) hs_placement_free(&pc.box->pub);
   return st;
 }

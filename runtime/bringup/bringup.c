@@ -64,9 +64,9 @@ static float *make_weights(int64_t e) {
   return w;
 }
 
-static hs_status open_generated(hs_dataset **out) {
+static hs_status open_generated(const hs_runtime *rt, hs_dataset **out) {
   char cache[900], dir[1024];
-  hs_status st = hs__cache_dir(cache, sizeof cache);
+  hs_status st = hs__cache_dir_at(hs_runtime_settings(rt)->cache_dir, cache, sizeof cache);
   if (st != HS_OK) return st;
   /* Bump the suffix when the options below change. */
   snprintf(dir, sizeof dir, "%s/bringup-rmat-s11-v1", cache);
@@ -80,16 +80,16 @@ static hs_status open_generated(hs_dataset **out) {
   o.num_features = 24;
   o.seed = 7;
   o.force = true;
-  st = hs_generate(dir, &o, NULL);
+  st = hs_generate(dir, &o, NULL, NULL);
   if (st != HS_OK) return hs__fail_context(st, "generating bring-up's R-MAT graph");
   return hs_dataset_open(dir, out);
 }
 
-static hs_status prepare_data(hs__bu_data *d) {
+static hs_status prepare_data(const hs_runtime *rt, hs__bu_data *d) {
   char dir[1024];
-  hs_status st = hs_dataset_bundled("cora", dir, sizeof dir);
+  hs_status st = hs_dataset_bundled(rt, "cora", dir, sizeof dir);
   if (st == HS_OK) st = hs_dataset_open(dir, &d->cora_ds);
-  if (st == HS_OK) st = open_generated(&d->gen_ds);
+  if (st == HS_OK) st = open_generated(rt, &d->gen_ds);
   if (st != HS_OK) return st;
   d->cora = hs__dataset_graph(d->cora_ds);
   d->gen = hs__dataset_graph(d->gen_ds);
@@ -112,9 +112,7 @@ static void free_data(hs__bu_data *d) {
 
 static void rule_checks(hs__bu *b, int match[HS__BOARD_MAX_DEVICES]) {
   const hs_board_profile *p = b->prof;
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  const hs_device_info *devs = b->rt->infos;
   for (int r = 0; r < p->device_count; r++) {
     const hs__board_device *rule = &p->devices[r];
     char name[48];
@@ -199,11 +197,10 @@ static void require_checks(hs__bu *b, const hs_dev *dev) {
 /* Placement tells which devices take a role; [require] applies to those.
  * When placement fails, to every device a rule matched. */
 hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  const hs_device_info *devs = b->rt->infos;
+  int n = b->rt->inv.n_devs;
   hs_placement_request req;
-  memset(&req, 0, sizeof req);
+  hs_placement_request_init(&req);
   req.devices = devs;
   req.device_count = n;
   req.profile = b->prof;
@@ -211,7 +208,7 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
   req.feature_bytes = b->data.cora->feature_bytes;
   req.feature_row_bytes = b->data.cora->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(b->rt);
-  hs_placement_request_env(&req); /* as the sessions place roles */
+  hs_placement_request_settings(&req, &b->rt->settings); /* as the sessions place roles */
   *out = NULL;
   return hs_placement_make(&req, out);
 }
@@ -222,9 +219,7 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
  * none. Others, such as a second OpenCL implementation installed beside
  * the one the board uses, are none of the board's business. */
 static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES], bool *in_board) {
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  int n = b->rt->inv.n_devs;
   for (int i = 0; i < n; i++) in_board[i] = b->prof->device_count == 0;
   for (int r = 0; r < b->prof->device_count; r++)
     if (match[r] >= 0 && match[r] < n) in_board[match[r]] = true;
@@ -453,7 +448,7 @@ static void soak(hs__bu *b, hs__scope *scopes, int n_scopes, digest_table *dt) {
 /* ---- the run ------------------------------------------------------------------------- */
 
 static hs_status resolve_inject(hs__bu *b, const char *inject) {
-  if (!inject) inject = getenv("HETSAGE_BRINGUP_INJECT");
+  if (!inject) inject = hs_runtime_settings(b->rt)->bringup_inject;
   if (!inject || !*inject) return HS_OK;
   if (strcmp(inject, "gather") == 0) {
     b->inject_gather = true;
@@ -466,17 +461,15 @@ static hs_status resolve_inject(hs__bu *b, const char *inject) {
 }
 
 static void discovery_check(hs__bu *b) {
-  const hs_device_info *devs;
-  int n;
-  hs_runtime_devices(b->rt, &devs, &n);
+  int n = b->rt->inv.n_devs;
   int np = hs_runtime_platform_count(b->rt), skipped = 0;
   char notes[512] = "";
   for (int p = 0; p < np; p++) {
-    hs_platform_info pi;
-    if (hs_runtime_platform(b->rt, p, &pi) != HS_OK || !pi.error[0]) continue;
+    const hs_platform_info *pi = hs_runtime_platform(b->rt, p);
+    if (!pi || !pi->error[0]) continue;
     skipped++;
     size_t used = strlen(notes);
-    snprintf(notes + used, sizeof notes - used, "; platform '%s' skipped: %s", pi.name, pi.error);
+    snprintf(notes + used, sizeof notes - used, "; platform '%s' skipped: %s", pi->name, pi->error);
   }
   hs__bu_recordf(b, "board", "discovery", n > 0 ? HS_CHECK_PASS : HS_CHECK_FAIL, 0,
                  "%d device(s) on %d platform(s)%s", n, np - skipped, notes);
@@ -501,14 +494,15 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   if (st != HS_OK) return st;
   if (rt->inv.n_devs == 0) return hs__fail(HS_ERR_NO_DEVICE, "bring-up: no OpenCL device");
   hs_board_profile *own = NULL;
+  if (!profile) profile = rt->board;
   if (!profile) {
-    if ((st = hs_board_profile_load(NULL, &own)) != HS_OK) return st;
+    if ((st = hs_board_profile_load_from(rt->settings.boards_dir, NULL, &own)) != HS_OK)
+      return st;
     profile = own;
   }
   b.prof = profile;
-  const hs_device_info *devs;
-  int n_devs;
-  hs_runtime_devices(rt, &devs, &n_devs);
+  const hs_device_info *devs = rt->infos;
+  int n_devs = rt->inv.n_devs;
   hs__scope *scopes = NULL;
   int n_scopes = 0;
   hs_dev(*subs)[2] = NULL;
@@ -528,7 +522,7 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
   }
   memcpy(b.rep->devices, devs, sizeof *devs * (size_t)n_devs);
   b.rep->n_devices = n_devs;
-  if ((st = prepare_data(&b.data)) != HS_OK) goto fail;
+  if ((st = prepare_data(rt, &b.data)) != HS_OK) goto fail;
 
   discovery_check(&b);
   int match[HS__BOARD_MAX_DEVICES];

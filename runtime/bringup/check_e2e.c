@@ -25,6 +25,7 @@ static void run_one(hs__bu *b, const hs_board_profile *prof, const char *what, b
   cfg.profile = prof;
   hs_session *s = NULL;
   hs_epoch_stats es;
+  hs_epoch_stats_init(&es);
   double acc = 0.0;
   char plan[256] = "";
   char name[64];

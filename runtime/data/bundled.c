@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hetsage/runtime.h"
 #include "hs_config.h"
 #include "hs_dev.h"
 #include "hs_graph.h"
@@ -17,8 +18,8 @@ static bool is_dir(const char *p) {
   return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-hs_status hs_dataset_bundled(const char *name, char *dir, size_t len) {
-  if (!name || !dir || len == 0)
+hs_status hs_dataset_bundled(const hs_runtime *rt, const char *name, char *dir, size_t len) {
+  if (!rt || !name || !dir || len == 0)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_dataset_bundled: NULL argument");
   if (strcmp(name, "cora") != 0)
     return hs__fail(HS_ERR_NOT_FOUND, "no bundled dataset named '%s' (bundled: cora)", name);
@@ -29,7 +30,7 @@ hs_status hs_dataset_bundled(const char *name, char *dir, size_t len) {
     return hs__fail(HS_ERR_NOT_FOUND, "the bundled %s is in neither %s nor %s", name,
                     HS_DATA_SRC_DIR, HS_DATA_INSTALL_DIR);
   char cache[900];
-  hs_status st = hs__cache_dir(cache, sizeof cache);
+  hs_status st = hs__cache_dir_at(hs_runtime_settings(rt)->cache_dir, cache, sizeof cache);
   if (st != HS_OK) return st;
   char datasets[960];
   snprintf(datasets, sizeof datasets, "%s/datasets", cache);

@@ -30,14 +30,17 @@ hs_status hs_import_format_parse(const char *name, hs_import_format *out) {
                   name ? name : "");
 }
 
-void hs_convert_opts_init(hs_convert_opts *o, hs_import_format from) {
+void hs_convert_opts_init_sized(hs_convert_opts *user, hs_import_format from, size_t size) {
+  hs_convert_opts d, *o = &d;
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->from = from;
   o->self_loops = HS_SELF_LOOPS_KEEP;
   o->make_split = true;
   o->split_frac[0] = 0.6;
   o->split_frac[1] = 0.2;
   o->split_frac[2] = 0.2;
+  hs__sized_init(user, size, o, sizeof *o);
 }
 
 /* Copy every array of the open dataset `ds` but the features, then write
@@ -112,9 +115,27 @@ fail:
   return st;
 }
 
-hs_status hs_convert(const char *src, const char *dst, const hs_convert_opts *o,
+static hs_status convert(const char *src, const char *dst, const hs_convert_opts *o,
+                         hs_dataset_info *summary);
+
+hs_status hs_convert(const char *src, const char *dst, const hs_convert_opts *user,
                      hs_dataset_info *summary) {
-  if (!src || !dst || !o) return hs__fail(HS_ERR_INVALID_ARG, "hs_convert: NULL argument");
+  if (!src || !dst || !user) return hs__fail(HS_ERR_INVALID_ARG, "hs_convert: NULL argument");
+  hs_convert_opts o;
+  hs_convert_opts_init(&o, user->from);
+  hs_status st = hs__sized_in(&o, sizeof o, user, "hs_convert_opts");
+  if (st == HS_OK && summary)
+    st = hs__sized_check(summary->struct_size, sizeof *summary, "hs_dataset_info");
+  if (st != HS_OK) return st;
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  st = convert(src, dst, &o, summary ? &info : NULL);
+  if (st == HS_OK && summary) st = hs__sized_out(summary, &info, sizeof info, "hs_dataset_info");
+  return st;
+}
+
+static hs_status convert(const char *src, const char *dst, const hs_convert_opts *o,
+                         hs_dataset_info *summary) {
   if ((unsigned)o->feat_format > HS_FEAT_FORMAT_SPARSE)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_convert: feature format %d", (int)o->feat_format);
   if (o->from == HS_IMPORT_NATIVE) return convert_native(src, dst, o, summary);

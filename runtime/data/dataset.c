@@ -599,9 +599,19 @@ hs_status hs__graph_topology(const hs_graph *g, const char *what) {
 
 const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
 
-void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {
+void hs_dataset_info_init_sized(hs_dataset_info *info, size_t struct_size) {
+  hs_dataset_info z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(info, struct_size, &z, sizeof z);
+}
+
+hs_status hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *user) {
+  if (!ds || !user) return hs__fail(HS_ERR_INVALID_ARG, "hs_dataset_get_info: NULL argument");
+  hs_dataset_info info;
+  hs_dataset_info *out = &info;
   const hs_graph *g = &ds->g;
-  memset(out, 0, sizeof *out);
+  hs_dataset_info_init(out);
   out->num_vertices = g->n;
   out->num_edges = g->e;
   out->num_features = g->f;
@@ -622,4 +632,5 @@ void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out) {
   out->topology_bytes = g->topology_bytes;
   out->feature_bytes = g->feature_bytes;
   out->label_bytes = g->labels ? (uint64_t)g->n * 4 : 0;
+  return hs__sized_out(user, out, sizeof *out, "hs_dataset_info");
 }

@@ -482,8 +482,17 @@ done:
 
 /* ---- driver ------------------------------------------------------------- */
 
-void hs_generate_opts_init(hs_generate_opts *o, hs_generate_kind kind) {
+void hs_generate_summary_init_sized(hs_generate_summary *sum, size_t struct_size) {
+  hs_generate_summary z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(sum, struct_size, &z, sizeof z);
+}
+
+void hs_generate_opts_init_sized(hs_generate_opts *user, hs_generate_kind kind, size_t size) {
+  hs_generate_opts d, *o = &d;
   memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
   o->kind = kind;
   o->seed = 1;
   o->scale = 16;
@@ -508,6 +517,7 @@ void hs_generate_opts_init(hs_generate_opts *o, hs_generate_kind kind) {
   o->split_frac[1] = 0.2;
   o->split_frac[2] = 0.2;
   o->threads = 2;
+  hs__sized_init(user, size, o, sizeof *o);
 }
 
 static hs_status check_opts(const hs_generate_opts *o, gen *g) {
@@ -637,8 +647,33 @@ static hs_status write_meta(const gen *g, hs__dsw *w, double measured_h, double 
   return hs__dsw_text(w, "meta.json", b);
 }
 
-hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_summary *sum) {
-  if (!dst || !o) return hs__fail(HS_ERR_INVALID_ARG, "hs_generate: NULL argument");
+static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset_info *info,
+                          hs_generate_summary *sum);
+
+hs_status hs_generate(const char *dst, const hs_generate_opts *user, hs_dataset_info *info,
+                      hs_generate_summary *sum) {
+  if (!dst || !user) return hs__fail(HS_ERR_INVALID_ARG, "hs_generate: NULL argument");
+  hs_generate_opts o;
+  hs_generate_opts_init(&o, user->kind);
+  hs_status st = hs__sized_in(&o, sizeof o, user, "hs_generate_opts");
+  if (st == HS_OK && info)
+    st = hs__sized_check(info->struct_size, sizeof *info, "hs_dataset_info");
+  if (st == HS_OK && sum)
+    st = hs__sized_check(sum->struct_size, sizeof *sum, "hs_generate_summary");
+  if (st != HS_OK) return st;
+  hs_dataset_info info_full;
+  hs_generate_summary sum_full;
+  hs_dataset_info_init(&info_full);
+  hs_generate_summary_init(&sum_full);
+  st = generate(dst, &o, &info_full, &sum_full);
+  if (st == HS_OK && info) st = hs__sized_out(info, &info_full, sizeof info_full, "hs_dataset_info");
+  if (st == HS_OK && sum)
+    st = hs__sized_out(sum, &sum_full, sizeof sum_full, "hs_generate_summary");
+  return st;
+}
+
+static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset_info *info,
+                          hs_generate_summary *sum) {
   gen g;
   memset(&g, 0, sizeof g);
   g.o = o;
@@ -725,8 +760,8 @@ hs_status hs_generate(const char *dst, const hs_generate_opts *o, hs_generate_su
     hs__fail_context(st, "the generated dataset does not validate");
     goto fail;
   }
+  hs_dataset_get_info(check, info); /* a full struct of ours: cannot fail */
   if (sum) {
-    hs_dataset_get_info(check, &sum->info);
     sum->homophily = measured_h;
     sum->bayes_accuracy = bayes;
     sum->onehop_accuracy = onehop;

@@ -37,11 +37,27 @@ static void feature_counts(const hs_graph *g, int64_t *nnz, int64_t *row_max) {
   }
 }
 
-hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *out) {
-  if (!ds || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_dataset_stats_compute: NULL argument");
+void hs_dataset_stats_init_sized(hs_dataset_stats *stats, size_t struct_size) {
+  hs_dataset_stats z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(stats, struct_size, &z, sizeof z);
+}
+
+static hs_status compute(const hs_dataset *ds, hs_dataset_stats *out);
+
+hs_status hs_dataset_stats_compute(const hs_dataset *ds, hs_dataset_stats *user) {
+  if (!ds || !user) return hs__fail(HS_ERR_INVALID_ARG, "hs_dataset_stats_compute: NULL argument");
+  hs_status st = hs__sized_check(user->struct_size, sizeof *user, "hs_dataset_stats");
+  if (st != HS_OK) return st;
+  hs_dataset_stats full;
+  hs_dataset_stats_init(&full);
+  st = compute(ds, &full);
+  return st == HS_OK ? hs__sized_out(user, &full, sizeof full, "hs_dataset_stats") : st;
+}
+
+static hs_status compute(const hs_dataset *ds, hs_dataset_stats *out) {
   const hs_graph *g = hs__dataset_graph(ds);
-  memset(out, 0, sizeof *out);
-  hs_dataset_get_info(ds, &out->info);
   hs_status st = hs__graph_topology(g, "dataset statistics");
   if (st != HS_OK) return st;
   int64_t n = g->n;

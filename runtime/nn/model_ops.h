@@ -6,7 +6,8 @@
  * Adding a model means: its kernels (a .cl file, if it needs new ones), its
  * table and the functions the table names (layout, initial parameters, the
  * plain-C reference, the device passes and its kernels' launchers), one line
- * in the list of tables (models.c), and its tests.
+ * in the list of tables (models.c), its program in the registry
+ * (devices/programs.c), and its tests.
  *
  * What the entries agree on:
  *  - Blocks, batches and local ids are as hs_nn_block.h says. The output of
@@ -99,8 +100,9 @@ typedef struct hs_model_ops {
 
   /* ---- device ------------------------------------------------------------ */
 
-  /* The training program: HS_TRAIN_SHARED_SOURCES then the kind's own
-   * sources, and its own kernels' names (ids HS_K_MODEL + i). */
+  /* The training program: its registry entry (devices/programs.c lists the
+   * shared training sources, then the kind's own), and its own kernels'
+   * names (ids HS_K_MODEL + i). */
   hs_train_program program;
   /* Grow the kind's buffers for the batch whose shapes the trainer
    * recorded (trainer_internal.h). */

@@ -54,11 +54,13 @@ enum {
   HS_K_MAX = HS_K_MODEL + 16,
 };
 
-/* A training program's sources and its model's own kernel names. */
+/* A model's training program: its entry in the program registry
+ * (devices/hs_programs.h, which lists its sources: the shared training
+ * sources, then the model's own) and the names of the model's own kernels,
+ * in the order of their ids (HS_K_MODEL + i). */
 typedef struct hs_train_program {
-  const char *const *sources;
-  int n_sources;
-  const char *const *kernels; /* ids HS_K_MODEL + i */
+  int prog; /* hs_prog */
+  const char *const *kernels;
   int n_kernels;
 } hs_train_program;
 
@@ -78,11 +80,11 @@ typedef struct hs_kset {
   void *span_user;
 } hs_kset;
 
-/* Build (binary-cached) the program `p` on `dev` and create its kernels,
- * each with local size `wg` (0: 64) clamped to its limit. `hit`
- * (optional) says whether the binary cache served it. */
+/* Get the program `p` on `dev` from the registry (prebuilt, cached or
+ * built) and create its kernels, each with local size `wg` (0: 64)
+ * clamped to its limit. */
 hs_status hs__kset_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
-                          const hs_train_program *p, size_t wg, hs_kset *out, bool *hit);
+                          const hs_train_program *p, size_t wg, hs_kset *out);
 void hs__kset_release(hs_kset *ks);
 
 /* Set arguments and launch kernel `id` over (g0) or (g0, g1): the one

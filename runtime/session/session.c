@@ -10,8 +10,10 @@
 #include "hs_session_int.h"
 #include "nn/model_ops.h"
 
-void hs_session_config_init(hs_session_config *cfg) {
+void hs_session_config_init_sized(hs_session_config *user, size_t struct_size) {
+  hs_session_config full, *cfg = &full;
   memset(cfg, 0, sizeof *cfg);
+  cfg->struct_size = sizeof *cfg;
   cfg->n_layers = 2;
   cfg->fanouts[0] = 25;
   cfg->fanouts[1] = 10;
@@ -28,6 +30,7 @@ void hs_session_config_init(hs_session_config *cfg) {
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
   cfg->model = HS_MODEL_SAGE;
   cfg->heads = 4;
+  hs__sized_init(user, struct_size, cfg, sizeof *cfg);
 }
 
 /* The public kinds are the model tables' kinds (nn/model.h). */
@@ -147,13 +150,18 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
   hs_status st = HS_OK;
-  if (!cfg->profile && (st = hs_board_profile_load(cfg->board, &prof)) != HS_OK) return st;
+  /* The session's own profile, else the runtime's board, else the default. */
+  const hs_board_profile *use = cfg->profile;
+  if (!use && !cfg->board) use = s->rt->board;
+  if (!use &&
+      (st = hs_board_profile_load_from(s->rt->settings.boards_dir, cfg->board, &prof)) != HS_OK)
+    return st;
   hs_placement_request req;
-  memset(&req, 0, sizeof req);
-  const hs_device_info *devs;
-  hs_runtime_devices(s->rt, &devs, &req.device_count);
+  hs_placement_request_init(&req);
+  const hs_device_info *devs = s->rt->infos;
+  req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = cfg->profile ? cfg->profile : prof;
+  req.profile = use ? use : prof;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
   /* Sparse rows: their mean size, for the caches' sizing. */
@@ -168,7 +176,7 @@ static hs_status place(hs_session *s, const hs_session_config *cfg) {
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";
   req.model = hs_model_kind_name(cfg->model);
-  hs_placement_request_env(&req);
+  hs_placement_request_settings(&req, &s->rt->settings);
   st = hs_placement_make(&req, &s->plan);
   if (st == HS_OK) st = role_programs(s, req.profile, devs);
   hs_board_profile_free(prof);
@@ -211,29 +219,13 @@ static hs_status open_devices(hs_session *s) {
   return st;
 }
 
-static const char *transfer_name(int v) { return hs_transfer_name((hs_transfer)v); }
-static const char *feature_pages_name(int v) {
-  return hs_feature_pages_name((hs_feature_pages)v);
-}
-
-/* Under AUTO (0), environment variable `var` may name one of the values
- * 0..max (as `name` spells them; "auto" keeps AUTO): *want becomes it and
- * *source the variable's name. HS_ERR_INVALID_ARG for any other value. */
-static hs_status env_choice(const char *var, const char *(*name)(int), int max, int *want,
-                            const char **source) {
-  const char *env = getenv(var);
-  if (*want != 0 || !env || !*env) return HS_OK;
+/* Under AUTO (0), the runtime's setting `setting` (that of environment
+ * variable `var`) decides: *want becomes it and *source the variable's
+ * name. */
+static void setting_choice(int setting, const char *var, int *want, const char **source) {
+  if (*want != 0 || setting == 0) return;
+  *want = setting;
   *source = var;
-  for (int v = 0; v <= max; v++)
-    if (strcmp(env, name(v)) == 0) {
-      *want = v;
-      return HS_OK;
-    }
-  char list[96] = "";
-  for (int v = 0; v <= max; v++)
-    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
-             v == 0 ? "" : v == max ? " or " : ", ", name(v));
-  return hs__fail(HS_ERR_INVALID_ARG, "%s '%s': expected %s", var, env, list);
 }
 
 /* The pages the host gathers features from (hs_feature_pages): after the
@@ -243,9 +235,8 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
                                       const hs_session_config *cfg) {
   int want = (int)cfg->feature_pages;
   const char *source = "the feature pages option";
-  hs_status st = env_choice("HETSAGE_FEATURE_PAGES", feature_pages_name, HS_FEATURE_PAGES_HUGE,
-                            &want, &source);
-  if (st != HS_OK) return st;
+  setting_choice((int)s->rt->settings.feature_pages, "HETSAGE_FEATURE_PAGES", &want, &source);
+  hs_status st;
   s->feat = s->g->feat;
   char b[32], c[32];
   char *why = s->feat_pages_why;
@@ -306,9 +297,7 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
 static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
   int want = (int)cfg->transfer;
   const char *source = "the transfer option";
-  hs_status st = env_choice("HETSAGE_TRANSFER", transfer_name, HS_TRANSFER_DEVICE, &want,
-                            &source);
-  if (st != HS_OK) return st;
+  setting_choice((int)s->rt->settings.transfer, "HETSAGE_TRANSFER", &want, &source);
   const char *link = hs_role_link_name(s->plan->link);
   if (want == HS_TRANSFER_DEVICE && !s->one_ctx)
     return hs__fail(HS_ERR_UNSUPPORTED, "%s asks for device-to-device block transfers, but "
@@ -417,9 +406,7 @@ static hs_status make_slots(hs_session *s) {
 /* OpenBLAS threads for the trainer's GEMM (hs_session_config.gemm_threads). */
 static int gemm_threads(const hs_session *s, const hs_session_config *cfg) {
   if (cfg->gemm_threads > 0) return cfg->gemm_threads;
-  const char *env = getenv("HETSAGE_GEMM_THREADS");
-  int v = env ? atoi(env) : 0;
-  if (v > 0 && v <= 4096) return v;
+  if (s->rt->settings.gemm_threads > 0) return s->rt->settings.gemm_threads;
   return (int)(s->tdev.info.compute_units ? s->tdev.info.compute_units : 1);
 }
 
@@ -428,12 +415,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   if (!rt || !ds || !out)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_create: NULL argument");
   *out = NULL;
-  hs_session_config defaults;
-  if (!cfg) {
-    hs_session_config_init(&defaults);
-    cfg = &defaults;
-  }
-  hs_status st = check_config(cfg);
+  /* The caller's configuration, the fields it may lack at their defaults. */
+  hs_session_config full;
+  hs_session_config_init(&full);
+  hs_status st;
+  if (cfg && (st = hs__sized_in(&full, sizeof full, cfg, "hs_session_config")) != HS_OK) return st;
+  cfg = &full;
+  st = check_config(cfg);
   if (st != HS_OK) return st;
   hs_session *s = calloc(1, sizeof *s);
   if (!s) return hs__fail(HS_ERR_NOMEM, "out of memory for a session");

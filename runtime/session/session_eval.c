@@ -50,18 +50,18 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
  * degree dbar. Layer-wise inference costs L passes over the whole graph
  * (L * E entries) and needs every feature row resident as float32 (no
  * host tier) and 32-bit edge offsets. The cheaper one runs;
- * $HETSAGE_FULL_INFERENCE=layerwise|fields forces one (tests compare
- * them). A model whose outputs depend on the block beyond the receptive
- * field (GCN's normalisation: model_ops.h) runs layer-wise whenever it can,
- * so that a vertex's prediction is its whole-graph output however many
- * vertices are asked for. */
+ * the full_inference setting (HETSAGE_FULL_INFERENCE) forces one (tests
+ * compare them). A model whose outputs depend on the block beyond the
+ * receptive field (GCN's normalisation: model_ops.h) runs layer-wise
+ * whenever it can, so that a vertex's prediction is its whole-graph output
+ * however many vertices are asked for. */
 static bool use_layerwise(const hs_session *s, int64_t n) {
   const hs_graph *g = s->g;
   bool can = !s->tier && g->feat && !g->feat_sparse && g->feat_dtype == HS_DTYPE_FLOAT32 &&
              g->indptr[g->n] <= INT32_MAX;
-  const char *env = getenv("HETSAGE_FULL_INFERENCE");
-  if (env && strcmp(env, "fields") == 0) return false;
-  if (env && strcmp(env, "layerwise") == 0) return can;
+  hs_full_inference force = s->rt->settings.full_inference;
+  if (force == HS_FULL_INFERENCE_FIELDS) return false;
+  if (force == HS_FULL_INFERENCE_LAYERWISE) return can;
   if (!can) return false;
   if (s->model.shape.ops->block_normalised) return true;
   int L = s->model.shape.n_layers;
@@ -232,11 +232,15 @@ fail:
   return st;
 }
 
-hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg) {
-  if (!path || !cfg)
+hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *user) {
+  if (!path || !user)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_config_from_checkpoint: NULL argument");
+  hs_session_config full, *cfg = &full;
+  hs_session_config_init(cfg);
+  hs_status st = hs__sized_in(cfg, sizeof *cfg, user, "hs_session_config");
+  if (st != HS_OK) return st;
   hs_model_cfg mc;
-  hs_status st = hs__checkpoint_read_cfg(path, &mc);
+  st = hs__checkpoint_read_cfg(path, &mc);
   if (st != HS_OK) return st;
   if (mc.n_layers > HS_MAX_LAYERS)
     return hs__fail(HS_ERR_FORMAT, "%s: %d layers", path, mc.n_layers);
@@ -250,7 +254,7 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
   cfg->lr = mc.optim.lr;
   cfg->weight_decay = mc.optim.weight_decay;
   cfg->seed = mc.seed;
-  return HS_OK;
+  return hs__sized_out(user, cfg, sizeof *cfg, "hs_session_config");
 }
 
 hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n) {

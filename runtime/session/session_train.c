@@ -355,11 +355,29 @@ static void bind_host_thread(void *ctx) {
     hs__log(HS_LOG_PIPELINE, "host thread not bound: %s", hs_last_error());
 }
 
-hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats) {
+void hs_epoch_stats_init_sized(hs_epoch_stats *stats, size_t struct_size) {
+  hs_epoch_stats z;
+  memset(&z, 0, sizeof z);
+  z.struct_size = sizeof z;
+  hs__sized_init(stats, struct_size, &z, sizeof z);
+}
+
+static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats);
+
+hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *user) {
   if (!s) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_train_epoch: NULL session");
-  hs_epoch_stats local;
-  if (!stats) stats = &local;
-  memset(stats, 0, sizeof *stats);
+  hs_status st;
+  if (user && (st = hs__sized_check(user->struct_size, sizeof *user, "hs_epoch_stats")))
+    return st;
+  hs_epoch_stats stats;
+  hs_epoch_stats_init(&stats);
+  st = train_epoch(s, &stats);
+  if (user && (st == HS_OK || st == HS_ERR_INTERRUPTED))
+    hs__sized_out(user, &stats, sizeof stats, "hs_epoch_stats");
+  return st;
+}
+
+static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
   if (s->order_epoch != s->epoch) {
     hs_status sst = hs__session_shuffle(s, s->epoch);
     if (sst != HS_OK) return sst;

@@ -54,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   hs_dataset *ds = NULL;
   if (hs_dataset_open(dir, &ds) == HS_OK) {
     hs_dataset_stats st;
+    hs_dataset_stats_init(&st);
     hs_dataset_stats_compute(ds, &st);
     hs_dataset_close(ds);
   }

@@ -23,6 +23,10 @@ if ! command -v "$cc" >/dev/null ||
 fi
 
 printf '#define HS_VERSION "fuzz"\n#define HS_HAVE_CLBLAST 0\n#define HS_HAVE_CBLAS 0\n' > "$out/hs_config.h"
+# hetsage/version.h, which meson generates from its template.
+mkdir -p "$out/hetsage"
+sed 's/@MAJOR@/0/; s/@MINOR@/0/; s/@PATCH@/0/; s/@VERSION@/fuzz/' \
+  runtime/include/hetsage/version.h.in > "$out/hetsage/version.h"
 flags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address,undefined
        -fno-sanitize-recover=undefined -Iruntime -Iruntime/include -Idevices -I"$out")
 # The library sources once, instrumented for coverage; each harness links them.

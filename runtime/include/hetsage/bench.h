@@ -67,7 +67,7 @@ typedef struct hs_bench_options {
   bool quick;          /* small graphs, tables and shapes: seconds, for smoke tests */
   bool sub_devices;    /* also a sub-device of each CPU (default true) */
   /* The profile whose placement rules the train workload's sessions use
-   * (NULL: the default board); borrowed for the call. */
+   * (NULL: the runtime's board, else the default); borrowed for the call. */
   const hs_board_profile *profile;
   hs_bench_run_hook sample_hook; /* NULL: none */
   void *sample_hook_user;

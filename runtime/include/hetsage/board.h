@@ -9,8 +9,8 @@
  * touches no device, so it can be run on inventories that are not present.
  *
  * Precedence of settings: API > command-line flags > HETSAGE_* environment
- * > board profile > built-in defaults. Role overrides (flags, environment)
- * travel in hs_placement_request. */
+ * (hetsage/settings.h) > board profile > built-in defaults. Role overrides
+ * (flags, settings) travel in hs_placement_request. */
 #ifndef HETSAGE_BOARD_H
 #define HETSAGE_BOARD_H
 
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "hetsage/device.h"
+#include "hetsage/settings.h"
 #include "hetsage/status.h"
 
 #ifdef __cplusplus
@@ -36,18 +37,20 @@ typedef struct hs_board_profile hs_board_profile;
  *
  * `name_or_path` NULL or "" means HS_BOARD_DEFAULT. A value containing '/'
  * or ending in ".ini" is a file path; anything else is a name looked up as
- * <dir>/<name>.ini in, in order: every directory of $HETSAGE_BOARDS_DIR
- * (colon-separated), the boards/ folder of the source tree the library was
- * built from, and <datadir>/hetsage/boards of the installation.
+ * <dir>/<name>.ini in, in order: every folder of `dirs` (colon-separated;
+ * NULL: none; the runtime passes its boards_dir setting,
+ * HETSAGE_BOARDS_DIR), the boards/ folder of the source tree the library
+ * was built from, and <datadir>/hetsage/boards of the installation.
  *
  * On success *out owns the profile (free with hs_board_profile_free).
  * Errors: HS_ERR_NOT_FOUND (no such name; the detail lists the folders
  * searched), HS_ERR_IO (unreadable file), HS_ERR_PROFILE (the detail names
  * the file, the line and the key or section at fault), HS_ERR_NOMEM,
- * HS_ERR_INVALID_ARG (out is NULL). Reads the environment; thread-safe as
- * long as no other thread changes the environment. */
-HS_API hs_status hs_board_profile_load(const char *name_or_path,
-                                       hs_board_profile **out);
+ * HS_ERR_INVALID_ARG (out is NULL). Thread-safe. */
+HS_API hs_status hs_board_profile_load_from(const char *dirs, const char *name_or_path,
+                                            hs_board_profile **out);
+/* The same with no folders of the caller's. */
+HS_API hs_status hs_board_profile_load(const char *name_or_path, hs_board_profile **out);
 
 /* Parse a profile held in memory. `origin` names it in error messages
  * (NULL: "<string>"); relative [binaries] paths are resolved against
@@ -97,9 +100,14 @@ HS_API const char *hs_pipeline_mode_name(hs_pipeline_mode mode);
 HS_API const char *hs_cache_fill_name(hs_cache_fill fill);
 HS_API const char *hs_role_link_name(hs_role_link link);
 
-/* What placement is asked. Zero-initialise, then set what is known. */
+/* What placement is asked: hs_placement_request_init, then set what is
+ * known. */
 typedef struct hs_placement_request {
-  const hs_device_info *devices; /* the inventory; not kept */
+  size_t struct_size; /* set by hs_placement_request_init */
+  /* The inventory: device_count devices, each struct_size bytes after the
+   * previous (hs_device_info_init, or as the runtime reports them: see
+   * hs_runtime_device); not kept. */
+  const hs_device_info *devices;
   int device_count;
   const hs_board_profile *profile; /* NULL: built-in defaults only; not kept */
 
@@ -129,13 +137,21 @@ typedef struct hs_placement_request {
   const char *model;
 } hs_placement_request;
 
-/* Fill the role overrides that are still NULL from $HETSAGE_SAMPLER and
- * $HETSAGE_TRAINER (sources set to those names). Set command-line flags
- * first, then call this: flags win over the environment. The strings point
- * into the environment and are valid until it changes. */
-HS_API void hs_placement_request_env(hs_placement_request *req);
+HS_API void hs_placement_request_init_sized(hs_placement_request *req, size_t struct_size);
+/* Every field zero (NULL, unknown). */
+static inline void hs_placement_request_init(hs_placement_request *req) {
+  hs_placement_request_init_sized(req, sizeof *req);
+}
 
-/* One role's place. */
+/* Fill the role overrides that are still NULL from the sampler and trainer
+ * settings (HETSAGE_SAMPLER, HETSAGE_TRAINER; sources set to those names),
+ * e.g. hs_runtime_settings(rt). Set command-line flags first, then call
+ * this: flags win over the settings. The strings are borrowed from
+ * `settings`. NULL settings: nothing. */
+HS_API void hs_placement_request_settings(hs_placement_request *req, const hs_settings *settings);
+
+/* One role's place. Embedded in hs_placement: never changes (see
+ * hetsage/version.h); what a later release adds goes to hs_placement. */
 typedef struct hs_role_plan {
   int device;            /* inventory index */
   char profile_id[32];   /* the profile's device id for it, "" if none */
@@ -151,13 +167,15 @@ typedef struct hs_role_plan {
   bool simulator;        /* the device is a simulator (hs_device_info) */
 } hs_role_plan;
 
+/* Handed out as an array: never changes. */
 typedef struct hs_placement_reason {
   const char *topic; /* "sampler", "trainer", "link", "split", "gather",
                         "pipeline", "memory", "cache", "zero-copy" */
   const char *text;  /* one sentence with the numbers behind the choice */
 } hs_placement_reason;
 
-/* A placement plan. Every field is read-only for the caller. */
+/* A placement plan, owned by the library (it grows only at its end).
+ * Every field is read-only for the caller. */
 typedef struct hs_placement {
   char board[64]; /* profile name, "defaults" without a profile */
   hs_role_plan sampler;

@@ -106,8 +106,8 @@ typedef struct hs_bringup_report hs_bringup_report;
 /* Called from the calling thread after each check completes. */
 typedef void (*hs_bringup_progress_fn)(void *user, const hs_bringup_check *check);
 
-/* Run bring-up of the board described by `profile` (NULL: the default
- * board) on the devices of `rt`, at `opts` (NULL: defaults). Both are
+/* Run bring-up of the board described by `profile` (NULL: the runtime's
+ * board, hs_runtime_options.board, else the default board) on the devices of `rt`, at `opts` (NULL: defaults). Both are
  * borrowed for the call. Returns HS_OK when bring-up ran, whatever the
  * checks found; *out then holds the report (free with
  * hs_bringup_report_free). An error means it could not run at all:

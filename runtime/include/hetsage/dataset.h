@@ -105,6 +105,7 @@ typedef struct hs_dataset hs_dataset;
  * feat.npy payload, or the sparse arrays: offsets as int64, column ids as
  * int32, values), label_bytes beside them (labels as int32). */
 typedef struct hs_dataset_info {
+  size_t struct_size; /* set by hs_dataset_info_init */
   int64_t num_vertices;
   int64_t num_edges;
   int64_t num_features;     /* 0 when the dataset has no features */
@@ -145,13 +146,20 @@ HS_API hs_status hs_dataset_open(const char *dir, hs_dataset **out);
 /* Unmap and free. NULL is a no-op. */
 HS_API void hs_dataset_close(hs_dataset *ds);
 
-/* Fill `*out` with the dataset's counts and footprints. Never fails. */
-HS_API void hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out);
+HS_API void hs_dataset_info_init_sized(hs_dataset_info *info, size_t struct_size);
+static inline void hs_dataset_info_init(hs_dataset_info *info) {
+  hs_dataset_info_init_sized(info, sizeof *info);
+}
+
+/* Fill `*out` (initialised with hs_dataset_info_init) with the dataset's
+ * counts and footprints. Errors: HS_ERR_INVALID_ARG (NULL, a bad
+ * struct_size). */
+HS_API hs_status hs_dataset_get_info(const hs_dataset *ds, hs_dataset_info *out);
 
 /* Degree and shape statistics of an opened dataset (out-degrees: row
- * lengths of the CSR). */
+ * lengths of the CSR); its counts are in hs_dataset_info. */
 typedef struct hs_dataset_stats {
-  hs_dataset_info info;
+  size_t struct_size; /* set by hs_dataset_stats_init */
   int64_t degree_min;
   int64_t degree_median; /* the lower median */
   int64_t degree_p99;    /* smallest d with at least 99% of rows <= d */
@@ -165,9 +173,15 @@ typedef struct hs_dataset_stats {
   int64_t feature_row_nnz_max; /* most non-zeros in one row */
 } hs_dataset_stats;
 
-/* Compute statistics. Reads the whole topology once, and dense features
- * once to count their non-zeros (sparse ones are counted by their
- * offsets); allocates O(N) temporary memory. Threading: safe to call concurrently on
+HS_API void hs_dataset_stats_init_sized(hs_dataset_stats *stats, size_t struct_size);
+static inline void hs_dataset_stats_init(hs_dataset_stats *stats) {
+  hs_dataset_stats_init_sized(stats, sizeof *stats);
+}
+
+/* Compute statistics into `out` (initialised with hs_dataset_stats_init).
+ * Reads the whole topology once, and dense features once to count their
+ * non-zeros (sparse ones are counted by their offsets); allocates O(N)
+ * temporary memory. Threading: safe to call concurrently on
  * the same dataset. Errors: HS_ERR_NOMEM, HS_ERR_INVALID_ARG. */
 HS_API hs_status hs_dataset_stats_compute(const hs_dataset *ds,
                                           hs_dataset_stats *out);
@@ -197,6 +211,7 @@ typedef enum hs_self_loops {
 } hs_self_loops;
 
 typedef struct hs_convert_opts {
+  size_t struct_size; /* set by hs_convert_opts_init */
   hs_import_format from;
   bool undirected;        /* add the reverse of every edge */
   bool dedup;             /* drop repeated entries within a row */
@@ -223,7 +238,11 @@ typedef struct hs_convert_opts {
 /* Defaults: no undirected, no dedup, keep self-loops, renumber ids,
  * make_split with 0.6/0.2/0.2 and seed 0, no force, features AUTO, no
  * progress. */
-HS_API void hs_convert_opts_init(hs_convert_opts *opts, hs_import_format from);
+HS_API void hs_convert_opts_init_sized(hs_convert_opts *opts, hs_import_format from,
+                                       size_t struct_size);
+static inline void hs_convert_opts_init(hs_convert_opts *opts, hs_import_format from) {
+  hs_convert_opts_init_sized(opts, from, sizeof *opts);
+}
 
 /* Import `src` (a file or directory, by format) into a new native dataset
  * `dst`. The output is written to a temporary directory `dst.tmp-XXXXXX`
@@ -233,7 +252,8 @@ HS_API void hs_convert_opts_init(hs_convert_opts *opts, hs_import_format from);
  * nothing but dataset files (*.npy, meta.json). Text inputs may be gzip
  * files (read through zlib, with or without a ".gz" suffix); a missing
  * "X" is also looked for as "X.gz".
- * `summary` (may be NULL) receives the written dataset's info.
+ * `summary` (may be NULL; initialised with hs_dataset_info_init) receives
+ * the written dataset's info.
  * Threading: may run concurrently with other calls on distinct paths.
  * Errors: HS_ERR_FORMAT with "file:line:column: what" for parse errors,
  * HS_ERR_IO, HS_ERR_UNSUPPORTED (more than 2^31-1 vertices), HS_ERR_NOMEM,
@@ -260,6 +280,7 @@ typedef enum hs_generate_features {
 } hs_generate_features;
 
 typedef struct hs_generate_opts {
+  size_t struct_size; /* set by hs_generate_opts_init */
   hs_generate_kind kind;
   uint64_t seed;
   int64_t num_vertices;   /* R-MAT: default 2^scale */
@@ -302,10 +323,14 @@ typedef struct hs_generate_opts {
  * c=0.19, homophily 0.8, 32 float32 Gaussian features, margin 1.5, sigma
  * 1.0 (WORDS: 32 words, topic 0.25), undirected, dedup, drop self-loops,
  * split 0.6/0.2/0.2, seed 1, 2 threads, features written AUTO. */
-HS_API void hs_generate_opts_init(hs_generate_opts *opts, hs_generate_kind kind);
+HS_API void hs_generate_opts_init_sized(hs_generate_opts *opts, hs_generate_kind kind,
+                                        size_t struct_size);
+static inline void hs_generate_opts_init(hs_generate_opts *opts, hs_generate_kind kind) {
+  hs_generate_opts_init_sized(opts, kind, sizeof *opts);
+}
 
 typedef struct hs_generate_summary {
-  hs_dataset_info info;
+  size_t struct_size; /* set by hs_generate_summary_init */
   double homophily;       /* measured: fraction of stored entries joining
                            * vertices of one class */
   double bayes_accuracy;  /* of the features alone (the class-conditional
@@ -317,25 +342,32 @@ typedef struct hs_generate_summary {
   double seconds;
 } hs_generate_summary;
 
+HS_API void hs_generate_summary_init_sized(hs_generate_summary *sum, size_t struct_size);
+static inline void hs_generate_summary_init(hs_generate_summary *sum) {
+  hs_generate_summary_init_sized(sum, sizeof *sum);
+}
+
 /* Generate a synthetic dataset into `dst` (same temporary-and-rename
  * contract as hs_convert), with a meta.json that records the parameters,
  * the measured homophily and the predicted (Bayes) accuracy of the
  * features. The result is a pure function of the options (not of
  * `threads`): the same seed gives the same bytes.
- * `summary` may be NULL. Errors: HS_ERR_INVALID_ARG, HS_ERR_IO,
- * HS_ERR_NOMEM, HS_ERR_UNSUPPORTED. */
+ * `info` (the written dataset's counts) and `summary` may be NULL, and are
+ * initialised with their *_init functions otherwise. Errors:
+ * HS_ERR_INVALID_ARG, HS_ERR_IO, HS_ERR_NOMEM, HS_ERR_UNSUPPORTED. */
 HS_API hs_status hs_generate(const char *dst, const hs_generate_opts *opts,
-                             hs_generate_summary *summary);
+                             hs_dataset_info *info, hs_generate_summary *summary);
 
 /* The native dataset of a bundled public dataset ("cora"): imported on
  * first use from the copy shipped with hetsage (the source tree it was
- * built from, else the installed data folder) into the cache directory
- * ($HETSAGE_CACHE_DIR, else $XDG_CACHE_HOME/hetsage, else ~/.cache/hetsage)
- * and reused afterwards. Cora is symmetrised, de-duplicated and split
+ * built from, else the installed data folder) into the cache folder of
+ * `rt`'s settings (cache_dir, HETSAGE_CACHE_DIR) and reused afterwards. Cora is symmetrised, de-duplicated and split
  * 60/20/20, stratified by class, with seed 0. `dir` receives the dataset's
- * path. Errors: HS_ERR_NOT_FOUND (unknown name, or the shipped copy is
- * missing), those of hs_convert. */
-HS_API hs_status hs_dataset_bundled(const char *name, char *dir, size_t len);
+ * path. Errors: HS_ERR_NOT_FOUND (unknown name, the shipped copy is
+ * missing, or the settings have no cache folder), those of hs_convert. */
+struct hs_runtime;
+HS_API hs_status hs_dataset_bundled(const struct hs_runtime *rt, const char *name, char *dir,
+                                    size_t len);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,13 @@ HS_API const char *hs_device_type_name(hs_device_type type);
 
 #define HS_NAME_MAX 256
 
+/* A device as discovery reports it. The runtime's are reached through
+ * hs_runtime_device(); a caller describing devices of its own (to place
+ * roles on a board that is not present) starts each with
+ * hs_device_info_init and passes them as an array (hs_placement_request),
+ * every element struct_size bytes from the previous. */
 typedef struct hs_device_info {
+  size_t struct_size; /* set by hs_device_info_init, or by discovery */
   int index;          /* position in the inventory */
   int platform_index; /* position of its platform */
   char platform_name[HS_NAME_MAX];
@@ -94,6 +100,12 @@ typedef struct hs_device_info {
    * by the automatic role rules, and named as such in placements. */
   bool simulator;
 } hs_device_info;
+
+HS_API void hs_device_info_init_sized(hs_device_info *d, size_t struct_size);
+/* Every field zero (false, ""), struct_size set. */
+static inline void hs_device_info_init(hs_device_info *d) {
+  hs_device_info_init_sized(d, sizeof *d);
+}
 
 #ifdef __cplusplus
 }

@@ -2,7 +2,10 @@
 #ifndef HETSAGE_RUNTIME_H
 #define HETSAGE_RUNTIME_H
 
+#include <stddef.h>
+
 #include "hetsage/device.h"
+#include "hetsage/settings.h"
 #include "hetsage/status.h"
 
 #ifdef __cplusplus
@@ -12,11 +15,34 @@ extern "C" {
 typedef struct hs_runtime hs_runtime;
 
 typedef struct hs_runtime_options {
-  const char *board; /* board profile name or path; NULL: the default board */
-  int flags;         /* reserved, 0 */
+  size_t struct_size; /* set by hs_runtime_options_init */
+  /* The board profile (name or path, as hs_board_profile_load takes it)
+   * that sessions, bring-up and placement use when they name none; NULL:
+   * none (they use HS_BOARD_DEFAULT). Loaded by hs_runtime_open, which
+   * fails as hs_board_profile_load does when it cannot be. */
+  const char *board;
+  int flags; /* HS_RUNTIME_* bits */
+  /* Settings that win over the environment (hetsage/settings.h); NULL: none.
+   * Copied by hs_runtime_open, not kept. */
+  const hs_settings *settings;
 } hs_runtime_options;
 
-/* Discover every OpenCL platform and device and the host topology (hwloc).
+/* Read nothing from the environment: the settings are hs_runtime_options'
+ * alone, the defaults otherwise (no binary cache unless a cache_dir is
+ * set). */
+#define HS_RUNTIME_IGNORE_ENV 1
+
+HS_API void hs_runtime_options_init_sized(hs_runtime_options *opts, size_t struct_size);
+/* Defaults: no board, no flags, no settings. */
+static inline void hs_runtime_options_init(hs_runtime_options *opts) {
+  hs_runtime_options_init_sized(opts, sizeof *opts);
+}
+
+/* Discover every OpenCL platform and device and the host topology (hwloc),
+ * after resolving the settings: `opts->settings`, then (unless
+ * HS_RUNTIME_IGNORE_ENV) the HETSAGE_* environment, then the defaults. A
+ * bad setting or environment variable fails here with HS_ERR_INVALID_ARG
+ * naming it and what it accepts; log categories it names are enabled.
  * `opts` may be NULL. A platform whose calls fail, or that has no device, is
  * recorded (hs_runtime_platform) and skipped; finding no usable device at
  * all is HS_ERR_NO_DEVICE. On success *out is owned by the caller and must
@@ -27,9 +53,12 @@ HS_API hs_status hs_runtime_open(hs_runtime **out, const hs_runtime_options *opt
 /* Release everything the runtime holds. NULL is ignored. */
 HS_API void hs_runtime_close(hs_runtime *rt);
 
-/* The device inventory, valid until hs_runtime_close. */
-HS_API hs_status hs_runtime_devices(const hs_runtime *rt, const hs_device_info **devs,
-                                    int *n);
+/* The device inventory: the number of devices, and device `i` (its
+ * `index`), valid until hs_runtime_close; NULL when `i` is out of range.
+ * Reach devices through this accessor, never by indexing from the first:
+ * hs_device_info may grow (hetsage/version.h). */
+HS_API int hs_runtime_device_count(const hs_runtime *rt);
+HS_API const hs_device_info *hs_runtime_device(const hs_runtime *rt, int i);
 
 typedef struct hs_platform_info {
   char name[HS_NAME_MAX];
@@ -39,14 +68,24 @@ typedef struct hs_platform_info {
 
 /* Number of platforms found, including those that were skipped. */
 HS_API int hs_runtime_platform_count(const hs_runtime *rt);
-/* Platform `i` (0 <= i < count); HS_ERR_RANGE otherwise. */
-HS_API hs_status hs_runtime_platform(const hs_runtime *rt, int i, hs_platform_info *out);
+/* Platform `i` (0 <= i < count), valid until hs_runtime_close; NULL
+ * otherwise. */
+HS_API const hs_platform_info *hs_runtime_platform(const hs_runtime *rt, int i);
 
 typedef struct hs_host_topology {
   int packages, numa_nodes, cores, pus;
 } hs_host_topology;
 
-HS_API hs_status hs_runtime_topology(const hs_runtime *rt, hs_host_topology *out);
+/* The host topology (hwloc), valid until hs_runtime_close. */
+HS_API const hs_host_topology *hs_runtime_topology(const hs_runtime *rt);
+
+/* The settings in force, resolved at open (strings owned by the runtime). */
+HS_API const hs_settings *hs_runtime_settings(const hs_runtime *rt);
+
+struct hs_board_profile;
+/* The board profile hs_runtime_options.board named, NULL when it named
+ * none; owned by the runtime. */
+HS_API const struct hs_board_profile *hs_runtime_board(const hs_runtime *rt);
 /* Cores of the host (hwloc), at least 1. */
 HS_API int hs_runtime_host_cores(const hs_runtime *rt);
 

@@ -46,38 +46,10 @@ HS_API const char *hs_model_kind_name(hs_model_kind kind);
 /* The kind a name gives; HS_ERR_INVALID_ARG for any other name. */
 HS_API hs_status hs_model_kind_parse(const char *name, hs_model_kind *out);
 
-/* How sampled blocks reach the trainer. */
-typedef enum hs_transfer {
-  HS_TRANSFER_AUTO = 0,   /* device to device when both roles share a context
-                             (sub-devices of one device, two queues on one
-                             device, one context over two devices), else host */
-  HS_TRANSFER_HOST = 1,   /* read back to the host, written to the trainer */
-  HS_TRANSFER_DEVICE = 2, /* device to device; session creation fails with
-                             HS_ERR_UNSUPPORTED when the roles' contexts differ */
-} hs_transfer;
-
-/* "auto", "host", "device"; never NULL. */
-HS_API const char *hs_transfer_name(hs_transfer t);
-
-/* Where the host gathers feature rows from (features held in memory, not
- * through the host tier). */
-typedef enum hs_feature_pages {
-  HS_FEATURE_PAGES_AUTO = 0, /* HUGE when the features are larger than the
-                                last-level cache, the kernel grants huge
-                                pages on request, and they take at most half
-                                of the memory available; else FILE */
-  HS_FEATURE_PAGES_FILE = 1, /* the file mapping of feat.npy (4 KiB pages) */
-  HS_FEATURE_PAGES_HUGE = 2, /* a copy on 2 MiB pages (transparent huge pages,
-                                madvise): a random row costs a page walk per
-                                2 MiB rather than per 4 KiB; where the kernel
-                                has none, or the copy would not fit the memory
-                                available, the file mapping stays */
-} hs_feature_pages;
-
-/* "auto", "file", "huge"; never NULL. */
-HS_API const char *hs_feature_pages_name(hs_feature_pages p);
+/* hs_transfer and hs_feature_pages: hetsage/settings.h. */
 
 typedef struct hs_session_config {
+  size_t struct_size; /* set by hs_session_config_init */
   /* Sampling: layers, fanouts from the seeds outward (-1: every neighbour),
    * seeds per batch. Defaults: 2 layers, 25,10, batch 1024. */
   int n_layers;
@@ -92,7 +64,8 @@ typedef struct hs_session_config {
   float weight_decay;
   /* Seeds parameter init, the per-epoch shuffles, sampling and dropout. */
   uint64_t seed;
-  /* Placement: board profile (NULL: the default board) and role overrides
+  /* Placement: board profile (NULL: the runtime's, hs_runtime_options.board,
+   * else the default board) and role overrides
    * ("1", "gpu", a name substring; NULL: none). Placement reads
    * HETSAGE_SAMPLER / HETSAGE_TRAINER for overrides left NULL. */
   const char *board;
@@ -156,8 +129,11 @@ typedef struct hs_session_config {
   int gemm_threads;
 } hs_session_config;
 
-/* Fill `cfg` with the defaults above. */
-HS_API void hs_session_config_init(hs_session_config *cfg);
+HS_API void hs_session_config_init_sized(hs_session_config *cfg, size_t struct_size);
+/* Fill `cfg` with the defaults above; struct_size set. */
+static inline void hs_session_config_init(hs_session_config *cfg) {
+  hs_session_config_init_sized(cfg, sizeof *cfg);
+}
 
 typedef struct hs_session hs_session;
 
@@ -187,6 +163,7 @@ typedef enum hs_stage {
 HS_API const char *hs_stage_name(hs_stage stage);
 
 typedef struct hs_epoch_stats {
+  size_t struct_size; /* set by hs_epoch_stats_init */
   int64_t epoch;    /* the epoch just trained (0-based) */
   int64_t batches;  /* batches trained in this call */
   double loss;      /* mean training loss over those batches */
@@ -236,6 +213,12 @@ typedef struct hs_epoch_stats {
   uint64_t feature_bytes_dense;
 } hs_epoch_stats;
 
+HS_API void hs_epoch_stats_init_sized(hs_epoch_stats *stats, size_t struct_size);
+/* Zeroes, struct_size set: do this before passing it to be filled. */
+static inline void hs_epoch_stats_init(hs_epoch_stats *stats) {
+  hs_epoch_stats_init_sized(stats, sizeof *stats);
+}
+
 /* Called from the driving thread after each trained batch. */
 typedef void (*hs_batch_progress_fn)(void *user, int64_t batch, int64_t n_batches,
                                      double loss);
@@ -246,7 +229,8 @@ HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void
  * position is kept so that a checkpoint saved now resumes exactly. */
 HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
 
-/* Train one epoch (or the rest of an interrupted one). */
+/* Train one epoch (or the rest of an interrupted one); `stats` (may be NULL,
+ * else initialised with hs_epoch_stats_init) receives its figures. */
 HS_API hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats);
 
 /* Epochs completed so far. */

@@ -10,11 +10,7 @@
 extern "C" {
 #endif
 
-#if defined(HS_BUILDING_LIB)
-#define HS_API __attribute__((visibility("default")))
-#else
-#define HS_API
-#endif
+#include "hetsage/version.h"
 
 /* One list, expanded into the enum and into hs_strerror(). */
 #define HS_STATUS_LIST(X)                                                   \
@@ -50,7 +46,8 @@ HS_API const char *hs_strerror(hs_status status);
  * pointer stays valid until the next hetsage call on this thread. */
 HS_API const char *hs_last_error(void);
 
-/* The library version string, e.g. "0.1.0". */
+/* The library's version string, e.g. "0.2.0" (HS_VERSION_STRING of the
+ * headers it was built with). */
 HS_API const char *hs_version(void);
 
 #ifdef __cplusplus

@@ -1,0 +1,15 @@
+/* Settings inside the library (hetsage/settings.h is the public side). */
+#ifndef HS_SETTINGS_INTERNAL_H
+#define HS_SETTINGS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "hetsage/settings.h"
+
+/* The binary cache's folder when no setting names one and the environment
+ * is read: $XDG_CACHE_HOME/hetsage, else $HOME/.cache/hetsage; false when
+ * neither is set (or the path does not fit). */
+bool hs__settings_default_cache_dir(char *buf, size_t len);
+
+#endif
