@@ -7,8 +7,9 @@ say how much training differs between devices and OpenCL implementations
 
 usage: ckpt_diff.py A.ckpt B.ckpt   (prints one JSON line)
 
-Reads the version-1 layout of runtime/nn/checkpoint.h: n_params (u64) at
-byte 120, then n_params float32 parameters from byte 128."""
+Reads the layouts of runtime/nn/checkpoint.h: version 1 (n_params, u64,
+at byte 120; parameters from byte 128) and version 2 (n_params at byte 136;
+parameters from the header size at byte 12)."""
 import json
 import struct
 import sys
@@ -20,9 +21,15 @@ def params(path):
     with open(path, 'rb') as f:
         data = f.read()
     if data[:8] != b'HSCKPT1\n':
-        sys.exit(f'{path}: not a hetsage checkpoint (version 1)')
-    n = struct.unpack_from('<Q', data, 120)[0]
-    return np.frombuffer(data, dtype='<f4', count=n, offset=128)
+        sys.exit(f'{path}: not a hetsage checkpoint')
+    version = struct.unpack_from('<I', data, 8)[0]
+    if version == 1:
+        n, start = struct.unpack_from('<Q', data, 120)[0], 128
+    elif version == 2:
+        n, start = struct.unpack_from('<Q', data, 136)[0], struct.unpack_from('<I', data, 12)[0]
+    else:
+        sys.exit(f'{path}: checkpoint version {version}, not 1 or 2')
+    return np.frombuffer(data, dtype='<f4', count=n, offset=start)
 
 
 def main():

@@ -157,7 +157,7 @@ typedef struct peers {
 } peers;
 
 static const char *peer_python(void) {
-  const char *p = getenv("HS_PEER_PYTHON");
+  const char *p = cli_settings()->peer_python;
   return p && *p ? p : "python3";
 }
 

@@ -72,6 +72,7 @@ static const var vars[] = {
     {"HETSAGE_BRINGUP_INJECT", K_INJECT, F(bringup_inject), inject_name, 1},
     {"HETSAGE_BENCH_DIR", K_TEXT, F(bench_dir), NULL, 0},
     {"HETSAGE_GEMM_THREADS", K_COUNT, F(gemm_threads), NULL, 4096},
+    {"HS_PEER_PYTHON", K_TEXT, F(peer_python), NULL, 0},
 };
 #undef F
 

@@ -123,6 +123,10 @@ typedef struct hs_settings {
    * compute units). A fixed count makes the trainer's results independent
    * of the device's compute units (hs_session_config.gemm_threads). */
   int gemm_threads;
+  /* HS_PEER_PYTHON: the python that runs `hetsage bench`'s peers (DGL,
+   * PyG) and bench_epoch's; unset: python3. (The name is the benchmarks'
+   * own, shared with bench/bench_epoch.) */
+  const char *peer_python;
 } hs_settings;
 
 HS_API void hs_settings_init_sized(hs_settings *s, size_t struct_size);
