@@ -185,6 +185,7 @@ static uint64_t epoch_params(hs_runtime *rt, hs_dataset *ds, const char *sampler
   cr_assert_eq(hs_session_create(rt, ds, &c, &s), HS_OK, "%s: %s", sampler, hs_last_error());
   hs_session_describe(s, plan, plan_len);
   hs_epoch_stats st;
+  hs_epoch_stats_init(&st);
   cr_assert_eq(hs_session_train_epoch(s, &st), HS_OK, "%s: %s", sampler, hs_last_error());
   size_t n;
   cr_assert_eq(hs_session_parameters(s, NULL, 0, &n), HS_OK);
