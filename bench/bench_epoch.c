@@ -1,8 +1,9 @@
-/* Whole training runs beside a peer framework: hetsage trains GraphSAGE on
- * a dataset for N epochs through the public session API, then (when
- * $HS_PEER_PYTHON, default python3, can import it) DGL trains the same
- * model with the same data, fanouts, batch size and hyper-parameters on the
- * same machine in the same run (bench/peer_train.py).
+/* Whole training runs beside a peer framework: hetsage trains a model
+ * (GraphSAGE, GCN or GAT: --model) on a dataset for N epochs through the
+ * public session API, then (when $HS_PEER_PYTHON, default python3, can
+ * import it) DGL trains the same model (SAGEConv, GraphConv, GATConv) with
+ * the same data, fanouts, batch size and hyper-parameters on the same
+ * machine in the same run (bench/peer_train.py).
  *
  * Both sides are measured by the same rules, so that the ratios can be
  * trusted:
@@ -19,7 +20,9 @@
  *    after the last epoch and at the epoch of best validation accuracy,
  *    each the mean over rounds.
  * hetsage's own limit is printed too: epoch wall / busiest stage's busy
- * time (1.0 = perfect overlap).
+ * time (1.0 = perfect overlap); and each side's peak resident set
+ * (getrusage of this process, all rounds; of the peer's process, the
+ * largest over its runs) with their ratio.
  *
  * Output: JSON Lines on stdout, each line flushed as it is made: one per
  * side per round as the round ends (a killed run keeps what it measured),
@@ -29,7 +32,7 @@
  * usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10]
  *                    [--batch B] [--hidden H] [--lr X] [--weight-decay X]
  *                    [--dropout P] [--seed S] [--mode threads|async|off]
- *                    [--rounds R] [--no-peer]
+ *                    [--rounds R] [--no-peer] [--model sage|gcn|gat] [--heads K]
  * With no --dataset: the bundled Cora. */
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +59,8 @@ static int usage(FILE *f, int rc) {
           "usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10] [--batch B]\n"
           "                   [--hidden H] [--lr X] [--weight-decay X] [--dropout P]\n"
           "                   [--seed S] [--mode threads|async|off] [--rounds R] [--no-peer]\n"
-          "hetsage and (when importable) DGL train the same GraphSAGE on the same data in\n"
+          "                   [--model sage|gcn|gat] [--heads K]\n"
+          "hetsage and (when importable) DGL train the same model on the same data in\n"
           "alternating rounds, measured by the same rules; JSON Lines on stdout: one line\n"
           "per side per round as it ends, then the summary (epoch times, test accuracy\n"
           "after the last epoch and at the best validation epoch, and their ratios).\n"
@@ -133,6 +137,11 @@ static int parse(int argc, char **argv, opts *o) {
     else if (!strcmp(a, "--weight-decay")) o->cfg.weight_decay = strtof(v, NULL);
     else if (!strcmp(a, "--dropout")) o->cfg.dropout = strtof(v, NULL);
     else if (!strcmp(a, "--seed")) o->cfg.seed = strtoull(v, NULL, 10);
+    else if (!strcmp(a, "--model")) {
+      if (hs_model_kind_parse(v, &o->cfg.model) != HS_OK) return bad(a, v, "sage, gcn or gat");
+    } else if (!strcmp(a, "--heads")) {
+      if (!int_in(v, 1, 64, &o->cfg.heads)) return bad(a, v, "1..64");
+    }
     else if (!strcmp(a, "--mode")) {
       if (!strcmp(v, "threads")) o->cfg.pipeline = HS_PIPELINE_THREADS;
       else if (!strcmp(v, "async")) o->cfg.pipeline = HS_PIPELINE_ASYNC;
@@ -165,6 +174,7 @@ typedef struct round_result {
   double test_last, test_best; /* after the last epoch; at the best validation */
   int best_epoch;              /* from 1 */
   double wall_over_busiest;    /* hetsage only */
+  double peak_rss_kb;          /* the peer's process; 0: not reported */
 } round_result;
 
 typedef struct peer_state {
@@ -201,8 +211,8 @@ static void tail_of(const char *path, char *out, size_t cap, int max) {
 }
 
 /* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_LAST TEST_BEST
- * BEST_EPOCH VERSION" on its last line; its stderr is kept to show why it
- * failed. */
+ * BEST_EPOCH VERSION PEAK_RSS_KB" on its last line; its stderr is kept to
+ * show why it failed. */
 static bool run_peer(const opts *o, const char *dataset, int threads, peer_state *ps,
                      round_result *r) {
   char cmd[4096], errpath[64] = "/tmp/hs-bench-peer-XXXXXX";
@@ -214,18 +224,21 @@ static bool run_peer(const opts *o, const char *dataset, int threads, peer_state
   close(fd);
   snprintf(cmd, sizeof cmd,
            "%s '%s/peer_train.py' --peer dgl --dataset '%s' --fanouts %s --batch %d --hidden %d "
-           "--lr %g --weight-decay %g --dropout %g --epochs %d --threads %d --seed %llu 2>'%s'",
+           "--lr %g --weight-decay %g --dropout %g --epochs %d --threads %d --seed %llu "
+           "--model %s --heads %d 2>'%s'",
            peer_python(), HS_BENCH_DIR, dataset, o->fanouts, o->cfg.batch_size, o->cfg.hidden,
            (double)o->cfg.lr, (double)o->cfg.weight_decay, (double)o->cfg.dropout, o->epochs,
-           threads, (unsigned long long)o->cfg.seed, errpath);
+           threads, (unsigned long long)o->cfg.seed, hs_model_kind_name(o->cfg.model),
+           o->cfg.heads, errpath);
   fprintf(stderr, "bench_epoch: peer: %s\n", cmd);
   FILE *p = popen(cmd, "r");
   char line[512], last[512] = "";
   while (p && fgets(line, sizeof line, p)) snprintf(last, sizeof last, "%s", line);
   int rc = p ? pclose(p) : -1;
-  bool ok = rc == 0 && sscanf(last, "epoch_s %lf %lf %lf %*d %lf %lf %d %63s", &r->epoch_s.median,
-                              &r->epoch_s.min, &r->epoch_s.max, &r->test_last, &r->test_best,
-                              &r->best_epoch, ps->version) == 7;
+  bool ok = rc == 0 &&
+            sscanf(last, "epoch_s %lf %lf %lf %*d %lf %lf %d %63s %lf", &r->epoch_s.median,
+                   &r->epoch_s.min, &r->epoch_s.max, &r->test_last, &r->test_best,
+                   &r->best_epoch, ps->version, &r->peak_rss_kb) >= 7;
   if (!ok) {
     char tail[400];
     tail_of(errpath, tail, sizeof tail, 3);
@@ -355,8 +368,10 @@ int main(int argc, char **argv) {
   for (int r = 0; r < o.rounds; r++) ratio[r] = hr[r].wall_over_busiest;
   double med_ratio = summarize(ratio, o.rounds).median;
   printf("{\"bench\": \"epoch\", \"dataset\": \"%s\", ", dataset);
-  printf("\"config\": {\"fanouts\": \"%s\", \"batch\": %d, \"hidden\": %d, \"lr\": %g, "
-         "\"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, \"seed\": %llu, \"rounds\": %d}, ",
+  printf("\"config\": {\"model\": \"%s\", \"heads\": %d, \"fanouts\": \"%s\", \"batch\": %d, "
+         "\"hidden\": %d, \"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, "
+         "\"seed\": %llu, \"rounds\": %d}, ",
+         hs_model_kind_name(o.cfg.model), o.cfg.model == HS_MODEL_GAT ? o.cfg.heads : 1,
          o.fanouts, o.cfg.batch_size, o.cfg.hidden, (double)o.cfg.lr, (double)o.cfg.weight_decay,
          (double)o.cfg.dropout, o.epochs, (unsigned long long)o.cfg.seed, o.rounds);
   printf("\"rules\": {\"epoch_s\": \"median of each round's epochs 2..N, then the median of "
@@ -366,19 +381,29 @@ int main(int argc, char **argv) {
          cores, threads, thr && atoi(thr) > 0 ? "HS_PEER_THREADS" : "the machine's cores");
   printf("\"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
          "\"test_acc_last\": %.4f, \"test_acc_best_valid\": %.4f, "
-         "\"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", \"depth\": %d}, ",
+         "\"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", \"depth\": %d, "
+         "\"peak_rss_bytes\": %llu}, ",
          h.epoch_s.median, h.epoch_s.min, h.epoch_s.max, h.test_last, h.test_best, med_ratio,
-         hs_pipeline_mode_name(st.pipeline), st.depth);
+         hs_pipeline_mode_name(st.pipeline), st.depth, (unsigned long long)st.peak_rss_bytes);
   if (peer_rounds == o.rounds) {
     side_summary p = summarize_side(pr, peer_rounds);
+    double rss_kb = 0;
+    for (int r = 0; r < peer_rounds; r++) rss_kb = fmax(rss_kb, pr[r].peak_rss_kb);
+    char rss[64] = "null", rss_ratio[64] = "null";
+    if (rss_kb > 0) {
+      snprintf(rss, sizeof rss, "%.0f", rss_kb * 1024.0);
+      snprintf(rss_ratio, sizeof rss_ratio, "%.3f",
+               (double)st.peak_rss_bytes / (rss_kb * 1024.0));
+    }
     printf("\"peer\": {\"name\": \"dgl\", \"version\": \"%s\", \"rounds\": %d, "
            "\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
-           "\"test_acc_last\": %.4f, \"test_acc_best_valid\": %.4f, "
+           "\"test_acc_last\": %.4f, \"test_acc_best_valid\": %.4f, \"peak_rss_bytes\": %s, "
            "\"ratio_peer_epoch_to_hetsage\": %.3f, \"test_acc_last_hetsage_minus_peer\": %.4f, "
-           "\"test_acc_best_valid_hetsage_minus_peer\": %.4f}}\n",
+           "\"test_acc_best_valid_hetsage_minus_peer\": %.4f, "
+           "\"ratio_hetsage_peak_rss_to_peer\": %s}}\n",
            ps.version, peer_rounds, p.epoch_s.median, p.epoch_s.min, p.epoch_s.max, p.test_last,
-           p.test_best, p.epoch_s.median / h.epoch_s.median, h.test_last - p.test_last,
-           h.test_best - p.test_best);
+           p.test_best, rss, p.epoch_s.median / h.epoch_s.median, h.test_last - p.test_last,
+           h.test_best - p.test_best, rss_ratio);
   } else {
     /* A peer that failed part-way has no summary: its rounds are above. */
     char why[600];

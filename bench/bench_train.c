@@ -5,6 +5,7 @@
  * ratio 1.0 = the step costs no more than its GEMMs at OpenBLAS speed).
  *
  * usage: bench_train [--config cora|products|all] [--reps N] [--wg N]
+ *                    [--model sage|gcn|gat] [--heads H]
  * Batches are sampled uniformly from a graph of the named size (ids drawn
  * at random, reindexed seeds first, like the sampler's output). Step time is
  * wall clock from enqueue to clFinish, after warm-up steps; phases come from
@@ -16,21 +17,24 @@
 #include "bench/hs_measure.h"
 #include "core/hs_engine.h"
 #include "hs_launch.h"
+#include "nn/model_ops.h"
 
 static double median(const double *t, int n) { return hs__summarize(t, n).median; }
 
 /* ---- one configuration ------------------------------------------------------------- */
 
-static int run_config(const hs_train_shape *c, const hs_ctx *ctx, const hs_dev *dev, int reps,
-                      size_t wg, bool first) {
+static int run_config(const hs_train_shape *c, const hs_ctx *ctx, const hs_dev *dev, int kind,
+                      int heads, int reps, size_t wg, bool first) {
   hs_train_runs tr;
-  if (hs__measure_train_step(ctx, dev, c, wg, 2, reps, &tr) != HS_OK) {
+  if (hs__measure_train_step(ctx, dev, c, kind, heads, wg, 2, reps, &tr) != HS_OK) {
     fprintf(stderr, "bench_train: %s: %s\n", c->name, hs_last_error());
     return 1;
   }
   hs_summary step = hs__summarize(tr.step_s, reps);
-  printf("%s\n  {\"config\": \"%s\", \"gemm\": \"%s\", \"layers\": %d, \"dims\": [", first ? "" : ",",
-         c->name, hs__gemm_kind_name(tr.gemm), c->n_layers);
+  printf("%s\n  {\"config\": \"%s\", \"model\": \"%s\", \"gemm\": \"%s\", \"layers\": %d, "
+         "\"dims\": [",
+         first ? "" : ",", c->name, hs__nn_kind_name(kind), hs__gemm_kind_name(tr.gemm),
+         c->n_layers);
   for (int l = 0; l <= c->n_layers; l++) printf("%s%d", l ? ", " : "", tr.dims[l]);
   printf("], \"fanouts_from_seeds\": [");
   for (int l = 0; l < c->n_layers; l++) printf("%s%d", l ? ", " : "", c->fanout_from_seeds[l]);
@@ -56,12 +60,20 @@ int main(int argc, char **argv) {
   const char *which = "all";
   int reps = 7;
   size_t wg = 0;
+  int kind = HS_NN_SAGE, heads = 4;
   for (int i = 1; i < argc; i++) {
+    const hs_model_ops *ops;
     if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) which = argv[++i];
+    else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc &&
+             (ops = hs__model_ops_by_name(argv[i + 1])) != NULL) {
+      kind = (int)ops->kind;
+      i++;
+    } else if (strcmp(argv[i], "--heads") == 0 && i + 1 < argc) heads = atoi(argv[++i]);
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = atoi(argv[++i]);
     else if (strcmp(argv[i], "--wg") == 0 && i + 1 < argc) wg = (size_t)atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_train [--config cora|products|all] [--reps N] [--wg N]\n");
+      fprintf(stderr, "usage: bench_train [--config cora|products|all] [--reps N] [--wg N]\n"
+                      "                   [--model sage|gcn|gat] [--heads H]\n");
       return 2;
     }
   }
@@ -90,7 +102,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < hs__train_shape_count; i++) {
     const hs_train_shape *c = &hs__train_shapes[i];
     if (strcmp(which, "all") != 0 && strncmp(c->name, which, strlen(which)) != 0) continue;
-    rc |= run_config(c, &ctx, dev, reps, wg, first);
+    rc |= run_config(c, &ctx, dev, kind, heads, reps, wg, first);
     first = false;
   }
   printf("\n]}\n");

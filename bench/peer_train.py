@@ -24,13 +24,15 @@ for hetsage: reported are the test accuracy after the last epoch and at
 the epoch of best validation accuracy (the first such). The last line
 printed is
 
-  epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC_LAST TEST_ACC_BEST_VALID BEST_EPOCH VERSION
+  epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC_LAST TEST_ACC_BEST_VALID BEST_EPOCH VERSION PEAK_RSS_KB
 
-(MEDIAN, MIN, MAX over epochs 2..N; BEST_EPOCH counts from 1)
-which bench_epoch parses; anything else goes to stderr.
+(MEDIAN, MIN, MAX over epochs 2..N; BEST_EPOCH counts from 1; PEAK_RSS_KB the
+peak resident set of this process, in KiB, as getrusage reports it), which
+bench_epoch parses; anything else goes to stderr.
 """
 import argparse
 import os
+import resource
 import statistics
 import sys
 import time
@@ -79,30 +81,56 @@ def run_dgl(a):
     classes = int(label.max()) + 1
     dims = [x.shape[1]] + [a.hidden] * (len(a.fanouts) - 1) + [classes]
 
-    class Sage(torch.nn.Module):
+    def self_looped(block):
+        """The block with an edge from each destination to itself as a
+        source (destinations are the first sources)."""
+        src, dst = block.edges()
+        n = block.num_dst_nodes()
+        own = torch.arange(n, dtype=src.dtype)
+        return dgl.create_block((torch.cat([src, own]), torch.cat([dst, own])),
+                                num_src_nodes=block.num_src_nodes(), num_dst_nodes=n)
+
+    L = len(dims) - 1
+
+    def conv(i):
+        last = i == L - 1
+        if a.model == 'sage':
+            return dglnn.SAGEConv(dims[i], dims[i + 1], 'mean')
+        if a.model == 'gcn':
+            return dglnn.GraphConv(dims[i], dims[i + 1], norm='both', allow_zero_in_degree=True)
+        per_head = dims[i + 1] if last else dims[i + 1] // a.heads
+        return dglnn.GATConv(dims[i], per_head, a.heads, negative_slope=0.2,
+                             allow_zero_in_degree=True)
+
+    class Model(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = torch.nn.ModuleList(
-                dglnn.SAGEConv(dims[i], dims[i + 1], 'mean') for i in range(len(dims) - 1))
+            self.layers = torch.nn.ModuleList(conv(i) for i in range(L))
 
         def forward(self, blocks, h):
             for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+                if a.model != 'sage':
+                    block = self_looped(block) if block.is_block else block
                 h = layer(block, h)
-                if i < len(self.layers) - 1:
+                if a.model == 'gat':
+                    h = h.mean(1) if i == L - 1 else h.flatten(1)
+                if i < L - 1:
                     h = F.dropout(F.relu(h), a.dropout, self.training)
             return h
 
-    model = Sage()
+    model = Model()
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     sampler = dgl.dataloading.NeighborSampler(list(reversed(a.fanouts)))
     loader = dgl.dataloading.DataLoader(g, torch.from_numpy(train), sampler,
                                         batch_size=a.batch, shuffle=True, drop_last=False,
                                         num_workers=0)
 
+    full = g if a.model == 'sage' else dgl.add_self_loop(g)
+
     def accuracy(idx):
         model.eval()
         with torch.no_grad():
-            logits = model([g] * len(model.layers), x)
+            logits = model([full] * len(model.layers), x)
         return float((logits[idx].argmax(1) == y[idx]).float().mean())
 
     times = []
@@ -139,14 +167,17 @@ def main():
     p.add_argument('--epochs', type=int, required=True)
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--model', choices=['sage', 'gcn', 'gat'], default='sage')
+    p.add_argument('--heads', type=int, default=4)
     a = p.parse_args()
     a.fanouts = [int(f) for f in a.fanouts.split(',')]
     times, (last_test, best_test, best_epoch), version = run_dgl(a)
     # The first epoch carries one-time costs on both sides; bench_epoch
     # drops it too.
     kept = times[1:] if len(times) > 1 else times
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f'epoch_s {statistics.median(kept):.6f} {min(kept):.6f} {max(kept):.6f} '
-          f'{len(times)} {last_test:.6f} {best_test:.6f} {best_epoch} {version}')
+          f'{len(times)} {last_test:.6f} {best_test:.6f} {best_epoch} {version} {rss_kb}')
 
 
 if __name__ == '__main__':

@@ -2,6 +2,7 @@
 #include "hs_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,4 +275,23 @@ float hs__half_to_float(uint16_t h) {
   float f;
   memcpy(&f, &bits, sizeof f);
   return f;
+}
+
+void hs__sync_parent_dir(const char *path) {
+  char *copy = strdup(path);
+  if (!copy) return;
+  char *slash = strrchr(copy, '/');
+  const char *dir = ".";
+  if (slash == copy)
+    dir = "/";
+  else if (slash) {
+    *slash = '\0';
+    dir = copy;
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+  free(copy);
 }

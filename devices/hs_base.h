@@ -61,6 +61,11 @@ double hs__now(void);
  * virtual machines (it reads CPUID: 320 MiB for a 32 MiB cache seen). */
 size_t hs__llc_bytes(void);
 
+/* fsync the directory holding `path`, so that a rename that published the
+ * file there survives a crash (best effort: failures are ignored, the
+ * rename itself having succeeded). */
+void hs__sync_parent_dir(const char *path);
+
 /* IEEE binary16 -> binary32, exact. */
 float hs__half_to_float(uint16_t h);
 

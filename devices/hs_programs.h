@@ -33,6 +33,9 @@ typedef enum hs_prog {
   HS_PROG_GEMM,       /* the built-in GEMM provider's tiled kernel */
   HS_PROG_PROBE,      /* random-read and copy probes (bring-up, benchmarks) */
   HS_PROG_SELFTEST,   /* bring-up's self-test and launch latency */
+  HS_PROG_TRAIN_CTR,  /* CTR training (LR, DeepFM, DLRM): heads, interactions,
+                         per-row gradient sums, and the shared activations,
+                         column sums and optimizers */
   HS_PROG_COUNT_
 } hs_prog;
 

@@ -99,12 +99,13 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
                  "activations, loss, optimizers"},
     [HS_PROG_TRAIN_SPARSE] =
         {.name = "train_sparse",
-         .sources = NUL_LIST("hs_common.h", "train_sparse.cl"),
+         .sources = NUL_LIST("hs_common.h", "hs_sparse.h", "train_sparse.cl"),
          .kernels = NUL_LIST("hs_sp_mm", "hs_sp_fwd_mf", "hs_sp_fwd_af", "hs_sp_gsum",
                              "hs_sp_entry_rows", "hs_sp_tr_fill", "hs_sp_wgrad",
                              "hs_sp_wgrad_cols"),
          .options = "",
-         .cpu_options = "",
+         /* a chunk of outputs per work-item (hs_sparse.h), prefetches */
+         .cpu_options = "-DHS_CPU_DEVICE",
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
          .what = "the first layer over sparse input features: sparse x dense products"},
     [HS_PROG_GEMM] =
@@ -133,6 +134,18 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
          .cpu_options = "",
          .roles = HS_PROG_ROLE_BRINGUP,
          .what = "bring-up's self-test and launch latency"},
+    [HS_PROG_TRAIN_CTR] =
+        {.name = "train_ctr",
+         .sources = NUL_LIST(TRAIN_SOURCES, "ctr.cl"),
+         .kernels = NUL_LIST(TRAIN_KERNELS, "hs_ctr_head", "hs_ctr_loss", "hs_ctr_loss_reduce",
+                             "hs_ctr_sigmoid", "hs_ctr_head_prep", "hs_ctr_deep_in",
+                             "hs_ctr_lr_bwd", "hs_ctr_fm_bwd", "hs_ctr_interact",
+                             "hs_ctr_interact_bwd", "hs_ctr_segment_sum"),
+         .options = "",
+         .cpu_options = "",
+         .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,
+         .model = "ctr",
+         .what = "CTR training (LR, DeepFM, DLRM): heads, interactions, per-row gradient sums"},
 };
 
 const hs__program_def *hs__program_def_of(hs_prog id) {

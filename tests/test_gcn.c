@@ -12,6 +12,7 @@
 #include "nn/gcn.h"
 #include "nn/nn_rng.h"
 #include "nn/ref_nn.h"
+#include "nn_check.h"
 #include "nn_fixtures.h"
 
 /* ---- double-precision forward ----------------------------------------------- */
@@ -63,31 +64,11 @@ static double gcn_loss_d(const hs_model_shape *sh, const double *prm, const hs_n
     free(din), free(dsrc), free(y), free(in);
     in = out;
   }
-  int32_t n = b->blocks[L - 1].n_dst, c = sh->dims[L];
-  double loss = 0.0;
-  for (int32_t i = 0; i < n; i++) {
-    double mx = in[(size_t)i * c];
-    for (int32_t k = 1; k < c; k++) mx = fmax(mx, in[(size_t)i * c + k]);
-    double s = 0.0;
-    for (int32_t k = 0; k < c; k++) s += exp(in[(size_t)i * c + k] - mx);
-    loss += log(s) + mx - in[(size_t)i * c + b->labels[i]];
-  }
+  double loss = mean_ce_d(in, b->blocks[L - 1].n_dst, sh->dims[L], b->labels);
   free(in);
-  return loss / n;
+  return loss;
 }
 
-static void expect_grads(const char *what, const float *an, const double *fd, size_t n,
-                         double rtol, double atol) {
-  double biggest = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    biggest = fmax(biggest, fabs(fd[i]));
-    cr_expect(fabs((double)an[i] - fd[i]) <= atol + rtol * fabs(fd[i]),
-              "%s[%zu]: analytic %.9g, finite difference %.9g", what, i, (double)an[i], fd[i]);
-  }
-  cr_expect_gt(biggest, 1e-3, "%s: gradient is (nearly) zero, the check proves nothing", what);
-}
-
-#define FD_H 1e-6
 
 static void gcn_model(hs_model *m, int n_layers, float dropout, uint64_t seed) {
   hs_model_cfg cfg;
@@ -107,41 +88,6 @@ static void gcn_model(hs_model *m, int n_layers, float dropout, uint64_t seed) {
 
 /* Every parameter's and input's gradient against central differences of
  * the double forward. */
-static void gradcheck(const hs_model *m, const hs_nn_batch *b, uint32_t epoch, uint32_t batch) {
-  const hs_model_shape *sh = &m->shape;
-  size_t n = sh->n_params, nx = (size_t)b->blocks[0].n_src * (size_t)sh->dims[0];
-  float *g = malloc(sizeof(float) * n), *dx = malloc(sizeof(float) * nx);
-  double *pd = malloc(sizeof(double) * n), *xd = malloc(sizeof(double) * nx);
-  double *fd = malloc(sizeof(double) * (n > nx ? n : nx));
-  hs_step_stats st;
-  cr_assert_eq(hs__ref_gradients_x(m, b, epoch, batch, true, g, dx, &st), HS_OK, "%s",
-               hs_last_error());
-  for (size_t j = 0; j < n; j++) pd[j] = m->params[j];
-  for (size_t e = 0; e < nx; e++) xd[e] = b->feat[e];
-  float p = m->cfg.dropout;
-  uint64_t seed = m->cfg.seed;
-  double f0 = gcn_loss_d(sh, pd, b, xd, p, seed, epoch, batch);
-  cr_expect(fabs(st.loss - f0) < 1e-5 * fmax(1.0, f0), "loss %g vs double %g", (double)st.loss, f0);
-  for (size_t j = 0; j < n; j++) {
-    pd[j] = m->params[j] + FD_H;
-    double fp = gcn_loss_d(sh, pd, b, xd, p, seed, epoch, batch);
-    pd[j] = m->params[j] - FD_H;
-    double fm = gcn_loss_d(sh, pd, b, xd, p, seed, epoch, batch);
-    pd[j] = m->params[j];
-    fd[j] = (fp - fm) / (2 * FD_H);
-  }
-  expect_grads("parameters", g, fd, n, 1e-3, 2e-6);
-  for (size_t e = 0; e < nx; e++) {
-    xd[e] = b->feat[e] + FD_H;
-    double fp = gcn_loss_d(sh, pd, b, xd, p, seed, epoch, batch);
-    xd[e] = b->feat[e] - FD_H;
-    double fm = gcn_loss_d(sh, pd, b, xd, p, seed, epoch, batch);
-    xd[e] = b->feat[e];
-    fd[e] = (fp - fm) / (2 * FD_H);
-  }
-  expect_grads("dX", dx, fd, nx, 1e-3, 2e-6);
-  free(g), free(dx), free(pd), free(xd), free(fd);
-}
 
 Test(gcn_ref, gradients_match_finite_differences) {
   static const int fans[][3] = {{3, 0, 0}, {3, 2, 0}, {2, 3, 2}};
@@ -152,7 +98,7 @@ Test(gcn_ref, gradients_match_finite_differences) {
     fx_batch fb;
     fx_batch_make(&fb, L, 4, fans[L - 1], 3, 3, (uint64_t)(50 + L));
     hs_nn_batch b = fx_batch_view(&fb);
-    gradcheck(&m, &b, 4, 9);
+    expect_fd_gradients(&m, &b, 4, 9, gcn_loss_d);
     fx_batch_free(&fb);
     hs__model_destroy(&m);
   }
@@ -180,7 +126,7 @@ Test(gcn_ref, hand_batch_normalisation_and_gradients) {
   fx_fill(feat, 27, &s, 1.0f);
   int32_t labels[3] = {1, 0, 2};
   hs_nn_batch b = {.n_layers = 2, .blocks = blocks, .feat = feat, .labels = labels};
-  gradcheck(&m, &b, 0, 0);
+  expect_fd_gradients(&m, &b, 0, 0, gcn_loss_d);
   hs__model_destroy(&m);
 }
 

@@ -16,6 +16,7 @@
 #include "nn/ref_nn.h"
 #include "nn/trainer.h"
 #include "nn/trainer_internal.h"
+#include "nn_check.h"
 #include "nn_fixtures.h"
 
 enum { IN_DIM = 24, CLASSES = 5 };
@@ -51,21 +52,6 @@ static hs_trainer *trainer_of(cl_fixture *f, const hs_model *m, bool input_grad)
 static void batch_of(fx_batch *fb, uint64_t seed) {
   int fan[2] = {5, 3};
   fx_batch_make(fb, 2, 48, fan, IN_DIM, CLASSES, seed);
-}
-
-/* max |a - b| within rtol of max |b|, elementwise relative to the larger of
- * |b| and 1e-2 max |b|. */
-static void expect_rel(const char *what, const float *a, const float *b, size_t n, double rtol) {
-  double mx = 0.0, worst = 0.0;
-  size_t at = 0;
-  for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(b[i]));
-  cr_expect_gt(mx, 0.0, "%s: all zero, the comparison proves nothing", what);
-  for (size_t i = 0; i < n; i++) {
-    double err = fabs((double)a[i] - b[i]) / fmax(fabs(b[i]), 1e-2 * mx);
-    if (err > worst) worst = err, at = i;
-  }
-  cr_expect(worst <= rtol, "%s: relative error %.3g at [%zu] (%.9g vs %.9g)", what, worst, at,
-            (double)a[at], (double)b[at]);
 }
 
 Test(models, device_passes_match_the_reference) {

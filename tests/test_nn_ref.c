@@ -12,6 +12,7 @@
 #include "nn/model.h"
 #include "nn/nn_rng.h"
 #include "nn/ref_nn.h"
+#include "nn_check.h"
 #include "nn_fixtures.h"
 
 /* ---- double-precision forward (written independently of ref_*.c) ------- */
@@ -83,20 +84,6 @@ static double model_loss_d(const hs_model_shape *sh, const double *prm, const hs
   return loss;
 }
 
-/* |analytic - fd| <= atol + rtol |fd| for every entry, and the gradient
- * is not trivially zero. */
-static void expect_grads(const char *what, const float *an, const double *fd, size_t n,
-                         double rtol, double atol) {
-  double biggest = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    biggest = fmax(biggest, fabs(fd[i]));
-    cr_expect(fabs((double)an[i] - fd[i]) <= atol + rtol * fabs(fd[i]),
-              "%s[%zu]: analytic %.9g, finite difference %.9g", what, i, (double)an[i], fd[i]);
-  }
-  cr_expect_gt(biggest, 1e-3, "%s: gradient is (nearly) zero, the check proves nothing", what);
-}
-
-#define FD_H 1e-6
 
 /* ---- per-layer checks ----------------------------------------------------- */
 

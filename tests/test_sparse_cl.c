@@ -80,8 +80,8 @@ static void expect_rel(const char *what, const float *a, const float *b, size_t 
 Test(sparse_cl, first_layer_kernels_equal_the_reference_bit_for_bit) {
   cl_fixture f;
   clf_open(&f);
-  /* Output widths off and on the kernels' vector width, odd input width. */
-  static const int widths[2] = {13, 16};
+  /* Output widths below and across a work-item's chunk (8 or 64), odd input width. */
+  static const int widths[2] = {13, 72};
   for (int w = 0; w < 2; w++)
     for (int order = HS_SPARSE_MULTIPLY_FIRST; order <= HS_SPARSE_AGGREGATE_FIRST; order++)
       for (int binary = 0; binary < 2; binary++)
@@ -138,9 +138,9 @@ Test(sparse_cl, device_step_matches_reference_step_and_the_dense_step) {
   clf_open(&f);
   for (int order = HS_SPARSE_AUTO; order <= HS_SPARSE_AGGREGATE_FIRST; order++) {
     hs_model ref, dev, den;
-    model(&ref, 2, 30, 24, 5, 0.3f, 9);
-    model(&dev, 2, 30, 24, 5, 0.3f, 9);
-    model(&den, 2, 30, 24, 5, 0.3f, 9);
+    model(&ref, 2, 30, 72, 5, 0.3f, 9);
+    model(&dev, 2, 30, 72, 5, 0.3f, 9);
+    model(&den, 2, 30, 72, 5, 0.3f, 9);
     hs_trainer *t, *td;
     hs_trainer_opts o = {.wg = 16};
     cr_assert_eq(hs__trainer_create(&f.ctx, &f.dev, f.q, &dev, &o, &t), HS_OK, "%s",

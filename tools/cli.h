@@ -48,6 +48,7 @@ int cmd_stats(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_embed(int argc, char **argv);
 int cmd_bringup(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);

@@ -1,5 +1,6 @@
 #include "cli_session.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,15 @@ void cli_session_usage(FILE *f) {
           "  --pipeline off       same as --mode off (one batch at a time)\n"
           "  --depth N            batch slots in flight (default: the plan's)\n"
           "  --fanouts 25,10      neighbours per layer from the seeds out (-1: all)\n"
+          "  --sampling uniform|weighted|threshold\n"
+          "                       how neighbours are drawn (default uniform): in\n"
+          "                       proportion to the edge weights (weights.npy), or\n"
+          "                       uniformly among edges above a weight threshold;\n"
+          "                       sampled evaluation draws the same way\n"
+          "  --replace            draw with replacement (uniform, weighted)\n"
+          "  --vertex-budget N    at most N vertices per batch (>= the batch size)\n"
+          "  --threshold X[,Y..]  threshold mode's edge weight threshold, one for\n"
+          "                       every layer or one per layer from the seeds out\n"
           "  --batch N            seeds per batch (default 1024)\n"
           "  --model sage|gcn|gat GraphSAGE-mean (default), graph convolution\n"
           "                       (symmetric normalisation, self loops) or graph\n"
@@ -114,6 +124,30 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     if (n == 0) return bad(cmd, o, v, "expected a comma-separated list");
     c->n_layers = n;
     a->fanouts_set = true;
+  } else if (strcmp(o, "--sampling") == 0) {
+    VAL();
+    if (hs_sampling_parse(v, &c->sampling) != HS_OK)
+      return bad(cmd, o, v, "expected uniform, weighted or threshold");
+  } else if (strcmp(o, "--replace") == 0) {
+    c->replace = true;
+  } else if (strcmp(o, "--vertex-budget") == 0) {
+    VAL();
+    if (!cli_parse_u64(v, &u) || u < 1 || u > INT32_MAX)
+      return bad(cmd, o, v, "expected a vertex count >= 1");
+    c->vertex_budget = (int64_t)u;
+  } else if (strcmp(o, "--threshold") == 0) {
+    VAL();
+    int n = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (n == HS_MAX_LAYERS) return bad(cmd, o, v, "at most 8 layers");
+      if (!cli_parse_double(t, &d) || !isfinite(d)) return bad(cmd, o, v, "expected numbers");
+      c->thresholds[n++] = (float)d;
+    }
+    if (n == 0) return bad(cmd, o, v, "expected a comma-separated list");
+    a->thresholds_set = n;
   } else if (strcmp(o, "--batch") == 0) {
     VAL();
     if (!cli_parse_u64(v, &u) || u < 1 || u > (1u << 24)) return bad(cmd, o, v, "expected 1..16777216");
@@ -193,6 +227,14 @@ int cli_session_open(const char *cmd, cli_session_args *a, hs_runtime **rt, hs_d
   *rt = NULL;
   *ds = NULL;
   *s = NULL;
+  /* One threshold stands for every layer. */
+  if (a->thresholds_set == 1)
+    for (int l = 1; l < HS_MAX_LAYERS; l++) a->cfg.thresholds[l] = a->cfg.thresholds[0];
+  else if (a->thresholds_set > 1 && a->thresholds_set != a->cfg.n_layers)
+    return cli_usage_error(cmd, "--threshold has %d values for %d layers (give one, or one "
+                           "per layer)", a->thresholds_set, a->cfg.n_layers);
+  if (a->thresholds_set && a->cfg.sampling != HS_SAMPLING_THRESHOLD)
+    return cli_usage_error(cmd, "--threshold applies to --sampling threshold only");
   char bundled[1024];
   const char *path = a->dataset;
   hs_status st;

@@ -10,6 +10,7 @@ typedef struct cli_session_args {
   hs_session_config cfg;
   bool fanouts_set, layers_set;
   bool model_set; /* --model given: a checkpoint of another model is refused */
+  int thresholds_set; /* values --threshold gave (1: every layer's) */
 } cli_session_args;
 
 void cli_session_args_init(cli_session_args *a);

@@ -17,6 +17,7 @@ static void usage(FILE *f) {
           "                     [--runs N] [--warmup N] [--quick] [--no-sub-devices]\n"
           "                     [--board B] [--json F] [--compare BASELINE.json]\n"
           "                     [--load RUN.json] [--report DIR] [--no-peer] [-q]\n"
+          "                     [--model sage|gcn|gat] [--heads N]\n"
           "                     [--jsonl F] [--implementations LIST [--matrix FILE]]\n"
           "\n"
           "Run the same workloads with the same data and seeds on every device (whole,\n"
@@ -35,6 +36,9 @@ static void usage(FILE *f) {
           "  --quick           small graphs, tables and shapes (a smoke run)\n"
           "  --no-sub-devices  whole devices only\n"
           "  --board B         profile whose rules place the training sessions\n"
+          "  --model M         the model the train workload trains: sage (default),\n"
+          "                    gcn or gat\n"
+          "  --heads N         GAT's attention heads (default 4)\n"
           "  --json F          save the run ('-': stdout; the table goes to stderr)\n"
           "  --compare F       ratio of each figure to a saved run; regressions beyond\n"
           "                    the spread are flagged, and make the exit status 1\n"
@@ -536,6 +540,14 @@ int cmd_bench(int argc, char **argv) {
       load = argv[++i];
     } else if (strcmp(a, "--report") == 0 && has) {
       report = argv[++i];
+    } else if (strcmp(a, "--model") == 0 && has) {
+      if (hs_model_kind_parse(argv[++i], &o.model) != HS_OK)
+        return cli_usage_error("bench", "--model '%s': expected sage, gcn or gat", argv[i]);
+    } else if (strcmp(a, "--heads") == 0 && has) {
+      uint64_t h;
+      if (!cli_parse_u64(argv[++i], &h) || h < 1 || h > 64)
+        return cli_usage_error("bench", "--heads '%s': 1..64", argv[i]);
+      o.heads = (int)h;
     } else if (strcmp(a, "--no-peer") == 0) {
       peer = false;
     } else if (strcmp(a, "--jsonl") == 0 && has) {

@@ -15,7 +15,7 @@ static void usage(FILE *f) {
           "Bring up a board: the devices its profile expects are present (a missing\n"
           "required device fails, a missing optional one is skipped), the devices that\n"
           "take a role have what [require] asks, every kernel (sampling in every mode,\n"
-          "reindex, gather, training kernels, each GEMM provider, a full training step)\n"
+          "reindex, gather, training kernels, each GEMM provider, a full training step of every model)\n"
           "runs on every device and matches its plain-C reference (bit for bit where\n"
           "the design promises it), an epoch of the bundled Cora trains for each role\n"
           "placement the profile allows, and peak figures meet [thresholds].\n"

@@ -1,9 +1,10 @@
-/* hetsage eval / hetsage predict: a saved model on a dataset. */
+/* hetsage eval / predict / embed: a saved model on a dataset. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli_ctr.h"
 #include "cli_session.h"
 
 /* A checkpoint file, or a training --checkpoint folder (its best.ckpt). */
@@ -45,7 +46,9 @@ static void eval_usage(FILE *f) {
           "--checkpoint folder: its best.ckpt is used).\n"
           "\n"
           "  --split train|valid|test   (default test)\n"
-          "  --sampled                  sampled neighbourhoods (default: full)\n"
+          "  --sampled                  sampled neighbourhoods (default: full, but\n"
+          "                             sampled under --sampling weighted|threshold)\n"
+          "  --full                     full neighbourhoods whatever the sampling\n"
           "  --json                     result as JSON\n");
   cli_session_usage(f);
 }
@@ -59,11 +62,12 @@ static int parse_split(const char *v, hs_split *out) {
 }
 
 int cmd_eval(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_eval_ctr(argc, argv);
   cli_session_args a;
   cli_session_args_init(&a);
   const char *ckpt_arg = NULL;
   hs_split split = HS_SPLIT_TEST;
-  bool sampled = false, json = false;
+  bool sampled = false, json = false, full = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_session_arg("eval", &a, argc, argv, &i);
@@ -79,6 +83,8 @@ int cmd_eval(int argc, char **argv) {
         return cli_usage_error("eval", "--split '%s': expected train, valid or test", argv[i]);
     } else if (!strcmp(o, "--sampled")) {
       sampled = true;
+    } else if (!strcmp(o, "--full")) {
+      full = true;
     } else if (!strcmp(o, "--json")) {
       json = true;
     } else {
@@ -86,6 +92,8 @@ int cmd_eval(int argc, char **argv) {
     }
   }
   if (!ckpt_arg) return cli_usage_error("eval", "--checkpoint is required");
+  if (sampled && full) return cli_usage_error("eval", "give one of --sampled and --full");
+  if (!full && a.cfg.sampling != HS_SAMPLING_UNIFORM) sampled = true;
   char buf[1100];
   const char *ckpt = resolve_checkpoint(ckpt_arg, buf, sizeof buf);
   hs_runtime *rt;
@@ -178,6 +186,7 @@ static int read_ids(const char *cmd, const char *list, const char *file, int64_t
 }
 
 int cmd_predict(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_predict_ctr(argc, argv);
   cli_session_args a;
   cli_session_args_init(&a);
   const char *ckpt_arg = NULL, *list = NULL, *file = NULL;
@@ -240,6 +249,89 @@ int cmd_predict(int argc, char **argv) {
   free(cls);
   free(logits);
   free(ids);
+  cli_session_close(rt, ds, s);
+  return rc;
+}
+
+static void embed_usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage embed --checkpoint FILE|DIR --out F.npy [--layer L] [options]\n"
+          "\n"
+          "Every vertex's representation after layer L of a saved model (default: the\n"
+          "last hidden layer), from full neighbourhoods layer by layer, dropout off:\n"
+          "float32, one row per vertex id (N x d), written as a NumPy .npy file\n"
+          "atomically (the old file or the new one, never a partial one). Hidden\n"
+          "layers give their output after bias and ReLU; the last layer, the logits.\n"
+          "\n"
+          "  --layer L        1..layers (default: layers - 1, or 1 for one layer)\n"
+          "  --out F.npy      where to write\n"
+          "  --json           the result as JSON\n");
+  cli_session_usage(f);
+}
+
+int cmd_embed(int argc, char **argv) {
+  cli_session_args a;
+  cli_session_args_init(&a);
+  const char *ckpt_arg = NULL, *out = NULL;
+  bool json = false;
+  uint64_t layer = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    int r = cli_session_arg("embed", &a, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      embed_usage(stdout);
+      return 0;
+    } else if (!strcmp(o, "--checkpoint") && i + 1 < argc) {
+      ckpt_arg = argv[++i];
+    } else if (!strcmp(o, "--out") && i + 1 < argc) {
+      out = argv[++i];
+    } else if (!strcmp(o, "--layer") && i + 1 < argc) {
+      if (!cli_parse_u64(argv[++i], &layer) || layer < 1 || layer > HS_MAX_LAYERS)
+        return cli_usage_error("embed", "--layer '%s': expected 1..%d", argv[i], HS_MAX_LAYERS);
+    } else if (!strcmp(o, "--json")) {
+      json = true;
+    } else {
+      return cli_usage_error("embed", "unknown option or missing value '%s'", o);
+    }
+  }
+  if (!ckpt_arg) return cli_usage_error("embed", "--checkpoint is required");
+  if (!out) return cli_usage_error("embed", "--out is required");
+  char buf[1100];
+  const char *ckpt = resolve_checkpoint(ckpt_arg, buf, sizeof buf);
+  hs_runtime *rt;
+  hs_dataset *ds;
+  hs_session *s;
+  int rc = open_from_checkpoint("embed", &a, ckpt, &rt, &ds, &s);
+  if (rc) return rc;
+  int layers = a.cfg.n_layers;
+  if (layer == 0) layer = layers > 1 ? (uint64_t)layers - 1 : 1;
+  if ((int)layer > layers) {
+    fprintf(stderr, "hetsage embed: --layer %llu: the model has layers 1..%d\n",
+            (unsigned long long)layer, layers);
+    cli_session_close(rt, ds, s);
+    return 2;
+  }
+  hs_status st = hs_session_embed_save(s, (int)layer, out);
+  if (st != HS_OK) {
+    cli_report("embed", out, st);
+    rc = 1;
+  } else {
+    hs_dataset_info info;
+    hs_dataset_info_init(&info);
+    hs_dataset_get_info(ds, &info);
+    int d = hs_session_embed_dim(s, (int)layer);
+    if (json) {
+      printf("{\"out\": ");
+      cli_json_string(stdout, out);
+      printf(", \"layer\": %d, \"rows\": %lld, \"dim\": %d, \"model\": \"%s\"}\n",
+             (int)layer, (long long)info.num_vertices, d, hs_model_kind_name(a.cfg.model));
+    } else {
+      printf("%s: %lld x %d float32 (layer %d of %d, %s)\n", out, (long long)info.num_vertices, d,
+             (int)layer, layers, hs_model_kind_name(a.cfg.model));
+    }
+  }
   cli_session_close(rt, ds, s);
   return rc;
 }

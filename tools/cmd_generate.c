@@ -5,11 +5,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_ctr.h"
 #include "cli_data.h"
 
 static void usage(FILE *f) {
   fprintf(f,
           "usage: hetsage generate --kind rmat|sbm [options] DST\n"
+          "       hetsage generate --kind ctr [options] DST   (see --kind ctr --help)\n"
           "\n"
           "Generate a synthetic node-classification dataset into DST (native format,\n"
           "written to DST.tmp-XXXXXX and renamed when complete). The result is a pure\n"
@@ -80,6 +82,9 @@ static bool int_arg(const char *cmd, int argc, char **argv, int *i, int64_t lo, 
 }
 
 int cmd_generate(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--kind") == 0 && strcmp(argv[i + 1], "ctr") == 0)
+      return cmd_generate_ctr(argc, argv);
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
     return 0;
@@ -91,9 +96,9 @@ int cmd_generate(int argc, char **argv) {
     if (strcmp(argv[i], "--kind") == 0) {
       if (strcmp(argv[i + 1], "rmat") == 0) kind = HS_GENERATE_RMAT;
       else if (strcmp(argv[i + 1], "sbm") == 0) kind = HS_GENERATE_SBM;
-      else return cli_usage_error(cmd, "--kind: '%s' is not rmat or sbm", argv[i + 1]);
+      else return cli_usage_error(cmd, "--kind: '%s' is not rmat, sbm or ctr", argv[i + 1]);
     }
-  if (!kind) return cli_usage_error(cmd, "--kind rmat|sbm is required");
+  if (!kind) return cli_usage_error(cmd, "--kind rmat|sbm|ctr is required");
   hs_generate_opts_init(&o, kind);
   bool json = false, quiet = false;
   const char *dst = NULL;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_ctr.h"
 #include "cli_session.h"
 
 static volatile sig_atomic_t interrupted;
@@ -26,6 +27,7 @@ static void usage(FILE *f) {
           "sampler device samples and reindexes, the host gathers features, the\n"
           "trainer device trains; batches are pipelined. With no options: GraphSAGE\n"
           "on the bundled Cora on the default board.\n"
+          "Click-through-rate models: hetsage train --task ctr --help.\n"
           "\n");
   cli_session_usage(f);
   fprintf(f,
@@ -36,7 +38,9 @@ static void usage(FILE *f) {
           "                       better validation; Ctrl-C saves DIR/last.ckpt\n"
           "  --resume             continue from DIR/last.ckpt\n"
           "  --eval full|sampled  validation and test with full neighbourhoods\n"
-          "                       (default) or sampled ones\n"
+          "                       (default with uniform sampling) or sampled ones\n"
+          "                       drawn like the training batches (default with\n"
+          "                       weighted and threshold sampling)\n"
           "  --free-host-topology release the host copy of the graph topology once\n"
           "                       the sampler holds it (memory saved: see --stats-json);\n"
           "                       evaluation is then sampled (--eval full is refused)\n"
@@ -117,6 +121,7 @@ static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc
 }
 
 int cmd_train(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_train_ctr(argc, argv);
   cli_session_args a;
   cli_session_args_init(&a);
   uint64_t epochs = 50, patience = 0;
@@ -172,6 +177,10 @@ int cmd_train(int argc, char **argv) {
     }
   }
   if (resume && !ckpt_dir) return cli_usage_error("train", "--resume needs --checkpoint DIR");
+  /* Evaluation draws neighbourhoods the way training does unless told: a
+   * full neighbourhood holds the edges weighted and threshold sampling
+   * would rarely or never pick. */
+  if (!eval_set && a.cfg.sampling != HS_SAMPLING_UNIFORM) full_eval = false;
   /* Full-neighbour evaluation walks the host topology, which the option
    * releases: sampled evaluation runs on the sampler instead. */
   if (a.cfg.free_host_topology) {

@@ -22,6 +22,7 @@ static const cli_command commands[] = {
     {"train", "train GraphSAGE, GCN or GAT (default: GraphSAGE on the bundled Cora)", cmd_train},
     {"eval", "accuracy of a saved model on a split", cmd_eval},
     {"predict", "predict the class of vertices with a saved model", cmd_predict},
+    {"embed", "every vertex's hidden representation from a saved model, as .npy", cmd_embed},
     {"bringup", "check every kernel on every device of this board against its reference",
      cmd_bringup},
     {"bench", "the same workloads on every device, each beside its same-run limit", cmd_bench},

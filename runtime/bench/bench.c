@@ -46,6 +46,8 @@ void hs_bench_options_init(hs_bench_options *o) {
   o->runs = 5;
   o->warmup = 1;
   o->sub_devices = true;
+  o->model = HS_MODEL_SAGE;
+  o->heads = 4;
 }
 
 /* ---- scopes --------------------------------------------------------------------- */
@@ -337,6 +339,8 @@ static void train_epochs(run_ctx *c, scope *s, hs_dataset *cora, const hs_board_
   cfg.batch_size = 256;
   cfg.hidden = 64;
   cfg.seed = 1;
+  cfg.model = c->o.model;
+  cfg.heads = c->o.heads;
   cfg.profile = &p;
   cfg.sampler = cfg.trainer = idx;
   hs_session *se = NULL;
@@ -360,17 +364,17 @@ static void train_epochs(run_ctx *c, scope *s, hs_dataset *cora, const hs_board_
   fig_init(&f, "train", s, "epoch_s", "s", true, "busiest_stage_s");
   hs__bench_figure_set(&f, wall, busiest, c->o.runs);
   snprintf(f.note, sizeof f.note,
-           "an epoch of Cora, batches of 256, fanouts 10,5; %s; %s pipeline; ratio 1.0 = "
-           "perfect overlap",
-           s->sub ? "roles on two sub-devices" : "both roles on the whole device",
+           "an epoch of Cora, %s, batches of 256, fanouts 10,5; %s; %s pipeline; ratio 1.0 "
+           "= perfect overlap",
+           hs_model_kind_name(c->o.model), s->sub ? "roles on two sub-devices" : "both roles on the whole device",
            hs_pipeline_mode_name(es.pipeline));
   emit(c, &f);
 }
 
 static void train_step(run_ctx *c, scope *s) {
   hs_train_runs tr;
-  if (hs__measure_train_step(&s->ctx, &s->dev, &hs__train_shapes[0], 0, c->o.warmup, c->o.runs,
-                             &tr) != HS_OK) {
+  if (hs__measure_train_step(&s->ctx, &s->dev, &hs__train_shapes[0], (int)c->o.model,
+                             c->o.heads, 0, c->o.warmup, c->o.runs, &tr) != HS_OK) {
     skip_note(s, "training step");
     return;
   }
@@ -381,7 +385,8 @@ static void train_step(run_ctx *c, scope *s) {
   fig_init(&f, "train", s, "step_s", "s", true, limit ? "gemm_floor_s" : NULL);
   hs__bench_figure_set(&f, tr.step_s, limit ? floor_s : NULL, c->o.runs);
   snprintf(f.note, sizeof f.note,
-           "a training step, %s shape (batch %d, %d layers), gemm %s%s", hs__train_shapes[0].name,
+           "a %s training step, %s shape (batch %d, %d layers), gemm %s%s",
+           hs_model_kind_name(c->o.model), hs__train_shapes[0].name,
            hs__train_shapes[0].batch, hs__train_shapes[0].n_layers, hs__gemm_kind_name(tr.gemm),
            limit ? "; limit: its GEMMs by OpenBLAS on as many threads" : "");
   emit(c, &f);

@@ -232,10 +232,11 @@ typedef struct hs_train_runs {
   int32_t dims[HS_NN_MAX_LAYERS + 1];
 } hs_train_runs;
 
-/* Training steps of `shape` on uniformly sampled batches on `dev`. */
+/* Training steps of model `kind` (hs_nn_kind; GAT with `heads` heads) in
+ * `shape` on uniformly sampled batches on `dev`. */
 hs_status hs__measure_train_step(const hs_ctx *ctx, const hs_dev *dev,
-                                 const hs_train_shape *shape, size_t wg, int warmup, int runs,
-                                 hs_train_runs *out);
+                                 const hs_train_shape *shape, int kind, int heads, size_t wg,
+                                 int warmup, int runs, hs_train_runs *out);
 
 /* Seconds of CPU time used so far by every thread of this process. */
 double hs__process_cpu_s(void);

@@ -95,19 +95,46 @@ nomem:
   return hs__fail(HS_ERR_NOMEM, "training benchmark batch");
 }
 
+#if HS_HAVE_CBLAS
+/* The GEMMs of one step of layer l, by model kind: GraphSAGE multiplies
+ * [self | mean] (n_dst x 2 d_in) by W (2 d_in x d_out); GCN and GAT
+ * multiply first, H (n_src x d_in) by W (d_in x width), width the
+ * layer's heads times features for GAT. Forward, weight gradient and
+ * (above layer 0) input gradient. */
+typedef struct step_gemms {
+  int64_t rows, k, n;
+} step_gemms;
+
+static step_gemms layer_gemms(const hs_model_shape *sh, const hs_nn_block *blocks, int l) {
+  step_gemms g;
+  if (sh->kind == HS_NN_SAGE) {
+    g.rows = blocks[l].n_dst;
+    g.k = 2 * sh->dims[l];
+    g.n = sh->dims[l + 1];
+  } else {
+    g.rows = blocks[l].n_src;
+    g.k = sh->dims[l];
+    g.n = sh->kind == HS_NN_GAT && l == sh->n_layers - 1 ? sh->heads * sh->dims[l + 1]
+                                                          : sh->dims[l + 1];
+  }
+  return g;
+}
+#endif
+
 /* Seconds OpenBLAS takes for every GEMM of one step (median of runs). */
 static double gemm_floor(const hs_model_shape *sh, const hs_nn_block *blocks, int threads,
                          int runs) {
 #if HS_HAVE_CBLAS
-  size_t biggest = 0;
+  size_t biggest = 0, wmax = 0;
   for (int l = 0; l < sh->n_layers; l++) {
-    size_t rows = (size_t)blocks[l].n_dst, d_in = (size_t)sh->dims[l],
-           d_out = (size_t)sh->dims[l + 1];
-    size_t need = rows * 2 * d_in > rows * d_out ? rows * 2 * d_in : rows * d_out;
+    step_gemms g = layer_gemms(sh, blocks, l);
+    size_t rows = (size_t)g.rows, k = (size_t)g.k, n = (size_t)g.n;
+    size_t need = rows * k > rows * n ? rows * k : rows * n;
     if (need > biggest) biggest = need;
+    if (k * n > wmax) wmax = k * n;
   }
   float *a = calloc(biggest, 4), *b = calloc(biggest, 4), *cbuf = calloc(biggest, 4);
-  float *w = calloc(sh->n_params, 4), *g = calloc(sh->n_params, 4);
+  float *w = calloc(wmax, 4), *g = calloc(wmax, 4);
   double t[HS_MEASURE_MAX_RUNS];
   double m = 0.0;
   if (a && b && cbuf && w && g) {
@@ -115,14 +142,15 @@ static double gemm_floor(const hs_model_shape *sh, const hs_nn_block *blocks, in
     for (int r = -1; r < runs; r++) {
       double t0 = hs__now();
       for (int l = 0; l < sh->n_layers; l++) {
-        blasint rows = blocks[l].n_dst, k2 = 2 * sh->dims[l], d_out = sh->dims[l + 1];
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, d_out, k2, 1.0f, a, k2,
-                    w + sh->w_off[l], d_out, 0.0f, cbuf, d_out);
+        step_gemms s = layer_gemms(sh, blocks, l);
+        blasint rows = (blasint)s.rows, k2 = (blasint)s.k, d_out = (blasint)s.n;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, d_out, k2, 1.0f, a, k2, w,
+                    d_out, 0.0f, cbuf, d_out);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k2, d_out, rows, 1.0f, a, k2, b,
-                    d_out, 0.0f, g + sh->w_off[l], d_out);
+                    d_out, 0.0f, g, d_out);
         if (l > 0)
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, k2, d_out, 1.0f, b, d_out,
-                      w + sh->w_off[l], d_out, 0.0f, cbuf, k2);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, k2, d_out, 1.0f, b, d_out, w,
+                      d_out, 0.0f, cbuf, k2);
       }
       if (r >= 0) t[r] = hs__now() - t0;
     }
@@ -171,14 +199,16 @@ static hs_status pass(const hs_ctx *ctx, const hs_dev *dev, const hs_model *m,
 }
 
 hs_status hs__measure_train_step(const hs_ctx *ctx, const hs_dev *dev,
-                                 const hs_train_shape *shape, size_t wg, int warmup, int runs,
-                                 hs_train_runs *out) {
+                                 const hs_train_shape *shape, int kind, int heads, size_t wg,
+                                 int warmup, int runs, hs_train_runs *out) {
   memset(out, 0, sizeof *out);
   if (runs < 1 || runs > HS_MEASURE_MAX_RUNS)
     return hs__fail(HS_ERR_INVALID_ARG, "training benchmark: %d runs", runs);
   out->runs = runs;
   hs_model_cfg cfg;
   hs__model_cfg_defaults(&cfg);
+  cfg.kind = (hs_nn_kind)kind;
+  cfg.heads = heads;
   cfg.n_layers = shape->n_layers;
   cfg.in_dim = shape->in_dim;
   cfg.hidden = shape->hidden;

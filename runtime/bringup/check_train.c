@@ -610,10 +610,13 @@ static hs_status replay(hs__scope *s, const hs_model_cfg *cfg, const hs_graph *g
 /* Three training steps through the device trainer and the reference on
  * batches sampled from `g`: parameters after each within 1e-5 relative. */
 static hs_check_result step_on(hs__bu *b, hs__scope *s, hs__out *o, const hs_graph *g,
-                               const hs_csr *csr, const char *gname, hs_optim_kind kind) {
+                               const hs_csr *csr, const char *gname, hs_optim_kind kind,
+                               hs_nn_kind model) {
   (void)b;
   hs_model_cfg cfg;
   hs__model_cfg_defaults(&cfg);
+  cfg.kind = model;
+  cfg.heads = 4;
   cfg.n_layers = 2;
   cfg.in_dim = (int)g->f;
   cfg.hidden = 32;
@@ -699,10 +702,11 @@ static hs_check_result step_on(hs__bu *b, hs__scope *s, hs__out *o, const hs_gra
   }
   o->digest = hs__fnv(HS__FNV_SEED, dev.params, sizeof(float) * dev.shape.n_params);
   snprintf(o->detail, sizeof o->detail,
-           "%s: gradients, then 3 %s steps of a 2-layer model (%d -> 32 -> %d) on sampled "
+           "%s: gradients, then 3 %s steps of a 2-layer %s (%d -> 32 -> %d) on sampled "
            "batches of 64 seeds, gemm %s: within 1e-5 relative of the reference, and "
            "bit-identical at work-group sizes 64 and 16; last loss %.4f",
-           gname, kind == HS_OPTIM_ADAM ? "Adam" : "SGD", (int)g->f, g->num_classes,
+           gname, kind == HS_OPTIM_ADAM ? "Adam" : "SGD", hs__model_ops(model)->title,
+           (int)g->f, g->num_classes,
            hs__gemm_kind_name(hs__trainer_gemm_kind(t)), (double)ts.last_loss);
   res = HS_CHECK_PASS;
 done:
@@ -714,7 +718,8 @@ done:
 }
 
 static hs_check_result step_generated(hs__bu *b, hs__scope *s, hs__out *o) {
-  return step_on(b, s, o, b->data.gen, &b->data.gen_csr, "generated R-MAT", HS_OPTIM_ADAM);
+  return step_on(b, s, o, b->data.gen, &b->data.gen_csr, "generated R-MAT", HS_OPTIM_ADAM,
+                 HS_NN_SAGE);
 }
 static hs_check_result step_cora(hs__bu *b, hs__scope *s, hs__out *o) {
   if (s->dev.info.simulator) {
@@ -728,7 +733,13 @@ static hs_check_result step_cora(hs__bu *b, hs__scope *s, hs__out *o) {
    * Adam's g / (|g| + eps) turns their last-bit differences into
    * parameter differences of order 1e-3: plain SGD with momentum keeps the
    * comparison about the step itself. */
-  return step_on(b, s, o, b->data.cora, &b->data.cora_csr, "Cora", HS_OPTIM_SGD);
+  return step_on(b, s, o, b->data.cora, &b->data.cora_csr, "Cora", HS_OPTIM_SGD, HS_NN_SAGE);
+}
+static hs_check_result step_gcn(hs__bu *b, hs__scope *s, hs__out *o) {
+  return step_on(b, s, o, b->data.cora, &b->data.cora_csr, "Cora", HS_OPTIM_SGD, HS_NN_GCN);
+}
+static hs_check_result step_gat(hs__bu *b, hs__scope *s, hs__out *o) {
+  return step_on(b, s, o, b->data.cora, &b->data.cora_csr, "Cora", HS_OPTIM_SGD, HS_NN_GAT);
 }
 
 const hs__kernel_check hs__bu_train_checks[] = {
@@ -745,5 +756,7 @@ const hs__kernel_check hs__bu_train_checks[] = {
     {"gemm.builtin", HS_BRINGUP_STANDARD, gemm_builtin, HS_PROG_GEMM},
     {"train.step.generated", HS_BRINGUP_STANDARD, step_generated, HS_PROG_TRAIN_SAGE},
     {"train.step.cora", HS_BRINGUP_STANDARD, step_cora, HS_PROG_TRAIN_SAGE},
+    {"train.step.gcn", HS_BRINGUP_STANDARD, step_gcn, HS_PROG_TRAIN_GCN},
+    {"train.step.gat", HS_BRINGUP_STANDARD, step_gat, HS_PROG_TRAIN_GAT},
 };
 const size_t hs__bu_train_check_count = HS_ARRAY_LEN(hs__bu_train_checks);

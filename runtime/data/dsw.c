@@ -26,10 +26,20 @@ char *hs__path_join(const char *a, const char *b) {
   return p;
 }
 
+/* The text splits of a CTR dataset: {train,valid,test}.txt[.gz]. */
+static bool ctr_split_name(const char *n) {
+  static const char *const names[] = {"train.txt", "valid.txt", "test.txt",
+                                      "train.txt.gz", "valid.txt.gz", "test.txt.gz"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(n, names[i]) == 0) return true;
+  return false;
+}
+
 /* Files a dataset directory may hold; with force, nothing else is deleted. */
 static bool dataset_file_name(const char *n) {
   size_t l = strlen(n);
-  return strcmp(n, "meta.json") == 0 || (l > 4 && strcmp(n + l - 4, ".npy") == 0);
+  return strcmp(n, "meta.json") == 0 || (l > 4 && strcmp(n + l - 4, ".npy") == 0) ||
+         ctr_split_name(n);
 }
 
 /* Remove a directory that holds only dataset files (or, with `any`, only
@@ -142,24 +152,6 @@ fail:
   return st;
 }
 
-static void sync_parent(const char *path) {
-  char *copy = strdup(path);
-  if (!copy) return;
-  char *slash = strrchr(copy, '/');
-  const char *dir = ".";
-  if (slash == copy) dir = "/";
-  else if (slash) {
-    *slash = '\0';
-    dir = copy;
-  }
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-  free(copy);
-}
-
 hs_status hs__dsw_commit(hs__dsw *w) {
   hs_status st = HS_OK;
   char *aside = NULL;
@@ -195,7 +187,7 @@ hs_status hs__dsw_commit(hs__dsw *w) {
     if (aside) rename(aside, w->dst);
     goto fail;
   }
-  sync_parent(w->dst);
+  hs__sync_parent_dir(w->dst);
   if (aside) {
     hs_status rst = remove_dataset_dir(aside, false, false);
     if (rst) hs__log(HS_LOG_DATA, "left the replaced dataset in %s", aside);

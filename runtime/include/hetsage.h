@@ -16,5 +16,6 @@
 #include "hetsage/kernels.h"
 #include "hetsage/bringup.h"
 #include "hetsage/bench.h"
+#include "hetsage/ctr.h"
 
 #endif

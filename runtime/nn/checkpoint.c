@@ -159,18 +159,7 @@ hs_status hs__checkpoint_save(const hs_model *m, const char *path) {
     goto fail;
   }
   /* Make the rename itself durable. */
-  char *slash = strrchr(tmp, '/');
-  if (slash == tmp)
-    tmp[1] = '\0';
-  else if (slash)
-    *slash = '\0';
-  else
-    strcpy(tmp, ".");
-  int dfd = open(tmp, O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
+  hs__sync_parent_dir(path);
   free(tmp);
   hs__log(HS_LOG_TRAIN, "checkpoint %s: step %llu, %zu parameters", path,
           (unsigned long long)m->step, n);

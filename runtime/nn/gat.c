@@ -223,15 +223,6 @@ static void gat_ref_free(void *p) {
   free(ws);
 }
 
-/* rows x cols elements (at least one), NULL on overflow or exhaustion. */
-static void *alloc_mat(int64_t rows, int64_t cols, size_t elem) {
-  size_t n;
-  if (rows < 0 || cols < 0 || !hs__mul_size((size_t)rows, (size_t)cols, &n) ||
-      !hs__mul_size(n, elem, &n))
-    return NULL;
-  return malloc(n ? n : elem);
-}
-
 /* Layer l's attention on block `blk` from its input `in`: Y, scores and
  * coefficients into the given arrays, z (n_dst x HF). */
 static void layer_fwd(const hs_model_shape *sh, const float *params, int l,
@@ -258,16 +249,16 @@ static hs_status gat_ref_forward(const hs_model_shape *sh, const float *params,
     const hs_nn_block *blk = &b->blocks[l];
     hs_gat_dims g = hs__gat_dims(sh, l);
     int64_t hf = (int64_t)g.heads * g.f, ns = blk->n_src, nd = blk->n_dst;
-    ws->y[l] = alloc_mat(ns, hf, sizeof(float));
-    ws->el[l] = alloc_mat(ns, g.heads, sizeof(float));
-    ws->er[l] = alloc_mat(nd, g.heads, sizeof(float));
-    ws->a_self[l] = alloc_mat(nd, g.heads, sizeof(float));
-    ws->a_edge[l] = alloc_mat(hs__nn_block_edges(blk), g.heads, sizeof(float));
-    float *z = alloc_mat(nd, hf, sizeof(float));
+    ws->y[l] = hs__ref_alloc(ns, hf, sizeof(float));
+    ws->el[l] = hs__ref_alloc(ns, g.heads, sizeof(float));
+    ws->er[l] = hs__ref_alloc(nd, g.heads, sizeof(float));
+    ws->a_self[l] = hs__ref_alloc(nd, g.heads, sizeof(float));
+    ws->a_edge[l] = hs__ref_alloc(hs__nn_block_edges(blk), g.heads, sizeof(float));
+    float *z = hs__ref_alloc(nd, hf, sizeof(float));
     if (l < L - 1)
       ws->h[l + 1] = z;
     else
-      ws->logits = alloc_mat(nd, sh->dims[L], sizeof(float));
+      ws->logits = hs__ref_alloc(nd, sh->dims[L], sizeof(float));
     if (!ws->y[l] || !ws->el[l] || !ws->er[l] || !ws->a_self[l] || !ws->a_edge[l] || !z ||
         (l == L - 1 && !ws->logits)) {
       if (l == L - 1) free(z);
@@ -303,13 +294,13 @@ static hs_status gat_ref_backward(const hs_model_shape *sh, const float *params,
     int64_t ne = hs__nn_block_edges(blk);
     size_t d_in = (size_t)sh->dims[l];
     const float *h = l == 0 ? b->feat : ws->h[l];
-    float *dzh = l == L - 1 ? alloc_mat(nd, hf, sizeof(float)) : NULL;
-    float *g_self = alloc_mat(nd, g.heads, sizeof(float)), *g_edge = alloc_mat(ne, g.heads, sizeof(float));
-    float *der = alloc_mat(nd, g.heads, sizeof(float)), *del = alloc_mat(ns, g.heads, sizeof(float));
-    float *dy = alloc_mat(ns, hf, sizeof(float));
-    int32_t *t_ptr = alloc_mat(ns + 1, 1, sizeof(int32_t)), *t_eid = alloc_mat(ne, 1, sizeof(int32_t));
-    int32_t *edst = alloc_mat(ne, 1, sizeof(int32_t));
-    float *below = l > 0 ? (dz[l - 1] = alloc_mat(ns, (int64_t)d_in, sizeof(float))) : dx;
+    float *dzh = l == L - 1 ? hs__ref_alloc(nd, hf, sizeof(float)) : NULL;
+    float *g_self = hs__ref_alloc(nd, g.heads, sizeof(float)), *g_edge = hs__ref_alloc(ne, g.heads, sizeof(float));
+    float *der = hs__ref_alloc(nd, g.heads, sizeof(float)), *del = hs__ref_alloc(ns, g.heads, sizeof(float));
+    float *dy = hs__ref_alloc(ns, hf, sizeof(float));
+    int32_t *t_ptr = hs__ref_alloc(ns + 1, 1, sizeof(int32_t)), *t_eid = hs__ref_alloc(ne, 1, sizeof(int32_t));
+    int32_t *edst = hs__ref_alloc(ne, 1, sizeof(int32_t));
+    float *below = l > 0 ? (dz[l - 1] = hs__ref_alloc(ns, (int64_t)d_in, sizeof(float))) : dx;
     if ((l == L - 1 && !dzh) || !g_self || !g_edge || !der || !del || !dy || !t_ptr || !t_eid ||
         !edst || (l > 0 && !below)) {
       st = hs__fail(HS_ERR_NOMEM, "reference backward: layer %d", l);
@@ -354,11 +345,11 @@ static hs_status gat_ref_layer(const hs_model_shape *sh, const float *params, in
   hs_gat_dims d = hs__gat_dims(sh, l);
   int64_t hf = (int64_t)d.heads * d.f;
   bool last = l == sh->n_layers - 1;
-  int32_t *rp = alloc_mat(n + 1, 1, sizeof(int32_t));
-  float *y = alloc_mat(n, hf, sizeof(float)), *el = alloc_mat(n, d.heads, sizeof(float));
-  float *er = alloc_mat(n, d.heads, sizeof(float)), *as = alloc_mat(n, d.heads, sizeof(float));
-  float *ae = alloc_mat(e, d.heads, sizeof(float));
-  float *z = last ? alloc_mat(n, hf, sizeof(float)) : out;
+  int32_t *rp = hs__ref_alloc(n + 1, 1, sizeof(int32_t));
+  float *y = hs__ref_alloc(n, hf, sizeof(float)), *el = hs__ref_alloc(n, d.heads, sizeof(float));
+  float *er = hs__ref_alloc(n, d.heads, sizeof(float)), *as = hs__ref_alloc(n, d.heads, sizeof(float));
+  float *ae = hs__ref_alloc(e, d.heads, sizeof(float));
+  float *z = last ? hs__ref_alloc(n, hf, sizeof(float)) : out;
   hs_status st = HS_OK;
   if (!rp || !y || !el || !er || !as || !ae || !z) {
     st = hs__fail(HS_ERR_NOMEM, "inference: layer %d of %lld vertices", l, (long long)n);

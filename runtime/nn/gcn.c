@@ -91,15 +91,6 @@ static void gcn_ref_free(void *p) {
   free(ws);
 }
 
-/* rows x cols elements (at least one), NULL on overflow or exhaustion. */
-static void *alloc_mat(int64_t rows, int64_t cols, size_t elem) {
-  size_t n;
-  if (rows < 0 || cols < 0 || !hs__mul_size((size_t)rows, (size_t)cols, &n) ||
-      !hs__mul_size(n, elem, &n))
-    return NULL;
-  return malloc(n ? n : elem);
-}
-
 static hs_status gcn_ref_forward(const hs_model_shape *sh, const float *params,
                                  const hs_nn_batch *b, const hs_nn_keys *k, void **out_ws,
                                  const float **logits) {
@@ -114,16 +105,16 @@ static hs_status gcn_ref_forward(const hs_model_shape *sh, const float *params,
     const hs_nn_block *blk = &b->blocks[l];
     int32_t d_in = sh->dims[l], d_out = sh->dims[l + 1];
     free(y);
-    y = alloc_mat(blk->n_src, d_out, sizeof(float));
-    float *out = alloc_mat(blk->n_dst, d_out, sizeof(float));
+    y = hs__ref_alloc(blk->n_src, d_out, sizeof(float));
+    float *out = hs__ref_alloc(blk->n_dst, d_out, sizeof(float));
     if (l < L - 1)
       ws->h[l + 1] = out;
     else
       ws->logits = out;
-    ws->cd[l] = alloc_mat(blk->n_dst, 1, sizeof(float));
-    ws->cs[l] = alloc_mat(blk->n_src, 1, sizeof(float));
-    ws->t_ptr[l] = alloc_mat((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
-    ws->t_dst[l] = alloc_mat(hs__nn_block_edges(blk), 1, sizeof(int32_t));
+    ws->cd[l] = hs__ref_alloc(blk->n_dst, 1, sizeof(float));
+    ws->cs[l] = hs__ref_alloc(blk->n_src, 1, sizeof(float));
+    ws->t_ptr[l] = hs__ref_alloc((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
+    ws->t_dst[l] = hs__ref_alloc(hs__nn_block_edges(blk), 1, sizeof(int32_t));
     if (!y || !out || !ws->cd[l] || !ws->cs[l] || !ws->t_ptr[l] || !ws->t_dst[l]) {
       st = hs__fail(HS_ERR_NOMEM, "reference forward: layer %d, %d rows", l, blk->n_src);
       break;
@@ -157,8 +148,8 @@ static hs_status gcn_ref_backward(const hs_model_shape *sh, const float *params,
     const float *g = l == L - 1 ? dout : dz[l];
     const float *h = l == 0 ? b->feat : ws->h[l];
     free(dy);
-    dy = alloc_mat(blk->n_src, (int64_t)d_out, sizeof(float));
-    float *below = l > 0 ? (dz[l - 1] = alloc_mat(blk->n_src, (int64_t)d_in, sizeof(float))) : dx;
+    dy = hs__ref_alloc(blk->n_src, (int64_t)d_out, sizeof(float));
+    float *below = l > 0 ? (dz[l - 1] = hs__ref_alloc(blk->n_src, (int64_t)d_in, sizeof(float))) : dx;
     if (!dy || (l > 0 && !below)) {
       st = hs__fail(HS_ERR_NOMEM, "reference backward: layer %d", l);
       break;
@@ -183,8 +174,8 @@ static hs_status gcn_ref_layer(const hs_model_shape *sh, const float *params, in
                                const hs_csr_view *g, const float *in, float *out) {
   size_t n = (size_t)g->n_vertices;
   size_t d_in = (size_t)sh->dims[l], d_out = (size_t)sh->dims[l + 1];
-  float *y = alloc_mat((int64_t)n, (int64_t)d_out, sizeof(float));
-  float *cd = alloc_mat((int64_t)n, 1, sizeof(float)), *cs = alloc_mat((int64_t)n, 1, sizeof(float));
+  float *y = hs__ref_alloc((int64_t)n, (int64_t)d_out, sizeof(float));
+  float *cd = hs__ref_alloc((int64_t)n, 1, sizeof(float)), *cs = hs__ref_alloc((int64_t)n, 1, sizeof(float));
   int32_t *named = calloc(n ? n : 1, sizeof(int32_t));
   hs_status st = HS_OK;
   if (!y || !cd || !cs || !named) {

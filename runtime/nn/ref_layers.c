@@ -1,9 +1,18 @@
 /* Plain-C references of the training kernels (see ref_nn.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/nn_rng.h"
 #include "nn/ref_nn.h"
+
+void *hs__ref_alloc(int64_t rows, int64_t cols, size_t elem) {
+  size_t n;
+  if (rows < 0 || cols < 0 || !hs__mul_size((size_t)rows, (size_t)cols, &n) ||
+      !hs__mul_size(n, elem, &n))
+    return NULL;
+  return malloc(n ? n : elem);
+}
 
 void hs__ref_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,
                   const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,

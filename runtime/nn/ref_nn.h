@@ -15,6 +15,10 @@
 #include "nn/hs_nn_block.h"
 #include "nn/model.h"
 
+/* rows x cols elements of `elem` bytes (at least one element), or NULL on
+ * overflow or exhaustion: the references' matrices. */
+void *hs__ref_alloc(int64_t rows, int64_t cols, size_t elem);
+
 /* C = alpha * op(A) . op(B) + beta * C, op(A) m x k, op(B) k x n. beta == 0
  * ignores C's old contents (NaN included), as BLAS does. */
 void hs__ref_gemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k, float alpha,

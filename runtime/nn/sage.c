@@ -56,15 +56,6 @@ static void sage_ref_free(void *p) {
   free(ws);
 }
 
-/* rows x cols elements (at least one), NULL on overflow or exhaustion. */
-static void *alloc_mat(int64_t rows, int64_t cols, size_t elem) {
-  size_t n;
-  if (rows < 0 || cols < 0 || !hs__mul_size((size_t)rows, (size_t)cols, &n) ||
-      !hs__mul_size(n, elem, &n))
-    return NULL;
-  return malloc(n ? n : elem);
-}
-
 /* Layer 0 over sparse rows (sparse_first.h) into out (n_dst x d_out). */
 static hs_status sparse_first_fwd(const hs_model_shape *shape, const float *params,
                                   const hs_nn_batch *b, float *out) {
@@ -76,7 +67,7 @@ static hs_status sparse_first_fwd(const hs_model_shape *shape, const float *para
     hs__ref_sp_fwd_af(b->sfeat, blk, w_self, w_neigh, d_out, out);
     return HS_OK;
   }
-  float *h = alloc_mat(blk->n_src, d_out, sizeof(float));
+  float *h = hs__ref_alloc(blk->n_src, d_out, sizeof(float));
   if (!h) return hs__fail(HS_ERR_NOMEM, "reference forward: sparse layer 0");
   hs__ref_sp_mm(b->sfeat, 0, blk->n_src, w_neigh, d_out, h);
   hs__ref_sp_fwd_mf(b->sfeat, blk, w_self, h, d_out, out);
@@ -89,9 +80,9 @@ static hs_status sparse_first_wgrad(const hs_model_shape *shape, const hs_nn_bat
                                     const float *dz, float *dw) {
   const hs_nn_block *blk = &b->blocks[0];
   int32_t d_in = shape->dims[0], d_out = shape->dims[1];
-  int32_t *t_ptr = alloc_mat((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
-  int32_t *t_dst = alloc_mat(hs__nn_block_edges(blk), 1, sizeof(int32_t));
-  float *g = alloc_mat(blk->n_src, d_out, sizeof(float));
+  int32_t *t_ptr = hs__ref_alloc((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
+  int32_t *t_dst = hs__ref_alloc(hs__nn_block_edges(blk), 1, sizeof(int32_t));
+  float *g = hs__ref_alloc(blk->n_src, d_out, sizeof(float));
   hs_status st = HS_OK;
   if (!t_ptr || !t_dst || !g) {
     st = hs__fail(HS_ERR_NOMEM, "reference backward: sparse layer 0");
@@ -118,8 +109,8 @@ static hs_status sage_ref_forward(const hs_model_shape *shape, const float *para
     const hs_nn_block *blk = &b->blocks[l];
     int32_t d_in = shape->dims[l], d_out = shape->dims[l + 1];
     bool sparse = l == 0 && b->sfeat;
-    float *out = alloc_mat(blk->n_dst, d_out, sizeof(float));
-    if (!sparse) ws->cat[l] = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
+    float *out = hs__ref_alloc(blk->n_dst, d_out, sizeof(float));
+    if (!sparse) ws->cat[l] = hs__ref_alloc(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
     if (l < L - 1)
       ws->h[l + 1] = out;
     else
@@ -172,10 +163,10 @@ static hs_status sage_ref_backward(const hs_model_shape *shape, const float *par
     free(dcat);
     free(t_ptr);
     free(t_dst);
-    dcat = alloc_mat(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
-    t_ptr = alloc_mat((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
-    t_dst = alloc_mat(hs__nn_block_edges(blk), 1, sizeof(int32_t));
-    float *below = l > 0 ? (dz[l - 1] = alloc_mat(blk->n_src, (int64_t)d_in, sizeof(float))) : dx;
+    dcat = hs__ref_alloc(blk->n_dst, 2 * (int64_t)d_in, sizeof(float));
+    t_ptr = hs__ref_alloc((int64_t)blk->n_src + 1, 1, sizeof(int32_t));
+    t_dst = hs__ref_alloc(hs__nn_block_edges(blk), 1, sizeof(int32_t));
+    float *below = l > 0 ? (dz[l - 1] = hs__ref_alloc(blk->n_src, (int64_t)d_in, sizeof(float))) : dx;
     if (!dcat || !t_ptr || !t_dst || !below) {
       st = hs__fail(HS_ERR_NOMEM, "reference backward: layer %d", l);
       goto done;
@@ -201,7 +192,7 @@ static hs_status sage_ref_layer(const hs_model_shape *shape, const float *params
                                 const hs_csr_view *g, const float *in, float *out) {
   size_t n = (size_t)g->n_vertices;
   size_t d_in = (size_t)shape->dims[l], d_out = (size_t)shape->dims[l + 1];
-  float *cat = alloc_mat(INFER_CHUNK_ROWS, 2 * (int64_t)d_in, sizeof(float));
+  float *cat = hs__ref_alloc(INFER_CHUNK_ROWS, 2 * (int64_t)d_in, sizeof(float));
   if (!cat) return hs__fail(HS_ERR_NOMEM, "inference: layer %d", l);
   for (size_t r0 = 0; r0 < n; r0 += INFER_CHUNK_ROWS) {
     size_t rows = n - r0 < INFER_CHUNK_ROWS ? n - r0 : INFER_CHUNK_ROWS;

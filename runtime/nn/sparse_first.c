@@ -6,6 +6,7 @@
 
 #include "hs_launch.h"
 #include "hs_programs.h"
+#include "../../cl_kernels/hs_sparse.h"
 #include "nn/trainer_internal.h"
 
 static const char *const sp_names[SK_COUNT] = {
@@ -33,6 +34,12 @@ void hs__sparse_first_release(hs_trainer *t) {
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) hs__trainer_drop(all[i]);
   for (int i = 0; i < SK_COUNT; i++) hs__kernel_release(&t->sk[i]);
   hs__program_release(&t->sp_program);
+}
+
+/* Work-items along a row of d outputs (hs_sparse.h). */
+static size_t chunks(const hs_trainer *t, int d) {
+  size_t c = t->dev.info.type == HS_DEVICE_CPU ? HS_SP_CHUNK_CPU : HS_SP_CHUNK_OTHER;
+  return ((size_t)d + c - 1) / c;
 }
 
 static hs_status run(hs_trainer *t, hs_train_phase ph, int id, size_t g0, size_t g1,
@@ -98,7 +105,7 @@ hs_status hs__sparse_first_forward(hs_trainer *t, cl_mem out) {
   /* A binary batch binds the column ids where values would go: the kernel
    * never reads them. */
   cl_mem val = t->x_has_val ? t->x_val.m : t->x_col.m;
-  size_t vecs = hs__vecs((size_t)d_out);
+  size_t vecs = chunks(t, d_out);
   hs_status st;
   if (t->x_order == HS_SPARSE_AGGREGATE_FIRST) {
     hs_karg af[] = {HS_KARG(t->x_ptr.m), HS_KARG(t->x_col.m), HS_KARG(val), HS_KARG(has_val),
@@ -148,7 +155,7 @@ hs_status hs__sparse_first_wgrad(hs_trainer *t) {
   cl_int has_val = t->x_has_val;
   cl_ulong w_off = sh->w_off[0];
   cl_mem val = t->x_has_val ? t->x_val.m : t->x_col.m;
-  size_t vecs = hs__vecs((size_t)d_out);
+  size_t vecs = chunks(t, d_out);
   hs_status st;
   if ((st = hs__trainer_transpose(t, 0, false)) != HS_OK) return st;
   if (!t->x_cols && (st = columns(t)) != HS_OK) return st;

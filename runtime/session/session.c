@@ -1,6 +1,7 @@
 /* Session set-up: placement for the dataset, devices and queues, the
  * sampler with the topology resident, the trainer with the model, and the
  * pipeline's slots — everything allocated here, nothing per batch. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,31 @@ _Static_assert((int)HS_MODEL_SAGE == (int)HS_NN_SAGE && (int)HS_MODEL_GCN == (in
                "hs_model_kind and hs_nn_kind must agree");
 
 const char *hs_model_kind_name(hs_model_kind kind) { return hs__nn_kind_name((int)kind); }
+
+const char *hs_sampling_name(hs_sampling s) {
+  switch (s) {
+    case HS_SAMPLING_UNIFORM: return "uniform";
+    case HS_SAMPLING_WEIGHTED: return "weighted";
+    case HS_SAMPLING_THRESHOLD: return "threshold";
+    default: return "unknown";
+  }
+}
+
+hs_status hs_sampling_parse(const char *name, hs_sampling *out) {
+  for (int m = HS_SAMPLING_UNIFORM; m <= HS_SAMPLING_THRESHOLD; m++)
+    if (name && strcmp(name, hs_sampling_name((hs_sampling)m)) == 0) {
+      *out = (hs_sampling)m;
+      return HS_OK;
+    }
+  return hs__fail(HS_ERR_INVALID_ARG, "sampling '%s': expected uniform, weighted or threshold",
+                  name ? name : "(null)");
+}
+
+/* The public modes are the sampler's (sample/hs_sample.h). */
+_Static_assert((int)HS_SAMPLING_UNIFORM == (int)HS_SAMPLE_UNIFORM &&
+                   (int)HS_SAMPLING_WEIGHTED == (int)HS_SAMPLE_WEIGHTED &&
+                   (int)HS_SAMPLING_THRESHOLD == (int)HS_SAMPLE_THRESHOLD,
+               "hs_sampling and hs_sample_mode must agree");
 
 hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
   const hs_model_ops *ops = hs__model_ops_by_name(name);
@@ -109,7 +135,26 @@ static hs_status check_config(const hs_session_config *c) {
   if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0)
     return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be a multiple of the %d heads",
                     c->hidden, c->heads);
+  if ((unsigned)c->sampling > HS_SAMPLING_THRESHOLD)
+    return hs__fail(HS_ERR_INVALID_ARG, "sampling %d: expected uniform, weighted or threshold",
+                    (int)c->sampling);
+  if (c->replace && c->sampling == HS_SAMPLING_THRESHOLD)
+    return hs__fail(HS_ERR_INVALID_ARG, "replace: threshold sampling draws without replacement");
+  if (c->vertex_budget < 0 || (c->vertex_budget > 0 && c->vertex_budget < c->batch_size))
+    return hs__fail(HS_ERR_INVALID_ARG, "vertex budget %lld: must be 0 (none) or at least the "
+                    "batch size %d", (long long)c->vertex_budget, c->batch_size);
+  for (int l = 0; c->sampling == HS_SAMPLING_THRESHOLD && l < c->n_layers; l++)
+    if (!isfinite(c->thresholds[l]))
+      return hs__fail(HS_ERR_INVALID_ARG, "threshold of layer %d: not a finite number", l);
   return HS_OK;
+}
+
+/* Weighted modes draw from the edge weights: a dataset without them is
+ * refused before anything is placed or built. */
+static hs_status check_sampling(const hs_graph *g, const hs_session_config *c) {
+  if (c->sampling == HS_SAMPLING_UNIFORM || g->weights) return HS_OK;
+  return hs__fail(HS_ERR_INVALID_ARG, "%s sampling draws from edge weights, and the dataset "
+                  "has none (no weights.npy)", hs_sampling_name(c->sampling));
 }
 
 static hs_status check_dataset(const hs_graph *g) {
@@ -341,7 +386,10 @@ static hs_status make_sampler(hs_session *s) {
   memset(&s->scfg, 0, sizeof s->scfg);
   s->scfg.n_layers = s->cfg.n_layers;
   for (int l = 0; l < s->cfg.n_layers; l++) s->scfg.fanout[l] = s->cfg.fanouts[l];
-  s->scfg.mode = HS_SAMPLE_UNIFORM;
+  s->scfg.mode = (hs_sample_mode)s->cfg.sampling;
+  s->scfg.replace = s->cfg.replace;
+  s->scfg.max_vertices = s->cfg.vertex_budget;
+  for (int l = 0; l < s->cfg.n_layers; l++) s->scfg.threshold[l] = s->cfg.thresholds[l];
   /* Sampling draws from a stream of its own, apart from dropout's. */
   s->scfg.seed = s->cfg.seed ^ 0x9e3779b97f4a7c15ull;
   hs_csr csr = {.n = s->g->n, .e = s->g->e, .indptr = s->g->indptr,
@@ -435,7 +483,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->cfg.profile = NULL;
   s->order_epoch = -1;
-  if ((st = check_dataset(s->g)) != HS_OK) goto fail;
+  if ((st = check_dataset(s->g)) != HS_OK || (st = check_sampling(s->g, cfg)) != HS_OK) goto fail;
   if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
     st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
                   "GraphSAGE's first layer reads so far; for %s, convert them to dense "
@@ -537,9 +585,20 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
                   "compiler rejected (%s)\n",
                   bn->why);
   if (s->topology_freed && k > 0 && (size_t)k < sizeof more)
-    snprintf(more + k, sizeof more - (size_t)k,
-             "host topology: %s released after the upload to the sampler\n",
-             hs__fmt_bytes(s->topology_freed, b, sizeof b));
+    k += snprintf(more + k, sizeof more - (size_t)k,
+                  "host topology: %s released after the upload to the sampler\n",
+                  hs__fmt_bytes(s->topology_freed, b, sizeof b));
+  if (k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k, "model: %s", s->model.shape.ops->title);
+  if (s->model.shape.kind == HS_NN_GAT && k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k, " (%d heads)", s->model.shape.heads);
+  if (k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k, "; sampling %s%s",
+                  hs_sampling_name(s->cfg.sampling), s->cfg.replace ? " with replacement" : "");
+  if (s->cfg.vertex_budget > 0 && k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k, ", at most %lld vertices a batch",
+                  (long long)s->cfg.vertex_budget);
+  if (k > 0 && (size_t)k < sizeof more) snprintf(more + k, sizeof more - (size_t)k, "\n");
   size_t m = strlen(more);
   if (buf && n < len) snprintf(buf + n, len - n, "%s", more);
   return n + m;

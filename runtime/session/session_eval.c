@@ -1,7 +1,12 @@
 /* Evaluation, prediction and checkpoints of a session. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "data/hs_npy.h"
 #include "hs_session_int.h"
 #include "nn/checkpoint.h"
 #include "nn/model_ops.h"
@@ -264,4 +269,64 @@ hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n
   *n = s->model.shape.n_params;
   if (out) memcpy(out, s->model.params, (cap < *n ? cap : *n) * sizeof *out);
   return HS_OK;
+}
+
+/* ---- node embeddings -------------------------------------------------------------- */
+
+int hs_session_embed_dim(const hs_session *s, int layer) {
+  if (!s || layer < 1 || layer > s->model.shape.n_layers) return 0;
+  return s->model.shape.dims[layer];
+}
+
+hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap) {
+  if (!s || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_embed: NULL argument");
+  int L = s->model.shape.n_layers;
+  if (layer < 1 || layer > L)
+    return hs__fail(HS_ERR_INVALID_ARG, "embedding layer %d: the model has layers 1..%d", layer,
+                    L);
+  const hs_graph *g = s->g;
+  size_t want = (size_t)g->n * (size_t)s->model.shape.dims[layer];
+  if (cap < want)
+    return hs__fail(HS_ERR_INVALID_ARG, "embeddings: %zu floats needed (%lld x %d), %zu given",
+                    want, (long long)g->n, s->model.shape.dims[layer], cap);
+  hs_status st = hs__graph_topology(g, "embeddings (full neighbourhoods)");
+  if (st != HS_OK) return st;
+  if (s->tier || !g->feat || g->feat_sparse || g->feat_dtype != HS_DTYPE_FLOAT32)
+    return hs__fail(HS_ERR_UNSUPPORTED, "embeddings need the features held dense as float32 "
+                    "(these are %s)",
+                    s->tier ? "read from disk through the host tier"
+                    : g->feat_sparse ? "stored sparse" : "float16");
+  if (g->indptr[g->n] > INT32_MAX)
+    return hs__fail(HS_ERR_UNSUPPORTED, "embeddings: %lld edges exceed 32-bit offsets",
+                    (long long)g->indptr[g->n]);
+  hs_csr_view view = {.n_vertices = g->n, .indptr = g->indptr, .indices = g->indices};
+  return hs__trainer_infer_layers(s->trainer, &view, s->feat, layer, out);
+}
+
+hs_status hs_session_embed_save(hs_session *s, int layer, const char *path) {
+  if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_embed_save: NULL argument");
+  int d = hs_session_embed_dim(s, layer);
+  size_t n = (size_t)s->g->n, count = n * (size_t)d;
+  float *emb = malloc(count * sizeof *emb + 1);
+  if (!emb) return hs__fail(HS_ERR_NOMEM, "out of memory for %zu x %d embeddings", n, d);
+  char *tmp = malloc(strlen(path) + 48);
+  hs_status st = tmp ? hs_session_embed(s, layer, emb, count)
+                     : hs__fail(HS_ERR_NOMEM, "%s: temporary name", path);
+  if (st == HS_OK) {
+    /* A name no other writer uses; the npy writer creates it exclusively. */
+    static atomic_uint counter;
+    snprintf(tmp, strlen(path) + 48, "%s.tmp.%ld.%u", path, (long)getpid(),
+             atomic_fetch_add(&counter, 1u));
+    uint64_t shape[2] = {n, (uint64_t)d};
+    st = hs__npy_write(tmp, HS_DTYPE_FLOAT32, 2, shape, emb);
+    if (st == HS_OK && rename(tmp, path) != 0)
+      st = hs__fail(HS_ERR_IO, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
+    if (st != HS_OK)
+      unlink(tmp);
+    else
+      hs__sync_parent_dir(path);
+  }
+  free(tmp);
+  free(emb);
+  return st;
 }

@@ -21,6 +21,7 @@
 #include "hetsage/board.h"
 #include "hetsage/device.h"
 #include "hetsage/runtime.h"
+#include "hetsage/session.h"
 #include "hetsage/status.h"
 
 #ifdef __cplusplus
@@ -69,6 +70,10 @@ typedef struct hs_bench_options {
   /* The profile whose placement rules the train workload's sessions use
    * (NULL: the runtime's board, else the default); borrowed for the call. */
   const hs_board_profile *profile;
+  /* The model the train workload trains (default GraphSAGE; GAT with
+   * `heads` heads, default 4). */
+  hs_model_kind model;
+  int heads;
   hs_bench_run_hook sample_hook; /* NULL: none */
   void *sample_hook_user;
 } hs_bench_options;

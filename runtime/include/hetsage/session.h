@@ -46,6 +46,22 @@ HS_API const char *hs_model_kind_name(hs_model_kind kind);
 /* The kind a name gives; HS_ERR_INVALID_ARG for any other name. */
 HS_API hs_status hs_model_kind_parse(const char *name, hs_model_kind *out);
 
+/* How a batch's neighbours are drawn (training and sampled evaluation
+ * alike). */
+typedef enum hs_sampling {
+  HS_SAMPLING_UNIFORM = 0,   /* every neighbour equally likely */
+  HS_SAMPLING_WEIGHTED = 1,  /* probability proportional to the edge's weight
+                                (the dataset's weights.npy) */
+  HS_SAMPLING_THRESHOLD = 2, /* only edges whose weight exceeds the layer's
+                                threshold, uniformly among them; never with
+                                replacement */
+} hs_sampling;
+
+/* "uniform", "weighted", "threshold"; "unknown" otherwise. */
+HS_API const char *hs_sampling_name(hs_sampling s);
+/* The mode a name gives; HS_ERR_INVALID_ARG for any other name. */
+HS_API hs_status hs_sampling_parse(const char *name, hs_sampling *out);
+
 /* hs_transfer and hs_feature_pages: hetsage/settings.h. */
 
 typedef struct hs_session_config {
@@ -119,9 +135,22 @@ typedef struct hs_session_config {
    * session of another model fails with HS_ERR_INVALID_ARG naming both. */
   hs_model_kind model;
   int heads;
+  /* Sampling (default uniform without replacement, no budget): the mode;
+   * `replace` draws with replacement (uniform and weighted modes); a
+   * vertex budget > 0 caps the vertices of a batch (neighbours met once it
+   * is full are left out; it must hold a whole batch of seeds); threshold
+   * mode keeps, at layer l from the seeds out, the edges whose weight
+   * exceeds thresholds[l]. The weighted and threshold modes need the
+   * dataset's edge weights: without them session creation fails with
+   * HS_ERR_INVALID_ARG before anything is built. Sampled evaluation
+   * (hs_session_evaluate) samples the same way. */
+  hs_sampling sampling;
+  bool replace;
+  int64_t vertex_budget;
+  float thresholds[HS_MAX_LAYERS];
   /* Threads of the trainer's GEMM where it runs on OpenBLAS (a CPU
-   * trainer's cblas provider). 0: the environment variable
-   * HETSAGE_GEMM_THREADS if set, else the trainer device's compute units
+   * trainer's cblas provider). 0: the setting gemm_threads
+   * (HETSAGE_GEMM_THREADS) if set, else the trainer device's compute units
    * (the fastest). OpenBLAS sums in another order with another thread
    * count, so the parameters' last bits follow it; a fixed count gives the
    * same bits on a whole CPU device and on any sub-device of it (see
@@ -248,6 +277,24 @@ HS_API hs_status hs_session_evaluate_full(hs_session *s, hs_split split, double 
 HS_API hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n,
                                     int32_t *classes, float *logits);
 HS_API int hs_session_num_classes(const hs_session *s);
+
+/* Node embeddings: every vertex's representation after `layer` layers
+ * (1..n_layers), computed layer by layer over full neighbourhoods with
+ * dropout off: hidden layers after bias and ReLU (GAT: heads
+ * concatenated), layer n_layers the logits with bias. hs_session_embed_dim
+ * gives the width d. */
+HS_API int hs_session_embed_dim(const hs_session *s, int layer);
+/* Into `out` (n_vertices x d float32, row = vertex id; `cap` floats). The
+ * features must be held dense (not sparse, not read through the host tier)
+ * and the graph have fewer than 2^31 edges: HS_ERR_UNSUPPORTED otherwise;
+ * HS_ERR_INVALID_ARG for a layer outside 1..n_layers or a short `out`;
+ * HS_ERR_STATE once the host topology was released. */
+HS_API hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap);
+/* The same written to `path` as a NumPy .npy (float32, n_vertices x d),
+ * atomically: a temporary file in the same directory renamed over the
+ * target, so a reader never sees a partial file, and nothing is left
+ * behind on failure (HS_ERR_IO names the path). */
+HS_API hs_status hs_session_embed_save(hs_session *s, int layer, const char *path);
 
 /* Model, optimizer state and training position, written atomically.
  * Loading refuses a file of another model shape. */

@@ -1,0 +1,62 @@
+/* Internal state of a CTR session (see hetsage/ctr.h), shared by
+ * ctr_session.c (creation, description, checkpoints) and ctr_train.c (the
+ * pipeline, evaluation, prediction). */
+#ifndef HS_CTR_SESSION_INT_H
+#define HS_CTR_SESSION_INT_H
+
+#include "core/hs_runtime.h"
+#include "ctr/ctr_trainer.h"
+#include "ctr/hs_ctr.h"
+#include "embed/hs_embed.h"
+#include "hs_programs.h"
+#include "pipeline/hs_pipe.h"
+
+/* One batch slot, allocated once. */
+typedef struct ctr_slot {
+  hs_ctr_rows rows;    /* as read */
+  float *labels;       /* as floats for the trainer */
+  hs_embed_batch eb;   /* its rows: uniques, occurrence lists */
+  float *row_grads;    /* the uniques' gradients, read back by the step */
+  double t_lookup;
+} ctr_slot;
+
+struct hs_ctr_session {
+  hs_runtime *rt;
+  hs_ctr_config cfg;
+  hs_ctr_model_cfg mcfg;
+  hs_ctr_layout lay;
+  hs_placement *plan;
+  hs__prog_files tprogs;
+  hs_dev tdev;
+  hs_ctx tctx;
+  cl_command_queue tq;
+  hs_ctr_trainer *trainer;
+  hs_embed *store;
+
+  hs_pipe_mode mode;
+  int depth;
+  hs_pipe_slot *pslots;
+  ctr_slot *slots;
+
+  /* Training position: the epoch under way, examples of it done, and the
+   * next batch's store tick. */
+  int64_t epoch;
+  int64_t done;
+  uint32_t next_tick;
+
+  /* The epoch under way (ctr_train.c). */
+  hs_ctr_reader *reader;
+  volatile sig_atomic_t halt; /* no more batches: end of data or stop */
+  int64_t acc_examples, acc_batches;
+  double acc_lookup_s, acc_update_s;
+  uint64_t acc_unique, acc_deferred, acc_up, acc_down;
+  double acc_loss;
+  int64_t acc_steps;
+  int64_t last_progress;
+
+  hs_ctr_progress_fn progress;
+  void *progress_user;
+  volatile sig_atomic_t *stop;
+};
+
+#endif

@@ -1,0 +1,62 @@
+/* The CTR training step on the trainer device: forward, loss, backward,
+ * the dense optimizer, and the gradient of every unique embedding row,
+ * all enqueued on one in-order queue without host round trips.
+ *
+ * The composition is the reference's (ref_ctr.c), kernel for kernel;
+ * products go through the device's GEMM provider. Given the same batch
+ * and state the result is the same bits run to run: no float atomics,
+ * every sum in a fixed order. One host thread drives a trainer; device
+ * memory grows to the largest batch seen and is then reused. */
+#ifndef HS_CTR_TRAINER_H
+#define HS_CTR_TRAINER_H
+
+#include "ctr/ctr_model.h"
+#include "gemm.h"
+#include "hs_dev.h"
+
+typedef struct hs_ctr_trainer hs_ctr_trainer;
+
+typedef struct hs_ctr_trainer_opts {
+  size_t wg;         /* local size of dimension 0; 0: 64 (clamped per kernel) */
+  hs_gemm_kind gemm; /* HS_GEMM_AUTO: by device */
+  int gemm_threads;  /* CBLAS threads; 0: the device's compute units */
+} hs_ctr_trainer_opts;
+
+/* `params` (n_params floats) is copied to the device; NULL draws the
+ * initial values from cfg->seed. ctx and q are kept, not owned. */
+hs_status hs__ctr_trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue q,
+                                 const hs_ctr_model_cfg *cfg, const float *params,
+                                 const hs_ctr_trainer_opts *opts, hs_ctr_trainer **out);
+void hs__ctr_trainer_destroy(hs_ctr_trainer *t);
+const hs_ctr_layout *hs__ctr_trainer_layout(const hs_ctr_trainer *t);
+hs_gemm_kind hs__ctr_trainer_gemm_kind(const hs_ctr_trainer *t);
+
+/* Validate a batch and enqueue its writes without waiting: the host
+ * arrays must stay unchanged until the next step's event completes.
+ * labels NULL: prediction only. */
+hs_status hs__ctr_trainer_upload(hs_ctr_trainer *t, const hs_ctr_batch *b);
+
+/* Enqueue a training step on the uploaded batch (the dense parameters
+ * updated as step t + 1), then a read of the rows' gradients (U x R)
+ * into `row_grads` (kept until `ev` completes). *ev completes when all of
+ * it has. */
+hs_status hs__ctr_trainer_step(hs_ctr_trainer *t, float *row_grads, cl_event *ev);
+
+/* Forward only: click probabilities (B) of the uploaded batch. Waits. */
+hs_status hs__ctr_trainer_predict(hs_ctr_trainer *t, float *prob);
+
+/* Forward, loss and backward only; reads the dense gradients (n_params),
+ * the rows' gradients and the mean loss. Waits. For tests. */
+hs_status hs__ctr_trainer_gradients(hs_ctr_trainer *t, float *grads, float *row_grads,
+                                    float *loss);
+
+/* Add the mean losses of the steps since the last call. Waits. */
+hs_status hs__ctr_trainer_drain_loss(hs_ctr_trainer *t, double *loss_sum, int64_t *steps);
+
+/* Dense state: parameters and the optimizer's moments and step count. */
+hs_status hs__ctr_trainer_read_state(hs_ctr_trainer *t, float *params, float *m, float *v,
+                                     uint64_t *step);
+hs_status hs__ctr_trainer_write_state(hs_ctr_trainer *t, const float *params, const float *m,
+                                      const float *v, uint64_t step);
+
+#endif

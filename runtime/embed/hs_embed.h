@@ -1,0 +1,219 @@
+/* The embedding store: sparse tables of float32 rows keyed by 64-bit ids,
+ * held on the host (the parameter-server role of DESIGN.md §10).
+ *
+ * A store has n_tables tables (a CTR model: one per categorical field)
+ * sharing one row layout (dim floats plus the optimizer's state) and one
+ * memory budget. Rows are created on first use (no id range, no sizing),
+ * optionally only once an id was seen `admit_after` times, and evicted,
+ * least recently used first, when the budget would be exceeded or when
+ * unused for `expire_after` batches.
+ *
+ * Layout (the memory figure of the design rests on it):
+ *
+ *   table t  ->  2^shards_log2 shards, chosen by the top bits of
+ *                h = mix64(id, t)
+ *   shard    ->  an open-addressing index of 32-bit entries (linear
+ *                probing, home = fastrange(low 32 bits of h, capacity),
+ *                load at most 0.8, grown by 5/4): entry 0 is empty, else
+ *                bits 31..25 a 7-bit tag of h (a mismatch skips the record
+ *                without touching it) and bits 24..0 the record number + 1
+ *            ->  records, in chunks that never move (16, 16, 32 ... 512,
+ *                then 1024 records each), so a record's address stays valid
+ *                from the lookup that finds it to the update that writes it
+ *   record   ->  u32 id_lo, u32 id_hi, u32 tick, f32 row[dim],
+ *                f32 state[state_width(optimizer, dim)]
+ *                (tick: the last batch that looked the row up; a free
+ *                record has tick HS_EMBED_FREE and chains the free list
+ *                through id_lo)
+ *
+ * With dim 16 and row-wise Adagrad a record is 80 bytes for 68 bytes of
+ * row and state; the index adds 5 to 6.25 bytes per row.
+ *
+ * Admission counts live in a second index per shard (16-byte entries: id,
+ * sightings, tick), charged to the same budget and evicted by the same
+ * rule.
+ *
+ * Determinism: a row's initial value is a function of (seed, table, id)
+ * alone (Philox), updates are per row in a fixed arithmetic order, and
+ * every structural decision (creation, admission, eviction) is taken from
+ * the sequence of batches, never from timing: the same batches give the
+ * same bits whatever the thread count. Records are numbered by arrival
+ * within a shard; nothing observable depends on those numbers (saved files
+ * list rows by id).
+ *
+ * Concurrency, for the CTR pipeline: one thread calls lookup for batches
+ * in increasing order while another calls refresh and apply for earlier
+ * batches in increasing order (each call spreads its work over its own
+ * pool of threads). Only lookup changes the index, the chunks, the free
+ * lists and the ticks; apply writes the rows and states of records it was
+ * handed, which lookup never evicts while their batch is in flight. A row
+ * that a batch still in flight will update is not copied by lookup
+ * (`deferred`); refresh copies it once the earlier updates are applied, so
+ * a batch always trains on the rows as of every earlier batch's update,
+ * exactly as if nothing overlapped. */
+#ifndef HS_EMBED_H
+#define HS_EMBED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/hs_afile.h"
+#include "hs_base.h"
+
+typedef enum hs_embed_optim {
+  HS_EMBED_SGD = 0,     /* w -= lr (g + wd w) */
+  HS_EMBED_ADAGRAD = 1, /* row-wise: s += mean(g^2); w -= lr g / (sqrt(s) + eps) */
+  HS_EMBED_ADAM = 2,    /* lazy: m, v and a step count per row, touched rows only */
+  HS_EMBED_FTRL = 3,    /* FTRL-Proximal per coordinate: z, n; rows start at 0 */
+  HS_EMBED_OPTIM_COUNT_
+} hs_embed_optim;
+
+/* "sgd", "adagrad", "adam", "ftrl"; NULL for anything else. */
+const char *hs__embed_optim_name(hs_embed_optim o);
+hs_status hs__embed_optim_parse(const char *name, hs_embed_optim *out);
+
+typedef struct hs_embed_optim_cfg {
+  hs_embed_optim kind;
+  float lr;           /* SGD, Adagrad, Adam */
+  float weight_decay; /* SGD, Adagrad, Adam: L2 added to the gradient */
+  float eps;          /* Adagrad, Adam */
+  float beta1, beta2; /* Adam */
+  float initial_accumulator; /* Adagrad: s starts here */
+  float ftrl_alpha, ftrl_beta, ftrl_l1, ftrl_l2;
+} hs_embed_optim_cfg;
+
+typedef struct hs_embed_cfg {
+  int32_t dim;      /* floats per row, 1..4096 */
+  int32_t n_tables; /* 1..65535 */
+  hs_embed_optim_cfg optim;
+  float init_range; /* new rows draw U(-r, r) (FTRL: zeros) */
+  uint64_t seed;
+  int shards_log2;       /* shards per table, 2^(0..8); default 4 */
+  uint32_t admit_after;  /* sightings before a row is created; 0 or 1: first */
+  uint64_t memory_budget; /* bytes of index, records and counts; 0: none */
+  uint32_t expire_after; /* batches unused before a row is dropped; 0: never */
+  int threads;           /* per pool (lookup, update); 0: 1 */
+} hs_embed_cfg;
+
+/* Adagrad lr 0.05, eps 1e-8, init_range 0.05, 16 shards per table, no
+ * admission threshold, no budget, one thread; the caller sets dim and
+ * n_tables. Adam's betas 0.9/0.999; FTRL alpha 0.05, beta 1, l1 0, l2 0. */
+void hs__embed_cfg_defaults(hs_embed_cfg *cfg);
+
+/* Floats of optimizer state beside each row. */
+int32_t hs__embed_state_width(hs_embed_optim kind, int32_t dim);
+
+typedef struct hs_embed hs_embed;
+
+/* HS_ERR_INVALID_ARG names a bad field; HS_ERR_BUDGET when the budget is
+ * smaller than the store's fixed part. */
+hs_status hs__embed_create(const hs_embed_cfg *cfg, hs_embed **out);
+void hs__embed_destroy(hs_embed *e);
+const hs_embed_cfg *hs__embed_cfg(const hs_embed *e);
+
+/* ---- one batch ------------------------------------------------------------- */
+
+/* Occurrences of a batch: n ids, occurrence i in table tables[i], or, when
+ * `tables` is NULL, in table i % n_fields (example-major CTR layout:
+ * example i / n_fields, field i % n_fields). */
+typedef struct hs_embed_query {
+  int32_t n;
+  const uint64_t *ids;
+  const uint16_t *tables;
+  int32_t n_fields;
+} hs_embed_query;
+
+/* What a lookup returns, in arrays the batch owns (hs__embed_batch_*):
+ * unique (table, id) pairs in first-occurrence order, each occurrence's
+ * unique, the rows, and the occurrences of each unique in increasing
+ * order (CSR), which is what a device sums gradients along. */
+typedef struct hs_embed_batch {
+  int32_t cap;      /* occurrences the arrays hold */
+  int32_t n;        /* occurrences of the last lookup */
+  int32_t n_unique;
+  uint32_t tick;    /* the batch number it was looked up as */
+  bool train;
+  int32_t *unique_of; /* [n] */
+  int32_t *occ_ptr;   /* [n_unique + 1] */
+  int32_t *occ;       /* [n] */
+  float *rows;        /* [n_unique x dim]; zeros for ids without a row */
+  void **rec;         /* [n_unique] the record, NULL when none (not admitted) */
+  uint8_t *deferred;  /* [n_unique] copied by refresh, not lookup */
+  int32_t n_deferred;
+  int32_t n_absent;   /* uniques without a row */
+  int32_t n_created;  /* rows this lookup created */
+  /* scratch for the lookup (per occurrence) */
+  int32_t *first;     /* first occurrence of each occurrence's key */
+  void **occ_rec;     /* record found for first occurrences */
+  uint8_t *occ_flag;
+  int32_t dim;
+} hs_embed_batch;
+
+hs_status hs__embed_batch_init(hs_embed_batch *b, int32_t cap, int32_t dim);
+void hs__embed_batch_free(hs_embed_batch *b);
+
+/* Look up a batch. `train`: create (or count towards admission) missing
+ * rows, mark every row used by batch `tick`, evict as the budget and the
+ * expiry ask, and defer rows still to be updated by a batch in flight.
+ * Training ticks must increase from call to call and stay below
+ * HS_EMBED_FREE. Not `train` (evaluation, prediction): read only; missing
+ * rows read as zeros, nothing changes. HS_ERR_BUDGET when the budget
+ * cannot hold the rows of the batches in flight plus this one. */
+hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, bool train,
+                           hs_embed_batch *b);
+
+/* Copy the deferred rows of `b` (after the updates of every earlier batch
+ * were applied). */
+void hs__embed_refresh(hs_embed *e, hs_embed_batch *b);
+
+/* The optimizer step on the rows of `b` from `grads` (n_unique x dim, the
+ * loss gradient with respect to each unique's row), then mark batch
+ * b->tick applied. Gradients of uniques without a row are dropped. Batches
+ * must be applied in lookup order. */
+void hs__embed_apply(hs_embed *e, hs_embed_batch *b, const float *grads);
+
+/* Mark batch `tick` done without an update (a training lookup whose step
+ * was abandoned), so later lookups do not defer its rows for ever. */
+void hs__embed_release(hs_embed *e, uint32_t tick);
+
+/* ---- single rows, statistics, persistence --------------------------------- */
+
+/* The row of (table, id) into `row` (dim floats); false, zeros written,
+ * when there is none. Not concurrently with lookup. */
+bool hs__embed_read(const hs_embed *e, int32_t table, uint64_t id, float *row);
+/* The optimizer state too (state_width floats), for tests. */
+bool hs__embed_read_state(const hs_embed *e, int32_t table, uint64_t id, float *state);
+
+typedef struct hs_embed_stats {
+  uint64_t rows;          /* live rows */
+  uint64_t pending;       /* ids counted towards admission */
+  uint64_t bytes;         /* what the budget counts: index + chunks + counts */
+  uint64_t row_bytes;     /* rows x (dim + state) x 4: the raw payload */
+  uint64_t created, evicted, expired, admitted;
+  uint64_t lookups, misses; /* occurrences looked up; not found (absent rows) */
+  uint64_t evictions;     /* eviction passes */
+} hs_embed_stats;
+
+void hs__embed_stats(const hs_embed *e, hs_embed_stats *out);
+/* Bytes of one record. */
+size_t hs__embed_record_bytes(const hs_embed *e);
+
+/* Save every row (and admission count) to `path` atomically (temporary
+ * file, fsync, rename), tables in order, rows by increasing id: the same
+ * store gives the same bytes. */
+hs_status hs__embed_save(const hs_embed *e, const char *path);
+/* Replace the store's contents by a file's; refused (store unchanged)
+ * when the row layout differs or the file is damaged (the file named). */
+hs_status hs__embed_load(hs_embed *e, const char *path);
+/* The same as a section of a larger file: appended to an atomic file, or
+ * read from a stream positioned at its start (which must be seekable: the
+ * section, and with `last` that the file ends with it, is checked whole
+ * before the store changes). A section carries its own CRC-32. */
+hs_status hs__embed_write(const hs_embed *e, hs_afile *a);
+hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r, bool last);
+
+#define HS_EMBED_FREE 0xffffffffu
+
+#endif

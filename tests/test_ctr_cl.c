@@ -1,0 +1,113 @@
+/* The CTR device trainer against the plain-C reference: logits,
+ * probabilities, dense and per-row gradients, the loss and the dense
+ * optimizer step, for LR, DeepFM and DLRM; repeat runs give the same bits. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "cl_fixture.h"
+#include "ctr/ctr_trainer.h"
+#include "ctr_fixtures.h"
+#include "nn/ref_nn.h"
+
+static cl_fixture clf;
+
+static void setup(void) { clf_open(&clf); }
+static void teardown(void) { clf_close(&clf); }
+
+TestSuite(ctr_cl, .init = setup, .fini = teardown, .timeout = 600);
+
+static hs_ctr_trainer *make_trainer(const ctr_fix *f) {
+  hs_ctr_trainer *t;
+  cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f->cfg, f->params, NULL, &t),
+               HS_OK, "%s", hs_last_error());
+  return t;
+}
+
+/* |a - b| small against the scale of the values (GEMM providers may block
+ * sums differently from the reference); `exact` asks for the same bits. */
+static void expect_close(const float *a, const float *b, size_t n, bool exact, const char *what) {
+  double scale = 0;
+  for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+  for (size_t i = 0; i < n; i++) {
+    if (exact)
+      cr_assert_eq(memcmp(&a[i], &b[i], 4), 0, "%s %zu: %.9g vs %.9g", what, i, (double)a[i],
+                   (double)b[i]);
+    else
+      cr_assert(fabs(a[i] - b[i]) <= 1e-5 * scale + 1e-6 * fabs(b[i]) + 1e-9,
+                "%s %zu: %.9g vs reference %.9g", what, i, (double)a[i], (double)b[i]);
+  }
+}
+
+static void compare(hs_ctr_model kind, int32_t n, int32_t fields, int32_t dim, int32_t unique) {
+  ctr_fix f;
+  cf_make(&f, kind, n, fields, dim, unique, 5 + (uint64_t)kind);
+  size_t np = f.lay.n_params, nr = (size_t)unique * (size_t)f.lay.row;
+  float *g = malloc(np * 4), *rg = malloc(nr * 4), *dg = malloc(np * 4), *drg = malloc(nr * 4);
+  float loss, dloss;
+  cr_assert_eq(hs__ctr_ref_gradients(&f.cfg, &f.lay, f.params, &f.b, g, rg, &loss), HS_OK);
+  hs_ctr_trainer *t = make_trainer(&f);
+  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__ctr_trainer_gradients(t, dg, drg, &dloss), HS_OK, "%s", hs_last_error());
+  /* Sums run in the reference's order, but the device's exp (the
+   * sigmoid) may round its last bit unlike the C library's, and GEMM
+   * providers block their sums: close, not equal. */
+  expect_close(dg, g, np, false, "dense gradient");
+  expect_close(drg, rg, nr, false, "row gradient");
+  cr_assert(fabs(dloss - loss) <= 1e-6 * fabs(loss), "loss %g vs %g", (double)dloss, (double)loss);
+  /* Probabilities. */
+  float *logit = malloc((size_t)n * 4), *prob = malloc((size_t)n * 4);
+  cr_assert_eq(hs__ctr_ref_forward(&f.cfg, &f.lay, f.params, &f.b, logit), HS_OK);
+  cr_assert_eq(hs__ctr_trainer_predict(t, prob), HS_OK, "%s", hs_last_error());
+  for (int32_t i = 0; i < n; i++) {
+    float want = 1.0f / (1.0f + expf(-logit[i]));
+    cr_assert(fabsf(prob[i] - want) <= 1e-5f, "probability %d: %g vs %g", i, (double)prob[i],
+              (double)want);
+  }
+  /* One step: the dense Adam update of the reference on the device's
+   * gradients, and the row gradients read back. */
+  float *p1 = malloc(np * 4), *m = calloc(np, 4), *v = calloc(np, 4), *row_out = malloc(nr * 4);
+  memcpy(p1, f.params, np * 4);
+  hs_optim_coef k;
+  hs__optim_coef(&f.cfg.optim, 1, &k);
+  hs__ref_optim(f.cfg.optim.kind, &k, np, p1, dg, m, v);
+  cl_event ev;
+  cr_assert_eq(hs__ctr_trainer_step(t, row_out, &ev), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__events_wait(&ev, 1), HS_OK);
+  hs__events_release(&ev, 1);
+  expect_close(row_out, drg, nr, true, "row gradient of the step");
+  float *dp = malloc(np * 4);
+  uint64_t step;
+  cr_assert_eq(hs__ctr_trainer_read_state(t, dp, NULL, NULL, &step), HS_OK);
+  cr_assert_eq(step, 1);
+  expect_close(dp, p1, np, true, "parameters after one step");
+  hs__ctr_trainer_destroy(t);
+  /* Another trainer, the same batch: the same bits. */
+  t = make_trainer(&f);
+  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b), HS_OK);
+  float *dg2 = malloc(np * 4), *drg2 = malloc(nr * 4);
+  cr_assert_eq(hs__ctr_trainer_gradients(t, dg2, drg2, &dloss), HS_OK);
+  cr_assert_eq(memcmp(dg, dg2, np * 4), 0);
+  cr_assert_eq(memcmp(drg, drg2, nr * 4), 0);
+  hs__ctr_trainer_destroy(t);
+  free(g), free(rg), free(dg), free(drg), free(dg2), free(drg2), free(logit), free(prob);
+  free(p1), free(m), free(v), free(row_out), free(dp);
+  cf_free(&f);
+}
+
+Test(ctr_cl, lr_matches_reference) { compare(HS_CTR_LR, 37, 5, 1, 60); }
+Test(ctr_cl, deepfm_matches_reference) { compare(HS_CTR_DEEPFM, 300, 6, 8, 500); }
+Test(ctr_cl, dlrm_matches_reference) { compare(HS_CTR_DLRM, 300, 6, 8, 500); }
+/* More rows than a column-sum chunk, the Criteo field count. */
+Test(ctr_cl, dlrm_full_width) { compare(HS_CTR_DLRM, 600, 26, 16, 3000); }
+
+Test(ctr_cl, bad_batch_refused) {
+  ctr_fix f;
+  cf_make(&f, HS_CTR_DEEPFM, 10, 3, 4, 12, 1);
+  hs_ctr_trainer *t = make_trainer(&f);
+  f.idx[7] = -1;
+  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b), HS_ERR_FORMAT);
+  float p[10];
+  cr_assert_eq(hs__ctr_trainer_predict(t, p), HS_ERR_STATE);
+  hs__ctr_trainer_destroy(t);
+  cf_free(&f);
+}

@@ -1,0 +1,287 @@
+/* CTR data: the Criteo-layout reader (values, missing values, the log
+ * transform, gzip, several files, errors naming file, line and column),
+ * the generator (deterministic whatever the thread count, its Bayes
+ * figures), AUC and logloss. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "ctr/hs_ctr.h"
+#include "hs_test_util.h"
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void) { tu_rmtree(dir); }
+
+TestSuite(ctr_data, .init = setup, .fini = teardown);
+
+/* A line of 40 columns from a label, 13 integer strings and 26 ids. */
+static void put_line(FILE *f, const char *label, const char *const *ints, const char *const *cats) {
+  fputs(label, f);
+  for (int j = 0; j < 13; j++) fprintf(f, "\t%s", ints ? ints[j] : "1");
+  for (int k = 0; k < 26; k++) fprintf(f, "\t%s", cats ? cats[k] : "a0");
+  fputc('\n', f);
+}
+
+static hs_ctr_reader *open1(const char *name, bool labels) {
+  char *p = tu_path(dir, name);
+  const char *paths[1] = {p};
+  hs_ctr_reader *r;
+  cr_assert_eq(hs__ctr_reader_open(paths, 1, labels, &r), HS_OK, "%s", hs_last_error());
+  free(p);
+  return r;
+}
+
+Test(ctr_data, reads_values_missing_and_the_log_transform) {
+  char *p = tu_path(dir, "a.txt");
+  FILE *f = fopen(p, "w");
+  const char *ints[13] = {"0", "", "-3", "1", "4095", "4096", "123456789012", "7", "", "2", "3", "", "9"};
+  const char *cats[26] = {"68fd1e64", "", "FFFFFFFF", "0", "ffffffffffffffff", "abc", "", "1",
+                          "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f",
+                          "10", "11", "12", "DeadBeef"};
+  put_line(f, "1", ints, cats);
+  put_line(f, "0", NULL, NULL);
+  fputs("0", f); /* a last line without its newline, and CRLF endings are fine too */
+  for (int j = 0; j < 13; j++) fputs("\t5", f);
+  for (int k = 0; k < 26; k++) fputs("\tab", f);
+  fclose(f);
+  free(p);
+  hs_ctr_reader *r = open1("a.txt", true);
+  hs_ctr_rows rows;
+  cr_assert_eq(hs__ctr_rows_alloc(&rows, 8), HS_OK);
+  cr_assert_eq(hs__ctr_reader_next(r, 8, &rows), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(rows.n, 3);
+  cr_assert_eq(rows.labels[0], 1);
+  cr_assert_eq(rows.labels[1], 0);
+  const float *d = rows.dense;
+  cr_assert_eq(d[0], 0.0f);
+  cr_assert_eq(d[1], 0.0f, "missing");
+  cr_assert_eq(d[2], 0.0f, "negative");
+  cr_assert_eq(d[3], (float)log1p(1.0));
+  cr_assert_eq(d[4], (float)log1p(4095.0));
+  cr_assert_eq(d[5], (float)log1p(4096.0));
+  cr_assert_eq(d[6], (float)log1p(123456789012.0));
+  const uint64_t *id = rows.ids;
+  cr_assert_eq(id[0], 0x68fd1e64u);
+  cr_assert_eq(id[1], HS_CTR_MISSING);
+  cr_assert_eq(id[2], 0xffffffffu);
+  cr_assert_eq(id[3], 0u);
+  cr_assert_eq(id[4], HS_CTR_MISSING, "all f's share the missing key");
+  cr_assert_eq(id[5], 0xabcu);
+  cr_assert_eq(id[25], 0xdeadbeefu);
+  cr_assert_eq(rows.dense[2 * 13], (float)log1p(5.0));
+  cr_assert_eq(rows.ids[2 * 26 + 25], 0xabu);
+  cr_assert_eq(hs__ctr_reader_count(r), 3);
+  cr_assert_eq(hs__ctr_reader_next(r, 8, &rows), HS_OK);
+  cr_assert_eq(rows.n, 0, "end of data");
+  cr_assert_eq(hs__ctr_reader_rewind(r), HS_OK);
+  cr_assert_eq(hs__ctr_reader_next(r, 2, &rows), HS_OK);
+  cr_assert_eq(rows.n, 2);
+  cr_assert_eq(rows.labels[0], 1);
+  hs__ctr_reader_close(r);
+  hs__ctr_rows_free(&rows);
+}
+
+Test(ctr_data, gzip_several_files_and_no_labels) {
+  char *p1 = tu_path(dir, "one.txt.gz"), *p2 = tu_path(dir, "two.txt");
+  gzFile z = gzopen(p1, "wb");
+  for (int i = 0; i < 1000; i++) {
+    gzprintf(z, "%d", i & 1);
+    for (int j = 0; j < 13; j++) gzprintf(z, "\t%d", i + j);
+    for (int k = 0; k < 26; k++) gzprintf(z, "\t%x", i * 26 + k);
+    gzprintf(z, "\n");
+  }
+  gzclose(z);
+  FILE *f = fopen(p2, "w");
+  put_line(f, "1", NULL, NULL);
+  fclose(f);
+  const char *paths[2] = {p1, p2};
+  hs_ctr_reader *r;
+  cr_assert_eq(hs__ctr_reader_open(paths, 2, true, &r), HS_OK);
+  hs_ctr_rows rows;
+  cr_assert_eq(hs__ctr_rows_alloc(&rows, 300), HS_OK);
+  int64_t total = 0;
+  for (;;) {
+    cr_assert_eq(hs__ctr_reader_next(r, 300, &rows), HS_OK, "%s", hs_last_error());
+    if (!rows.n) break;
+    for (int i = 0; i < rows.n; i++, total++)
+      if (total < 1000) {
+        cr_assert_eq(rows.ids[(size_t)i * 26 + 3], (uint64_t)(total * 26 + 3));
+        cr_assert_eq(rows.labels[i], total & 1);
+      }
+  }
+  cr_assert_eq(total, 1001);
+  hs__ctr_reader_close(r);
+  /* A file without labels: 39 columns. */
+  f = fopen(p2, "w");
+  for (int j = 0; j < 13; j++) fprintf(f, "%s2", j ? "\t" : "");
+  for (int k = 0; k < 26; k++) fprintf(f, "\t%x", k);
+  fputc('\n', f);
+  fclose(f);
+  r = open1("two.txt", false);
+  cr_assert_eq(hs__ctr_reader_next(r, 300, &rows), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(rows.n, 1);
+  cr_assert_eq(rows.labels[0], HS_CTR_NO_LABEL);
+  cr_assert_eq(rows.ids[25], 25u);
+  hs__ctr_reader_close(r);
+  /* The same file read as labelled is an error naming file and line. */
+  r = open1("two.txt", true);
+  TU_EXPECT_FAIL(hs__ctr_reader_next(r, 300, &rows), HS_ERR_FORMAT, "two.txt", ":1:", "column");
+  hs__ctr_reader_close(r);
+  hs__ctr_rows_free(&rows);
+  free(p1);
+  free(p2);
+}
+
+/* The reader's error on a file of one good line then `bad`. */
+static void expect_bad(const char *bad, const char *pos, const char *what) {
+  char *p = tu_path(dir, "bad.txt");
+  FILE *f = fopen(p, "w");
+  put_line(f, "0", NULL, NULL);
+  fputs(bad, f);
+  fclose(f);
+  free(p);
+  hs_ctr_reader *r = open1("bad.txt", true);
+  hs_ctr_rows rows;
+  cr_assert_eq(hs__ctr_rows_alloc(&rows, 4), HS_OK);
+  TU_EXPECT_FAIL(hs__ctr_reader_next(r, 4, &rows), HS_ERR_FORMAT, "bad.txt", pos, what);
+  hs__ctr_reader_close(r);
+  hs__ctr_rows_free(&rows);
+}
+
+Test(ctr_data, errors_name_file_line_and_column) {
+  char line[1024];
+  /* Build a valid second line, then break one field of it. */
+  char *q = line;
+  q += sprintf(q, "1");
+  for (int j = 0; j < 13; j++) q += sprintf(q, "\t%d", j);
+  for (int k = 0; k < 26; k++) q += sprintf(q, "\t%x", k + 10);
+  strcat(line, "\n");
+  char b[1100];
+  snprintf(b, sizeof b, "2%s", line + 1);
+  expect_bad(b, ":2:", "column 1: '2' is not a label");
+  snprintf(b, sizeof b, "1\t1x%s", line + 3);
+  expect_bad(b, ":2:", "column 2: '1x' is not an integer");
+  snprintf(b, sizeof b, "%.*s\tzz\n", (int)(strlen(line) - 4), line);
+  expect_bad(b, ":2:", "column 40: 'zz' is not a hexadecimal id");
+  snprintf(b, sizeof b, "%.*s\t11112222333344445\n", (int)(strlen(line) - 4), line);
+  expect_bad(b, ":2:", "more than 16 hexadecimal digits");
+  snprintf(b, sizeof b, "%.*s\n", (int)(strlen(line) - 4), line);
+  expect_bad(b, ":2:", "39 columns, expected 40");
+  snprintf(b, sizeof b, "%.*s\t7\t8\n", (int)(strlen(line) - 1), line);
+  expect_bad(b, ":2:", "42 columns, expected 40");
+  snprintf(b, sizeof b, "1\t99999999999999999999%s", line + 3);
+  expect_bad(b, ":2:", "overflows");
+  expect_bad("\n", ":2:", "empty line");
+  /* A missing file. */
+  const char *paths[1] = {"/nonexistent/criteo.txt"};
+  hs_ctr_reader *r;
+  TU_EXPECT_FAIL(hs__ctr_reader_open(paths, 1, true, &r), HS_ERR_IO, "/nonexistent/criteo.txt",
+                 "", "cannot open");
+}
+
+Test(ctr_data, auc_and_logloss) {
+  float s[6] = {0.1f, 0.4f, 0.35f, 0.8f, 0.4f, 0.9f};
+  uint8_t y[6] = {0, 0, 1, 1, 1, 0};
+  /* Brute force over pairs, ties one half. */
+  double num = 0, pairs = 0;
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++)
+      if (y[i] && !y[j]) {
+        pairs++;
+        num += s[i] > s[j] ? 1 : s[i] == s[j] ? 0.5 : 0;
+      }
+  cr_assert_float_eq(hs_ctr_auc(s, y, 6), num / pairs, 1e-12);
+  uint8_t all1[3] = {1, 1, 1};
+  cr_assert(isnan(hs_ctr_auc(s, all1, 3)));
+  float p[2] = {0.9f, 0.2f};
+  uint8_t l[2] = {1, 0};
+  cr_assert_float_eq(hs_ctr_logloss(p, l, 2), -(log(0.9f) + log(1 - 0.2f)) / 2, 1e-6);
+}
+
+static unsigned char *slurp(const char *d, const char *name, size_t *len) {
+  char *p = tu_path(d, name);
+  FILE *f = fopen(p, "rb");
+  cr_assert(f, "%s", p);
+  fseek(f, 0, SEEK_END);
+  *len = (size_t)ftell(f);
+  rewind(f);
+  unsigned char *b = malloc(*len + 1);
+  cr_assert_eq(fread(b, 1, *len, f), *len);
+  fclose(f);
+  free(p);
+  return b;
+}
+
+Test(ctr_data, generator_is_deterministic_and_readable) {
+  hs_ctr_generate_opts o;
+  hs_ctr_generate_opts_init(&o);
+  o.rows = 3000;
+  o.big_vocab = 5000;
+  o.threads = 1;
+  char *d1 = tu_path(dir, "g1"), *d2 = tu_path(dir, "g2"), *d3 = tu_path(dir, "g3");
+  hs_ctr_generate_summary s1, s2;
+  hs_ctr_generate_summary_init(&s1);
+  hs_ctr_generate_summary_init(&s2);
+  cr_assert_eq(hs_ctr_generate(d1, &o, &s1), HS_OK, "%s", hs_last_error());
+  o.threads = 3;
+  cr_assert_eq(hs_ctr_generate(d2, &o, &s2), HS_OK, "%s", hs_last_error());
+  const char *names[4] = {"train.txt", "valid.txt", "test.txt", "meta.json"};
+  for (int k = 0; k < 4; k++) {
+    size_t l1, l2;
+    unsigned char *a = slurp(d1, names[k], &l1), *b = slurp(d2, names[k], &l2);
+    cr_assert_eq(l1, l2, "%s", names[k]);
+    cr_assert_eq(memcmp(a, b, l1), 0, "%s differs between 1 and 3 threads", names[k]);
+    free(a);
+    free(b);
+  }
+  cr_assert_eq(s1.rows[0], 2400);
+  cr_assert_eq(s1.rows[2], 300);
+  cr_assert(s1.bayes_auc > 0.7 && s1.bayes_auc < 0.95, "%f", s1.bayes_auc);
+  cr_assert(fabs(s1.positive_rate[0] - 0.25) < 0.05, "%f", s1.positive_rate[0]);
+  cr_assert_gt(s1.distinct[2], s1.distinct[8], "field 3 is the largest, field 9 has 3 ids");
+  cr_assert_leq(s1.distinct[8], 3);
+  size_t ml;
+  char *meta = (char *)slurp(d1, "meta.json", &ml);
+  meta[ml] = '\0';
+  cr_assert(strstr(meta, "\"bayes_auc\""), "%s", meta);
+  free(meta);
+  /* Gzip gives the same examples. */
+  o.gzip = true;
+  cr_assert_eq(hs_ctr_generate(d3, &o, NULL), HS_OK, "%s", hs_last_error());
+  char *pa = tu_path(d1, "test.txt"), *pb = tu_path(d3, "test.txt.gz");
+  const char *a1[1] = {pa}, *b1[1] = {pb};
+  hs_ctr_reader *ra, *rb;
+  cr_assert_eq(hs__ctr_reader_open(a1, 1, true, &ra), HS_OK);
+  cr_assert_eq(hs__ctr_reader_open(b1, 1, true, &rb), HS_OK);
+  hs_ctr_rows x, y;
+  cr_assert_eq(hs__ctr_rows_alloc(&x, 500), HS_OK);
+  cr_assert_eq(hs__ctr_rows_alloc(&y, 500), HS_OK);
+  cr_assert_eq(hs__ctr_reader_next(ra, 500, &x), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__ctr_reader_next(rb, 500, &y), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(x.n, 300);
+  cr_assert_eq(y.n, 300);
+  cr_assert_eq(memcmp(x.ids, y.ids, 300 * 26 * 8), 0);
+  cr_assert_eq(memcmp(x.dense, y.dense, 300 * 13 * 4), 0);
+  cr_assert_eq(memcmp(x.labels, y.labels, 300), 0);
+  hs__ctr_reader_close(ra);
+  hs__ctr_reader_close(rb);
+  hs__ctr_rows_free(&x);
+  hs__ctr_rows_free(&y);
+  /* Refused: an existing destination without force, bad options. */
+  o.gzip = false;
+  cr_assert_eq(hs_ctr_generate(d1, &o, NULL), HS_ERR_INVALID_ARG);
+  o.split_frac[0] = 0.5;
+  o.force = true;
+  cr_assert_eq(hs_ctr_generate(d1, &o, NULL), HS_ERR_INVALID_ARG);
+  cr_assert(strstr(hs_last_error(), "sum"), "%s", hs_last_error());
+  free(pa);
+  free(pb);
+  free(d1);
+  free(d2);
+  free(d3);
+}

@@ -1,0 +1,708 @@
+/* hetsage train|eval|predict --task ctr: click-through-rate models on
+ * Criteo-layout files, their embedding tables on the host. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_ctr.h"
+
+#define MAX_FILES 64
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+}
+
+/* Files of a split: given one by one, or found in a generated dataset
+ * folder (<split>.txt or <split>.txt.gz). */
+typedef struct file_list {
+  const char *path[MAX_FILES];
+  char *owned[MAX_FILES];
+  int n;
+} file_list;
+
+static void files_free(file_list *f) {
+  for (int i = 0; i < MAX_FILES; i++) free(f->owned[i]);
+  memset(f, 0, sizeof *f);
+}
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* DIR/<name>.txt or DIR/<name>.txt.gz, NULL when neither exists. */
+static char *split_file(const char *dir, const char *name) {
+  const char *ext[2] = {".txt", ".txt.gz"};
+  for (int k = 0; k < 2; k++) {
+    size_t n = strlen(dir) + strlen(name) + 16;
+    char *p = malloc(n);
+    if (!p) return NULL;
+    snprintf(p, n, "%s/%s%s", dir, name, ext[k]);
+    if (access(p, R_OK) == 0) return p;
+    free(p);
+  }
+  return NULL;
+}
+
+static bool files_add(file_list *f, const char *p, bool own) {
+  if (f->n == MAX_FILES) return false;
+  if (own) f->owned[f->n] = (char *)p;
+  f->path[f->n++] = p;
+  return true;
+}
+
+/* The Bayes AUC a generated dataset recorded in its meta.json, NaN if
+ * none. */
+static double recorded_bayes(const char *dir) {
+  if (!dir) return NAN;
+  char p[4200];
+  snprintf(p, sizeof p, "%s/meta.json", dir);
+  FILE *f = fopen(p, "r");
+  if (!f) return NAN;
+  char buf[16384];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *k = strstr(buf, "\"bayes_auc\":");
+  return k ? strtod(k + 12, NULL) : NAN;
+}
+
+typedef struct ctr_args {
+  hs_ctr_config cfg;
+  file_list train, valid, test;
+  const char *data_dir; /* a generated dataset folder, if one was given */
+  const char *ckpt;     /* train: folder; eval/predict: file or folder */
+  const char *stats_path, *log_path, *output;
+  int64_t epochs;
+  bool resume, json, quiet, labelled;
+} ctr_args;
+
+static bool parse_widths(const char *v, int32_t *w, int *n) {
+  int k = 0;
+  const char *p = v;
+  while (*p) {
+    char *end;
+    long x = strtol(p, &end, 10);
+    if (end == p || x < 1 || x > 65536 || k == HS_CTR_MAX_HIDDEN) return false;
+    w[k++] = (int32_t)x;
+    if (*end == ',') end++;
+    else if (*end) return false;
+    p = end;
+  }
+  *n = k;
+  return true;
+}
+
+/* Consume one option shared by train, eval and predict. 1: consumed, 0:
+ * not ours, -1: bad value (reported). */
+static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *i) {
+  const char *o = argv[*i];
+  bool has = *i + 1 < argc;
+  const char *v = has ? argv[*i + 1] : NULL;
+  uint64_t u;
+  int64_t x;
+  if (strcmp(o, "--task") == 0 && has) {
+    if (strcmp(v, "ctr") != 0) {
+      cli_usage_error(cmd, "--task '%s': this is the ctr task", v);
+      return -1;
+    }
+  } else if (strcmp(o, "--data") == 0 && has) {
+    if (is_dir(v)) {
+      a->data_dir = v;
+      char *tr = split_file(v, "train"), *va = split_file(v, "valid"), *te = split_file(v, "test");
+      if (!tr && !te) {
+        free(va);
+        cli_usage_error(cmd, "--data %s: a folder without train.txt or test.txt", v);
+        return -1;
+      }
+      if (tr) files_add(&a->train, tr, true);
+      if (va) files_add(&a->valid, va, true);
+      if (te) files_add(&a->test, te, true);
+    } else if (!files_add(&a->train, v, false)) {
+      cli_usage_error(cmd, "more than %d --data files", MAX_FILES);
+      return -1;
+    }
+  } else if (strcmp(o, "--valid") == 0 && has) {
+    files_add(&a->valid, v, false);
+  } else if (strcmp(o, "--test") == 0 && has) {
+    files_add(&a->test, v, false);
+  } else if (strcmp(o, "--batch-size") == 0 && has) {
+    if (!cli_parse_i64(v, &x) || x < 1 || x > (1 << 20))
+      {
+      cli_usage_error(cmd, "--batch-size '%s': expected 1..1048576", v);
+      return -1;
+    }
+    a->cfg.batch_size = (int32_t)x;
+  } else if (strcmp(o, "--threads") == 0 && has) {
+    if (!cli_parse_i64(v, &x) || x < 1 || x > 256)
+      {
+      cli_usage_error(cmd, "--threads '%s': expected 1..256", v);
+      return -1;
+    }
+    a->cfg.threads = (int)x;
+  } else if (strcmp(o, "--gemm-threads") == 0 && has) {
+    if (!cli_parse_i64(v, &x) || x < 1 || x > 256) {
+      cli_usage_error(cmd, "--gemm-threads '%s': expected 1..256", v);
+      return -1;
+    }
+    a->cfg.gemm_threads = (int)x;
+  } else if (strcmp(o, "--pipeline") == 0 && has) {
+    if (strcmp(v, "off") == 0) a->cfg.pipeline = HS_PIPELINE_OFF;
+    else if (strcmp(v, "threads") == 0) a->cfg.pipeline = HS_PIPELINE_THREADS;
+    else if (strcmp(v, "async") == 0) a->cfg.pipeline = HS_PIPELINE_ASYNC;
+    else {
+      cli_usage_error(cmd, "--pipeline '%s': expected off, threads or async", v);
+      return -1;
+    }
+  } else if (strcmp(o, "--depth") == 0 && has) {
+    if (!cli_parse_i64(v, &x) || x < 1 || x > 16)
+      {
+      cli_usage_error(cmd, "--depth '%s': expected 1..16", v);
+      return -1;
+    }
+    a->cfg.depth = (int)x;
+  } else if (strcmp(o, "--board") == 0 && has) {
+    a->cfg.board = v;
+  } else if (strcmp(o, "--trainer") == 0 && has) {
+    a->cfg.trainer = v;
+  } else if (strcmp(o, "--embed-budget") == 0 && has) {
+    if (!cli_parse_size(v, &u)) {
+      cli_usage_error(cmd, "--embed-budget '%s': expected a size such as 512M", v);
+      return -1;
+    }
+    a->cfg.embed_budget = u;
+  } else if (strcmp(o, "--json") == 0) {
+    a->json = true;
+    return 1;
+  } else if (strcmp(o, "-q") == 0 || strcmp(o, "--quiet") == 0) {
+    a->quiet = true;
+    return 1;
+  } else {
+    return 0;
+  }
+  (*i)++;
+  return 1;
+}
+
+static void common_usage(FILE *f) {
+  fprintf(f,
+          "data:\n"
+          "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
+          "                       folder from 'generate --kind ctr' (its train, valid\n"
+          "                       and test files)\n"
+          "  --valid FILE         --test FILE   (repeatable)\n"
+          "pipeline:\n"
+          "  --batch-size N       examples per batch (default 4096)\n"
+          "  --threads T          host threads for lookups and for updates\n"
+          "                       (default: the host's cores)\n"
+          "  --gemm-threads T     threads of the trainer's BLAS products (default: the\n"
+          "                       trainer's compute units)\n"
+          "  --pipeline off|threads|async   (default: the board's plan)\n"
+          "  --depth N            batches in flight (default 3)\n"
+          "  --board NAME|FILE    board profile; --trainer DEV   trainer device\n"
+          "  --embed-budget SIZE  most bytes of the embedding store (e.g. 512M;\n"
+          "                       default none): the least recently used rows go\n"
+          "  --json               result as JSON;  -q, --quiet   no progress\n");
+}
+
+static int open_session(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr_session **s) {
+  hs_status st = hs_runtime_open(rt, NULL);
+  if (st != HS_OK) {
+    cli_report(cmd, "opening the runtime", st);
+    return 1;
+  }
+  if ((st = hs_ctr_session_create(*rt, &a->cfg, s)) != HS_OK) {
+    cli_report(cmd, "creating the CTR session", st);
+    hs_runtime_close(*rt);
+    return st == HS_ERR_INVALID_ARG ? 2 : 1;
+  }
+  return 0;
+}
+
+/* ---- train --------------------------------------------------------------------------- */
+
+static void train_usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage train --task ctr --data FILE|DIR [options]\n"
+          "\n"
+          "Train a click-through-rate model: batches of Criteo-layout examples are\n"
+          "read, their categorical ids looked up in embedding tables on the host\n"
+          "(rows created on first use), the trainer device runs the dense part, and\n"
+          "the rows' gradients are applied on the host while the next batch is\n"
+          "looked up. Reports AUC and logloss on the validation and test files (and\n"
+          "the Bayes AUC a generated dataset recorded).\n"
+          "\n"
+          "model:\n"
+          "  --model lr|deepfm|dlrm   (default deepfm)\n"
+          "  --dim D              embedding width (default 16)\n"
+          "  --hidden W,W,..      DeepFM's deep part / DLRM's top MLP (default 256,128)\n"
+          "  --bottom W,..        DLRM's bottom MLP before its D outputs (default 64)\n"
+          "  --lr X               dense parameters, Adam (default 0.001)\n"
+          "  --sparse-optimizer adagrad|sgd|adam|ftrl   embedding rows (default adagrad)\n"
+          "  --sparse-lr X        (default 0.05)\n"
+          "  --init-range R       new rows draw U(-R, R) (default 0.05)\n"
+          "  --admit-after K      create a row once its id was seen K times (default 1)\n"
+          "  --expire-after N     drop rows unused for N batches (default never)\n"
+          "  --seed S             (default 1)\n"
+          "training:\n"
+          "  --epochs N           passes over the training files (default 1)\n"
+          "  --checkpoint DIR     DIR/last.ckpt after each epoch, DIR/best.ckpt on a\n"
+          "                       better validation AUC; Ctrl-C saves DIR/last.ckpt\n"
+          "  --resume             continue from DIR/last.ckpt\n"
+          "  --stats-json F       one JSON object per epoch: stage times, rates,\n"
+          "                       bytes, the store's rows and memory\n"
+          "  --log-json F         one JSON object per epoch: loss, validation AUC\n");
+  common_usage(f);
+  fprintf(f, "\nExit status: 0 done, 1 failure, 2 bad usage, 130 interrupted (a\n"
+             "checkpoint was saved).\n");
+}
+
+static void on_progress(void *user, int64_t examples, double loss) {
+  (void)user;
+  if (!isatty(2)) return;
+  fprintf(stderr, "\r\033[K%lld examples  loss %.4f", (long long)examples, loss);
+  fflush(stderr);
+}
+
+static void write_stats(FILE *f, const hs_ctr_epoch_stats *st) {
+  fprintf(f, "{\"epoch\": %lld, \"examples\": %lld, \"batches\": %lld, \"loss\": %.6f, "
+             "\"wall_s\": %.4f, \"examples_per_s\": %.1f, \"pipeline\": \"%s\", \"depth\": %d, "
+             "\"stages\": {",
+          (long long)st->epoch, (long long)st->examples, (long long)st->batches, st->loss,
+          st->wall_s, st->examples_per_s, hs_pipeline_mode_name(st->pipeline), st->depth);
+  for (int i = 0; i < HS_CTR_STAGE_COUNT_; i++)
+    fprintf(f, "%s\"%s\": {\"busy_s\": %.4f, \"wait_s\": %.4f}", i ? ", " : "",
+            hs_ctr_stage_name((hs_ctr_stage)i), st->stage_busy_s[i], st->stage_wait_s[i]);
+  fprintf(f, "}, \"lookup_s\": %.4f, \"update_s\": %.4f, \"unique_rows\": %llu, "
+             "\"deferred_rows\": %llu, \"bytes_uploaded\": %llu, \"bytes_to_host\": %llu, "
+             "\"embed_rows\": %llu, \"embed_bytes\": %llu, \"embed_row_bytes\": %llu, "
+             "\"embed_created\": %llu, \"embed_evicted\": %llu, \"embed_expired\": %llu, "
+             "\"embed_pending\": %llu, \"peak_rss_bytes\": %llu, \"interrupted\": %s}\n",
+          st->lookup_s, st->update_s, (unsigned long long)st->unique_rows,
+          (unsigned long long)st->deferred_rows, (unsigned long long)st->bytes_uploaded,
+          (unsigned long long)st->bytes_to_host, (unsigned long long)st->embed_rows,
+          (unsigned long long)st->embed_bytes, (unsigned long long)st->embed_row_bytes,
+          (unsigned long long)st->embed_created, (unsigned long long)st->embed_evicted,
+          (unsigned long long)st->embed_expired, (unsigned long long)st->embed_pending,
+          (unsigned long long)st->peak_rss_bytes, st->interrupted ? "true" : "false");
+  fflush(f);
+}
+
+int cmd_train_ctr(int argc, char **argv) {
+  const char *cmd = "train";
+  ctr_args a;
+  memset(&a, 0, sizeof a);
+  hs_ctr_config_init(&a.cfg);
+  a.epochs = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int r = common_arg(cmd, &a, argc, argv, &i);
+    if (r < 0) goto usage_fail;
+    if (r > 0) continue;
+    double d;
+    int64_t x;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      train_usage(stdout);
+      files_free(&a.train), files_free(&a.valid), files_free(&a.test);
+      return 0;
+    } else if (!strcmp(o, "--model") && v) {
+      if (hs_ctr_model_parse(v, &a.cfg.model) != HS_OK) {
+        cli_usage_error(cmd, "--model '%s': expected lr, deepfm or dlrm", v);
+        goto usage_fail;
+      }
+    } else if (!strcmp(o, "--dim") && v) {
+      if (!cli_parse_i64(v, &x) || x < 1 || x > 1024) {
+        cli_usage_error(cmd, "--dim '%s': expected 1..1024", v);
+        goto usage_fail;
+      }
+      a.cfg.dim = (int32_t)x;
+    } else if (!strcmp(o, "--hidden") && v) {
+      if (!parse_widths(v, a.cfg.hidden, &a.cfg.n_hidden)) {
+        cli_usage_error(cmd, "--hidden '%s': expected up to %d widths such as 256,128", v,
+                        HS_CTR_MAX_HIDDEN);
+        goto usage_fail;
+      }
+    } else if (!strcmp(o, "--bottom") && v) {
+      if (!parse_widths(v, a.cfg.bottom, &a.cfg.n_bottom)) {
+        cli_usage_error(cmd, "--bottom '%s': expected up to %d widths such as 64", v,
+                        HS_CTR_MAX_HIDDEN);
+        goto usage_fail;
+      }
+    } else if (!strcmp(o, "--lr") && v) {
+      if (!cli_parse_double(v, &d) || !(d > 0)) {
+        cli_usage_error(cmd, "--lr '%s': expected a positive number", v);
+        goto usage_fail;
+      }
+      a.cfg.lr = (float)d;
+    } else if (!strcmp(o, "--sparse-lr") && v) {
+      if (!cli_parse_double(v, &d) || !(d > 0)) {
+        cli_usage_error(cmd, "--sparse-lr '%s': expected a positive number", v);
+        goto usage_fail;
+      }
+      a.cfg.sparse_lr = (float)d;
+    } else if (!strcmp(o, "--init-range") && v) {
+      if (!cli_parse_double(v, &d) || !(d >= 0)) {
+        cli_usage_error(cmd, "--init-range '%s': expected a number >= 0", v);
+        goto usage_fail;
+      }
+      a.cfg.init_range = (float)d;
+    } else if (!strcmp(o, "--sparse-optimizer") && v) {
+      if (hs_sparse_optimizer_parse(v, &a.cfg.sparse_optimizer) != HS_OK) {
+        cli_usage_error(cmd, "--sparse-optimizer '%s': expected adagrad, sgd, adam or ftrl", v);
+        goto usage_fail;
+      }
+    } else if (!strcmp(o, "--admit-after") && v) {
+      if (!cli_parse_i64(v, &x) || x < 1 || x > 1000000) {
+        cli_usage_error(cmd, "--admit-after '%s': expected 1..1000000", v);
+        goto usage_fail;
+      }
+      a.cfg.admit_after = (uint32_t)x;
+    } else if (!strcmp(o, "--expire-after") && v) {
+      if (!cli_parse_i64(v, &x) || x < 1 || x > 1000000000) {
+        cli_usage_error(cmd, "--expire-after '%s': expected 1..1e9 batches", v);
+        goto usage_fail;
+      }
+      a.cfg.expire_after = (uint32_t)x;
+    } else if (!strcmp(o, "--seed") && v) {
+      uint64_t u;
+      if (!cli_parse_u64(v, &u)) {
+        cli_usage_error(cmd, "--seed '%s'", v);
+        goto usage_fail;
+      }
+      a.cfg.seed = u;
+    } else if (!strcmp(o, "--epochs") && v) {
+      if (!cli_parse_i64(v, &a.epochs) || a.epochs < 1 || a.epochs > 100000) {
+        cli_usage_error(cmd, "--epochs '%s': expected 1..100000", v);
+        goto usage_fail;
+      }
+    } else if (!strcmp(o, "--checkpoint") && v) {
+      a.ckpt = v;
+    } else if (!strcmp(o, "--stats-json") && v) {
+      a.stats_path = v;
+    } else if (!strcmp(o, "--log-json") && v) {
+      a.log_path = v;
+    } else if (!strcmp(o, "--resume")) {
+      a.resume = true;
+      continue;
+    } else {
+      cli_usage_error(cmd, v ? "unknown option '%s'" : "unknown option '%s' (or it needs a value)", o);
+      goto usage_fail;
+    }
+    i++;
+  }
+  if (!a.train.n) {
+    cli_usage_error(cmd, "--task ctr needs training files: --data FILE|DIR");
+    goto usage_fail;
+  }
+  if (a.resume && !a.ckpt) {
+    cli_usage_error(cmd, "--resume needs --checkpoint DIR");
+    goto usage_fail;
+  }
+  char last[4200] = "", best[4200] = "";
+  if (a.ckpt) {
+    if (mkdir(a.ckpt, 0755) != 0 && errno != EEXIST) {
+      fprintf(stderr, "hetsage train: cannot create %s: %s\n", a.ckpt, strerror(errno));
+      goto fail;
+    }
+    snprintf(last, sizeof last, "%s/last.ckpt", a.ckpt);
+    snprintf(best, sizeof best, "%s/best.ckpt", a.ckpt);
+  }
+  FILE *stats_f = NULL, *log_f = NULL;
+  if (a.stats_path && !(stats_f = fopen(a.stats_path, "w"))) {
+    fprintf(stderr, "hetsage train: cannot write %s: %s\n", a.stats_path, strerror(errno));
+    goto fail;
+  }
+  if (a.log_path && !(log_f = fopen(a.log_path, "w"))) {
+    fprintf(stderr, "hetsage train: cannot write %s: %s\n", a.log_path, strerror(errno));
+    if (stats_f) fclose(stats_f);
+    goto fail;
+  }
+  hs_runtime *rt = NULL;
+  hs_ctr_session *s = NULL;
+  int rc = open_session(cmd, &a, &rt, &s);
+  if (rc) {
+    if (stats_f) fclose(stats_f);
+    if (log_f) fclose(log_f);
+    files_free(&a.train), files_free(&a.valid), files_free(&a.test);
+    return rc;
+  }
+  hs_status st = HS_OK;
+  if (a.resume && (st = hs_ctr_session_load(s, last)) != HS_OK) {
+    cli_report(cmd, last, st);
+    rc = 1;
+    goto done;
+  }
+  if (!a.quiet) {
+    char desc[4096];
+    hs_ctr_session_describe(s, desc, sizeof desc);
+    fprintf(stderr, "%s", desc);
+    hs_ctr_session_set_progress(s, on_progress, NULL);
+  }
+  hs_ctr_session_set_stop_flag(s, &interrupted);
+  signal(SIGINT, on_sigint);
+  double best_auc = -1, train_s = 0;
+  hs_ctr_epoch_stats es;
+  hs_ctr_epoch_stats_init(&es);
+  hs_ctr_eval ve;
+  hs_ctr_eval_init(&ve);
+  ve.auc = ve.logloss = NAN;
+  while (hs_ctr_session_epoch(s) < a.epochs) {
+    if ((st = hs_ctr_session_train_epoch(s, a.train.path, a.train.n, &es)) != HS_OK) {
+      if (!a.quiet) fputc('\n', stderr);
+      cli_report(cmd, "training", st);
+      rc = 1;
+      break;
+    }
+    train_s += es.wall_s;
+    if (stats_f) write_stats(stats_f, &es);
+    if (es.interrupted) {
+      if (!a.quiet) fputc('\n', stderr);
+      if (a.ckpt && (st = hs_ctr_session_save(s, last)) != HS_OK) cli_report(cmd, last, st);
+      fprintf(stderr, "hetsage train: interrupted after %lld examples of epoch %lld%s%s\n",
+              (long long)es.examples, (long long)es.epoch + 1, a.ckpt ? "; saved " : "",
+              a.ckpt ? last : "");
+      rc = 130;
+      break;
+    }
+    if (a.valid.n && (st = hs_ctr_session_evaluate(s, a.valid.path, a.valid.n, &ve)) != HS_OK) {
+      cli_report(cmd, "validation", st);
+      rc = 1;
+      break;
+    }
+    if (!a.quiet)
+      fprintf(stderr, "\r\033[Kepoch %lld: %lld examples, loss %.4f, %.0f examples/s; valid AUC %.4f, "
+              "logloss %.4f; %llu rows (%.1f MB)\n", (long long)es.epoch + 1,
+              (long long)es.examples, es.loss, es.examples_per_s, ve.auc, ve.logloss,
+              (unsigned long long)es.embed_rows, (double)es.embed_bytes / 1e6);
+    if (log_f)
+      fprintf(log_f, "{\"epoch\": %lld, \"loss\": %.6f, \"valid_auc\": %.6f, \"valid_logloss\": %.6f}\n",
+              (long long)es.epoch, es.loss, ve.auc, ve.logloss), fflush(log_f);
+    if (a.ckpt) {
+      if ((st = hs_ctr_session_save(s, last)) != HS_OK) {
+        cli_report(cmd, last, st);
+        rc = 1;
+        break;
+      }
+      if (a.valid.n && ve.auc > best_auc && (st = hs_ctr_session_save(s, best)) != HS_OK) {
+        cli_report(cmd, best, st);
+        rc = 1;
+        break;
+      }
+    }
+    if (ve.auc > best_auc) best_auc = ve.auc;
+  }
+  if (rc == 0) {
+    hs_ctr_eval te;
+    hs_ctr_eval_init(&te);
+    te.auc = te.logloss = NAN;
+    if (a.test.n && (st = hs_ctr_session_evaluate(s, a.test.path, a.test.n, &te)) != HS_OK) {
+      cli_report(cmd, "test", st);
+      rc = 1;
+      goto done;
+    }
+    double bayes = recorded_bayes(a.data_dir);
+    if (a.json) {
+      printf("{\n  \"task\": \"ctr\",\n  \"model\": \"%s\",\n  \"epochs\": %lld,\n"
+             "  \"train_examples_per_s\": %.1f,\n  \"train_s\": %.3f,\n  \"loss\": %.6f,\n"
+             "  \"valid_auc\": %.6f,\n  \"valid_logloss\": %.6f,\n  \"test_examples\": %lld,\n"
+             "  \"test_auc\": %.6f,\n  \"test_logloss\": %.6f,\n",
+             hs_ctr_model_name(a.cfg.model), (long long)hs_ctr_session_epoch(s),
+             es.examples_per_s, train_s, es.loss, ve.auc, ve.logloss, (long long)te.examples,
+             te.auc, te.logloss);
+      if (isfinite(bayes)) printf("  \"bayes_auc\": %.6f,\n  \"gap_to_bayes\": %.6f,\n", bayes, bayes - te.auc);
+      printf("  \"embed_rows\": %llu,\n  \"embed_bytes\": %llu,\n  \"embed_evicted\": %llu\n}\n",
+             (unsigned long long)es.embed_rows, (unsigned long long)es.embed_bytes,
+             (unsigned long long)es.embed_evicted);
+    } else {
+      printf("%s: test AUC %.4f, logloss %.4f on %lld examples", hs_ctr_model_name(a.cfg.model),
+             te.auc, te.logloss, (long long)te.examples);
+      if (isfinite(bayes)) printf(" (Bayes AUC %.4f, gap %.4f)", bayes, bayes - te.auc);
+      printf("; %.0f examples/s\n", es.examples_per_s);
+    }
+  }
+done:
+  if (stats_f) fclose(stats_f);
+  if (log_f) fclose(log_f);
+  hs_ctr_session_destroy(s);
+  hs_runtime_close(rt);
+  files_free(&a.train), files_free(&a.valid), files_free(&a.test);
+  return rc;
+usage_fail:
+  files_free(&a.train), files_free(&a.valid), files_free(&a.test);
+  return 2;
+fail:
+  files_free(&a.train), files_free(&a.valid), files_free(&a.test);
+  return 1;
+}
+
+/* ---- eval and predict ---------------------------------------------------------------------- */
+
+static const char *resolve(const char *arg, char *buf, size_t len) {
+  if (is_dir(arg)) {
+    snprintf(buf, len, "%s/best.ckpt", arg);
+    if (access(buf, R_OK) != 0) snprintf(buf, len, "%s/last.ckpt", arg);
+    return buf;
+  }
+  return arg;
+}
+
+/* A session with a checkpoint's model loaded. */
+static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr_session **s) {
+  char buf[4200];
+  const char *path = resolve(a->ckpt, buf, sizeof buf);
+  hs_status st = hs_ctr_config_from_checkpoint(path, &a->cfg);
+  if (st != HS_OK) {
+    cli_report(cmd, path, st);
+    return 1;
+  }
+  int rc = open_session(cmd, a, rt, s);
+  if (rc) return rc;
+  if ((st = hs_ctr_session_load(*s, path)) != HS_OK) {
+    cli_report(cmd, path, st);
+    hs_ctr_session_destroy(*s);
+    hs_runtime_close(*rt);
+    return 1;
+  }
+  return 0;
+}
+
+static void eval_usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage eval --task ctr --checkpoint FILE|DIR --data FILE|DIR [options]\n"
+          "\n"
+          "AUC and logloss of a saved CTR model on labelled Criteo-layout files (a\n"
+          "DIR checkpoint is a training --checkpoint folder: its best.ckpt, else\n"
+          "last.ckpt; a DIR of data: its test files).\n\n");
+  common_usage(f);
+}
+
+static int parse_eval_like(const char *cmd, ctr_args *a, int argc, char **argv,
+                           void (*usage)(FILE *), bool predict) {
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    int r = common_arg(cmd, a, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r > 0) continue;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      usage(stdout);
+      return -1;
+    } else if (!strcmp(o, "--checkpoint") && i + 1 < argc) {
+      a->ckpt = argv[++i];
+    } else if (predict && !strcmp(o, "--no-label")) {
+      a->labelled = false;
+    } else if (predict && !strcmp(o, "--output") && i + 1 < argc) {
+      a->output = argv[++i];
+    } else {
+      return cli_usage_error(cmd, "unknown option '%s' (or it needs a value)", o);
+    }
+  }
+  if (!a->ckpt) return cli_usage_error(cmd, "--task ctr needs --checkpoint FILE|DIR");
+  return 0;
+}
+
+int cmd_eval_ctr(int argc, char **argv) {
+  const char *cmd = "eval";
+  ctr_args a;
+  memset(&a, 0, sizeof a);
+  hs_ctr_config_init(&a.cfg);
+  int rc = parse_eval_like(cmd, &a, argc, argv, eval_usage, false);
+  /* A data folder is evaluated on its test files; files given are. */
+  const file_list *files = a.test.n && a.data_dir ? &a.test : &a.train;
+  if (rc == 0 && !files->n) rc = cli_usage_error(cmd, "--task ctr needs --data FILE|DIR");
+  hs_runtime *rt = NULL;
+  hs_ctr_session *s = NULL;
+  if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
+  if (rc == 0) {
+    hs_ctr_eval e;
+    hs_ctr_eval_init(&e);
+    hs_status st = hs_ctr_session_evaluate(s, files->path, files->n, &e);
+    if (st != HS_OK) {
+      cli_report(cmd, "evaluation", st);
+      rc = 1;
+    } else if (a.json) {
+      printf("{\"examples\": %lld, \"auc\": %.6f, \"logloss\": %.6f, \"positive_rate\": %.6f, "
+             "\"mean_prob\": %.6f, \"seconds\": %.3f}\n", (long long)e.examples, e.auc,
+             e.logloss, e.positive_rate, e.mean_prob, e.seconds);
+    } else {
+      printf("AUC %.4f, logloss %.4f on %lld examples (click rate %.4f, mean prediction %.4f)\n",
+             e.auc, e.logloss, (long long)e.examples, e.positive_rate, e.mean_prob);
+    }
+    hs_ctr_session_destroy(s);
+    hs_runtime_close(rt);
+  }
+  files_free(&a.train), files_free(&a.valid), files_free(&a.test);
+  return rc < 0 ? 0 : rc;
+}
+
+static void predict_usage(FILE *f) {
+  fprintf(f,
+          "usage: hetsage predict --task ctr --checkpoint FILE|DIR --data FILE [options]\n"
+          "\n"
+          "Click probabilities of every example of Criteo-layout files, one per line\n"
+          "in file order.\n\n"
+          "  --no-label           the files have no label column (39 columns)\n"
+          "  --output F           write the probabilities to F (default stdout)\n");
+  common_usage(f);
+}
+
+typedef struct prob_out {
+  FILE *f;
+  int err; /* errno of a failed write, 0: none */
+} prob_out;
+
+static hs_status print_probs(void *user, const float *prob, const uint8_t *labels, int32_t n) {
+  (void)labels;
+  prob_out *o = user;
+  for (int32_t i = 0; i < n; i++)
+    if (fprintf(o->f, "%.6f\n", (double)prob[i]) < 0) {
+      o->err = errno ? errno : EIO;
+      return HS_ERR_IO;
+    }
+  return HS_OK;
+}
+
+int cmd_predict_ctr(int argc, char **argv) {
+  const char *cmd = "predict";
+  ctr_args a;
+  memset(&a, 0, sizeof a);
+  hs_ctr_config_init(&a.cfg);
+  a.labelled = true;
+  int rc = parse_eval_like(cmd, &a, argc, argv, predict_usage, true);
+  const file_list *files = a.test.n && a.data_dir ? &a.test : &a.train;
+  if (rc == 0 && !files->n) rc = cli_usage_error(cmd, "--task ctr needs --data FILE");
+  FILE *out = stdout;
+  if (rc == 0 && a.output && !(out = fopen(a.output, "w"))) {
+    fprintf(stderr, "hetsage predict: cannot write %s: %s\n", a.output, strerror(errno));
+    rc = 1;
+  }
+  hs_runtime *rt = NULL;
+  hs_ctr_session *s = NULL;
+  if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
+  if (rc == 0) {
+    prob_out po = {out, 0};
+    hs_status st = hs_ctr_session_predict(s, files->path, files->n, a.labelled, print_probs, &po);
+    if (st == HS_OK && fflush(out) != 0) po.err = errno ? errno : EIO;
+    if (po.err) {
+      fprintf(stderr, "hetsage predict: cannot write %s: %s\n", a.output ? a.output : "the output",
+              strerror(po.err));
+      rc = 1;
+    } else if (st != HS_OK) {
+      cli_report(cmd, "prediction", st);
+      rc = 1;
+    }
+    hs_ctr_session_destroy(s);
+    hs_runtime_close(rt);
+  }
+  if (out && out != stdout) fclose(out);
+  files_free(&a.train), files_free(&a.valid), files_free(&a.test);
+  return rc < 0 ? 0 : rc;
+}
