@@ -66,7 +66,7 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a) {
         if (rec[2] != HS_EMBED_FREE) refs[m++] = (id_ref){hs__embed_rec_id(rec), rec};
       }
     }
-    qsort(refs, m, sizeof *refs, cmp_ref);
+    if (m) qsort(refs, m, sizeof *refs, cmp_ref);
     hs__afile_u64(a, m);
     hs__afile_u64(a, np);
     for (size_t i = 0; i < m; i++) {
@@ -81,7 +81,7 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a) {
       for (uint32_t i = 0; i < s->pend_cap; i++)
         if (s->pend[i].count) refs[m++] = (id_ref){s->pend[i].id, &s->pend[i]};
     }
-    qsort(refs, m, sizeof *refs, cmp_ref);
+    if (m) qsort(refs, m, sizeof *refs, cmp_ref);
     for (size_t i = 0; i < m; i++) {
       const pend_entry *p = refs[i].p;
       hs__afile_u64(a, p->id);
