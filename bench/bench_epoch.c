@@ -228,6 +228,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     goto done;
   }
+  if (!dataset) dataset = bundled; /* the peer reads the same files */
   /* Rounds alternate hetsage and the peer, so that a change in the
    * machine's load during the run falls on both sides. */
   for (int r = 0; r < o.rounds; r++) {
