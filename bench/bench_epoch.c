@@ -351,7 +351,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     goto done;
   }
-  if (!dataset) dataset = bundled;
+  if (!dataset) dataset = bundled; /* the peer reads the same files */
   for (int r = 0; r < o.rounds; r++) {
     if (run_hetsage(&o, rt, ds, &hr[r], &st)) goto done;
     print_round("hetsage", r, (int)cores, &hr[r]);

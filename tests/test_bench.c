@@ -365,3 +365,39 @@ Test(bench, jsonl_and_implementations_matrix, .timeout = 300) {
   cr_expect_not_null(strstr(out, "--matrix needs --implementations"), "%s", out);
   unlink(j), unlink(m), unlink(a);
 }
+
+/* bench_epoch with no --dataset trains the bundled Cora and hands the peer
+ * the same folder. The peer's python is a stand-in that imports anything
+ * and answers as peer_train.py does only when --dataset names a dataset. */
+Test(bench, epoch_bench_gives_the_peer_the_bundled_dataset) {
+  const char *exe = getenv("HS_BENCH_EPOCH");
+  if (!exe) cr_skip_test("HS_BENCH_EPOCH (the bench_epoch executable) is not set");
+  char py[512], cmd[2048];
+  tool_tmp(py, sizeof py, "peer-python");
+  FILE *f = fopen(py, "w");
+  cr_assert_not_null(f);
+  fputs("#!/bin/sh\n"
+        "[ \"$1\" = -c ] && exit 0\n"
+        "ds=\n"
+        "while [ $# -gt 0 ]; do [ \"$1\" = --dataset ] && ds=$2; shift; done\n"
+        "[ -f \"$ds/indptr.npy\" ] || { echo \"no dataset at '$ds'\" >&2; exit 3; }\n"
+        "echo 'epoch_s 0.5 0.4 0.6 2 0.75 0.75 2 stand-in 1024'\n",
+        f);
+  cr_assert_eq(fclose(f), 0);
+  cr_assert_eq(chmod(py, 0755), 0);
+  snprintf(cmd, sizeof cmd,
+           "HS_PEER_PYTHON=%s HS_PEER_THREADS=1 %s --epochs 2 --rounds 1 --hidden 16 "
+           "--batch 512 --model gcn 2>/dev/null",
+           py, exe);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char out[8192];
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  cr_assert_eq(pclose(p), 0, "%s", out);
+  unlink(py);
+  cr_expect_null(strstr(out, "(null)"), "%s", out);
+  cr_expect_null(strstr(out, "skipped"), "the peer did not run: %s", out);
+  cr_expect_not_null(strstr(out, "\"version\": \"stand-in\""), "%s", out);
+  cr_expect_not_null(strstr(out, "\"model\": \"gcn\""), "%s", out);
+}
