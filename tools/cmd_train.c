@@ -31,6 +31,11 @@ static void usage(FILE *f) {
           "\n");
   cli_session_usage(f);
   fprintf(f,
+          "  --node-embedding D   learn a D-wide embedding per vertex (host store,\n"
+          "                       row-wise Adagrad) as the input after the features,\n"
+          "                       or as the whole input when the dataset has none;\n"
+          "                       no checkpoints yet (--checkpoint is refused)\n"
+          "  --node-embedding-lr X  the rows' learning rate (default 0.05)\n"
           "  --epochs N           most epochs (default 50)\n"
           "  --target-acc X       stop once validation accuracy reaches X\n"
           "  --patience P         stop after P epochs without a better validation\n"
@@ -149,6 +154,17 @@ int cmd_train(int argc, char **argv) {
         return cli_usage_error("train", "--target-acc '%s': expected (0, 1]", argv[i]);
     } else if (strcmp(o, "--checkpoint") == 0 && has_val) {
       ckpt_dir = argv[++i];
+    } else if (strcmp(o, "--node-embedding") == 0 && has_val) {
+      uint64_t d;
+      if (!cli_parse_u64(argv[++i], &d) || d < 1 || d > 4096)
+        return cli_usage_error("train", "--node-embedding '%s': expected 1..4096", argv[i]);
+      a.cfg.node_embedding = (int32_t)d;
+    } else if (strcmp(o, "--node-embedding-lr") == 0 && has_val) {
+      double d;
+      if (!cli_parse_double(argv[++i], &d) || !(d > 0 && d < 100))
+        return cli_usage_error("train", "--node-embedding-lr '%s': expected a rate in (0, 100)",
+                               argv[i]);
+      a.cfg.node_embedding_lr = (float)d;
     } else if (strcmp(o, "--stats-json") == 0 && has_val) {
       stats_path = argv[++i];
     } else if (strcmp(o, "--log-json") == 0 && has_val) {
@@ -170,13 +186,17 @@ int cmd_train(int argc, char **argv) {
     } else if (o[0] == '-' && !has_val &&
                (!strcmp(o, "--epochs") || !strcmp(o, "--patience") || !strcmp(o, "--target-acc") ||
                 !strcmp(o, "--checkpoint") || !strcmp(o, "--stats-json") ||
-                !strcmp(o, "--log-json") || !strcmp(o, "--eval"))) {
+                !strcmp(o, "--log-json") || !strcmp(o, "--eval") ||
+                !strcmp(o, "--node-embedding") || !strcmp(o, "--node-embedding-lr"))) {
       return cli_usage_error("train", "option %s needs a value", o);
     } else {
       return cli_usage_error("train", "unknown option '%s'", o);
     }
   }
   if (resume && !ckpt_dir) return cli_usage_error("train", "--resume needs --checkpoint DIR");
+  if (ckpt_dir && a.cfg.node_embedding > 0)
+    return cli_usage_error("train", "--checkpoint: checkpoints of node embeddings are not "
+                           "written yet");
   /* Evaluation draws neighbourhoods the way training does unless told: a
    * full neighbourhood holds the edges weighted and threshold sampling
    * would rarely or never pick. */
