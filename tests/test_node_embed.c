@@ -10,6 +10,7 @@
 
 #include "hetsage.h"
 #include "hs_test_util.h"
+#include "tool_run.h"
 
 static hs_runtime *rt;
 static char *root, *bare_dir, *feat_dir;
@@ -181,4 +182,20 @@ Test(node_embed, refusals) {
   c.node_embedding_lr = 0;
   cr_expect_eq(hs_session_create(rt, bare, &c, &s), HS_ERR_INVALID_ARG);
   cr_expect(strstr(hs_last_error(), "node_embedding_lr") != NULL, "%s", hs_last_error());
+}
+
+Test(node_embed, command_line) {
+  char args[2048], out[16384];
+  snprintf(args, sizeof args, "train --dataset %s --node-embedding 8 --fanouts 5,5 --batch 256 "
+           "--hidden 16 --epochs 1 --json -q", bare_dir);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  cr_expect(strstr(out, "\"test_acc\"") != NULL, "%s", out);
+  snprintf(args, sizeof args, "train --dataset %s --epochs 1 -q", bare_dir);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 1, "%s", out);
+  cr_expect(strstr(out, "--node-embedding") != NULL, "%s", out);
+  snprintf(args, sizeof args, "train --dataset %s --node-embedding 8 --checkpoint %s/ck -q",
+           bare_dir, root);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 2, "%s", out);
+  snprintf(args, sizeof args, "train --dataset %s --node-embedding 0 -q", bare_dir);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 2, "%s", out);
 }
