@@ -1,5 +1,5 @@
 /* Sampling, reindexing and gathering throughput, each beside its same-run
- * limit (DESIGN.md §9), printed as JSON:
+ * limit (docs/architecture.md, "Measuring"), printed as JSON:
  *  - sampled edges/s per device (host reference, OpenCL device, a 1-CU
  *    sub-device) / a random-read probe on the same device and cores
  *    (independent reads of random 8-byte words from an array as large as
@@ -38,8 +38,7 @@
 
 #include "bench/hs_measure.h"
 #include "core/hs_engine.h"
-#include "hs_base.h"
-#include "sample_graphs.h"
+#include "bench/sample_graphs.h"
 
 typedef struct opts {
   bool small;

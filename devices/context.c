@@ -26,6 +26,12 @@ hs_status hs__ctx_create(const hs_dev *devs, int n, hs_ctx *out) {
     return hs__cl_fail(err, "clCreateContext", ids[0]);
   }
   out->platform = devs[0].platform;
+  out->host_memory = true;
+  for (int i = 0; i < n; i++) {
+    size_t a = (size_t)devs[i].info.max_alloc_bytes;
+    if (a && (!out->max_alloc || a < out->max_alloc)) out->max_alloc = a;
+    out->host_memory &= devs[i].info.type == HS_DEVICE_CPU;
+  }
   return HS_OK;
 }
 

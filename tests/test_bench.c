@@ -9,9 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 #include "bench/hs_measure.h"
 #include "hetsage.h"
+#include "hetsage/bench.h"
 #include "tool_run.h"
 
 Test(bench, summaries_are_median_min_max) {

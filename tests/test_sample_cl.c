@@ -11,7 +11,8 @@
 #include "hs_base.h"
 #include "sample/hs_sampler.h"
 #include "sample_check.h"
-#include "sample_graphs.h"
+#include "bench/sample_graphs.h"
+#include "shared_data.h"
 
 typedef struct cl_env {
   hs_inventory inv;

@@ -190,7 +190,7 @@ Test(sampling_train, weighted_modes_need_weights_and_bad_settings_are_refused) {
   c = small(HS_SAMPLING_UNIFORM);
   c.vertex_budget = 100; /* less than a batch of 128 seeds */
   cr_expect_eq(hs_session_create(rt, weighted, &c, &s), HS_ERR_INVALID_ARG);
-  cr_expect(strstr(hs_last_error(), "vertex budget 100") != NULL, "%s", hs_last_error());
+  cr_expect(strstr(hs_last_error(), "vertex_budget = 100") != NULL, "%s", hs_last_error());
   c = small((hs_sampling)9);
   cr_expect_eq(hs_session_create(rt, weighted, &c, &s), HS_ERR_INVALID_ARG);
   hs_sampling m;

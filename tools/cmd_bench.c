@@ -1,5 +1,6 @@
 /* hetsage bench: the same workloads, measured the same way, on every
  * device; comparison with a saved run; an HTML report. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,14 +191,12 @@ int cmd_bench(int argc, char **argv) {
       o.devices = argv[++i];
     } else if (strcmp(a, "--workload") == 0 && has) {
       if (hs_bench_workloads_parse(argv[++i], &o.workloads) != HS_OK)
-        return cli_usage_error("bench", "%s", hs_last_error());
+        return cli_usage_error("bench", "--workload '%s': %s", argv[i], hs_last_error());
     } else if (strcmp(a, "--runs") == 0 && has) {
-      if (!cli_parse_u64(argv[++i], &v) || v < 1 || v > 64)
-        return cli_usage_error("bench", "--runs '%s': 1..64", argv[i]);
+      if (!cli_opt_u64("bench", a, argv[++i], 1, 64, &v)) return 2;
       o.runs = (int)v;
     } else if (strcmp(a, "--warmup") == 0 && has) {
-      if (!cli_parse_u64(argv[++i], &v) || v > 16)
-        return cli_usage_error("bench", "--warmup '%s': 0..16", argv[i]);
+      if (!cli_opt_u64("bench", a, argv[++i], 0, 16, &v)) return 2;
       o.warmup = (int)v;
     } else if (strcmp(a, "--quick") == 0) {
       o.quick = true;
@@ -272,9 +271,17 @@ int cmd_bench(int argc, char **argv) {
   if (json) {
     bool to_stdout = strcmp(json, "-") == 0;
     FILE *f = to_stdout ? stdout : fopen(json, "w");
-    if (!f || hs_bench_results_write_json(r, f) != HS_OK || (!to_stdout && fclose(f) != 0)) {
-      fprintf(stderr, "hetsage bench: cannot write %s\n", json);
+    if (!f) {
+      fprintf(stderr, "hetsage bench: cannot write %s: %s\n", json, strerror(errno));
       rc = 1;
+    } else {
+      if ((st = hs_bench_results_write_json(r, f)) != HS_OK) {
+        cli_report("bench", json, st);
+        rc = 1;
+      }
+      if (!(to_stdout ? cli_file_check("bench", f, "standard output")
+                      : cli_file_close("bench", f, json)))
+        rc = 1;
     }
   }
   if (report && !bench_report_html(report, r, base)) rc = 1;

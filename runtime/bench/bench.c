@@ -6,12 +6,8 @@
 #include <string.h>
 
 #include "bench/hs_bench_int.h"
-#include "board/hs_board.h"
-#include "core/hs_runtime.h"
-#include "data/hs_graph.h"
+#include "core/hs_engine.h"
 #include "hetsage/session.h"
-#include "hs_launch.h"
-#include "rng/philox.h"
 
 static const char *const workload_names[] = {"sample", "gather", "gemm", "train"};
 
@@ -22,6 +18,7 @@ const char *hs_bench_workload_name(hs_bench_workload w) {
 }
 
 hs_status hs_bench_workloads_parse(const char *list, unsigned *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_bench_workloads_parse: NULL out");
   *out = 0;
   if (!list || !*list) return hs__fail(HS_ERR_INVALID_ARG, "empty workload list");
   for (const char *s = list; *s;) {
@@ -41,6 +38,7 @@ hs_status hs_bench_workloads_parse(const char *list, unsigned *out) {
 }
 
 void hs_bench_options_init(hs_bench_options *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->workloads = HS_BENCH_ALL;
   o->runs = 5;
@@ -312,8 +310,12 @@ static hs_status bench_gemm(run_ctx *c) {
 /* ---- training --------------------------------------------------------------------- */
 
 static void train_epochs(run_ctx *c, scope *s, hs_dataset *cora, const hs_board_profile *prof) {
-  hs_board_profile p = *prof; /* borrowed fields only: never freed */
-  p.split.sub_devices = s->sub;
+  hs_board_profile *p = NULL;
+  if (hs__board_profile_dup(prof, &p) != HS_OK) {
+    hs__log(HS_LOG_TRAIN, "bench: train on %s skipped: %s", s->name, hs_last_error());
+    return;
+  }
+  p->split.sub_devices = s->sub;
   char idx[16];
   snprintf(idx, sizeof idx, "%d", s->index);
   hs_session_config cfg;
@@ -325,13 +327,14 @@ static void train_epochs(run_ctx *c, scope *s, hs_dataset *cora, const hs_board_
   cfg.seed = 1;
   cfg.model = c->o.model;
   cfg.heads = c->o.heads;
-  cfg.profile = &p;
+  cfg.profile = p;
   cfg.sampler = cfg.trainer = idx;
   hs_session *se = NULL;
   double wall[HS_MEASURE_MAX_RUNS], busiest[HS_MEASURE_MAX_RUNS];
   hs_epoch_stats es;
   hs_epoch_stats_init(&es);
   hs_status st = hs_session_create(c->rt, cora, &cfg, &se);
+  hs_board_profile_free(p); /* borrowed by the creation only */
   for (int r = -c->o.warmup; st == HS_OK && r < c->o.runs; r++) {
     if ((st = hs_session_train_epoch(se, &es)) != HS_OK || r < 0) continue;
     wall[r] = es.wall_s;
@@ -380,10 +383,10 @@ static hs_status bench_train(run_ctx *c) {
   char dir[1024];
   hs_dataset *cora = NULL;
   hs_board_profile *own = NULL;
-  const hs_board_profile *prof = c->o.profile ? c->o.profile : c->rt->board;
+  const hs_board_profile *prof = c->o.profile ? c->o.profile : hs_runtime_board(c->rt);
   hs_status st = hs_dataset_bundled(c->rt, "cora", dir, sizeof dir);
   if (st == HS_OK) st = hs_dataset_open(dir, &cora);
-  if (st == HS_OK && !prof && (st = hs_board_profile_load_from(c->rt->settings.boards_dir, NULL, &own)) == HS_OK)
+  if (st == HS_OK && !prof && (st = hs_board_profile_load_from(hs_runtime_settings(c->rt)->boards_dir, NULL, &own)) == HS_OK)
     prof = own;
   if (st != HS_OK) goto done;
   for (int i = 0; i < c->n_scopes; i++) {
@@ -410,7 +413,7 @@ hs_status hs_bench_run(hs_runtime *rt, const hs_bench_options *opts, hs_bench_pr
       (c.o.workloads & ~(unsigned)HS_BENCH_ALL))
     return hs__fail(HS_ERR_INVALID_ARG, "benchmark options: runs %d (1..%d), warmup %d (0..16)",
                     c.o.runs, HS_MEASURE_MAX_RUNS, c.o.warmup);
-  int n = rt->inv.n_devs;
+  int n = hs_runtime_device_count(rt);
   bool *sel = calloc((size_t)n + 1, sizeof *sel);
   hs_dev(*subs)[2] = calloc((size_t)n + 1, sizeof *subs);
   bool *have_subs = calloc((size_t)n + 1, sizeof *have_subs);
@@ -425,7 +428,7 @@ hs_status hs_bench_run(hs_runtime *rt, const hs_bench_options *opts, hs_bench_pr
   c.r->warmup = c.o.warmup;
   c.r->quick = c.o.quick;
   for (int i = 0; i < n; i++) {
-    const hs_dev *d = &rt->inv.devs[i];
+    const hs_dev *d = hs__runtime_dev(rt, i);
     if (!sel[i] || !d->info.available) continue;
     scope *s = &c.scopes[c.n_scopes];
     snprintf(s->name, sizeof s->name, "dev%d", i);

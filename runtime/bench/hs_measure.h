@@ -1,6 +1,6 @@
 /* Measuring cores shared by the benchmark programs (bench/), `hetsage
  * bench` (hs_bench_run) and bring-up's peaks, so that every caller
- * measures the same way (DESIGN.md §9):
+ * measures the same way (docs/architecture.md, "Measuring"):
  *
  *  - warm-up runs are done and dropped before the steady-state runs;
  *  - a figure and its same-run limit are measured alternately, run by
@@ -20,11 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gemm.h"
-#include "hs_dev.h"
-#include "nn/trainer.h"
-#include "sample/hs_gather.h"
-#include "sample/hs_sampler.h"
+#include "core/hs_engine.h"
 
 #define HS_MEASURE_MAX_RUNS 64
 

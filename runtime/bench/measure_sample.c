@@ -3,8 +3,7 @@
 #include <string.h>
 
 #include "bench/hs_measure.h"
-#include "hs_launch.h"
-#include "rng/philox.h"
+#include "core/hs_engine.h"
 
 void hs__bench_seeds(int32_t *seeds, int32_t n, int64_t n_vertices, uint32_t batch, char *used) {
   for (int32_t i = 0, j = 0; i < n; j++) {

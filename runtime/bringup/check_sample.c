@@ -1,14 +1,12 @@
 /* Sampling (every mode), reindexing and gathering on a device against the
- * plain-C references, bit for bit (DESIGN.md §4): a sample is a pure
+ * plain-C references, bit for bit (docs/architecture.md, "Determinism"): a sample is a pure
  * function of (seed, epoch, batch, layer, vertex, draw). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hs_bringup_int.h"
-#include "hs_launch.h"
-#include "sample/hs_gather.h"
-#include "sample/hs_sampler.h"
+#include "core/hs_engine.h"
 
 enum { SEEDS = 64, BATCHES = 3 };
 

@@ -12,15 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "core/hs_engine.h"
 #include "hs_bringup_int.h"
-#include "hs_launch.h"
-#include "nn/model_ops.h"
-#include "nn/nn_rng.h"
-#include "nn/ref_nn.h"
-#include "nn/sage.h"
-#include "nn/trainer.h"
-#include "sample/hs_sample.h"
 
 /* ---- test data ------------------------------------------------------------------ */
 

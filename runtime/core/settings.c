@@ -229,3 +229,10 @@ bool hs__settings_default_cache_dir(char *buf, size_t len) {
   else return false;
   return n > 0 && (size_t)n < len;
 }
+
+const char *hs__settings_icd_vendors_dir(void) {
+  /* The ICD loader's own variable: read here so that the environment is
+   * read in one place. */
+  const char *dir = getenv("OCL_ICD_VENDORS");
+  return dir && *dir ? dir : "/etc/OpenCL/vendors";
+}

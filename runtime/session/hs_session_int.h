@@ -2,6 +2,8 @@
 #ifndef HS_SESSION_INT_H
 #define HS_SESSION_INT_H
 
+#include <stdatomic.h>
+
 #include "cache/hs_cache.h"
 #include "cache/hs_host_tier.h"
 #include "core/hs_runtime.h"
@@ -77,6 +79,10 @@ struct hs_session {
   const void *feat;
   uint64_t feat_huge;
   char feat_pages_why[160];
+  /* Rows whose features were checked finite (one bit each), the first
+   * time they were gathered; all of them once a full pass read them. */
+  _Atomic uint64_t *feat_checked;
+  bool feat_all_checked;
 
   hs_sample_cfg scfg;
   hs_sampler *sampler;
@@ -94,6 +100,8 @@ struct hs_session {
    * memory budget (NULL: they are read from the mapping), and the trainer
    * tier when it has rows (NULL: none). */
   hs_host_tier *tier;
+  uint64_t tier_keep_bytes; /* the host tier's block budget */
+  hs_cache_fill coo_fill;   /* the trainer tier's fill policy */
   hs_coo *coo;
   hs_coo_dev *coo_dev;
 
@@ -169,6 +177,12 @@ hs_status hs__session_rows_in(hs_session *s, const int32_t *ids, int32_t n, floa
 /* Every vertex's input rows (N x in_dim), or the feature mapping itself
  * when it is that already; *owned says whether the caller frees it. */
 hs_status hs__session_all_rows(hs_session *s, const float **out, bool *owned);
+/* Check that rows ids[0..n) of `rows` (float32, n x f, as gathered) are
+ * finite, for the rows not checked before: HS_ERR_FORMAT naming feat.npy,
+ * the row and the feature otherwise. Any thread. */
+hs_status hs__session_check_rows(hs_session *s, const int32_t *ids, int32_t n, const float *rows);
+/* The same for the whole feature table (a full-graph pass reads it all). */
+hs_status hs__session_check_all_rows(hs_session *s);
 
 /* Set up the caches the configuration and the plan ask for (after the
  * trainer, the slots and n_batches exist); tear them down. */

@@ -52,6 +52,7 @@ const char *hs_sampling_name(hs_sampling s) {
 }
 
 hs_status hs_sampling_parse(const char *name, hs_sampling *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_sampling_parse: NULL out");
   for (int m = HS_SAMPLING_UNIFORM; m <= HS_SAMPLING_THRESHOLD; m++)
     if (name && strcmp(name, hs_sampling_name((hs_sampling)m)) == 0) {
       *out = (hs_sampling)m;
@@ -68,6 +69,7 @@ _Static_assert((int)HS_SAMPLING_UNIFORM == (int)HS_SAMPLE_UNIFORM &&
                "hs_sampling and hs_sample_mode must agree");
 
 hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_model_kind_parse: NULL out");
   const hs_model_ops *ops = hs__model_ops_by_name(name);
   if (!ops)
     return hs__fail(HS_ERR_INVALID_ARG, "model '%s': expected sage, gcn or gat",
@@ -103,54 +105,102 @@ const char *hs_feature_pages_name(hs_feature_pages p) {
   }
 }
 
+static hs_status bad_field(const char *field, const char *value, const char *range) {
+  return hs__fail(HS_ERR_INVALID_ARG, "hs_session_config.%s = %s: expected %s", field, value,
+                  range);
+}
+
+static hs_status check_int(const char *field, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return HS_OK;
+  char val[32], range[64];
+  snprintf(val, sizeof val, "%lld", (long long)v);
+  snprintf(range, sizeof range, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+  return bad_field(field, val, range);
+}
+
+/* A finite float in [lo, hi) (or (lo, hi) when lo_open). */
+static hs_status check_float(const char *field, float v, double lo, bool lo_open, double hi) {
+  if (isfinite(v) && (lo_open ? v > lo : v >= lo) && v < hi) return HS_OK;
+  char val[32], range[64];
+  snprintf(val, sizeof val, "%g", (double)v);
+  snprintf(range, sizeof range, "a finite number in %c%g, %g)", lo_open ? '(' : '[', lo, hi);
+  return bad_field(field, val, range);
+}
+
+/* Every field of the configuration, before anything is set up. */
 static hs_status check_config(const hs_session_config *c) {
+  hs_status st;
+  if ((st = check_int("n_layers", c->n_layers, 1,
+                      HS_MAX_LAYERS < HS_SAMPLE_MAX_LAYERS ? HS_MAX_LAYERS
+                                                           : HS_SAMPLE_MAX_LAYERS)))
+    return st;
+  for (int l = 0; l < c->n_layers; l++) {
+    char field[32], val[32], range[64];
+    snprintf(field, sizeof field, "fanouts[%d]", l);
+    snprintf(val, sizeof val, "%d", (int)c->fanouts[l]);
+    snprintf(range, sizeof range, "-1 (every neighbour) or an integer in [1, %d]", HS_MAX_FANOUT);
+    if (c->fanouts[l] != -1 && (c->fanouts[l] < 1 || c->fanouts[l] > HS_MAX_FANOUT))
+      return bad_field(field, val, range);
+  }
+  if ((st = check_int("batch_size", c->batch_size, 1, HS_MAX_BATCH)) ||
+      (st = check_int("hidden", c->hidden, 1, HS_MAX_HIDDEN)) ||
+      (st = check_float("dropout", c->dropout, 0, false, 1)) ||
+      (st = check_float("lr", c->lr, 0, true, HS_MAX_LR)) ||
+      (st = check_float("weight_decay", c->weight_decay, 0, false, 1)) ||
+      (st = check_int("depth", c->depth, 0, HS_MAX_DEPTH)) ||
+      (st = check_int("cache_rows", c->cache_rows, -1, INT64_MAX)))
+    return st;
+  char val[32];
+  snprintf(val, sizeof val, "%d", (int)c->optimizer);
+  if (c->optimizer != HS_OPTIMIZER_ADAM && c->optimizer != HS_OPTIMIZER_SGD)
+    return bad_field("optimizer", val, "HS_OPTIMIZER_ADAM or HS_OPTIMIZER_SGD");
+  snprintf(val, sizeof val, "%d", (int)c->pipeline);
+  if ((unsigned)c->pipeline > HS_PIPELINE_OFF)
+    return bad_field("pipeline", val, "HS_PIPELINE_AUTO, _THREADS, _ASYNC or _OFF");
+  snprintf(val, sizeof val, "%d", (int)c->cache_fill);
+  if ((unsigned)c->cache_fill > HS_CACHE_FILL_PRESAMPLE)
+    return bad_field("cache_fill", val, "HS_CACHE_FILL_FIRST, _DEGREE or _PRESAMPLE");
+  snprintf(val, sizeof val, "%d", (int)c->transfer);
+  if ((unsigned)c->transfer > HS_TRANSFER_DEVICE)
+    return bad_field("transfer", val, "HS_TRANSFER_AUTO, _HOST or _DEVICE");
+  snprintf(val, sizeof val, "%d", (int)c->feature_pages);
   if ((unsigned)c->feature_pages > HS_FEATURE_PAGES_HUGE)
-    return hs__fail(HS_ERR_INVALID_ARG, "feature_pages %d: expected auto, file or huge",
-                    (int)c->feature_pages);
-  if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
-    return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
-                    HS_SAMPLE_MAX_LAYERS);
-  for (int l = 0; l < c->n_layers; l++)
-    if (c->fanouts[l] == 0 || c->fanouts[l] < -1)
-      return hs__fail(HS_ERR_INVALID_ARG, "fanout %d of layer %d: must be >= 1 or -1 (all)",
-                      c->fanouts[l], l);
-  if (c->batch_size < 1)
-    return hs__fail(HS_ERR_INVALID_ARG, "batch size %d: must be >= 1", c->batch_size);
-  if (c->hidden < 1) return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be >= 1", c->hidden);
-  if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
-    return hs__fail(HS_ERR_INVALID_ARG, "dropout %g: must be in [0, 1)", (double)c->dropout);
-  if (!(c->lr > 0.0f)) return hs__fail(HS_ERR_INVALID_ARG, "learning rate %g: must be > 0", (double)c->lr);
-  if (!(c->weight_decay >= 0.0f))
-    return hs__fail(HS_ERR_INVALID_ARG, "weight decay %g: must be >= 0", (double)c->weight_decay);
-  if (c->transfer < HS_TRANSFER_AUTO || c->transfer > HS_TRANSFER_DEVICE)
-    return hs__fail(HS_ERR_INVALID_ARG, "transfer %d: must be auto, host or device",
-                    (int)c->transfer);
-  if (c->depth < 0 || c->depth > 64)
-    return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
+    return bad_field("feature_pages", val, "HS_FEATURE_PAGES_AUTO, _FILE or _HUGE");
+  snprintf(val, sizeof val, "%d", (int)c->model);
   if (!hs__model_ops((int)c->model))
-    return hs__fail(HS_ERR_INVALID_ARG, "model %d: expected sage, gcn or gat", (int)c->model);
-  if (c->model == HS_MODEL_GAT && (c->heads < 1 || c->heads > HS_NN_MAX_HEADS))
-    return hs__fail(HS_ERR_INVALID_ARG, "heads %d: must be 1..%d", c->heads, HS_NN_MAX_HEADS);
-  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0)
-    return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be a multiple of the %d heads",
-                    c->hidden, c->heads);
-  if (c->node_embedding < 0 || c->node_embedding > 4096)
-    return hs__fail(HS_ERR_INVALID_ARG, "node_embedding %d: must be 0 (none) to 4096",
-                    (int)c->node_embedding);
-  if (c->node_embedding > 0 && !(c->node_embedding_lr > 0.0f && c->node_embedding_lr < 100.0f))
-    return hs__fail(HS_ERR_INVALID_ARG, "node_embedding_lr %g: must be in (0, 100)",
-                    (double)c->node_embedding_lr);
+    return bad_field("model", val, "HS_MODEL_SAGE, _GCN or _GAT");
+  if (c->model == HS_MODEL_GAT &&
+      (st = check_int("heads", c->heads, 1, HS_NN_MAX_HEADS)) != HS_OK)
+    return st;
+  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0) {
+    char range[64];
+    snprintf(val, sizeof val, "%d", c->hidden);
+    snprintf(range, sizeof range, "a multiple of the %d heads", c->heads);
+    return bad_field("hidden", val, range);
+  }
+  if ((st = check_int("node_embedding", c->node_embedding, 0, 4096)) != HS_OK) return st;
+  if (c->node_embedding > 0 &&
+      (st = check_float("node_embedding_lr", c->node_embedding_lr, 0, true, 100)) != HS_OK)
+    return st;
+  snprintf(val, sizeof val, "%d", (int)c->sampling);
   if ((unsigned)c->sampling > HS_SAMPLING_THRESHOLD)
-    return hs__fail(HS_ERR_INVALID_ARG, "sampling %d: expected uniform, weighted or threshold",
-                    (int)c->sampling);
+    return bad_field("sampling", val, "HS_SAMPLING_UNIFORM, _WEIGHTED or _THRESHOLD");
   if (c->replace && c->sampling == HS_SAMPLING_THRESHOLD)
-    return hs__fail(HS_ERR_INVALID_ARG, "replace: threshold sampling draws without replacement");
-  if (c->vertex_budget < 0 || (c->vertex_budget > 0 && c->vertex_budget < c->batch_size))
-    return hs__fail(HS_ERR_INVALID_ARG, "vertex budget %lld: must be 0 (none) or at least the "
-                    "batch size %d", (long long)c->vertex_budget, c->batch_size);
+    return bad_field("replace", "true", "false with HS_SAMPLING_THRESHOLD (it draws without "
+                     "replacement)");
+  if (c->vertex_budget != 0 && (c->vertex_budget < c->batch_size || c->vertex_budget < 0)) {
+    char range[64];
+    snprintf(val, sizeof val, "%lld", (long long)c->vertex_budget);
+    snprintf(range, sizeof range, "0 (none) or at least the batch size %d", (int)c->batch_size);
+    return bad_field("vertex_budget", val, range);
+  }
   for (int l = 0; c->sampling == HS_SAMPLING_THRESHOLD && l < c->n_layers; l++)
-    if (!isfinite(c->thresholds[l]))
-      return hs__fail(HS_ERR_INVALID_ARG, "threshold of layer %d: not a finite number", l);
+    if (!isfinite(c->thresholds[l])) {
+      char field[32];
+      snprintf(field, sizeof field, "thresholds[%d]", l);
+      snprintf(val, sizeof val, "%g", (double)c->thresholds[l]);
+      return bad_field(field, val, "a finite number");
+    }
   return HS_OK;
 }
 
@@ -426,6 +476,68 @@ static hs_status make_sampler(hs_session *s) {
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
 }
 
+/* The plan as it runs: where the session's configuration overrode a choice
+ * (pipeline, depth, memory budget, caches), the plan's fields and reasons
+ * are revised, so that what is described is what runs. */
+static hs_status revise_plan(hs_session *s, const hs_session_config *cfg) {
+  hs_placement *pl = s->plan;
+  char a[32], b[32];
+  hs_status st = HS_OK;
+  hs_pipeline_mode mode = s->mode == HS_PIPE_THREADS ? HS_PIPELINE_THREADS
+                          : s->mode == HS_PIPE_OFF   ? HS_PIPELINE_OFF
+                                                     : HS_PIPELINE_ASYNC;
+  if (mode != pl->pipeline) {
+    st = hs__placement_revise(pl, "pipeline", hs_pipeline_mode_name(pl->pipeline),
+                              "%s: the session's configuration (pipeline)",
+                              hs_pipeline_mode_name(mode));
+    pl->pipeline = mode;
+  }
+  if (st == HS_OK && s->depth != pl->depth) {
+    st = hs__placement_revise(pl, "pipeline", "depth", "depth %d: %s", s->depth,
+                              mode == HS_PIPELINE_OFF ? "no overlap, one batch at a time"
+                                                      : "the session's configuration (depth)");
+    pl->depth = s->depth;
+  }
+  if (st == HS_OK && cfg->memory_budget) {
+    pl->host_budget_bytes = cfg->memory_budget;
+    st = hs__placement_revise(pl, "memory", "host", "host %s: the session's memory budget "
+                              "(memory_budget)", hs__fmt_bytes(cfg->memory_budget, a, sizeof a));
+  }
+  uint64_t keep = s->tier ? s->tier_keep_bytes : 0;
+  if (st == HS_OK && (cfg->memory_budget || keep != pl->cache_host_bytes)) {
+    hs__fmt_bytes(s->g->feature_bytes, a, sizeof a);
+    hs__fmt_bytes(pl->host_budget_bytes, b, sizeof b);
+    if (s->tier) {
+      char c[32];
+      st = hs__placement_revise(pl, "cache", "host", "host %s: the features (%s) exceed the "
+                                "host budget %s, so they are read from feat.npy through a "
+                                "cache of %s", hs__fmt_bytes(keep, c, sizeof c), a, b,
+                                hs__fmt_bytes(keep, c, sizeof c));
+    } else {
+      st = hs__placement_revise(pl, "cache", "host", "host 0 B: the features (%s) fit in the "
+                                "host budget %s, so they stay in memory", a, b);
+    }
+    pl->cache_host_bytes = keep;
+  }
+  uint64_t rows = s->coo ? (uint64_t)hs__coo_capacity(s->coo) : 0;
+  if (st == HS_OK && rows != pl->cache_trainer_rows) {
+    st = hs__placement_revise(pl, "cache", "trainer", "trainer %llu row(s): %s",
+                              (unsigned long long)rows,
+                              cfg->cache_rows >= 0 ? "the session's configuration (cache_rows), "
+                                                     "cut to the rows there are and to one "
+                                                     "device allocation"
+                                                   : "the plan's, cut to the rows there are and "
+                                                     "to one device allocation");
+    pl->cache_trainer_rows = rows;
+  }
+  if (st == HS_OK && s->coo && s->coo_fill != pl->cache_fill) {
+    st = hs__placement_revise(pl, "cache", "fill", "fill %s: the session's configuration "
+                              "(cache_fill)", hs_cache_fill_name(s->coo_fill));
+    pl->cache_fill = s->coo_fill;
+  }
+  return st;
+}
+
 /* Slots are sized by the sampler's capacities: the largest batch these
  * fanouts and this batch size can produce on this graph (hs__batch_caps:
  * every sampled neighbour new, cut at N, E and the largest degree), not a
@@ -520,6 +632,18 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->order_epoch = -1;
   if ((st = check_dataset(s->g, cfg->node_embedding)) != HS_OK || (st = check_sampling(s->g, cfg)) != HS_OK) goto fail;
+  /* A batch larger than the graph is one batch of every seed there is: the
+   * splits are sets of distinct vertices, so each chunk of a split (and the
+   * sampler's capacity) is the same as with the size asked for. */
+  if (s->cfg.batch_size > s->g->n) s->cfg.batch_size = (int32_t)s->g->n;
+  s->feat_checked = calloc((size_t)(s->g->n + 63) / 64 + 1, sizeof *s->feat_checked);
+  if (!s->feat_checked) {
+    st = hs__fail(HS_ERR_NOMEM, "out of memory for the feature check bitmap");
+    goto fail;
+  }
+  /* Sparse feature values are checked when the dataset is opened; a
+   * dataset without features has none to check. */
+  s->feat_all_checked = s->g->feat_sparse || s->g->f <= 0;
   if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
     st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
                   "GraphSAGE's first layer reads so far; for %s, convert them to dense "
@@ -558,9 +682,10 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the training order");
     goto fail;
   }
-  s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
+  s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + s->cfg.batch_size - 1) / s->cfg.batch_size;
   if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
   if ((st = choose_feature_pages(s, ds, cfg)) != HS_OK) goto fail;
+  if ((st = revise_plan(s, cfg)) != HS_OK) goto fail;
   /* Everything that reads the host topology (the sampler's upload, the
    * degree and presample cache fills) has run. */
   if (cfg->free_host_topology) s->topology_freed = hs__dataset_free_topology(ds);
@@ -600,6 +725,7 @@ void hs_session_destroy(hs_session *s) {
   free(s->slots);
   free(s->pslots);
   free(s->order);
+  free((void *)s->feat_checked);
   hs__gather_pool_destroy(s->pool);
   hs__trainer_destroy(s->trainer);
   hs__sampler_destroy(s->sampler);
@@ -616,6 +742,10 @@ void hs_session_destroy(hs_session *s) {
 }
 
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
+  if (!s) {
+    if (buf && len) buf[0] = '\0';
+    return 0;
+  }
   size_t n = hs_placement_describe(s->plan, buf, len);
   char more[1280], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
@@ -656,12 +786,15 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
 }
 
 void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void *user) {
+  if (!s) return;
   s->progress = fn;
   s->progress_user = user;
 }
 
-void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag) { s->stop = flag; }
+void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag) {
+  if (s) s->stop = flag;
+}
 
-int64_t hs_session_epoch(const hs_session *s) { return s->epoch; }
+int64_t hs_session_epoch(const hs_session *s) { return s ? s->epoch : 0; }
 
-int hs_session_num_classes(const hs_session *s) { return s->g->num_classes; }
+int hs_session_num_classes(const hs_session *s) { return s ? s->g->num_classes : 0; }

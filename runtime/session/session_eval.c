@@ -21,13 +21,18 @@ static int32_t argmax(const float *row, int n) {
   return best;
 }
 
+static hs_status no_split(const hs_session *s, hs_split split) {
+  static const char *const files[] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
+  return hs__fail(HS_ERR_FORMAT, "%s/%s is %s: the dataset has no such split",
+                  hs__dataset_dir(s->ds), files[split], s->g->split[split] ? "empty" : "missing");
+}
+
 hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   if (!s || !accuracy || split < 0 || split >= HS_SPLIT_COUNT_)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate: bad argument");
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
-  if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no %s split",
-                                      split == HS_SPLIT_VALID ? "validation" : split == HS_SPLIT_TEST ? "test" : "training");
+  if (!ids || n == 0) return no_split(s, split);
   int classes = s->g->num_classes;
   float *logits = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *logits);
   if (!logits) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
@@ -82,9 +87,10 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
   if (!all)
     return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)s->g->n,
                     classes);
-  const float *x;
-  bool owned;
-  hs_status st = hs__session_all_rows(s, &x, &owned);
+  const float *x = NULL;
+  bool owned = false;
+  hs_status st = hs__session_check_all_rows(s);
+  if (st == HS_OK) st = hs__session_all_rows(s, &x, &owned);
   if (st == HS_OK) st = hs__trainer_infer_full(s->trainer, &g, x, all);
   if (owned) free((void *)x);
   for (int64_t i = 0; st == HS_OK && i < n; i++)
@@ -160,7 +166,7 @@ hs_status hs_session_evaluate_full(hs_session *s, hs_split split, double *accura
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate_full: bad argument");
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
-  if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no such split");
+  if (!ids || n == 0) return no_split(s, split);
   const int classes = s->g->num_classes;
   float *logits = malloc((size_t)n * (size_t)classes * sizeof *logits);
   if (!logits) return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)n, classes);
@@ -205,6 +211,25 @@ done:
   return st;
 }
 
+/* The options of this session's run beyond the model (hs_ckpt_run). */
+static void session_run(const hs_session *s, hs_ckpt_run *r) {
+  memset(r, 0, sizeof *r);
+  r->set = true;
+  r->n_layers = s->cfg.n_layers;
+  for (int l = 0; l < s->cfg.n_layers; l++) r->fanouts[l] = s->cfg.fanouts[l];
+  r->batch_size = s->cfg.batch_size;
+  r->memory_budget = s->cfg.memory_budget;
+  if (s->tier) {
+    hs_host_tier_info ti;
+    hs__host_tier_info(s->tier, &ti);
+    r->order = 1;
+    r->rows_per_block = (uint64_t)ti.rows_per_block;
+  }
+  r->n_vertices = (uint64_t)s->g->n;
+  r->n_edges = (uint64_t)s->g->e;
+  r->n_train = (uint64_t)s->g->split_n[HS_SPLIT_TRAIN];
+}
+
 hs_status hs_session_save(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_save: NULL argument");
   if (s->emb)
@@ -214,7 +239,95 @@ hs_status hs_session_save(hs_session *s, const char *path) {
   if (st != HS_OK) return st;
   s->model.epoch = (uint64_t)s->epoch;
   s->model.rng_counter = (uint64_t)s->batch_pos;
-  return hs__checkpoint_save(&s->model, path);
+  hs_ckpt_run run;
+  session_run(s, &run);
+  return hs__checkpoint_save_run(&s->model, &run, path);
+}
+
+static void fanouts_text(const int32_t *f, int n, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int l = 0; l < n && at < len; l++)
+    at += (size_t)snprintf(buf + at, len - at, l ? ",%d" : "%d", f[l]);
+}
+
+static hs_status differs(const char *path, const char *what, const char *file_v,
+                         const char *session_v) {
+  return hs__fail(HS_ERR_INVALID_ARG, "%s: %s %s in the checkpoint, %s in this session: a resumed "
+                  "run keeps the options of the run it continues", path, what, file_v, session_v);
+}
+
+static hs_status differs_f(const char *path, const char *what, double a, double b) {
+  char x[32], y[32];
+  snprintf(x, sizeof x, "%g", a);
+  snprintf(y, sizeof y, "%g", b);
+  return differs(path, what, x, y);
+}
+
+/* Every option the file records against the session's own. */
+static hs_status check_resume(const hs_session *s, const char *path, unsigned flags) {
+  hs_model_cfg mc;
+  hs_ckpt_run run;
+  uint64_t pos[3];
+  hs_status st = hs__checkpoint_read_run(path, &mc, &run, pos);
+  if (st != HS_OK) return st;
+  const hs_model_cfg *c = &s->model.cfg;
+  char x[96], y[96];
+  if (mc.seed != c->seed) {
+    snprintf(x, sizeof x, "%llu", (unsigned long long)mc.seed);
+    snprintf(y, sizeof y, "%llu", (unsigned long long)c->seed);
+    return differs(path, "seed", x, y);
+  }
+  if (mc.dropout != c->dropout) return differs_f(path, "dropout", mc.dropout, c->dropout);
+  if (mc.optim.weight_decay != c->optim.weight_decay)
+    return differs_f(path, "weight decay", mc.optim.weight_decay, c->optim.weight_decay);
+  if (mc.optim.wd_mode != c->optim.wd_mode)
+    return differs_f(path, "weight decay mode", mc.optim.wd_mode, c->optim.wd_mode);
+  if (mc.optim.beta1 != c->optim.beta1 || mc.optim.beta2 != c->optim.beta2 ||
+      mc.optim.eps != c->optim.eps || mc.optim.momentum != c->optim.momentum)
+    return differs(path, "optimizer settings (betas, eps, momentum)", "as saved", "others");
+  if (mc.optim.lr != c->optim.lr && !(flags & HS_RESUME_NEW_LR))
+    return differs_f(path, "learning rate", mc.optim.lr, c->optim.lr);
+  if (!run.set) return HS_OK;
+  hs_ckpt_run now;
+  session_run(s, &now);
+  bool same = run.n_layers == now.n_layers;
+  for (int l = 0; same && l < run.n_layers; l++) same = run.fanouts[l] == now.fanouts[l];
+  if (!same) {
+    fanouts_text(run.fanouts, run.n_layers, x, sizeof x);
+    fanouts_text(now.fanouts, now.n_layers, y, sizeof y);
+    return differs(path, "fanouts", x, y);
+  }
+  if (run.batch_size != now.batch_size)
+    return differs_f(path, "batch size", run.batch_size, now.batch_size);
+  if (run.n_vertices != now.n_vertices || run.n_edges != now.n_edges ||
+      run.n_train != now.n_train) {
+    snprintf(x, sizeof x, "%llu vertices, %llu edges, %llu training seeds",
+             (unsigned long long)run.n_vertices, (unsigned long long)run.n_edges,
+             (unsigned long long)run.n_train);
+    snprintf(y, sizeof y, "%llu, %llu, %llu", (unsigned long long)now.n_vertices,
+             (unsigned long long)now.n_edges, (unsigned long long)now.n_train);
+    return differs(path, "dataset of", x, y);
+  }
+  if (run.order != now.order || run.rows_per_block != now.rows_per_block) {
+    snprintf(x, sizeof x, "%s", run.order ? "block order (features read through the host tier)"
+                                          : "a full shuffle");
+    snprintf(y, sizeof y, "%s", now.order ? "block order (the memory budget sends the features "
+                                            "through the host tier)"
+                                          : "a full shuffle");
+    if (run.order == now.order) {
+      snprintf(x, sizeof x, "blocks of %llu rows", (unsigned long long)run.rows_per_block);
+      snprintf(y, sizeof y, "blocks of %llu rows", (unsigned long long)now.rows_per_block);
+    }
+    return differs(path, "seed order", x, y);
+  }
+  return HS_OK;
+}
+
+hs_status hs_session_resume(hs_session *s, const char *path, unsigned flags) {
+  if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_resume: NULL argument");
+  hs_status st = check_resume(s, path, flags);
+  return st == HS_OK ? hs_session_load(s, path) : st;
 }
 
 hs_status hs_session_load(hs_session *s, const char *path) {
@@ -248,11 +361,18 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
   hs_status st = hs__sized_in(cfg, sizeof *cfg, user, "hs_session_config");
   if (st != HS_OK) return st;
   hs_model_cfg mc;
-  st = hs__checkpoint_read_cfg(path, &mc);
+  hs_ckpt_run run;
+  uint64_t pos[3];
+  st = hs__checkpoint_read_run(path, &mc, &run, pos);
   if (st != HS_OK) return st;
   if (mc.n_layers > HS_MAX_LAYERS)
     return hs__fail(HS_ERR_FORMAT, "%s: %d layers", path, mc.n_layers);
   for (int l = cfg->n_layers; l < mc.n_layers; l++) cfg->fanouts[l] = 10;
+  if (run.set) {
+    for (int l = 0; l < run.n_layers; l++) cfg->fanouts[l] = run.fanouts[l];
+    cfg->batch_size = run.batch_size;
+    cfg->memory_budget = run.memory_budget;
+  }
   cfg->model = (hs_model_kind)mc.kind;
   if (mc.kind == HS_NN_GAT) cfg->heads = mc.heads;
   cfg->n_layers = mc.n_layers;

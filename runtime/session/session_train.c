@@ -1,6 +1,8 @@
 /* One training epoch: the seeds of the epoch shuffled, then every batch
  * through SAMPLE -> GATHER -> TRAIN on the pipeline engine. */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -63,11 +65,77 @@ hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, flo
                          .n_rows = s->g->n, .ids = ids, .n = n, .out = dst};
     st = hs__gather(s->pool, &req);
   }
-  if (st != HS_OK || !half) return st;
-  size_t count = (size_t)n * (size_t)s->g->f;
-  const uint16_t *src = raw;
-  for (size_t i = 0; i < count; i++) out[i] = hs__half_to_float(src[i]);
+  if (st != HS_OK) return st;
+  if (half) {
+    size_t count = (size_t)n * (size_t)s->g->f;
+    const uint16_t *src = raw;
+    for (size_t i = 0; i < count; i++) out[i] = hs__half_to_float(src[i]);
+  }
+  return hs__session_check_rows(s, ids, n, out);
+}
+
+static hs_status bad_feature(const hs_session *s, int64_t row, int64_t j, float x) {
+  return hs__fail(HS_ERR_FORMAT, "%s/feat.npy: row %lld, feature %lld: %s (features must be "
+                  "finite; fix the dataset, e.g. numpy.nan_to_num)", hs__dataset_dir(s->ds),
+                  (long long)row, (long long)j, isnan(x) ? "NaN" : "infinite");
+}
+
+/* The first non-finite value of a row of f floats, or -1. Branch-free over
+ * the row (it vectorises): rows are checked once, as they first arrive. */
+static int64_t first_non_finite(const float *r, int64_t f) {
+  uint32_t bad = 0;
+  for (int64_t j = 0; j < f; j++) {
+    uint32_t b;
+    memcpy(&b, &r[j], 4);
+    bad |= (b & 0x7f800000u) == 0x7f800000u;
+  }
+  if (!bad) return -1;
+  for (int64_t j = 0; j < f; j++)
+    if (!isfinite(r[j])) return j;
+  return -1;
+}
+
+hs_status hs__session_check_rows(hs_session *s, const int32_t *ids, int32_t n, const float *rows) {
+  if (s->feat_all_checked || !s->feat_checked) return HS_OK;
+  int64_t f = s->g->f;
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t v = (uint32_t)ids[i];
+    uint64_t bit = 1ull << (v & 63);
+    if (atomic_load_explicit(&s->feat_checked[v >> 6], memory_order_relaxed) & bit) continue;
+    const float *r = rows + (size_t)i * (size_t)f;
+    int64_t j = first_non_finite(r, f);
+    if (j >= 0) return bad_feature(s, v, j, r[j]);
+    atomic_fetch_or_explicit(&s->feat_checked[v >> 6], bit, memory_order_relaxed);
+  }
   return HS_OK;
+}
+
+hs_status hs__session_check_all_rows(hs_session *s) {
+  if (s->feat_all_checked || !s->feat_checked) return HS_OK;
+  const hs_graph *g = s->g;
+  int64_t f = g->f;
+  float *row = g->feat_dtype == HS_DTYPE_FLOAT16 ? malloc((size_t)f * sizeof *row) : NULL;
+  if (g->feat_dtype == HS_DTYPE_FLOAT16 && !row)
+    return hs__fail(HS_ERR_NOMEM, "out of memory for a feature row");
+  hs_status st = HS_OK;
+  for (int64_t v = 0; v < g->n && st == HS_OK; v++) {
+    if (atomic_load_explicit(&s->feat_checked[v >> 6], memory_order_relaxed) &
+        (1ull << (v & 63)))
+      continue;
+    const float *r;
+    if (row) {
+      const uint16_t *h = (const uint16_t *)((const char *)s->feat + (size_t)v * g->feat_row_bytes);
+      for (int64_t j = 0; j < f; j++) row[j] = hs__half_to_float(h[j]);
+      r = row;
+    } else {
+      r = (const float *)((const char *)s->feat + (size_t)v * g->feat_row_bytes);
+    }
+    int64_t j = first_non_finite(r, f);
+    if (j >= 0) st = bad_feature(s, v, j, r[j]);
+  }
+  free(row);
+  if (st == HS_OK) s->feat_all_checked = true;
+  return st;
 }
 
 hs_status hs__session_sparse_alloc(hs_session *s, hs_slot_data *d, int64_t rows) {
@@ -398,6 +466,14 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   return st;
 }
 
+/* A non-finite loss ends training: the parameters are no longer usable. */
+static hs_status diverged(const hs_session *s, double loss, int64_t batch) {
+  return hs__fail(HS_ERR_RANGE, "the training loss is %s by batch %lld of epoch %lld: the model "
+                  "diverged (lower the learning rate, or check the features)",
+                  isnan(loss) ? "NaN" : "infinite", (long long)batch + 1,
+                  (long long)s->epoch + 1);
+}
+
 static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
@@ -444,6 +520,7 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
       hs_status st = hs__trainer_drain_stats(s->trainer, &s->acc_train);
       if (st != HS_OK) return st;
       double loss = s->acc_train.steps ? s->acc_train.loss_sum / s->acc_train.steps : NAN;
+      if (s->acc_train.steps && !isfinite(loss)) return diverged(s, loss, slot->batch);
       s->progress(s->progress_user, slot->batch, s->n_batches, loss);
     }
   }
@@ -584,6 +661,8 @@ static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
                                                : HS_PIPELINE_ASYNC;
   stats->depth = s->depth;
   if (st != HS_OK) return st;
+  if (s->acc_train.steps && !isfinite(stats->loss))
+    return diverged(s, stats->loss, s->batch_pos - 1);
   if (s->batch_pos >= s->n_batches) {
     s->epoch++;
     s->batch_pos = 0;

@@ -23,6 +23,16 @@ extern "C" {
 
 #define HS_MAX_LAYERS 8
 
+/* Ranges of hs_session_config, checked by hs_session_create (and by the
+ * command line, which names the option): fanouts -1 or 1..HS_MAX_FANOUT,
+ * batch 1..HS_MAX_BATCH, hidden 1..HS_MAX_HIDDEN, depth 0..HS_MAX_DEPTH,
+ * learning rate in (0, HS_MAX_LR). */
+#define HS_MAX_FANOUT 1000000
+#define HS_MAX_BATCH (1 << 24)
+#define HS_MAX_HIDDEN 65536
+#define HS_MAX_DEPTH 64
+#define HS_MAX_LR 100.0
+
 typedef enum hs_optimizer {
   HS_OPTIMIZER_ADAM = 0,
   HS_OPTIMIZER_SGD = 1,
@@ -90,7 +100,7 @@ typedef struct hs_session_config {
   /* Pipeline: HS_PIPELINE_AUTO keeps the plan's choice; depth 0 likewise. */
   hs_pipeline_mode pipeline;
   int depth;
-  /* Trainer-side feature cache (cache-once-only, DESIGN.md §1.5): rows -1
+  /* Trainer-side feature cache (cache-once-only, docs/architecture.md, "The idea"): rows -1
    * the plan's, 0 none, else that many (cut to the vertices there are and
    * to one device allocation). The fill policy is cache_fill when
    * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. The cache
@@ -175,9 +185,14 @@ typedef struct hs_session hs_session;
 /* Place the roles for `ds` on the devices of `rt` (see hetsage/board.h),
  * set up the devices, build the programs, upload the topology to the
  * sampler and initialise the model. `rt` and `ds` are borrowed and must
- * outlive the session. Errors: HS_ERR_INVALID_ARG (bad configuration: the
- * detail names the field), HS_ERR_FORMAT (the dataset lacks features,
- * labels or a training split), placement errors, HS_ERR_OPENCL/BUILD. */
+ * outlive the session. Every field of `cfg` is checked first, against the
+ * ranges its comment and the HS_MAX_* limits give (finite numbers, enums
+ * among their values). Errors: HS_ERR_INVALID_ARG (bad configuration: the
+ * detail names the field, its value and the accepted range), HS_ERR_FORMAT
+ * (the dataset lacks features, labels or a training split), placement
+ * errors, HS_ERR_NOMEM (an allocation would exceed a device's limit or the
+ * memory the process may still use: the detail names the buffer and the
+ * limit), HS_ERR_OPENCL/BUILD. */
 HS_API hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds,
                                    const hs_session_config *cfg, hs_session **out);
 HS_API void hs_session_destroy(hs_session *s);
@@ -265,7 +280,12 @@ HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void
 HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
 
 /* Train one epoch (or the rest of an interrupted one); `stats` (may be NULL,
- * else initialised with hs_epoch_stats_init) receives its figures. */
+ * else initialised with hs_epoch_stats_init) receives its figures. Feature
+ * rows are checked finite the first time they are gathered. Errors include
+ * HS_ERR_FORMAT (a NaN or infinite feature: the detail names feat.npy,
+ * the row and the feature) and HS_ERR_RANGE (the training loss became NaN
+ * or infinite: the model diverged; the epoch does not count, and the
+ * parameters should not be saved). */
 HS_API hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats);
 
 /* Epochs completed so far. */
@@ -302,15 +322,36 @@ HS_API hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t c
  * behind on failure (HS_ERR_IO names the path). */
 HS_API hs_status hs_session_embed_save(hs_session *s, int layer, const char *path);
 
-/* Model, optimizer state and training position, written atomically.
- * Loading refuses a file of another model shape. */
+/* Model, optimizer state and training position, written atomically, with
+ * every option of the run that decides its result: the model part (kind,
+ * heads, layers, widths, dropout, optimizer and its settings, learning
+ * rate, weight decay, seed), the fanouts, the batch size, the order of
+ * the seeds (a full shuffle, or block order through the host tier) and the
+ * dataset's size (vertices, edges, training seeds).
+ * hs_session_load restores the model and the position, for evaluation or
+ * prediction: it refuses a file of another model shape, and otherwise
+ * leaves the session's options as they are. To continue training, use
+ * hs_session_resume. */
 HS_API hs_status hs_session_save(hs_session *s, const char *path);
 HS_API hs_status hs_session_load(hs_session *s, const char *path);
 
-/* Fill the model part of `cfg` (model kind and heads, layers, hidden
- * width, dropout, optimizer, learning rate, weight decay, seed) from a
- * checkpoint, to create a session it can be loaded into; the rest of `cfg`
- * is left as it is. */
+/* Changes a resumed run may make, said by the caller (flags of
+ * hs_session_resume). */
+#define HS_RESUME_NEW_LR 1u /* continue with the session's learning rate */
+
+/* Load a checkpoint to continue its run: as hs_session_load, after
+ * checking that every option recorded in the file is the session's
+ * (create the session from hs_session_config_from_checkpoint). A
+ * difference is HS_ERR_INVALID_ARG naming the option and both values,
+ * except the learning rate with HS_RESUME_NEW_LR. A file without the run's
+ * options (written before they were recorded) is resumed on the model
+ * part alone. */
+HS_API hs_status hs_session_resume(hs_session *s, const char *path, unsigned flags);
+
+/* Fill `cfg` from a checkpoint with every option it records (see
+ * hs_session_save): the model part, and the fanouts, batch size and
+ * memory budget when the file has them; the rest of `cfg` (placement,
+ * pipeline, caches) is left as it is. */
 HS_API hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg);
 
 /* The model's parameters (flat, layer by layer: W then b), for tests and

@@ -10,7 +10,7 @@
  * sub-device of half its compute units; same data, same seeds. Warm-up runs
  * are dropped; each figure is the median of the steady-state runs with
  * their min and max, and sits beside its same-run limit as a per-run ratio
- * (DESIGN.md §9), so that figures from shared machines can be compared. */
+ * (docs/architecture.md, "Measuring"), so that figures from shared machines can be compared. */
 #ifndef HETSAGE_BENCH_H
 #define HETSAGE_BENCH_H
 
