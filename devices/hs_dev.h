@@ -145,6 +145,12 @@ hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
 /* Wait for everything queued on `*q`, release it and clear it (NULL is
  * ignored). */
 void hs__queue_release(cl_command_queue *q);
+/* Whether the profiling timestamps of profiling queue `q` are nanoseconds
+ * of real time: a 4 MiB fill must take at least 100 ns (40 TB/s). Mesa
+ * 22.3's rusticl accepts profiling queues but numbers its events 1, 2,
+ * 3...: kernel times from it would be nonsense. Probed once per platform
+ * (the answer is an implementation's), with a blocking fill on `q`. */
+bool hs__queue_timestamps_real(const hs_ctx *ctx, cl_command_queue q);
 /* Take one more reference to `q` (NULL is fine) and return it: a module
  * that keeps a queue it was given retains it and releases it with
  * hs__queue_release, so that its teardown never touches a queue its

@@ -14,7 +14,8 @@ void cli_session_usage(FILE *f) {
           "  --dataset DIR        native dataset (default: the bundled Cora)\n"
           "  --board B            board profile name or file (default: generic-cpu)\n"
           "  --sampler X, --trainer X\n"
-          "                       put a role on a device: index, type or name\n"
+          "                       put a role on a device: index, type, selector\n"
+          "                       (pocl:0, rusticl, oclgrind: see hetsage info) or name\n"
           "  --mode threads|async|off\n"
           "                       pipeline driver (default: the board's plan)\n"
           "  --pipeline off       same as --mode off (one batch at a time)\n"
@@ -55,7 +56,11 @@ void cli_session_usage(FILE *f) {
           "                       gather feature rows from the file mapping or from\n"
           "                       a copy on 2 MiB pages (auto, the default: the copy\n"
           "                       when features exceed the last-level cache and fit\n"
-          "                       half the free memory; HETSAGE_FEATURE_PAGES)\n");
+          "                       half the free memory; HETSAGE_FEATURE_PAGES)\n"
+          "  --gemm-threads N     OpenBLAS threads of a CPU trainer's GEMM (default:\n"
+          "                       its compute units; HETSAGE_GEMM_THREADS); a fixed\n"
+          "                       N gives the same parameters on a whole CPU and on\n"
+          "                       any sub-device of it\n");
 }
 
 static const char *value(const char *cmd, int argc, char **argv, int *i) {
@@ -227,6 +232,10 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
                            hs_feature_pages_name(HS_FEATURE_PAGES_HUGE)};
     if (!cli_opt_choice(cmd, o, v, names, 3, &k)) return -1;
     c->feature_pages = (hs_feature_pages)k;
+  } else if (strcmp(o, "--gemm-threads") == 0) {
+    VAL();
+    if (!cli_parse_u64(v, &u) || u < 1 || u > 4096) return bad(cmd, o, v, "expected 1..4096");
+    c->gemm_threads = (int)u;
   } else if (strcmp(o, "--memory-budget") == 0) {
     VAL();
     if (!cli_parse_size(v, &u) || u == 0)

@@ -166,6 +166,7 @@ static hs_status check_config(const hs_session_config *c) {
   snprintf(val, sizeof val, "%d", (int)c->feature_pages);
   if ((unsigned)c->feature_pages > HS_FEATURE_PAGES_HUGE)
     return bad_field("feature_pages", val, "HS_FEATURE_PAGES_AUTO, _FILE or _HUGE");
+  if ((st = check_int("gemm_threads", c->gemm_threads, 0, 4096))) return st;
   snprintf(val, sizeof val, "%d", (int)c->model);
   if (!hs__model_ops((int)c->model))
     return bad_field("model", val, "HS_MODEL_SAGE, _GCN or _GAT");
@@ -606,6 +607,13 @@ static hs_status make_slots(hs_session *s) {
   return HS_OK;
 }
 
+/* OpenBLAS threads for the trainer's GEMM (hs_session_config.gemm_threads). */
+static int gemm_threads(const hs_session *s, const hs_session_config *cfg) {
+  if (cfg->gemm_threads > 0) return cfg->gemm_threads;
+  if (s->rt->settings.gemm_threads > 0) return s->rt->settings.gemm_threads;
+  return (int)(s->tdev.info.compute_units ? s->tdev.info.compute_units : 1);
+}
+
 hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_config *cfg,
                             hs_session **out) {
   if (!rt || !ds || !out)
@@ -669,7 +677,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   if ((st = make_model(s)) != HS_OK) goto fail;
   if ((st = make_sampler(s)) != HS_OK) goto fail;
   hs_trainer_opts to = {.wg = 0, .gemm = HS_GEMM_AUTO,
-                        .gemm_threads = (int)s->tdev.info.compute_units, .profile = false,
+                        .gemm_threads = gemm_threads(s, cfg), .profile = false,
                         .input_grad = s->emb_dim > 0};
   if ((st = hs__trainer_create(&s->tctx, &s->tdev, s->tq, &s->model, &to, &s->trainer)) != HS_OK)
     goto fail;

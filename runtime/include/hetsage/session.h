@@ -158,6 +158,14 @@ typedef struct hs_session_config {
   bool replace;
   int64_t vertex_budget;
   float thresholds[HS_MAX_LAYERS];
+  /* Threads of the trainer's GEMM where it runs on OpenBLAS (a CPU
+   * trainer's cblas provider). 0: the setting gemm_threads
+   * (HETSAGE_GEMM_THREADS) if set, else the trainer device's compute units
+   * (the fastest). OpenBLAS sums in another order with another thread
+   * count, so the parameters' last bits follow it; a fixed count gives the
+   * same bits on a whole CPU device and on any sub-device of it (see
+   * README, "Results across devices"). */
+  int gemm_threads;
   /* Learnable node embeddings (0: none): every vertex gets a row of
    * node_embedding floats in a host embedding store, created at its first
    * use (new rows draw U(-0.05, 0.05) from the seed), and the model's input
