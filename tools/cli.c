@@ -7,6 +7,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void cli_report(const char *cmd, const char *what, hs_status st) {
   const char *detail = hs_last_error();
@@ -166,6 +169,22 @@ static bool report_write(const char *cmd, const char *path, int err) {
   fprintf(stderr, "hetsage %s: writing %s: %s\n", cmd, path,
           err ? strerror(err) : "a write failed (a full disk, a closed pipe?): output is lost");
   return false;
+}
+
+FILE *cli_fopen_regular(const char *path) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat sb;
+  int flags = fcntl(fd, F_GETFL);
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || flags < 0 ||
+      fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    close(fd);
+    errno = EINVAL;
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "r");
+  if (!f) close(fd);
+  return f;
 }
 
 bool cli_file_check(const char *cmd, FILE *f, const char *path) {

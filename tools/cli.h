@@ -73,6 +73,11 @@ int cli_list_each(const char *s, bool (*fn)(void *ctx, const char *item, int ind
 int cli_parse_fanouts(const char *s, int32_t *out, int cap);
 bool cli_parse_id_list(const char *s, int64_t **ids, int64_t *n);
 
+/* A small input file the command reads on its own (meta.json, best.json),
+ * opened without blocking: NULL (errno set; ENOENT when absent) unless it
+ * is a regular file, so that a FIFO in its place cannot hang the command. */
+FILE *cli_fopen_regular(const char *path);
+
 /* Output files. Every write a command makes is checked: a write error
  * (a full disk, a closed pipe) makes the command fail. cli_file_check
  * flushes and reports a stream error once; cli_file_close does so and

@@ -66,7 +66,7 @@ static double recorded_bayes(const char *dir) {
   if (!dir) return NAN;
   char p[4200];
   snprintf(p, sizeof p, "%s/meta.json", dir);
-  FILE *f = fopen(p, "r");
+  FILE *f = cli_fopen_regular(p);
   if (!f) return NAN;
   char buf[16384];
   size_t n = fread(buf, 1, sizeof buf - 1, f);

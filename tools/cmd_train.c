@@ -117,7 +117,7 @@ static bool write_best(const char *dir, double valid, int64_t epoch) {
 static double read_best(const char *dir) {
   char path[1100], text[256] = "";
   snprintf(path, sizeof path, "%s/best.json", dir);
-  FILE *f = fopen(path, "r");
+  FILE *f = cli_fopen_regular(path);
   if (!f) return -1;
   size_t n = fread(text, 1, sizeof text - 1, f);
   fclose(f);

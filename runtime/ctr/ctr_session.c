@@ -415,8 +415,8 @@ hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *user) {
   hs_ctr_config_init(&cfg);
   hs_status st = hs__sized_in(&cfg, sizeof cfg, user, "hs_ctr_config");
   if (st != HS_OK) return st;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  FILE *f = hs__fopen_regular(path, "CTR checkpoint", &st);
+  if (!f) return st;
   hs_rfile r;
   hs__rfile_init(&r, f, path);
   ckpt_head h;
@@ -429,13 +429,14 @@ hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *user) {
 
 hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_load: NULL argument");
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "CTR checkpoint", &st);
+  if (!f) return st;
   hs_rfile r;
   hs__rfile_init(&r, f, path);
   ckpt_head h, mine;
   float *p = NULL;
-  hs_status st = read_head(&r, &h);
+  st = read_head(&r, &h);
   if (st != HS_OK) goto done;
   encode(s, 0, &mine);
   /* Everything that shapes the model and the rows must agree. */

@@ -222,11 +222,12 @@ hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r, bool last) {
 }
 
 hs_status hs__embed_load(hs_embed *e, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "embedding table", &st);
+  if (!f) return st;
   hs_rfile r;
   hs__rfile_init(&r, f, path);
-  hs_status st = read_section(e, &r, true);
+  st = read_section(e, &r, true);
   fclose(f);
   return st;
 }
