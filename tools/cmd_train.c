@@ -33,6 +33,11 @@ static void usage(FILE *f) {
   cli_session_usage(f);
   cli_dist_usage(f);
   fprintf(f,
+          "  --node-embedding D   learn a D-wide embedding per vertex (host store,\n"
+          "                       row-wise Adagrad) as the input after the features,\n"
+          "                       or as the whole input when the dataset has none;\n"
+          "                       no checkpoints yet (--checkpoint is refused)\n"
+          "  --node-embedding-lr X  the rows' learning rate (default 0.05)\n"
           "  --epochs N           most epochs (default 50)\n"
           "  --target-acc X       stop once validation accuracy reaches X\n"
           "  --patience P         stop after P epochs without a better validation\n"
@@ -225,6 +230,14 @@ static int train(int argc, char **argv, hs_world **world) {
       if (!cli_opt_number("train", o, argv[++i], 0, true, 1, false, &target)) return 2;
     } else if (strcmp(o, "--checkpoint") == 0 && has_val) {
       ckpt_dir = argv[++i];
+    } else if (strcmp(o, "--node-embedding") == 0 && has_val) {
+      uint64_t d;
+      if (!cli_opt_u64("train", o, argv[++i], 1, 4096, &d)) return 2;
+      a.cfg.node_embedding = (int32_t)d;
+    } else if (strcmp(o, "--node-embedding-lr") == 0 && has_val) {
+      double d;
+      if (!cli_opt_number("train", o, argv[++i], 0, true, 100, true, &d)) return 2;
+      a.cfg.node_embedding_lr = (float)d;
     } else if (strcmp(o, "--stats-json") == 0 && has_val) {
       stats_path = argv[++i];
     } else if (strcmp(o, "--log-json") == 0 && has_val) {
@@ -256,7 +269,8 @@ static int train(int argc, char **argv, hs_world **world) {
     } else if (o[0] == '-' && !has_val &&
                (!strcmp(o, "--epochs") || !strcmp(o, "--patience") || !strcmp(o, "--target-acc") ||
                 !strcmp(o, "--checkpoint") || !strcmp(o, "--stats-json") ||
-                !strcmp(o, "--log-json") || !strcmp(o, "--eval") || !strcmp(o, "--new-lr"))) {
+                !strcmp(o, "--log-json") || !strcmp(o, "--eval") || !strcmp(o, "--new-lr") ||
+                !strcmp(o, "--node-embedding") || !strcmp(o, "--node-embedding-lr"))) {
       return cli_usage_error("train", "option %s needs a value", o);
     } else {
       return cli_usage_error("train", "unknown option '%s'", o);
@@ -268,6 +282,9 @@ static int train(int argc, char **argv, hs_world **world) {
   if (new_lr && !resume) return cli_usage_error("train", "--new-lr changes a resumed run: it needs --resume");
   if (new_lr && a.cfg.lr != new_lr_value)
     return cli_usage_error("train", "--new-lr and --lr exclude each other");
+  if (ckpt_dir && a.cfg.node_embedding > 0)
+    return cli_usage_error("train", "--checkpoint: checkpoints of node embeddings are not "
+                           "written yet");
   /* Evaluation draws neighbourhoods the way training does unless told: a
    * full neighbourhood holds the edges weighted and threshold sampling
    * would rarely or never pick. */

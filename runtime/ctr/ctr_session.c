@@ -67,6 +67,9 @@ static hs_status check_config(const hs_ctr_config *c) {
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: sparse optimizer %d", (int)c->sparse_optimizer);
   if (c->batch_size < 1 || c->batch_size > (1 << 20))
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: batch_size %d (1..2^20)", c->batch_size);
+  if (!(c->sparse_initial_accumulator >= 0 && c->sparse_initial_accumulator < 1e30f))
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR config: sparse_initial_accumulator %g",
+                    (double)c->sparse_initial_accumulator);
   if (!(c->lr > 0 && c->lr < 10) || !(c->sparse_lr > 0 && c->sparse_lr < 100))
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: lr %g, sparse_lr %g", (double)c->lr,
                     (double)c->sparse_lr);
@@ -191,6 +194,7 @@ hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *user, hs_ct
   ec.optim.kind = sparse_kinds[cfg->sparse_optimizer];
   ec.optim.lr = cfg->sparse_lr;
   ec.optim.ftrl_alpha = cfg->sparse_lr;
+  ec.optim.initial_accumulator = cfg->sparse_initial_accumulator;
   ec.init_range = cfg->init_range;
   /* Rows draw from a stream apart from the dense parameters'. */
   ec.seed = cfg->seed ^ 0x6a09e667f3bcc909ull;

@@ -10,6 +10,7 @@
 #include "hs_programs.h"
 #include "data/hs_graph.h"
 #include "dist/hs_dist.h"
+#include "embed/hs_embed.h"
 #include "hetsage/session.h"
 #include "nn/checkpoint.h"
 #include "nn/model.h"
@@ -46,6 +47,14 @@ typedef struct hs_slot_data {
   cl_event blk_ev;
   uint64_t blk_bytes;
   hs_nn_dev_block db[HS_SAMPLE_MAX_LAYERS];
+  /* Node embeddings (s->emb): the batch's input rows, features then the
+   * vertex's row (n_vertices x in_dim), their gradient, the rows'
+   * gradients (one per unique id), the ids as the store's keys, and the
+   * lookup, live from the gather stage until its update is applied. */
+  float *xe, *dx, *eg;
+  uint64_t *eids;
+  hs_embed_batch eb;
+  bool eb_live;
 } hs_slot_data;
 
 struct hs_session {
@@ -82,6 +91,12 @@ struct hs_session {
   hs_model model;
   hs_trainer *trainer;
   hs_gather_pool *pool;
+  /* Node embeddings: the store (NULL: none), its row width, the model's
+   * input width (features + row) and the next training lookup's tick. */
+  hs_embed *emb;
+  int32_t emb_dim;
+  int32_t in_dim;
+  uint32_t emb_tick;
 
   /* Caches (session_cache.c): the host tier when the features exceed the
    * memory budget (NULL: they are read from the mapping), and the trainer
@@ -197,6 +212,13 @@ void hs__session_sparse_free(hs_slot_data *slot);
 hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, float *out,
                                void *raw);
 
+/* Input rows of ids[0..n) as the model reads them (n x in_dim): the
+ * features, then, with node embeddings, each vertex's row as it stands
+ * (evaluation, prediction: not while an epoch runs). */
+hs_status hs__session_rows_in(hs_session *s, const int32_t *ids, int32_t n, float *out);
+/* Every vertex's input rows (N x in_dim), or the feature mapping itself
+ * when it is that already; *owned says whether the caller frees it. */
+hs_status hs__session_all_rows(hs_session *s, const float **out, bool *owned);
 /* Check that rows ids[0..n) of `rows` (float32, n x f, as gathered) are
  * finite, for the rows not checked before: HS_ERR_FORMAT naming feat.npy,
  * the row and the feature otherwise. Any thread. */

@@ -32,6 +32,7 @@ void hs_session_config_init_sized(hs_session_config *user, size_t struct_size) {
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
   cfg->model = HS_MODEL_SAGE;
   cfg->heads = 4;
+  cfg->node_embedding_lr = 0.05f;
   hs__sized_init(user, struct_size, cfg, sizeof *cfg);
 }
 
@@ -179,6 +180,10 @@ static hs_status check_config(const hs_session_config *c) {
     snprintf(range, sizeof range, "a multiple of the %d heads", c->heads);
     return bad_field("hidden", val, range);
   }
+  if ((st = check_int("node_embedding", c->node_embedding, 0, 4096)) != HS_OK) return st;
+  if (c->node_embedding > 0 &&
+      (st = check_float("node_embedding_lr", c->node_embedding_lr, 0, true, 100)) != HS_OK)
+    return st;
   snprintf(val, sizeof val, "%d", (int)c->sampling);
   if ((unsigned)c->sampling > HS_SAMPLING_THRESHOLD)
     return bad_field("sampling", val, "HS_SAMPLING_UNIFORM, _WEIGHTED or _THRESHOLD");
@@ -209,17 +214,22 @@ static hs_status check_sampling(const hs_graph *g, const hs_session_config *c) {
                   "has none (no weights.npy)", hs_sampling_name(c->sampling));
 }
 
-static hs_status check_dataset(const hs_graph *g) {
+static hs_status check_dataset(const hs_graph *g, int32_t node_embedding) {
   hs_status st = hs__graph_topology(g, "a new session (the sampler's upload)");
   if (st != HS_OK) return st;
-  if ((!g->feat && !g->feat_sparse) || g->f <= 0)
+  bool has_feat = (g->feat || g->feat_sparse) && g->f > 0;
+  if (!has_feat && node_embedding <= 0)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy, or the sparse "
-                    "feat_indptr.npy and its kin)");
+                    "feat_indptr.npy and its kin); learnable node embeddings "
+                    "(node_embedding, --node-embedding D) can stand in for them");
+  if (g->feat_sparse && node_embedding > 0)
+    return hs__fail(HS_ERR_UNSUPPORTED, "node embeddings beside sparse features: convert them "
+                    "to dense (hetsage convert --from native --feat-format dense)");
   if (!g->labels || g->num_classes < 2)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no labels with at least 2 classes");
   if (!g->split[HS_SPLIT_TRAIN] || g->split_n[HS_SPLIT_TRAIN] == 0)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no training split (train_idx.npy)");
-  if (g->feat_dtype != HS_DTYPE_FLOAT32 && g->feat_dtype != HS_DTYPE_FLOAT16)
+  if (has_feat && g->feat_dtype != HS_DTYPE_FLOAT32 && g->feat_dtype != HS_DTYPE_FLOAT16)
     return hs__fail(HS_ERR_UNSUPPORTED, "features of type %s", hs_dtype_name(g->feat_dtype));
   return HS_OK;
 }
@@ -416,13 +426,30 @@ static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
   return HS_OK;
 }
 
+/* The node embeddings' store: one table keyed by vertex id, row-wise
+ * Adagrad; rows draw from a stream apart from the parameters' and the
+ * sampler's. One thread each for lookups and updates: a batch's rows are
+ * a few thousand, and the pipeline's stages already keep the cores busy. */
+static hs_status make_store(hs_session *s) {
+  if (s->emb_dim <= 0) return HS_OK;
+  hs_embed_cfg ec;
+  hs__embed_cfg_defaults(&ec);
+  ec.dim = s->emb_dim;
+  ec.n_tables = 1;
+  ec.optim.kind = HS_EMBED_ADAGRAD;
+  ec.optim.lr = s->cfg.node_embedding_lr;
+  ec.seed = s->cfg.seed ^ 0x3c6ef372fe94f82bull;
+  ec.threads = 1;
+  return hs__embed_create(&ec, &s->emb);
+}
+
 static hs_status make_model(hs_session *s) {
   hs_model_cfg mc;
   hs__model_cfg_defaults(&mc);
   mc.kind = (hs_nn_kind)s->cfg.model;
   mc.heads = s->cfg.heads;
   mc.n_layers = s->cfg.n_layers;
-  mc.in_dim = (int)s->g->f;
+  mc.in_dim = s->in_dim;
   mc.hidden = s->cfg.hidden;
   mc.n_classes = s->g->num_classes;
   mc.dropout = s->cfg.dropout;
@@ -550,6 +577,22 @@ static hs_status make_slots(hs_session *s) {
       return hs__fail(HS_ERR_NOMEM, "out of memory for batch slot %d (%zu bytes of features)",
                       i, feat_bytes);
     if ((st = hs__session_sparse_alloc(s, d, (int64_t)rows)) != HS_OK) return st;
+    if (s->emb_dim > 0) {
+      /* The model's input rows (features, then the row), their gradient,
+       * and the rows' gradients in the store's order. */
+      size_t in_bytes;
+      if (!hs__mul_size(rows, (size_t)s->in_dim * sizeof(float), &in_bytes) || rows > INT32_MAX)
+        return hs__fail(HS_ERR_RANGE, "a batch of %zu vertices x %d inputs overflows", rows,
+                        (int)s->in_dim);
+      d->xe = malloc(in_bytes + 1);
+      d->dx = malloc(in_bytes + 1);
+      d->eg = malloc(rows * (size_t)s->emb_dim * sizeof(float) + 1);
+      d->eids = malloc(rows * sizeof *d->eids + 1);
+      if (!d->xe || !d->dx || !d->eg || !d->eids)
+        return hs__fail(HS_ERR_NOMEM, "out of memory for the node embeddings of batch slot %d",
+                        i);
+      if ((st = hs__embed_batch_init(&d->eb, (int32_t)rows, s->emb_dim)) != HS_OK) return st;
+    }
     /* Device-to-device blocks land here, in trainer order, sized for the
      * sampler's capacities (hop h is block L-1-h). */
     for (int h = 0; s->transfer == HS_TRANSFER_DEVICE && h < caps->n_layers; h++) {
@@ -597,7 +640,7 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->cfg.profile = NULL;
   s->order_epoch = -1;
-  if ((st = check_dataset(s->g)) != HS_OK || (st = check_sampling(s->g, cfg)) != HS_OK) goto fail;
+  if ((st = check_dataset(s->g, cfg->node_embedding)) != HS_OK || (st = check_sampling(s->g, cfg)) != HS_OK) goto fail;
   /* A batch larger than the graph is one batch of every seed there is: the
    * splits are sets of distinct vertices, so each chunk of a split (and the
    * sampler's capacity) is the same as with the size asked for. */
@@ -607,13 +650,20 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the feature check bitmap");
     goto fail;
   }
-  /* Sparse feature values are checked when the dataset is opened. */
-  s->feat_all_checked = s->g->feat_sparse;
+  /* Sparse feature values are checked when the dataset is opened; a
+   * dataset without features has none to check. */
+  s->feat_all_checked = s->g->feat_sparse || s->g->f <= 0;
   if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
     st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
                   "GraphSAGE's first layer reads so far; for %s, convert them to dense "
                   "(hetsage convert --from native --feat-format dense)",
                   hs_model_kind_name(cfg->model));
+    goto fail;
+  }
+  if (cfg->world && cfg->node_embedding > 0) {
+    /* Each rank would hold and train its own rows: not combined yet. */
+    st = hs__fail(HS_ERR_UNSUPPORTED, "hs_session_config.node_embedding: node embeddings are "
+                  "not trained in distributed sessions yet");
     goto fail;
   }
   if ((st = hs__session_dist_join(s, cfg)) != HS_OK) goto fail;
@@ -639,10 +689,14 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
 
   if ((st = open_devices(s)) != HS_OK) goto fail;
   if ((st = choose_transfer(s, cfg)) != HS_OK) goto fail;
+  s->emb_dim = cfg->node_embedding;
+  s->in_dim = (int32_t)s->g->f + s->emb_dim;
+  if ((st = make_store(s)) != HS_OK) goto fail;
   if ((st = make_model(s)) != HS_OK) goto fail;
   if ((st = make_sampler(s)) != HS_OK) goto fail;
   hs_trainer_opts to = {.wg = 0, .gemm = HS_GEMM_AUTO,
-                        .gemm_threads = gemm_threads(s, cfg), .profile = false};
+                        .gemm_threads = gemm_threads(s, cfg), .profile = false,
+                        .input_grad = s->emb_dim > 0};
   if ((st = hs__trainer_create(&s->tctx, &s->tdev, s->tq, &s->model, &to, &s->trainer)) != HS_OK)
     goto fail;
   if ((st = hs__gather_pool_create(s->plan->gather_threads > 0 ? s->plan->gather_threads : 1,
@@ -688,7 +742,13 @@ void hs_session_destroy(hs_session *s) {
     free(s->slots[i].raw);
     free(s->slots[i].labels);
     hs__session_sparse_free(&s->slots[i]);
+    free(d->xe);
+    free(d->dx);
+    free(d->eg);
+    free(d->eids);
+    hs__embed_batch_free(&d->eb);
   }
+  hs__embed_destroy(s->emb);
   free(s->slots);
   free(s->pslots);
   free(s->order);
@@ -773,6 +833,11 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
   if (s->cfg.vertex_budget > 0 && k > 0 && (size_t)k < sizeof more)
     k += snprintf(more + k, sizeof more - (size_t)k, ", at most %lld vertices a batch",
                   (long long)s->cfg.vertex_budget);
+  if (s->emb_dim > 0 && k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k,
+                  "; node embeddings: %d per vertex on the host (row-wise Adagrad, lr %g)%s",
+                  (int)s->emb_dim, (double)s->cfg.node_embedding_lr,
+                  s->g->f > 0 ? ", after the features" : ", the whole input");
   if (k > 0 && (size_t)k < sizeof more) snprintf(more + k, sizeof more - (size_t)k, "\n");
   size_t m = strlen(more);
   if (buf && n < len) snprintf(buf + n, len - n, "%s", more);

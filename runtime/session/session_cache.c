@@ -104,6 +104,12 @@ static hs_status open_trainer_tier(hs_session *s, const hs_session_config *cfg) 
                            ? cfg->cache_fill
                            : p->cache_fill;
   if (rows <= 0) return HS_OK;
+  if (s->emb_dim > 0) {
+    /* The rows change every step: they cross with every batch. */
+    hs__log(HS_LOG_CACHE, "session: no trainer cache under node embeddings (%" PRId64
+            " rows asked)", rows);
+    return HS_OK;
+  }
   if (s->g->feat_sparse) {
     hs__log(HS_LOG_CACHE, "session: no trainer cache for sparse features (%" PRId64
             " rows asked): every batch's rows cross as CSR", rows);

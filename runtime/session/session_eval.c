@@ -79,8 +79,8 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
  * however many vertices are asked for. */
 static bool use_layerwise(const hs_session *s, int64_t n) {
   const hs_graph *g = s->g;
-  bool can = !s->tier && g->feat && !g->feat_sparse && g->feat_dtype == HS_DTYPE_FLOAT32 &&
-             g->indptr[g->n] <= INT32_MAX;
+  bool can = !s->tier && (s->emb_dim > 0 || (g->feat && g->feat_dtype == HS_DTYPE_FLOAT32)) &&
+             !g->feat_sparse && g->indptr[g->n] <= INT32_MAX;
   hs_full_inference force = s->rt->settings.full_inference;
   if (force == HS_FULL_INFERENCE_FIELDS) return false;
   if (force == HS_FULL_INFERENCE_LAYERWISE) return can;
@@ -99,9 +99,12 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
   if (!all)
     return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)s->g->n,
                     classes);
+  const float *x = NULL;
+  bool owned = false;
   hs_status st = hs__session_check_all_rows(s);
-  if (st != HS_OK) return st;
-  st = hs__trainer_infer_full(s->trainer, &g, s->feat, all);
+  if (st == HS_OK) st = hs__session_all_rows(s, &x, &owned);
+  if (st == HS_OK) st = hs__trainer_infer_full(s->trainer, &g, x, all);
+  if (owned) free((void *)x);
   for (int64_t i = 0; st == HS_OK && i < n; i++)
     memcpy(logits + (size_t)i * classes, all + (size_t)ids[i] * classes,
            sizeof(float) * (size_t)classes);
@@ -116,10 +119,9 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
  * over the whole graph when that costs less (use_layerwise). */
 static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float *logits) {
   const int classes = s->g->num_classes;
-  const size_t f = (size_t)s->g->f;
+  const size_t f = (size_t)s->in_dim;
   hs_csr_view g = {.n_vertices = s->g->n, .indptr = s->g->indptr, .indices = s->g->indices};
   float *feat = NULL, *out = NULL;
-  void *raw = NULL;
   size_t cap_rows = 0;
   /* Full neighbourhoods come from the host copy of the topology. */
   hs_status st = hs__graph_topology(s->g, "full-neighbour inference");
@@ -149,17 +151,15 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
     }
     if (rows > cap_rows) {
       free(feat);
-      free(raw);
       feat = malloc(rows * f * sizeof *feat + 1);
-      raw = s->g->feat_dtype == HS_DTYPE_FLOAT16 ? malloc(rows * s->g->feat_row_bytes + 1) : NULL;
       cap_rows = rows;
-      if (!feat || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !raw)) {
+      if (!feat) {
         st = hs__fail(HS_ERR_NOMEM, "out of memory for %zu feature rows", rows);
         hs__block_set_free(&set);
         break;
       }
     }
-    st = hs__session_rows_f32(s, set.ids, (int32_t)rows, feat, raw);
+    st = hs__session_rows_in(s, set.ids, (int32_t)rows, feat);
     hs_nn_batch nb = {.n_layers = set.n_layers, .blocks = set.blocks, .feat = feat, .labels = NULL};
     if (st == HS_OK) st = hs__trainer_upload(s->trainer, &nb);
     if (st == HS_OK) st = hs__trainer_predict(s->trainer, out);
@@ -170,7 +170,6 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   }
   free(out);
   free(feat);
-  free(raw);
   return st;
 }
 
@@ -251,6 +250,9 @@ void hs__session_run(const hs_session *s, hs_ckpt_run *r) {
 hs_status hs_session_save(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_save: NULL argument");
   if (s->comm) return hs__session_dist_save(s, path);
+  if (s->emb)
+    return hs__fail(HS_ERR_UNSUPPORTED, "%s: checkpoints of a session with node embeddings "
+                    "are not written yet (the store's rows would be lost)", path);
   hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
   if (st != HS_OK) return st;
   s->model.epoch = (uint64_t)s->epoch;
@@ -433,7 +435,8 @@ hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap) {
                     want, (long long)g->n, s->model.shape.dims[layer], cap);
   hs_status st = hs__graph_topology(g, "embeddings (full neighbourhoods)");
   if (st != HS_OK) return st;
-  if (s->tier || !g->feat || g->feat_sparse || g->feat_dtype != HS_DTYPE_FLOAT32)
+  if (s->tier || g->feat_sparse ||
+      (s->emb_dim <= 0 && (!g->feat || g->feat_dtype != HS_DTYPE_FLOAT32)))
     return hs__fail(HS_ERR_UNSUPPORTED, "embeddings need the features held dense as float32 "
                     "(these are %s)",
                     s->tier ? "read from disk through the host tier"
@@ -442,7 +445,12 @@ hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap) {
     return hs__fail(HS_ERR_UNSUPPORTED, "embeddings: %lld edges exceed 32-bit offsets",
                     (long long)g->indptr[g->n]);
   hs_csr_view view = {.n_vertices = g->n, .indptr = g->indptr, .indices = g->indices};
-  return hs__trainer_infer_layers(s->trainer, &view, s->feat, layer, out);
+  const float *x;
+  bool owned;
+  if ((st = hs__session_all_rows(s, &x, &owned)) != HS_OK) return st;
+  st = hs__trainer_infer_layers(s->trainer, &view, x, layer, out);
+  if (owned) free((void *)x);
+  return st;
 }
 
 hs_status hs_session_embed_save(hs_session *s, int layer, const char *path) {

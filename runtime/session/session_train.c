@@ -205,11 +205,121 @@ hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, 
   return st;
 }
 
+hs_status hs__session_rows_in(hs_session *s, const int32_t *ids, int32_t n, float *out) {
+  const size_t f = (size_t)s->g->f, in = (size_t)s->in_dim;
+  if (s->emb_dim <= 0) {
+    void *raw = NULL;
+    if (s->g->feat_dtype == HS_DTYPE_FLOAT16 &&
+        !(raw = malloc((size_t)n * s->g->feat_row_bytes + 1)))
+      return hs__fail(HS_ERR_NOMEM, "out of memory for %d feature rows", n);
+    hs_status st = hs__session_rows_f32(s, ids, n, out, raw);
+    free(raw);
+    return st;
+  }
+  float *feat = NULL;
+  void *raw = NULL;
+  hs_status st = HS_OK;
+  if (f > 0) {
+    feat = malloc((size_t)n * f * sizeof *feat + 1);
+    if (s->g->feat_dtype == HS_DTYPE_FLOAT16) raw = malloc((size_t)n * s->g->feat_row_bytes + 1);
+    if (!feat || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !raw))
+      st = hs__fail(HS_ERR_NOMEM, "out of memory for %d feature rows", n);
+    if (st == HS_OK) st = hs__session_rows_f32(s, ids, n, feat, raw);
+  }
+  for (int32_t i = 0; st == HS_OK && i < n; i++) {
+    float *row = out + (size_t)i * in;
+    if (f > 0) memcpy(row, feat + (size_t)i * f, f * sizeof *row);
+    hs__embed_read(s->emb, 0, (uint64_t)ids[i], row + f);
+  }
+  free(feat);
+  free(raw);
+  return st;
+}
+
+hs_status hs__session_all_rows(hs_session *s, const float **out, bool *owned) {
+  const hs_graph *g = s->g;
+  *owned = false;
+  if (s->emb_dim <= 0) {
+    *out = s->feat;
+    return HS_OK;
+  }
+  size_t bytes;
+  if (!hs__mul_size((size_t)g->n, (size_t)s->in_dim * sizeof(float), &bytes) || g->n > INT32_MAX)
+    return hs__fail(HS_ERR_RANGE, "%lld vertices x %d inputs overflow", (long long)g->n,
+                    (int)s->in_dim);
+  float *all = malloc(bytes + 1);
+  int32_t *ids = malloc((size_t)g->n * sizeof *ids + 1);
+  hs_status st = all && ids ? HS_OK
+                            : hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d input rows",
+                                       (long long)g->n, (int)s->in_dim);
+  for (int64_t v = 0; st == HS_OK && v < g->n; v++) ids[v] = (int32_t)v;
+  if (st == HS_OK) st = hs__session_rows_in(s, ids, (int32_t)g->n, all);
+  free(ids);
+  if (st != HS_OK) {
+    free(all);
+    return st;
+  }
+  *out = all;
+  *owned = true;
+  return HS_OK;
+}
+
+/* Node embeddings of a training batch: look its vertices up in the store
+ * as batch number emb_tick (creating rows met for the first time). Rows an
+ * earlier batch still in flight will update are deferred: train_begin
+ * refreshes them once that update is applied. */
+static hs_status lookup_rows(hs_session *s, hs_slot_data *d) {
+  const hs_batch *b = &d->batch;
+  for (int32_t i = 0; i < b->n_vertices; i++) d->eids[i] = (uint64_t)b->ids[i];
+  hs_embed_query q = {.n = b->n_vertices, .ids = d->eids, .tables = NULL, .n_fields = 1};
+  hs_status st = hs__embed_lookup(s->emb, &q, s->emb_tick, true, &d->eb);
+  if (st != HS_OK) return st;
+  s->emb_tick++;
+  d->eb_live = true;
+  return HS_OK;
+}
+
+/* The batch's input rows: its features (gathered into feat) beside each
+ * vertex's row as the lookup and the refresh left it. */
+static void compose_rows(const hs_session *s, hs_slot_data *d) {
+  const size_t f = (size_t)s->g->f, in = (size_t)s->in_dim, e = (size_t)s->emb_dim;
+  for (int32_t i = 0; i < d->batch.n_vertices; i++) {
+    float *row = d->xe + (size_t)i * in;
+    if (f > 0) memcpy(row, d->feat + (size_t)i * f, f * sizeof *row);
+    memcpy(row + f, d->eb.rows + (size_t)d->eb.unique_of[i] * e, e * sizeof *row);
+  }
+}
+
+/* The step of the batch in `d` is complete: its input gradient's last
+ * emb_dim columns, summed per unique vertex, update the rows. */
+static hs_status apply_rows(hs_session *s, hs_slot_data *d) {
+  hs_status st = hs__trainer_read_input_grad(s->trainer, d->dx);
+  if (st != HS_OK) return st;
+  const size_t f = (size_t)s->g->f, in = (size_t)s->in_dim, e = (size_t)s->emb_dim;
+  memset(d->eg, 0, (size_t)d->eb.n_unique * e * sizeof *d->eg);
+  for (int32_t i = 0; i < d->batch.n_vertices; i++) {
+    const float *g = d->dx + (size_t)i * in + f;
+    float *acc = d->eg + (size_t)d->eb.unique_of[i] * e;
+    for (size_t k = 0; k < e; k++) acc[k] += g[k];
+  }
+  hs__embed_apply(s->emb, &d->eb, d->eg);
+  d->eb_live = false;
+  return HS_OK;
+}
+
 /* Feature rows of the slot's vertices and the labels of its seeds. With
- * the trainer cache (`cached`), only the rows it misses, in plan order. */
-static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached) {
+ * the trainer cache (`cached`), only the rows it misses, in plan order.
+ * With node embeddings, a training batch (`train`) looks its rows up in
+ * the store; any other gets its input rows whole, as they stand. */
+static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached, bool train) {
   const hs_batch *b = &d->batch;
   for (int32_t i = 0; i < b->n_seeds; i++) d->labels[i] = s->g->labels[b->ids[i]];
+  if (s->emb_dim > 0 && !train) return hs__session_rows_in(s, b->ids, b->n_vertices, d->xe);
+  if (s->emb_dim > 0) {
+    hs_status st = s->g->f > 0 ? hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw)
+                               : HS_OK;
+    return st == HS_OK ? lookup_rows(s, d) : st;
+  }
   if (s->g->feat_sparse)
     return hs__session_rows_sparse(s, b->ids, b->n_vertices, b->blocks[0].n_dst, d);
   if (!cached) return hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw);
@@ -221,7 +331,7 @@ static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached) {
 hs_status hs__session_sample_gather(hs_session *s, const int32_t *seeds, int32_t n,
                                     uint32_t epoch_key, uint32_t batch, hs_slot_data *d) {
   hs_status st = hs__session_sample(s, seeds, n, epoch_key, batch, d);
-  return st == HS_OK ? gather_into(s, d, false) : st;
+  return st == HS_OK ? gather_into(s, d, false, false) : st;
 }
 
 void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
@@ -232,7 +342,8 @@ void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
   }
   bool sparse = d->sx_ptr != NULL;
   *out = (hs_nn_batch){.n_layers = d->batch.n_layers, .blocks = d->nb,
-                       .feat = sparse ? NULL : d->feat, .sfeat = sparse ? &d->sx : NULL,
+                       .feat = sparse ? NULL : d->xe ? d->xe : d->feat,
+                       .sfeat = sparse ? &d->sx : NULL,
                        .labels = d->labels};
 }
 
@@ -294,7 +405,7 @@ static hs_status gather_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   (void)ev;
   *n_ev = 0;
   hs_session *s = ctx;
-  return gather_into(s, slot->user, s->coo != NULL);
+  return gather_into(s, slot->user, s->coo != NULL, true);
 }
 
 /* The batch's feature matrix from the trainer cache and the staged misses.
@@ -331,12 +442,18 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
     hs__events_release(&d->blk_ev, 1);
     return HS_OK;
   }
+  if (s->emb_dim > 0) {
+    /* Every earlier batch's update is applied (this stage finished it):
+     * the rows deferred at lookup can be read now. */
+    hs__embed_refresh(s->emb, &d->eb);
+    compose_rows(s, d);
+  }
   /* With the trainer cache the features are assembled below, on the
    * trainer's queue. */
   if (s->transfer == HS_TRANSFER_DEVICE) {
     bool sparse = s->g->feat_sparse;
     hs_nn_dev_batch db = {.n_layers = d->batch.n_layers, .blocks = d->db,
-                          .feat = s->coo || sparse ? NULL : d->feat,
+                          .feat = s->coo || sparse ? NULL : d->xe ? d->xe : d->feat,
                           .sfeat = sparse ? &d->sx : NULL, .labels = d->labels};
     st = hs__trainer_upload_dev(s->trainer, &db, 1, &d->blk_ev);
     hs__events_release(&d->blk_ev, 1);
@@ -375,6 +492,10 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
   if (past_stop(s, slot->batch)) return HS_OK;
+  if (s->emb_dim > 0) {
+    hs_status st = apply_rows(s, d);
+    if (st != HS_OK) return st;
+  }
   s->acc_batches++;
   s->batch_pos = slot->batch + 1;
   s->acc_edges += d->edges;
@@ -399,7 +520,7 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
     s->acc_upload_bytes += (uint64_t)d->plan.n_miss * ((uint64_t)s->g->f * sizeof(float) + 4u) +
                            4u * (uint64_t)d->plan.n;
   else
-    s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->g->f * sizeof(float);
+    s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->in_dim * sizeof(float);
   s->acc_upload_bytes += 4u * (uint64_t)d->batch.n_seeds; /* labels */
   if (s->transfer == HS_TRANSFER_DEVICE) /* blocks: copied on the device */
     s->acc_d2d_bytes += d->blk_bytes;
@@ -485,6 +606,21 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *user) {
   return st;
 }
 
+/* Batches looked up but never trained (a stage failed after their
+ * gather): marked done in lookup order, so that later lookups stop
+ * deferring their rows. */
+static void release_lookups(hs_session *s) {
+  for (;;) {
+    hs_slot_data *first = NULL;
+    for (int i = 0; s->emb && i < s->depth; i++)
+      if (s->slots[i].eb_live && (!first || s->slots[i].eb.tick < first->eb.tick))
+        first = &s->slots[i];
+    if (!first) return;
+    hs__embed_release(s->emb, first->eb.tick);
+    first->eb_live = false;
+  }
+}
+
 static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
   if (s->server) return serve_epoch(s, stats);
   s->dist_stop = 0;
@@ -523,6 +659,7 @@ static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
   hs_status st = hs__pipe_run(&p, s->batch_pos, s->n_batches - s->batch_pos, &ps);
   hs__sampler_keep_blocks(s->sampler, false);
   hs__topo_binding_restore(s->rt->topo, saved);
+  release_lookups(s);
   hs__sampler_stats(s->sampler, &ss1);
   hs_status st2 = hs__trainer_drain_stats(s->trainer, &s->acc_train);
   if (st == HS_OK) st = st2;

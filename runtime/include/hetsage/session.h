@@ -167,6 +167,20 @@ typedef struct hs_session_config {
    * same bits on a whole CPU device and on any sub-device of it (see
    * README, "Results across devices"). */
   int gemm_threads;
+  /* Learnable node embeddings (0: none): every vertex gets a row of
+   * node_embedding floats in a host embedding store, created at its first
+   * use (new rows draw U(-0.05, 0.05) from the seed), and the model's input
+   * is that row after the vertex's features (the row alone when the
+   * dataset has none). Each batch's rows are trained by row-wise Adagrad
+   * (learning rate node_embedding_lr, default 0.05) from the gradient of
+   * the loss with respect to the input, on the host, as each step
+   * completes; a batch reads the rows as every earlier batch's update left
+   * them, whatever the pipeline. Evaluation, prediction and embeddings read
+   * the rows as they stand (zeros for a vertex no batch has touched). The
+   * trainer cache is off under this option; sparse features are refused;
+   * checkpoints of such sessions are not written yet (HS_ERR_UNSUPPORTED). */
+  int32_t node_embedding;
+  float node_embedding_lr;
   /* Distributed training (hetsage/dist.h): the world this session is one
    * rank of (borrowed, must outlive the session; NULL: one process) and
    * how the ranks combine their work (borrowed during hs_session_create
