@@ -671,6 +671,9 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
    * as many steps). */
   int64_t per_worker = (s->g->split_n[HS_SPLIT_TRAIN] + s->workers - 1) / s->workers;
   s->n_batches = (per_worker + cfg->batch_size - 1) / cfg->batch_size;
+  /* The model's input: the features, then the node embedding's row. */
+  s->emb_dim = cfg->node_embedding;
+  s->in_dim = (int32_t)s->g->f + s->emb_dim;
   if (s->server) {
     /* A parameter server rank holds a shard of the model: no devices. */
     if ((st = make_model(s)) != HS_OK || (st = hs__session_dist_open(s)) != HS_OK) goto fail;
