@@ -14,5 +14,9 @@ bool hs__settings_default_cache_dir(char *buf, size_t len);
 /* The folder of *.icd files the OpenCL ICD loader reads: $OCL_ICD_VENDORS,
  * or /etc/OpenCL/vendors. */
 const char *hs__settings_icd_vendors_dir(void);
+/* The number of processes a launcher started this job with, from the
+ * launchers' own variables (MPICH's PMI, Open MPI, PMIx, Slurm); 1 when
+ * none names more than one. */
+int hs__settings_launcher_size(void);
 
 #endif

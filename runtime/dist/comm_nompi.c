@@ -1,25 +1,12 @@
 /* The world of a build without MPI: one process. */
-#include <stdlib.h>
-
+#include "core/hs_settings.h"
 #include "dist/comm_int.h"
-
-/* Launchers' variables for the size of the job (MPICH's PMI, Open MPI,
- * PMIx-based launchers, Slurm). */
-static int launcher_size(void) {
-  static const char *const vars[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE",
-                                     "MPI_LOCALNRANKS", "SLURM_NTASKS"};
-  for (size_t i = 0; i < HS_ARRAY_LEN(vars); i++) {
-    const char *v = getenv(vars[i]);
-    if (v && atoi(v) > 1) return atoi(v);
-  }
-  return 1;
-}
 
 hs_status hs__comm_open_world(int *argc, char ***argv, hs_comm **out) {
   (void)argc;
   (void)argv;
   *out = NULL;
-  int n = launcher_size();
+  int n = hs__settings_launcher_size();
   if (n > 1)
     return hs__fail(HS_ERR_UNSUPPORTED,
                     "started as one of %d processes, but this hetsage was built without MPI "
