@@ -261,8 +261,8 @@ int hs__settings_launcher_size(void) {
   /* Launchers' variables, read here so that the environment is read in one
    * place (a build without MPI refuses to run as one of several). */
   static const char *const launcher_vars[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE",
-                                     "MPI_LOCALNRANKS", "SLURM_NTASKS"};
-  for (size_t i = 0; i < sizeof vars / sizeof launcher_vars[0]; i++) {
+                                              "MPI_LOCALNRANKS", "SLURM_NTASKS"};
+  for (size_t i = 0; i < sizeof launcher_vars / sizeof launcher_vars[0]; i++) {
     const char *v = getenv(launcher_vars[i]);
     if (v && atoi(v) > 1) return atoi(v);
   }
