@@ -31,7 +31,13 @@ hs_status hs__ctx_create(const hs_dev *devs, int n, hs_ctx *out) {
   for (int i = 0; i < n; i++) {
     size_t a = (size_t)devs[i].info.max_alloc_bytes;
     if (a && (!out->max_alloc || a < out->max_alloc)) out->max_alloc = a;
-    out->host_memory &= devs[i].info.type == HS_DEVICE_CPU;
+    /* Host memory of our own behind buffers on PoCL's CPU devices (PoCL
+     * allocates lazily and asserts when that fails). Not on rusticl: its
+     * CL_MEM_USE_HOST_PTR buffers lost a resumed trainer's bits when the
+     * heap held junk (nn_cl resume_from_checkpoint_is_bit_identical under
+     * MALLOC_PERTURB_), while its own allocations keep them. */
+    out->host_memory &= devs[i].info.type == HS_DEVICE_CPU &&
+                        strncmp(devs[i].info.platform_key, "pocl", 4) == 0;
   }
   return HS_OK;
 }
