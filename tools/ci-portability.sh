@@ -77,8 +77,11 @@ if installed oclgrind; then
     $with --only oclgrind --check "$logs/oclgrind-bringup.log" "$hs" bringup --board gpu-single \
       --level quick --json "$logs/bringup-oclgrind.json" -q
   clean_log "$logs/oclgrind-bringup.log"
+  # The simulator interprets every kernel with the race checks on: the
+  # sampling suite ran past its 300 s bound on a 2-core box with another
+  # job beside it, so the suites get three times their bounds here.
   step "sampling and gather suites on oclgrind, --data-races --check-api" \
-    $with --only oclgrind --checks meson test -C "$build" sample_cl gather_cl \
+    $with --only oclgrind --checks meson test -C "$build" sample_cl gather_cl --timeout-multiplier 3 \
       "--test-args=--filter=!(sample_cl/@(facebook|cora))" --logbase testlog-oclgrind
   clean_log "$logs/testlog-oclgrind.txt" meson
   if installed pocl; then
