@@ -224,6 +224,18 @@ const struct hs_board_profile *hs_runtime_board(const hs_runtime *rt) {
   return rt ? rt->board : NULL;
 }
 
+hs_status hs__runtime_session_profile(const hs_runtime *rt, const hs_board_profile *profile,
+                                      const char *board, const hs_board_profile **use,
+                                      hs_board_profile **owned) {
+  *owned = NULL;
+  *use = profile;
+  if (!*use && !board) *use = rt->board;
+  if (*use) return HS_OK;
+  hs_status st = hs_board_profile_load_from(rt->settings.boards_dir, board, owned);
+  *use = *owned;
+  return st;
+}
+
 const hs_settings *hs_runtime_settings(const hs_runtime *rt) { return rt ? &rt->settings : NULL; }
 
 const hs_inventory *hs__runtime_inventory(const hs_runtime *rt) { return rt ? &rt->inv : NULL; }

@@ -102,19 +102,15 @@ static void model_cfg(const hs_ctr_config *c, hs_ctr_model_cfg *m) {
 
 static hs_status place(hs_ctr_session *s, const hs_ctr_config *cfg) {
   hs_board_profile *prof = NULL;
-  hs_status st = HS_OK;
-  /* The session's own profile, else the runtime's board, else the default. */
-  const hs_board_profile *use = cfg->profile;
-  if (!use && !cfg->board) use = s->rt->board;
-  if (!use &&
-      (st = hs_board_profile_load_from(s->rt->settings.boards_dir, cfg->board, &prof)) != HS_OK)
-    return st;
+  const hs_board_profile *use = NULL;
+  hs_status st = hs__runtime_session_profile(s->rt, cfg->profile, cfg->board, &use, &prof);
+  if (st != HS_OK) return st;
   hs_placement_request req;
   hs_placement_request_init(&req);
   const hs_device_info *devs = s->rt->infos;
   req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = use ? use : prof;
+  req.profile = use;
   req.host_cores = hs_runtime_host_cores(s->rt);
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";

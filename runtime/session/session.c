@@ -256,19 +256,15 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
 
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
-  hs_status st = HS_OK;
-  /* The session's own profile, else the runtime's board, else the default. */
-  const hs_board_profile *use = cfg->profile;
-  if (!use && !cfg->board) use = s->rt->board;
-  if (!use &&
-      (st = hs_board_profile_load_from(s->rt->settings.boards_dir, cfg->board, &prof)) != HS_OK)
-    return st;
+  const hs_board_profile *use = NULL;
+  hs_status st = hs__runtime_session_profile(s->rt, cfg->profile, cfg->board, &use, &prof);
+  if (st != HS_OK) return st;
   hs_placement_request req;
   hs_placement_request_init(&req);
   const hs_device_info *devs = s->rt->infos;
   req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = use ? use : prof;
+  req.profile = use;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
   /* Sparse rows: their mean size, for the caches' sizing. */
