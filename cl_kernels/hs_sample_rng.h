@@ -128,10 +128,14 @@ HS_PHILOX_INLINE hs_u64 hs_race_key(hs_u32 word, hs_u32 wbits) {
   hs_u32 e = (wbits >> 23) & 0xffu;
   hs_u64 mant = (hs_u64)((wbits & 0x7fffffu) | 0x800000u);
   hs_u64 q = ((hs_u64)hs_neglog2_q24(word) << 32) / mant; /* in (2^8, 2^39) */
-  hs_u32 s = HS_CLZ64(q);
-  hs_u64 m = q << s;
+  hs_u32 s = HS_CLZ64(q); /* in [25, 55] */
   hs_u64 exp = (hs_u64)(320u - s - e); /* in [11, 294] */
-  return exp << 54 | m >> 10;
+  /* The mantissa is q normalised to bit 63 then shifted down by 10, i.e.
+   * q << (s - 10): the same bits, since s >= 25 leaves the dropped low bits
+   * zero. Written as one left shift so that no optimiser turns the packing
+   * into a funnel shift (llvm.fshl), which some OpenCL implementations
+   * (oclgrind 21.10) cannot run. */
+  return exp << 54 | q << (s - 10u);
 }
 
 /* Key of a qualifying edge under threshold sampling: uniform among them. */

@@ -64,9 +64,7 @@ static inline void icd_dir_close(icd_dir *d) {
 
 /* Only implementation `impl` (pocl, rusticl, oclgrind) is visible, with
  * what it needs to show its device: rusticl lists llvmpipe only when asked
- * to, and oclgrind 21.10 cannot run what its optimiser makes of some
- * kernels (a funnel shift it lacks), so it compiles at -O0. Skips the test
- * when the implementation is not installed. */
+ * to. Skips the test when the implementation is not installed. */
 static inline void icd_only(icd_dir *d, const char *impl) {
   char lib[256];
   if (!icd_library(impl, lib, sizeof lib)) cr_skip_test("%s is not installed", impl);
@@ -75,7 +73,6 @@ static inline void icd_only(icd_dir *d, const char *impl) {
   const char *files[] = {file}, *libs[] = {lib};
   icd_dir_open(d, files, libs, 1);
   setenv("RUSTICL_ENABLE", "llvmpipe", 1);
-  setenv("OCLGRIND_BUILD_OPTIONS", "-O0", 1);
 }
 
 #endif

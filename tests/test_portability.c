@@ -46,7 +46,6 @@ static void open_all(icd_dir *d, bool have[N_IMPLS]) {
   if (!have[0] || n < 2) cr_skip_test("needs PoCL and rusticl or oclgrind installed");
   icd_dir_open(d, files, paths, n);
   setenv("RUSTICL_ENABLE", "llvmpipe", 1);
-  setenv("OCLGRIND_BUILD_OPTIONS", "-O0", 1);
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {

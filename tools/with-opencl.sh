@@ -5,10 +5,9 @@
 #   rusticl   Mesa's rusticl on llvmpipe (mesa-opencl-icd; it lists
 #             llvmpipe only with RUSTICL_ENABLE=llvmpipe)
 #   oclgrind  the oclgrind simulator, a GPU-typed device (oclgrind; Debian
-#             registers no ICD file for it, so one is made here). Its 21.10
-#             release lacks the funnel shift its optimiser makes of some
-#             kernels, so programs are compiled at -O0
-#             (OCLGRIND_BUILD_OPTIONS).
+#             registers no ICD file for it, so one is made here). Programs
+#             build at its default optimisation; OCLGRIND_BUILD_OPTIONS
+#             (e.g. -O0) is passed through when set.
 # The ICD loader (ocl-icd) then reads only a private vendors folder
 # ($OCL_ICD_VENDORS), so the machine's registration is left alone.
 #
@@ -66,7 +65,6 @@ done
 
 export OCL_ICD_VENDORS="$dir"
 export RUSTICL_ENABLE="${RUSTICL_ENABLE:-llvmpipe}"
-export OCLGRIND_BUILD_OPTIONS="${OCLGRIND_BUILD_OPTIONS:--O0}"
 if [ -n "$check" ]; then
   export OCLGRIND_DATA_RACES=1 OCLGRIND_CHECK_API=1
   if [ "$check" != "-" ]; then
