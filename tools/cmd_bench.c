@@ -438,8 +438,15 @@ static int pick_implementations(const hs_runtime *rt, const char *list, impl_col
 
 /* One Markdown table: a row per figure, a column per implementation (the
  * median, with its ratio to the same-run limit where it has one). */
+/* The machine's 1-minute load average (-1 where the system gives none):
+ * the matrix states it, since figures taken beside other work are lower. */
+static double load_now(void) {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : -1.0;
+}
+
 static bool write_matrix(const char *path, const hs_bench_results *r, const impl_col *cols,
-                         int nc, const char *command) {
+                         int nc, const char *command, double load0, double load1) {
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "hetsage bench: cannot write %s: %s\n", path, strerror(errno));
@@ -450,6 +457,10 @@ static bool write_matrix(const char *path, const hs_bench_results *r, const impl
              "ratio to the same-run limit in brackets where the figure has one; peers\n"
              "(when importable) ran run by run alternating with each device.\n\n",
           command);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (load0 >= 0 && load1 >= 0)
+    fprintf(f, "Machine load (1-minute average): %.2f at the start, %.2f at the end, %ld CPUs.\n\n",
+            load0, load1, cpus);
   fprintf(f, "| implementation | device |\n| --- | --- |\n");
   for (int c = 0; c < nc; c++)
     fprintf(f, "| %s | %s (%s)%s |\n", cols[c].key, cols[c].name, cols[c].scope,
@@ -576,6 +587,7 @@ int cmd_bench(int argc, char **argv) {
   peers ps;
   memset(&ps, 0, sizeof ps);
   char command[1024] = "hetsage bench";
+  double load0 = -1.0, load1 = -1.0;
   for (int i = 1; i < argc; i++)
     snprintf(command + strlen(command), sizeof command - strlen(command), " %s", argv[i]);
   hs_bench_results *r = NULL, *base = NULL;
@@ -624,7 +636,9 @@ int cmd_bench(int argc, char **argv) {
     if (out)
       fprintf(out, "%-7s %-11s %-34s %18s  %-24s %10s\n", "", "device", "figure", "median",
               "limit", "median");
+    load0 = load_now();
     st = hs_bench_run(rt, &o, on_figure, &figures, &r);
+    load1 = load_now();
     if (st == HS_OK) peers_finish(&ps, r);
     else peers_finish(&ps, NULL);
     if (st != HS_OK) {
@@ -651,7 +665,7 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   if (report && !bench_report_html(report, r, base)) rc = 1;
-  if (matrix && r && !write_matrix(matrix, r, cols, n_cols, command)) rc = 1;
+  if (matrix && r && !write_matrix(matrix, r, cols, n_cols, command, load0, load1)) rc = 1;
   if (matrix && out) fprintf(out, "matrix: %s\n", matrix);
   if (report && out) fprintf(out, "report: %s/index.html\n", report);
   if (base) {
