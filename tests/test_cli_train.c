@@ -2,7 +2,8 @@
  * the devices (info, place) as a user meets them: outputs checked, strict
  * JSON, checkpoints that are not overwritten by accident, splits checked at
  * the start, the printed plan is the plan that runs, bad features and a
- * diverging loss stop the run, small graphs train with the default batch. */
+ * diverging loss stop the run, small graphs train with the default batch,
+ * a resumed run keeps its sampling. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -347,4 +348,104 @@ Test(cli_train, resume_restores_the_runs_options_and_refuses_conflicts) {
   free(other);
   free(pa);
   free(pb);
+}
+
+/* A dataset of `name` with weights.npy: each edge's weight a fixed
+ * function of its position, in (0, 1]. */
+static char *make_weighted_dataset(const char *name) {
+  char *dir = make_dataset(name, NULL);
+  hs_dataset *d;
+  cr_assert_eq(hs_dataset_open(dir, &d), HS_OK, "%s", hs_last_error());
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  cr_assert_eq(hs_dataset_get_info(d, &info), HS_OK, "%s", hs_last_error());
+  hs_dataset_close(d);
+  uint64_t e = (uint64_t)info.num_edges;
+  float *w = malloc(sizeof(float) * (e ? e : 1));
+  cr_assert(w);
+  for (uint64_t k = 0; k < e; k++) w[k] = (float)((k * 2654435761u) % 1000u + 1u) / 1000.0f;
+  char *path = tu_path(dir, "weights.npy");
+  cr_assert_eq(hs__npy_write(path, HS_DTYPE_FLOAT32, 1, &e, w), HS_OK, "%s", hs_last_error());
+  free(path);
+  free(w);
+  return dir;
+}
+
+/* `opts` for 2 epochs into DIR/a; 1 epoch into DIR/b, resumed to 2 with
+ * --checkpoint and --resume alone: both last.ckpt the same bytes. */
+static void expect_resume_equals_uninterrupted(const char *data, const char *opts,
+                                               const char *a_dir, const char *b_dir) {
+  char args[2048];
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 2 --checkpoint %s", data, opts,
+           a_dir);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 1 --checkpoint %s", data, opts,
+           b_dir);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train --dataset %s --epochs 2 -q --checkpoint %s --resume", data,
+           b_dir);
+  run_ok(args, NULL, 0);
+  char *pa = tu_path(a_dir, "last.ckpt"), *pb = tu_path(b_dir, "last.ckpt");
+  struct stat sa, sb;
+  cr_assert_eq(stat(pa, &sa), 0);
+  cr_assert_eq(stat(pb, &sb), 0);
+  char *ca = tool_slurp(pa), *cb = tool_slurp(pb);
+  cr_assert_eq(sa.st_size, sb.st_size, "%s", opts);
+  cr_expect_arr_eq(ca, cb, (size_t)sa.st_size,
+                   "%s: 1 epoch + resume to 2 differs from 2 epochs uninterrupted", opts);
+  free(ca);
+  free(cb);
+  free(pa);
+  free(pb);
+}
+
+/* Resume `dir` with `extra`: refused as bad usage (or by the library,
+ * status 1, when `library`), the message naming `name`. */
+static void expect_resume_refused(const char *data, const char *dir, const char *extra,
+                                  const char *env, int status, const char *name) {
+  char args[2048], err[16384];
+  snprintf(args, sizeof args, "train --dataset %s --epochs 3 -q --checkpoint %s --resume %s", data,
+           dir, extra);
+  int rc = tool_run2(env, args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, status, "%s %s: %s", env, extra, err);
+  cr_expect(strstr(err, name), "%s %s: %s", env, extra, err);
+}
+
+Test(cli_train, resume_keeps_the_sampling_mode_and_refuses_another) {
+  char *wds = make_weighted_dataset("w");
+  char a_dir[512], b_dir[512], c_dir[512], d_dir[512];
+  snprintf(a_dir, sizeof a_dir, "%s/wa", scratch);
+  snprintf(b_dir, sizeof b_dir, "%s/wb", scratch);
+  snprintf(c_dir, sizeof c_dir, "%s/ta", scratch);
+  snprintf(d_dir, sizeof d_dir, "%s/tb", scratch);
+  /* Weighted with replacement, a vertex budget and a GEMM thread count;
+   * threshold sampling: each resumed without its options is the
+   * uninterrupted run. */
+  expect_resume_equals_uninterrupted(wds, "--batch 64 --hidden 16 --fanouts 5,5 --seed 2 "
+                                     "--sampling weighted --replace --vertex-budget 200 "
+                                     "--gemm-threads 2 -q", a_dir, b_dir);
+  expect_resume_equals_uninterrupted(wds, "--batch 64 --hidden 16 --fanouts 5,5 --seed 2 "
+                                     "--sampling threshold --threshold 0.3,0.6 -q",
+                                     c_dir, d_dir);
+  /* Another way of drawing is refused, naming the option. */
+  static const char *const conflicts[][2] = {
+      {"--sampling uniform", "--sampling"},
+      {"--sampling threshold --threshold 0.3", "--sampling"},
+      {"--vertex-budget 100", "--vertex-budget"},
+      {"--gemm-threads 3", "--gemm-threads"},
+  };
+  for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++)
+    expect_resume_refused(wds, b_dir, conflicts[i][0], "", 2, conflicts[i][1]);
+  expect_resume_refused(wds, d_dir, "--threshold 0.3", "", 2, "--threshold");
+  expect_resume_refused(wds, d_dir, "--replace", "", 2, "--replace");
+  /* The same options again are no conflict. */
+  char args[2048], err[16384];
+  snprintf(args, sizeof args, "train --dataset %s --epochs 3 -q --checkpoint %s --resume "
+           "--sampling threshold --threshold 0.3,0.6", wds, d_dir);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 0, "%s", err);
+  /* The library compares what the session resolves: a thread count from
+   * the setting where the run had none. */
+  expect_resume_refused(wds, d_dir, "", "HETSAGE_GEMM_THREADS=3", 1, "GEMM threads");
+  free(wds);
 }

@@ -44,8 +44,9 @@ static void usage(FILE *f) {
           "  --checkpoint DIR     save DIR/last.ckpt each epoch, DIR/best.ckpt on a\n"
           "                       better validation; Ctrl-C saves DIR/last.ckpt\n"
           "  --resume             continue from DIR/last.ckpt: the run's options (model,\n"
-          "                       fanouts, batch, seed, learning rate, dropout, ...) come\n"
-          "                       from the checkpoint; one given that differs is refused\n"
+          "                       fanouts, batch, seed, learning rate, dropout, sampling,\n"
+          "                       ...) come from the checkpoint; one given that differs\n"
+          "                       is refused\n"
           "  --new-lr X           with --resume: continue with learning rate X\n"
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
           "                       checkpoints of an earlier run (they are replaced)\n"
@@ -285,10 +286,6 @@ static int train(int argc, char **argv, hs_world **world) {
   if (ckpt_dir && a.cfg.node_embedding > 0)
     return cli_usage_error("train", "--checkpoint: checkpoints of node embeddings are not "
                            "written yet");
-  /* Evaluation draws neighbourhoods the way training does unless told: a
-   * full neighbourhood holds the edges weighted and threshold sampling
-   * would rarely or never pick. */
-  if (!eval_set && a.cfg.sampling != HS_SAMPLING_UNIFORM) full_eval = false;
   /* Full-neighbour evaluation walks the host topology, which the option
    * releases: sampled evaluation runs on the sampler instead. */
   if (a.cfg.free_host_topology) {
@@ -330,6 +327,10 @@ static int train(int argc, char **argv, hs_world **world) {
     int r = resume ? cli_session_from_checkpoint("train", &a, last, true, new_lr) : 0;
     if (r != 0) return r;
   }
+  /* Evaluation draws neighbourhoods the way training does unless told (a
+   * resumed run's sampling is its checkpoint's): a full neighbourhood holds
+   * the edges weighted and threshold sampling would rarely or never pick. */
+  if (!eval_set && a.cfg.sampling != HS_SAMPLING_UNIFORM) full_eval = false;
   FILE *stats_f = NULL, *log_f = NULL;
   if (stats_path && !(stats_f = fopen(stats_path, "w"))) {
     fprintf(stderr, "hetsage train: cannot write %s: %s\n", stats_path, strerror(errno));
