@@ -449,3 +449,136 @@ Test(cli_train, resume_keeps_the_sampling_mode_and_refuses_another) {
   expect_resume_refused(wds, d_dir, "", "HETSAGE_GEMM_THREADS=3", 1, "GEMM threads");
   free(wds);
 }
+
+/* ---- click-through-rate training ------------------------------------------------ */
+
+/* A small CTR dataset (1600 training, 200 validation, 200 test examples). */
+static char *make_ctr_dataset(const char *name) {
+  char *dst = tu_path(scratch, name);
+  char args[1024], out[4096];
+  snprintf(args, sizeof args, "generate --kind ctr --rows 2000 --big-vocab 500 --quiet %s", dst);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  return dst;
+}
+
+#define CTR_SMALL "--task ctr --batch-size 256 -q"
+
+/* The GNN path's rules: an earlier run's checkpoints are not replaced
+ * without --resume or --force; --resume takes the run's options from its
+ * checkpoint (one given that differs is refused by name) and continues it
+ * bit for bit; a resumed run keeps a better best.ckpt. */
+Test(cli_train, ctr_checkpoints_are_kept_and_resume_continues_the_run) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], a_dir[512], b_dir[512];
+  snprintf(a_dir, sizeof a_dir, "%s/ca", scratch);
+  snprintf(b_dir, sizeof b_dir, "%s/cb", scratch);
+  static const char opts[] = "--model lr --lr 0.01 --sparse-lr 0.1 --seed 4";
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s %s --epochs 2 --checkpoint %s", data,
+           opts, a_dir);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s %s --epochs 1 --checkpoint %s", data,
+           opts, b_dir);
+  run_ok(args, NULL, 0);
+  /* Again into the same folder: refused, the models kept. */
+  char *best = tu_path(b_dir, "best.ckpt");
+  char *before = tool_slurp(best);
+  struct stat sb;
+  cr_assert_eq(stat(best, &sb), 0);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 2, "%s", err);
+  cr_expect(strstr(err, "--resume") && strstr(err, "--force"), "%s", err);
+  char *after = tool_slurp(best);
+  cr_expect_arr_eq(before, after, (size_t)sb.st_size, "best.ckpt was replaced");
+  free(before);
+  free(after);
+  /* --resume alone continues the run: the same bytes as 2 epochs at once. */
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --epochs 2 --checkpoint %s --resume",
+           data, b_dir);
+  run_ok(args, NULL, 0);
+  char *pa = tu_path(a_dir, "last.ckpt"), *pb = tu_path(b_dir, "last.ckpt");
+  struct stat sa;
+  cr_assert_eq(stat(pa, &sa), 0);
+  cr_assert_eq(stat(pb, &sb), 0);
+  cr_assert_eq(sa.st_size, sb.st_size);
+  char *ca = tool_slurp(pa), *cb = tool_slurp(pb);
+  cr_expect_arr_eq(ca, cb, (size_t)sa.st_size,
+                   "1 epoch + resume to 2 differs from 2 epochs uninterrupted");
+  free(ca);
+  free(cb);
+  /* An option the checkpoint records, given otherwise: refused by name. */
+  static const char *const conflicts[][2] = {
+      {"--lr 0.02", "--lr"},       {"--seed 5", "--seed"},     {"--model deepfm", "--model"},
+      {"--sparse-lr 0.2", "--sparse-lr"}, {"--init-range 0.1", "--init-range"},
+  };
+  for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --epochs 3 --checkpoint %s "
+             "--resume %s", data, b_dir, conflicts[i][0]);
+    rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s: %s", conflicts[i][0], err);
+    cr_expect(strstr(err, conflicts[i][1]) && strstr(err, "conflicts with the checkpoint"),
+              "%s: %s", conflicts[i][0], err);
+  }
+  /* --force trains afresh into it. */
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --epochs 1 --checkpoint "
+           "%s --force", data, b_dir);
+  run_ok(args, NULL, 0);
+  /* A resumed run's best so far is its checkpoint's: best.json says it. */
+  char *bj = tu_path(b_dir, "best.json");
+  char *text = tool_slurp(bj);
+  cr_expect(text && strstr(text, "\"valid_auc\": "), "%s", text ? text : "(no best.json)");
+  free(text);
+  free(bj);
+  free(pa);
+  free(pb);
+  free(best);
+  free(data);
+}
+
+/* Every output checked and every JSON strict: stats and log files on a
+ * full disk fail naming the path; without validation files the AUC is
+ * null, not nan. */
+Test(cli_train, ctr_outputs_are_checked_and_strict_json) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384];
+  static const char *const outs[] = {"--stats-json /dev/full", "--log-json /dev/full"};
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr --epochs 1 %s",
+             data, outs[i]);
+    int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 1, "%s: %s", outs[i], err);
+    cr_expect(strstr(err, "writing /dev/full"), "%s: %s", outs[i], err);
+  }
+  /* Training files alone: no validation, no test. */
+  char *stats = tu_path(scratch, "ctr-stats.json"), *log = tu_path(scratch, "ctr-log.json");
+  char out[16384];
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr --epochs 1 "
+           "--json --stats-json %s --log-json %s", data, stats, log);
+  run_ok(args, out, sizeof out);
+  hs_json *v = json_doc(out, "train --task ctr --json");
+  hs__json_free(v);
+  char *text = tool_slurp(stats);
+  cr_expect_eq(json_lines(text, "--stats-json"), 1);
+  free(text);
+  text = tool_slurp(log);
+  cr_expect(strstr(text, "\"valid_auc\": null"), "%s", text);
+  cr_expect_eq(json_lines(text, "--log-json"), 1);
+  free(text);
+  /* eval --json of a model on its own files. */
+  char ck[512];
+  snprintf(ck, sizeof ck, "%s/ctr-ck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --epochs 1 --checkpoint %s",
+           data, ck);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s --json", ck, data);
+  run_ok(args, out, sizeof out);
+  v = json_doc(out, "eval --task ctr --json");
+  hs__json_free(v);
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s/test.txt --output "
+           "/dev/full", ck, data);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, "/dev/full"), "%s", err);
+  free(stats);
+  free(log);
+  free(data);
+}

@@ -94,42 +94,6 @@ static hs_status evaluate(hs_session *s, hs_split split, bool full, double *acc)
   return full ? hs_session_evaluate_full(s, split, acc) : hs_session_evaluate(s, split, acc);
 }
 
-/* DIR/best.json: the validation accuracy and epoch of DIR/best.ckpt, so
- * that a resumed run replaces best.ckpt only with a better model. Written
- * beside it (temporary, then renamed); read back on --resume. */
-static bool write_best(const char *dir, double valid, int64_t epoch) {
-  char path[1100], tmp[1120];
-  snprintf(path, sizeof path, "%s/best.json", dir);
-  snprintf(tmp, sizeof tmp, "%s/best.json.tmp", dir);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", tmp, strerror(errno));
-    return false;
-  }
-  fprintf(f, "{\"valid_acc\": ");
-  cli_json_number(f, valid, 6);
-  fprintf(f, ", \"epoch\": %lld}\n", (long long)epoch + 1);
-  if (!cli_file_close("train", f, tmp)) return false;
-  if (rename(tmp, path) != 0) {
-    fprintf(stderr, "hetsage train: cannot rename %s: %s\n", tmp, strerror(errno));
-    return false;
-  }
-  return true;
-}
-
-static double read_best(const char *dir) {
-  char path[1100], text[256] = "";
-  snprintf(path, sizeof path, "%s/best.json", dir);
-  FILE *f = cli_fopen_regular(path);
-  if (!f) return -1;
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = '\0';
-  double v;
-  const char *at = strstr(text, "\"valid_acc\": ");
-  return at && sscanf(at + 13, "%lf", &v) == 1 && isfinite(v) ? v : -1;
-}
-
 static bool path_join(char *buf, size_t len, const char *dir, const char *name) {
   int n = snprintf(buf, len, "%s/%s", dir, name);
   return n > 0 && (size_t)n < len;
@@ -394,7 +358,7 @@ static int train(int argc, char **argv, hs_world **world) {
   hs_session_set_progress(s, on_batch, &pc);
 
   /* A resumed run's best so far is its checkpoint's. */
-  double best_valid = resume && has_valid ? read_best(ckpt_dir) : -1;
+  double best_valid = resume && has_valid ? cli_best_read(ckpt_dir, "valid_acc") : -1;
   double test_at_best = NAN, total_s = 0, last_loss = NAN;
   int64_t best_epoch = -1, since_best = 0, done = 0;
   const char *stop_reason = "max epochs";
@@ -462,7 +426,7 @@ static int train(int argc, char **argv, hs_world **world) {
         goto out;
       }
       /* One writer of the directory: rank 0 (it also writes the checkpoints). */
-      if (better && root && !write_best(ckpt_dir, valid, es.epoch)) {
+      if (better && root && !cli_best_write("train", ckpt_dir, "valid_acc", valid, es.epoch)) {
         rc = 1;
         goto out;
       }
