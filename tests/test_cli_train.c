@@ -582,3 +582,33 @@ Test(cli_train, ctr_outputs_are_checked_and_strict_json) {
   free(log);
   free(data);
 }
+
+/* SIGTERM stops a CTR run as Ctrl-C does: last.ckpt saved, status 130, no
+ * temporary left in the checkpoint folder. */
+Test(cli_train, ctr_sigterm_saves_and_leaves_no_temporaries) {
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE is not set");
+  char *data = make_ctr_dataset("ctr");
+  char cmd[4096], out[8192];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { %s train " CTR_SMALL " --data %s --model lr --epochs 100000 "
+           "--checkpoint ck & pid=$!; i=0; while [ $i -lt 600 ] && [ ! -e ck/last.ckpt ]; "
+           "do sleep 0.1; i=$((i+1)); done; [ -e ck/last.ckpt ] && echo started; "
+           "kill -TERM $pid; wait $pid; echo status $?; } 2>&1",
+           scratch, exe, data);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  cr_assert(strstr(out, "started"), "no checkpoint appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "SIGTERM: %s", out);
+  cr_expect(strstr(out, "interrupted"), "%s", out);
+  char *ck = tu_path(scratch, "ck");
+  static const char *const tmp[] = {"last.ckpt.tmp", "best.ckpt.tmp", "best.json.tmp"};
+  for (size_t i = 0; i < 3; i++)
+    cr_expect_eq(tu_count_prefix(ck, tmp[i]), 0, "%s* left behind: %s", tmp[i], out);
+  cr_expect_eq(tu_count_prefix(ck, "last.ckpt"), 1, "%s", out);
+  free(ck);
+  free(data);
+}
