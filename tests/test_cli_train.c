@@ -461,7 +461,7 @@ static char *make_ctr_dataset(const char *name) {
   return dst;
 }
 
-#define CTR_SMALL "--task ctr --batch-size 256 -q"
+#define CTR_SMALL "--task ctr -q"
 
 /* The GNN path's rules: an earlier run's checkpoints are not replaced
  * without --resume or --force; --resume takes the run's options from its
@@ -472,7 +472,8 @@ Test(cli_train, ctr_checkpoints_are_kept_and_resume_continues_the_run) {
   char args[2048], err[16384], a_dir[512], b_dir[512];
   snprintf(a_dir, sizeof a_dir, "%s/ca", scratch);
   snprintf(b_dir, sizeof b_dir, "%s/cb", scratch);
-  static const char opts[] = "--model lr --lr 0.01 --sparse-lr 0.1 --seed 4";
+  static const char opts[] = "--model lr --lr 0.01 --sparse-lr 0.1 --seed 4 --batch-size 128 "
+                             "--sparse-init-acc 0.1 --expire-after 9 --gemm-threads 1";
   snprintf(args, sizeof args, "train " CTR_SMALL " --data %s %s --epochs 2 --checkpoint %s", data,
            opts, a_dir);
   run_ok(args, NULL, 0);
@@ -509,6 +510,8 @@ Test(cli_train, ctr_checkpoints_are_kept_and_resume_continues_the_run) {
   static const char *const conflicts[][2] = {
       {"--lr 0.02", "--lr"},       {"--seed 5", "--seed"},     {"--model deepfm", "--model"},
       {"--sparse-lr 0.2", "--sparse-lr"}, {"--init-range 0.1", "--init-range"},
+      {"--batch-size 256", "--batch-size"}, {"--expire-after 5", "--expire-after"},
+      {"--sparse-init-acc 0", "--sparse-init-acc"}, {"--gemm-threads 2", "--gemm-threads"},
   };
   for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
     snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --epochs 3 --checkpoint %s "

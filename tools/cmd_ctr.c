@@ -100,6 +100,11 @@ enum {
   CTR_SET_INIT_RANGE = 1u << 7,
   CTR_SET_ADMIT_AFTER = 1u << 8,
   CTR_SET_SEED = 1u << 9,
+  CTR_SET_BATCH = 1u << 10,
+  CTR_SET_INITIAL_ACC = 1u << 11,
+  CTR_SET_EXPIRE_AFTER = 1u << 12,
+  CTR_SET_EMBED_BUDGET = 1u << 13,
+  CTR_SET_GEMM_THREADS = 1u << 14,
 };
 
 static bool parse_widths(const char *v, int32_t *w, int *n) {
@@ -158,6 +163,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.batch_size = (int32_t)x;
+    a->set |= CTR_SET_BATCH;
   } else if (strcmp(o, "--threads") == 0 && has) {
     if (!cli_parse_i64(v, &x) || x < 1 || x > 256)
       {
@@ -171,6 +177,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.gemm_threads = (int)x;
+    a->set |= CTR_SET_GEMM_THREADS;
   } else if (strcmp(o, "--pipeline") == 0 && has) {
     if (strcmp(v, "off") == 0) a->cfg.pipeline = HS_PIPELINE_OFF;
     else if (strcmp(v, "threads") == 0) a->cfg.pipeline = HS_PIPELINE_THREADS;
@@ -196,6 +203,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.embed_budget = u;
+    a->set |= CTR_SET_EMBED_BUDGET;
   } else if (strcmp(o, "--json") == 0) {
     a->json = true;
     return 1;
@@ -275,8 +283,9 @@ static void train_usage(FILE *f) {
           "  --checkpoint DIR     DIR/last.ckpt after each epoch, DIR/best.ckpt on a\n"
           "                       better validation AUC; Ctrl-C saves DIR/last.ckpt\n"
           "  --resume             continue from DIR/last.ckpt: the options it records\n"
-          "                       (model, widths, rates, optimizers, seed, admission)\n"
-          "                       come from it; one given that differs is refused\n"
+          "                       (model, widths, rates, optimizers, seed, admission,\n"
+          "                       batch, expiry, budget, GEMM threads) come from it;\n"
+          "                       one given that differs is refused\n"
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
           "                       checkpoints of an earlier run (they are replaced)\n"
           "  --stats-json F       one JSON object per epoch: stage times, rates,\n"
@@ -352,6 +361,15 @@ static void ctr_opt_text(const hs_ctr_config *c, unsigned bit, char *buf, size_t
     case CTR_SET_INIT_RANGE: snprintf(buf, len, "%g", (double)c->init_range); return;
     case CTR_SET_ADMIT_AFTER: snprintf(buf, len, "%u", (unsigned)c->admit_after); return;
     case CTR_SET_SEED: snprintf(buf, len, "%llu", (unsigned long long)c->seed); return;
+    case CTR_SET_BATCH: snprintf(buf, len, "%d", (int)c->batch_size); return;
+    case CTR_SET_INITIAL_ACC:
+      snprintf(buf, len, "%g", (double)c->sparse_initial_accumulator);
+      return;
+    case CTR_SET_EXPIRE_AFTER: snprintf(buf, len, "%u", (unsigned)c->expire_after); return;
+    case CTR_SET_EMBED_BUDGET:
+      snprintf(buf, len, "%llu bytes", (unsigned long long)c->embed_budget);
+      return;
+    case CTR_SET_GEMM_THREADS: snprintf(buf, len, "%d", c->gemm_threads); return;
     default: return;
   }
   size_t at = 0;
@@ -371,6 +389,9 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
       {CTR_SET_LR, "--lr"},         {CTR_SET_SPARSE_OPTIMIZER, "--sparse-optimizer"},
       {CTR_SET_SPARSE_LR, "--sparse-lr"}, {CTR_SET_INIT_RANGE, "--init-range"},
       {CTR_SET_ADMIT_AFTER, "--admit-after"}, {CTR_SET_SEED, "--seed"},
+      {CTR_SET_BATCH, "--batch-size"}, {CTR_SET_INITIAL_ACC, "--sparse-init-acc"},
+      {CTR_SET_EXPIRE_AFTER, "--expire-after"}, {CTR_SET_EMBED_BUDGET, "--embed-budget"},
+      {CTR_SET_GEMM_THREADS, "--gemm-threads"},
   };
   hs_ctr_config ck = a->cfg;
   hs_status st = hs_ctr_config_from_checkpoint(path, &ck);
@@ -456,6 +477,7 @@ int cmd_train_ctr(int argc, char **argv) {
         goto usage_fail;
       }
       a.cfg.sparse_initial_accumulator = (float)d;
+      a.set |= CTR_SET_INITIAL_ACC;
     } else if (!strcmp(o, "--init-range") && v) {
       if (!cli_parse_double(v, &d) || !(d >= 0)) {
         cli_usage_error(cmd, "--init-range '%s': expected a number >= 0", v);
@@ -482,6 +504,7 @@ int cmd_train_ctr(int argc, char **argv) {
         goto usage_fail;
       }
       a.cfg.expire_after = (uint32_t)x;
+      a.set |= CTR_SET_EXPIRE_AFTER;
     } else if (!strcmp(o, "--seed") && v) {
       uint64_t u;
       if (!cli_parse_u64(v, &u)) {
@@ -735,11 +758,16 @@ static const char *resolve(const char *arg, char *buf, size_t len) {
 static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr_session **s) {
   char buf[4200];
   const char *path = resolve(a->ckpt, buf, sizeof buf);
+  hs_ctr_config given = a->cfg;
   hs_status st = hs_ctr_config_from_checkpoint(path, &a->cfg);
   if (st != HS_OK) {
     cli_report(cmd, path, st);
     return 1;
   }
+  /* Evaluating, what the command line asks for wins. */
+  if (a->set & CTR_SET_BATCH) a->cfg.batch_size = given.batch_size;
+  if (a->set & CTR_SET_EMBED_BUDGET) a->cfg.embed_budget = given.embed_budget;
+  if (a->set & CTR_SET_GEMM_THREADS) a->cfg.gemm_threads = given.gemm_threads;
   int rc = open_session(cmd, a, rt, s);
   if (rc) return rc;
   if ((st = hs_ctr_session_load(*s, path)) != HS_OK) {
