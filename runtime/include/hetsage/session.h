@@ -177,8 +177,12 @@ typedef struct hs_session_config {
    * completes; a batch reads the rows as every earlier batch's update left
    * them, whatever the pipeline. Evaluation, prediction and embeddings read
    * the rows as they stand (zeros for a vertex no batch has touched). The
-   * trainer cache is off under this option; sparse features are refused;
-   * checkpoints of such sessions are not written yet (HS_ERR_UNSUPPORTED). */
+   * trainer cache is off under this option; sparse features are refused.
+   * Checkpoints hold the rows (with their optimizer state) after the
+   * model, in the same atomic file; hs_session_config_from_checkpoint
+   * restores both fields, and a file without rows is refused
+   * (HS_ERR_INVALID_ARG, naming it) by a session that learns them, as a
+   * file with rows is by one that does not. */
   int32_t node_embedding;
   float node_embedding_lr;
   /* Distributed training (hetsage/dist.h): the world this session is one
