@@ -28,13 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache/hs_cache.h"
-#include "cache/hs_host_tier.h"
-#include "data/hs_graph.h"
+#include "core/hs_engine.h"
 #include "hetsage.h"
-#include "rng/philox.h"
-#include "sample/hs_gather.h"
-#include "sample/hs_sample.h"
 
 #define N_FILLS 3
 #define N_SIZES 3

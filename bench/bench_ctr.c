@@ -11,7 +11,8 @@
  * [N, 13]) and PREFIX_ids.npy (int64 [N, 26]) from Criteo-layout files
  * with hetsage's parser: what the peer trains on, so both sides see the
  * same values. `run` dumps DIR's train and test files once (into
- * DIR/peer/) when --peer is given. Prints one JSON document. */
+ * DIR/peer/) when --peer is given; the peer's python is --python,
+ * else $HS_PEER_PYTHON, else python3. Prints one JSON document. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctr/hs_ctr.h"
-#include "data/hs_npy.h"
+#include "core/hs_engine.h"
 #include "hetsage.h"
 
 #ifndef HS_BENCH_DIR
@@ -232,7 +232,8 @@ int main(int argc, char **argv) {
   }
   hs_ctr_config c;
   hs_ctr_config_init(&c);
-  const char *dir = NULL, *py = "/work/venv/bin/python";
+  const char *dir = NULL, *py = getenv("HS_PEER_PYTHON");
+  if (!py || !*py) py = "python3";
   int epochs = 1, repeat = 1, peer_threads = 0;
   bool peer = false;
   for (int i = 2; i < argc; i++) {

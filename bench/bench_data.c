@@ -1,5 +1,5 @@
 /* bench_data: dataset layer throughput, each figure beside its same-run
- * limit (DESIGN.md §9).
+ * limit (docs/architecture.md, "Measuring").
  *
  *  open_validate  hs_dataset_open (map + check every rule) of a native
  *                 dataset, against a plain sequential read() loop over the
@@ -27,7 +27,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "data/hs_import.h"
+#include "core/hs_engine.h"
 #include "hetsage.h"
 
 static double now(void) {

@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "bench/hs_measure.h"
-#include "embed/hs_embed.h"
-#include "sample/hs_gather.h"
+#include "core/hs_engine.h"
 
 static uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

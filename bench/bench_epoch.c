@@ -1,27 +1,39 @@
 /* Whole training runs beside a peer framework: hetsage trains a model
  * (GraphSAGE, GCN or GAT: --model) on a dataset for N epochs through the
- * public session API, then (when python3 can import it) DGL trains the same
- * model (SAGEConv, GraphConv, GATConv) with the same data,
- * fanouts, batch size and hyper-parameters on the same machine in the same
- * run (bench/peer_train.py). Reported side by side: time per epoch (median
- * over epochs 2..N: the first carries one-time costs on both sides), test
- * accuracy after the last epoch with full neighbourhoods, and the ratios
- * peer epoch time / hetsage epoch time (> 1: hetsage is faster) and
- * hetsage accuracy - peer accuracy, and each side's peak resident set
+ * public session API, then (when $HS_PEER_PYTHON, default python3, can
+ * import it) DGL trains the same model (SAGEConv, GraphConv, GATConv) with
+ * the same data, fanouts, batch size and hyper-parameters on the same
+ * machine in the same run (bench/peer_train.py).
+ *
+ * Both sides are measured by the same rules, so that the ratios can be
+ * trusted:
+ *  - rounds alternate: hetsage trains, then the peer, R times, so that a
+ *    change of the machine's load lands on both sides;
+ *  - a round's figure is the median of its epochs 2..N (the first carries
+ *    one-time costs on both sides); the summary is the median of the
+ *    rounds' medians, with their min and max;
+ *  - threads: every core of the machine on both sides (hetsage's default
+ *    placement, torch.set_num_threads(cores) for the peer);
+ *    $HS_PEER_THREADS sets the peer's count instead, and is reported;
+ *  - accuracy: after every epoch, outside the timing, validation and test
+ *    accuracy with full neighbourhoods; reported are the test accuracy
+ *    after the last epoch and at the epoch of best validation accuracy,
+ *    each the mean over rounds.
+ * hetsage's own limit is printed too: epoch wall / busiest stage's busy
+ * time (1.0 = perfect overlap); and each side's peak resident set
  * (getrusage of this process, all rounds; of the peer's process, the
- * largest over its runs) with their ratio. hetsage's own limit is printed
- * too: epoch wall / busiest stage's busy time (1.0 = perfect overlap).
+ * largest over its runs) with their ratio.
+ *
+ * Output: JSON Lines on stdout, each line flushed as it is made: one per
+ * side per round as the round ends (a killed run keeps what it measured),
+ * then the summary line ("bench": "epoch"). A peer that fails is skipped
+ * with its error (the tail of its stderr) in the summary and on stderr.
  *
  * usage: bench_epoch [--dataset DIR] [--epochs N] [--fanouts 25,10]
  *                    [--batch B] [--hidden H] [--lr X] [--weight-decay X]
  *                    [--dropout P] [--seed S] [--mode threads|async|off]
  *                    [--rounds R] [--no-peer] [--model sage|gcn|gat] [--heads K]
- * R rounds (default 3) alternate a hetsage run and a peer run; figures are
- * medians over all rounds' epochs 2..N and mean test accuracies.
- * With no --dataset: the bundled Cora. The peer runs with as many threads
- * as the machine has cores and with one, and its faster setting is the
- * figure ($HS_PEER_THREADS sets a single count); its python is
- * $HS_PEER_PYTHON or python3. */
+ * With no --dataset: the bundled Cora. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,8 +60,15 @@ static int usage(FILE *f, int rc) {
           "                   [--hidden H] [--lr X] [--weight-decay X] [--dropout P]\n"
           "                   [--seed S] [--mode threads|async|off] [--rounds R] [--no-peer]\n"
           "                   [--model sage|gcn|gat] [--heads K]\n"
-          "hetsage and (when importable) DGL train the same model on the same data;\n"
-          "JSON on stdout: epoch times, test accuracy, and their ratios.\n");
+          "hetsage and (when importable) DGL train the same model on the same data in\n"
+          "alternating rounds, measured by the same rules; JSON Lines on stdout: one line\n"
+          "per side per round as it ends, then the summary (epoch times, test accuracy\n"
+          "after the last epoch and at the best validation epoch, and their ratios).\n"
+          "  --epochs N   2..%d (epoch 1 carries one-time costs and is not timed)\n"
+          "  --rounds R   1..%d\n"
+          "The peer's python is $HS_PEER_PYTHON (default python3); its threads are the\n"
+          "machine's cores, or $HS_PEER_THREADS.\n",
+          MAX_EPOCHS, MAX_ROUNDS);
   return rc;
 }
 
@@ -68,12 +87,27 @@ static int parse_fanouts(const char *s, hs_session_config *c) {
   return n ? 0 : -1;
 }
 
+/* A whole-string integer in [lo, hi]. */
+static bool int_in(const char *v, long lo, long hi, int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (end == v || *end || x < lo || x > hi) return false;
+  *out = (int)x;
+  return true;
+}
+
+static int bad(const char *opt, const char *v, const char *what) {
+  fprintf(stderr, "bench_epoch: %s '%s': %s\n", opt, v ? v : "(missing)", what);
+  return -1;
+}
+
 static int parse(int argc, char **argv, opts *o) {
   hs_session_config_init(&o->cfg);
   o->epochs = 10;
   o->rounds = 3;
   o->peer = true;
   snprintf(o->fanouts, sizeof o->fanouts, "25,10");
+  char range[96];
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) exit(usage(stdout, 0));
@@ -81,30 +115,40 @@ static int parse(int argc, char **argv, opts *o) {
       o->peer = false;
       continue;
     }
-    if (!v) return -1;
+    if (!v) return bad(a, v, "unknown option or missing value");
     i++;
     if (!strcmp(a, "--dataset")) o->dataset = v;
-    else if (!strcmp(a, "--epochs")) o->epochs = atoi(v);
-    else if (!strcmp(a, "--rounds")) o->rounds = atoi(v);
-    else if (!strcmp(a, "--fanouts")) snprintf(o->fanouts, sizeof o->fanouts, "%s", v);
-    else if (!strcmp(a, "--batch")) o->cfg.batch_size = atoi(v);
-    else if (!strcmp(a, "--hidden")) o->cfg.hidden = atoi(v);
-    else if (!strcmp(a, "--lr")) o->cfg.lr = strtof(v, NULL);
+    else if (!strcmp(a, "--epochs")) {
+      snprintf(range, sizeof range, "2..%d (epoch 1 carries one-time costs and is not timed)",
+               MAX_EPOCHS);
+      if (!int_in(v, 2, MAX_EPOCHS, &o->epochs)) return bad(a, v, range);
+    } else if (!strcmp(a, "--rounds")) {
+      snprintf(range, sizeof range, "1..%d", MAX_ROUNDS);
+      if (!int_in(v, 1, MAX_ROUNDS, &o->rounds)) return bad(a, v, range);
+    } else if (!strcmp(a, "--fanouts")) {
+      snprintf(o->fanouts, sizeof o->fanouts, "%s", v);
+      if (parse_fanouts(o->fanouts, &o->cfg))
+        return bad(a, v, "1 to 8 comma-separated counts, each >= 1 or -1 (all)");
+    } else if (!strcmp(a, "--batch")) {
+      if (!int_in(v, 1, 1 << 24, &o->cfg.batch_size)) return bad(a, v, "1..16777216");
+    } else if (!strcmp(a, "--hidden")) {
+      if (!int_in(v, 1, 1 << 16, &o->cfg.hidden)) return bad(a, v, "1..65536");
+    } else if (!strcmp(a, "--lr")) o->cfg.lr = strtof(v, NULL);
     else if (!strcmp(a, "--weight-decay")) o->cfg.weight_decay = strtof(v, NULL);
     else if (!strcmp(a, "--dropout")) o->cfg.dropout = strtof(v, NULL);
     else if (!strcmp(a, "--seed")) o->cfg.seed = strtoull(v, NULL, 10);
     else if (!strcmp(a, "--model")) {
-      if (hs_model_kind_parse(v, &o->cfg.model) != HS_OK) return -1;
-    } else if (!strcmp(a, "--heads")) o->cfg.heads = atoi(v);
+      if (hs_model_kind_parse(v, &o->cfg.model) != HS_OK) return bad(a, v, "sage, gcn or gat");
+    } else if (!strcmp(a, "--heads")) {
+      if (!int_in(v, 1, 64, &o->cfg.heads)) return bad(a, v, "1..64");
+    }
     else if (!strcmp(a, "--mode")) {
       if (!strcmp(v, "threads")) o->cfg.pipeline = HS_PIPELINE_THREADS;
       else if (!strcmp(v, "async")) o->cfg.pipeline = HS_PIPELINE_ASYNC;
       else if (!strcmp(v, "off")) o->cfg.pipeline = HS_PIPELINE_OFF;
-      else return -1;
-    } else return -1;
+      else return bad(a, v, "threads, async or off");
+    } else return bad(a, v, "unknown option");
   }
-  if (o->epochs < 2 || o->epochs > MAX_EPOCHS || o->rounds < 1 || o->rounds > MAX_ROUNDS || o->cfg.batch_size < 1 || o->cfg.hidden < 1 || o->cfg.heads < 1)
-    return -1;
   return parse_fanouts(o->fanouts, &o->cfg);
 }
 
@@ -113,84 +157,166 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double median(double *v, int n) {
+/* Median, min and max of v[0..n) (sorted in place). */
+typedef struct summary {
+  double median, min, max;
+} summary;
+
+static summary summarize(double *v, int n) {
   qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  summary s = {n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]), v[0], v[n - 1]};
+  return s;
 }
 
-typedef struct peer_result {
-  bool ran;
-  double median, min, max, test_acc;
-  double peak_rss_kb; /* the peer process's peak resident set; 0: not reported */
-  int epochs;
+/* One side's round: the median of its epochs 2..N and its accuracies. */
+typedef struct round_result {
+  summary epoch_s;
+  double test_last, test_best; /* after the last epoch; at the best validation */
+  int best_epoch;              /* from 1 */
+  double wall_over_busiest;    /* hetsage only */
+  double peak_rss_kb;          /* the peer's process; 0: not reported */
+} round_result;
+
+typedef struct peer_state {
+  bool ok;
   char version[64];
-  char why[128];
-} peer_result;
+  char why[512];
+} peer_state;
 
 static const char *peer_python(void) {
   const char *p = getenv("HS_PEER_PYTHON");
   return p && *p ? p : "python3";
 }
 
-/* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_ACC VERSION
- * PEAK_RSS_KB" on its last line. */
-static void run_peer(const opts *o, const char *dataset, int threads, peer_result *r) {
-  memset(r, 0, sizeof *r);
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s -c 'import dgl' >/dev/null 2>&1", peer_python());
-  if (system(cmd) != 0) {
-    snprintf(r->why, sizeof r->why, "not installed (%s cannot import dgl)", peer_python());
-    return;
+/* The last `max` lines of a file, on one line joined by " | ". */
+static void tail_of(const char *path, char *out, size_t cap, int max) {
+  char lines[8][256];
+  int n = 0;
+  FILE *f = fopen(path, "r");
+  out[0] = '\0';
+  if (!f) return;
+  char line[256];
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!line[0]) continue;
+    snprintf(lines[n % 8], sizeof lines[0], "%s", line);
+    n++;
   }
+  fclose(f);
+  if (max > 8) max = 8;
+  for (int i = n > max ? n - max : 0; i < n; i++) {
+    size_t used = strlen(out);
+    snprintf(out + used, cap - used, "%s%s", used ? " | " : "", lines[i % 8]);
+  }
+}
+
+/* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_LAST TEST_BEST
+ * BEST_EPOCH VERSION PEAK_RSS_KB" on its last line; its stderr is kept to
+ * show why it failed. */
+static bool run_peer(const opts *o, const char *dataset, int threads, peer_state *ps,
+                     round_result *r) {
+  char cmd[4096], errpath[64] = "/tmp/hs-bench-peer-XXXXXX";
+  int fd = mkstemp(errpath);
+  if (fd < 0) {
+    snprintf(ps->why, sizeof ps->why, "cannot make a file for the peer's stderr");
+    return false;
+  }
+  close(fd);
   snprintf(cmd, sizeof cmd,
            "%s '%s/peer_train.py' --peer dgl --dataset '%s' --fanouts %s --batch %d --hidden %d "
            "--lr %g --weight-decay %g --dropout %g --epochs %d --threads %d --seed %llu "
-           "--model %s --heads %d",
+           "--model %s --heads %d 2>'%s'",
            peer_python(), HS_BENCH_DIR, dataset, o->fanouts, o->cfg.batch_size, o->cfg.hidden,
            (double)o->cfg.lr, (double)o->cfg.weight_decay, (double)o->cfg.dropout, o->epochs,
            threads, (unsigned long long)o->cfg.seed, hs_model_kind_name(o->cfg.model),
-           o->cfg.heads);
+           o->cfg.heads, errpath);
   fprintf(stderr, "bench_epoch: peer: %s\n", cmd);
   FILE *p = popen(cmd, "r");
   char line[512], last[512] = "";
   while (p && fgets(line, sizeof line, p)) snprintf(last, sizeof last, "%s", line);
   int rc = p ? pclose(p) : -1;
-  int got = sscanf(last, "epoch_s %lf %lf %lf %d %lf %63s %lf", &r->median, &r->min, &r->max,
-                   &r->epochs, &r->test_acc, r->version, &r->peak_rss_kb);
-  if (rc != 0 || got < 6) {
-    snprintf(r->why, sizeof r->why, "the peer script failed (exit %d)", rc);
-    return;
+  bool ok = rc == 0 &&
+            sscanf(last, "epoch_s %lf %lf %lf %*d %lf %lf %d %63s %lf", &r->epoch_s.median,
+                   &r->epoch_s.min, &r->epoch_s.max, &r->test_last, &r->test_best,
+                   &r->best_epoch, ps->version, &r->peak_rss_kb) >= 7;
+  if (!ok) {
+    char tail[400];
+    tail_of(errpath, tail, sizeof tail, 3);
+    snprintf(ps->why, sizeof ps->why, "the peer script failed (exit status %d): %s",
+             WIFEXITED(rc) ? WEXITSTATUS(rc) : rc, tail[0] ? tail : "no output");
+    fprintf(stderr, "bench_epoch: %s\n", ps->why);
   }
-  r->ran = true;
+  unlink(errpath);
+  return ok;
 }
 
-/* One hetsage training run: epochs 2..N appended to wall/ratio at *n. */
-static int run_hetsage(const opts *o, hs_runtime *rt, hs_dataset *ds, double *wall,
-                       double *ratio, int *n, double *acc, hs_epoch_stats *last) {
+/* One hetsage training run. Accuracies are measured after every epoch,
+ * outside the epoch's timing, exactly as the peer measures them. */
+static int run_hetsage(const opts *o, hs_runtime *rt, hs_dataset *ds, round_result *r,
+                       hs_epoch_stats *last) {
   hs_session *s = NULL;
   if (hs_session_create(rt, ds, &o->cfg, &s)) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     return 1;
   }
+  double wall[MAX_EPOCHS], ratio[MAX_EPOCHS], best_valid = -1.0;
+  int n = 0;
+  memset(r, 0, sizeof *r);
   for (int e = 0; e < o->epochs; e++) {
-    if (hs_session_train_epoch(s, last)) {
-      fprintf(stderr, "bench_epoch: epoch %d: %s\n", e, hs_last_error());
+    double valid = 0, test = 0;
+    if (hs_session_train_epoch(s, last) ||
+        hs_session_evaluate_full(s, HS_SPLIT_VALID, &valid) ||
+        hs_session_evaluate_full(s, HS_SPLIT_TEST, &test)) {
+      fprintf(stderr, "bench_epoch: epoch %d: %s\n", e + 1, hs_last_error());
       hs_session_destroy(s);
       return 1;
     }
     double busiest = 0;
     for (int k = 0; k < HS_STAGE_COUNT_; k++) busiest = fmax(busiest, last->stage_busy_s[k]);
-    fprintf(stderr, "bench_epoch: hetsage epoch %d: %.3f s, loss %.4f\n", e, last->wall_s,
-            last->loss);
+    fprintf(stderr, "bench_epoch: hetsage epoch %d: %.3f s, loss %.4f, valid acc %.4f\n", e,
+            last->wall_s, last->loss, valid);
+    r->test_last = test;
+    if (valid > best_valid) {
+      best_valid = valid;
+      r->test_best = test;
+      r->best_epoch = e + 1;
+    }
     if (e == 0) continue;
-    wall[*n] = last->wall_s;
-    ratio[*n] = busiest > 0 ? last->wall_s / busiest : NAN;
-    (*n)++;
+    wall[n] = last->wall_s;
+    ratio[n] = busiest > 0 ? last->wall_s / busiest : NAN;
+    n++;
   }
-  int rc = hs_session_evaluate_full(s, HS_SPLIT_TEST, acc) ? 1 : 0;
-  if (rc) fprintf(stderr, "bench_epoch: evaluation: %s\n", hs_last_error());
+  r->epoch_s = summarize(wall, n);
+  r->wall_over_busiest = summarize(ratio, n).median;
   hs_session_destroy(s);
-  return rc;
+  return 0;
+}
+
+static void print_round(const char *side, int round, int threads, const round_result *r) {
+  printf("{\"bench\": \"epoch_round\", \"side\": \"%s\", \"round\": %d, \"threads\": %d, "
+         "\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, \"test_acc_last\": %.4f, "
+         "\"test_acc_best_valid\": %.4f, \"best_valid_epoch\": %d}\n",
+         side, round + 1, threads, r->epoch_s.median, r->epoch_s.min, r->epoch_s.max,
+         r->test_last, r->test_best, r->best_epoch);
+  fflush(stdout);
+}
+
+/* Median of the rounds' medians, mean accuracies. */
+typedef struct side_summary {
+  summary epoch_s;
+  double test_last, test_best;
+} side_summary;
+
+static side_summary summarize_side(const round_result *r, int n) {
+  double med[MAX_ROUNDS];
+  side_summary s = {.test_last = 0, .test_best = 0};
+  for (int i = 0; i < n; i++) {
+    med[i] = r[i].epoch_s.median;
+    s.test_last += r[i].test_last / n;
+    s.test_best += r[i].test_best / n;
+  }
+  s.epoch_s = summarize(med, n);
+  return s;
 }
 
 int main(int argc, char **argv) {
@@ -202,89 +328,92 @@ int main(int argc, char **argv) {
   hs_runtime *rt = NULL;
   hs_dataset *ds = NULL;
   int rc = 1;
-  static double wall[MAX_ROUNDS * MAX_EPOCHS], ratio[MAX_ROUNDS * MAX_EPOCHS];
-  double acc[MAX_ROUNDS];
-  /* The peer runs at each thread count in `threads`; its figure is the
-   * faster one's. PyTorch's OpenMP threads spin: on a shared machine one
-   * thread can beat two by several times, and the peer gets its best. */
-  int threads[2], n_threads = 0;
-  const char *thr = getenv("HS_PEER_THREADS");
+  static round_result hr[MAX_ROUNDS], pr[MAX_ROUNDS];
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (thr && *thr) threads[n_threads++] = atoi(thr) > 0 ? atoi(thr) : 1;
-  else {
-    threads[n_threads++] = cores > 0 ? (int)cores : 1;
-    if (threads[0] > 1) threads[n_threads++] = 1;
-  }
-  double peer_med[2][MAX_ROUNDS], peer_acc[2][MAX_ROUNDS], peer_rss_kb = 0;
-  int n = 0, peer_runs = 0;
-  peer_result pr;
-  memset(&pr, 0, sizeof pr);
-  snprintf(pr.why, sizeof pr.why, "skipped (--no-peer)");
+  const char *thr = getenv("HS_PEER_THREADS");
+  int threads = thr && atoi(thr) > 0 ? atoi(thr) : cores > 0 ? (int)cores : 1;
+  int peer_rounds = 0;
+  peer_state ps = {.ok = o.peer};
+  snprintf(ps.why, sizeof ps.why, "skipped (--no-peer)");
   hs_epoch_stats st;
   hs_epoch_stats_init(&st);
+  if (o.peer) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s -c 'import dgl' >/dev/null 2>&1", peer_python());
+    if (system(cmd) != 0) {
+      ps.ok = false;
+      snprintf(ps.why, sizeof ps.why, "not installed (%s cannot import dgl)", peer_python());
+    }
+  }
   if (hs_runtime_open(&rt, NULL) ||
       (!dataset && hs_dataset_bundled(rt, "cora", bundled, sizeof bundled)) ||
       hs_dataset_open(dataset ? dataset : bundled, &ds)) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     goto done;
   }
-  /* Rounds alternate hetsage and the peer, so that a change in the
-   * machine's load during the run falls on both sides. */
+  if (!dataset) dataset = bundled; /* the peer reads the same files */
   for (int r = 0; r < o.rounds; r++) {
-    if (run_hetsage(&o, rt, ds, wall, ratio, &n, &acc[r], &st)) goto done;
-    if (!o.peer) continue;
-    for (int t = 0; t < n_threads && o.peer; t++) {
-      run_peer(&o, dataset, threads[t], &pr);
-      if (!pr.ran) {
-        o.peer = false;
-        break;
-      }
-      peer_med[t][peer_runs] = pr.median;
-      peer_acc[t][peer_runs] = pr.test_acc;
-      if (pr.peak_rss_kb > peer_rss_kb) peer_rss_kb = pr.peak_rss_kb;
+    if (run_hetsage(&o, rt, ds, &hr[r], &st)) goto done;
+    print_round("hetsage", r, (int)cores, &hr[r]);
+    if (!ps.ok) continue;
+    if (!run_peer(&o, dataset, threads, &ps, &pr[peer_rounds])) {
+      ps.ok = false;
+      continue;
     }
-    if (o.peer) peer_runs++;
+    print_round("peer", r, threads, &pr[peer_rounds]);
+    peer_rounds++;
   }
-  double acc_mean = 0;
-  for (int r = 0; r < o.rounds; r++) acc_mean += acc[r] / o.rounds;
-  double med = median(wall, n), med_ratio = median(ratio, n);
-  double lo = wall[0], hi = wall[n - 1]; /* median sorted them */
-  printf("{\n  \"bench\": \"epoch\",\n  \"dataset\": \"%s\",\n", dataset);
-  printf("  \"config\": {\"model\": \"%s\", \"heads\": %d, \"fanouts\": \"%s\", \"batch\": %d, "
+  side_summary h = summarize_side(hr, o.rounds);
+  double ratio[MAX_ROUNDS];
+  for (int r = 0; r < o.rounds; r++) ratio[r] = hr[r].wall_over_busiest;
+  double med_ratio = summarize(ratio, o.rounds).median;
+  printf("{\"bench\": \"epoch\", \"dataset\": \"%s\", ", dataset);
+  printf("\"config\": {\"model\": \"%s\", \"heads\": %d, \"fanouts\": \"%s\", \"batch\": %d, "
          "\"hidden\": %d, \"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, "
-         "\"seed\": %llu, \"rounds\": %d},\n",
+         "\"seed\": %llu, \"rounds\": %d}, ",
          hs_model_kind_name(o.cfg.model), o.cfg.model == HS_MODEL_GAT ? o.cfg.heads : 1,
          o.fanouts, o.cfg.batch_size, o.cfg.hidden, (double)o.cfg.lr, (double)o.cfg.weight_decay,
          (double)o.cfg.dropout, o.epochs, (unsigned long long)o.cfg.seed, o.rounds);
-  printf("  \"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
-         "\"test_acc\": %.4f, \"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", "
-         "\"depth\": %d, \"peak_rss_bytes\": %llu},\n",
-         med, lo, hi, acc_mean, med_ratio, hs_pipeline_mode_name(st.pipeline), st.depth,
-         (unsigned long long)st.peak_rss_bytes);
-  if (peer_runs) {
-    double pmed[2], pacc = 0;
-    int best = 0;
-    printf("  \"peer\": {\"name\": \"dgl\", \"version\": \"%s\", \"runs\": %d, \"epoch_s_median_by_threads\": {",
-           pr.version, peer_runs);
-    for (int t = 0; t < n_threads; t++) {
-      pmed[t] = median(peer_med[t], peer_runs);
-      if (pmed[t] < pmed[best]) best = t;
-      printf("%s\"%d\": %.6f", t ? ", " : "", threads[t], pmed[t]);
-    }
-    for (int r = 0; r < peer_runs; r++) pacc += peer_acc[best][r] / peer_runs;
+  printf("\"rules\": {\"epoch_s\": \"median of each round's epochs 2..N, then the median of "
+         "the rounds\", \"test_acc\": \"full neighbourhoods after every epoch, outside the "
+         "timing; mean over rounds\", \"threads\": {\"hetsage\": %ld, \"peer\": %d, "
+         "\"peer_set_by\": \"%s\"}}, ",
+         cores, threads, thr && atoi(thr) > 0 ? "HS_PEER_THREADS" : "the machine's cores");
+  printf("\"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
+         "\"test_acc_last\": %.4f, \"test_acc_best_valid\": %.4f, "
+         "\"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", \"depth\": %d, "
+         "\"peak_rss_bytes\": %llu}, ",
+         h.epoch_s.median, h.epoch_s.min, h.epoch_s.max, h.test_last, h.test_best, med_ratio,
+         hs_pipeline_mode_name(st.pipeline), st.depth, (unsigned long long)st.peak_rss_bytes);
+  if (peer_rounds == o.rounds) {
+    side_summary p = summarize_side(pr, peer_rounds);
+    double rss_kb = 0;
+    for (int r = 0; r < peer_rounds; r++) rss_kb = fmax(rss_kb, pr[r].peak_rss_kb);
     char rss[64] = "null", rss_ratio[64] = "null";
-    if (peer_rss_kb > 0) {
-      snprintf(rss, sizeof rss, "%.0f", peer_rss_kb * 1024.0);
+    if (rss_kb > 0) {
+      snprintf(rss, sizeof rss, "%.0f", rss_kb * 1024.0);
       snprintf(rss_ratio, sizeof rss_ratio, "%.3f",
-               (double)st.peak_rss_bytes / (peer_rss_kb * 1024.0));
+               (double)st.peak_rss_bytes / (rss_kb * 1024.0));
     }
-    printf("},\n           \"threads\": %d, \"epoch_s_median\": %.6f, \"test_acc\": %.4f,\n"
-           "           \"peak_rss_bytes\": %s, \"ratio_peer_epoch_to_hetsage\": %.3f, "
-           "\"test_acc_hetsage_minus_peer\": %.4f,\n"
-           "           \"ratio_hetsage_peak_rss_to_peer\": %s}\n}\n",
-           threads[best], pmed[best], pacc, rss, pmed[best] / med, acc_mean - pacc, rss_ratio);
+    printf("\"peer\": {\"name\": \"dgl\", \"version\": \"%s\", \"rounds\": %d, "
+           "\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
+           "\"test_acc_last\": %.4f, \"test_acc_best_valid\": %.4f, \"peak_rss_bytes\": %s, "
+           "\"ratio_peer_epoch_to_hetsage\": %.3f, \"test_acc_last_hetsage_minus_peer\": %.4f, "
+           "\"test_acc_best_valid_hetsage_minus_peer\": %.4f, "
+           "\"ratio_hetsage_peak_rss_to_peer\": %s}}\n",
+           ps.version, peer_rounds, p.epoch_s.median, p.epoch_s.min, p.epoch_s.max, p.test_last,
+           p.test_best, rss, p.epoch_s.median / h.epoch_s.median, h.test_last - p.test_last,
+           h.test_best - p.test_best, rss_ratio);
   } else {
-    printf("  \"peer\": {\"name\": \"dgl\", \"skipped\": \"%s\"}\n}\n", pr.why);
+    /* A peer that failed part-way has no summary: its rounds are above. */
+    char why[600];
+    size_t k = 0;
+    for (const char *c = ps.why; *c && k + 2 < sizeof why; c++) {
+      if (*c == '"' || *c == '\\') why[k++] = '\\';
+      why[k++] = (unsigned char)*c < 0x20 ? ' ' : *c;
+    }
+    why[k] = '\0';
+    printf("\"peer\": {\"name\": \"dgl\", \"skipped\": \"%s\"}}\n", why);
   }
   rc = 0;
 done:

@@ -1,6 +1,6 @@
 /* GEMM providers on every OpenCL device, on GraphSAGE layer shapes, each
  * beside OpenBLAS's sgemm measured in the same run on the host with as many
- * threads as the device has compute units (DESIGN.md §9).
+ * threads as the device has compute units (docs/architecture.md, "Measuring").
  *
  * usage: bench_gemm [--reps N] [--quick] [--provider auto|cblas|clblast|builtin]...
  * Prints one JSON document. Times are wall clock from enqueue to the end of
@@ -12,8 +12,6 @@
 
 #include "bench/hs_measure.h"
 #include "core/hs_engine.h"
-#include "gemm.h"
-#include "hs_launch.h"
 
 typedef hs_gemm_shape shape;
 

@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hs_launch.h"
-#include "session/hs_session_int.h"
+#include "core/hs_engine.h"
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -102,16 +101,9 @@ int main(int argc, char **argv) {
   double eval_s = hs__now() - t0;
 
   /* ---- kernels: epoch N's batches replayed on a profiling trainer ---- */
-  cl_command_queue q = NULL;
-  hs_trainer *pt = NULL;
-  if (hs__queue_create(&s->tctx, &s->tdev, HS_QUEUE_PROFILING, &q)) return die("queue");
-  if (hs__trainer_sync_model(s->trainer, &s->model)) return die("sync");
-  hs_trainer_opts to = {.gemm = HS_GEMM_AUTO, .gemm_threads = (int)s->tdev.info.compute_units,
-                        .profile = true};
-  if (hs__trainer_create(&s->tctx, &s->tdev, q, &s->model, &to, &pt)) return die("trainer");
-  int64_t nb = s->n_batches;
-  uint32_t ep = (uint32_t)(epochs - 1);
-  if (hs__session_shuffle(s, ep)) return die("shuffle");
+  hs__replay *rp = NULL;
+  if (hs__replay_open(s, epochs - 1, &rp)) return die("replay");
+  int64_t nb = hs__replay_batches(rp);
   /* Per timed pass: host times and every kernel's span and run. */
   enum { MAXP = 32 };
   double sg[MAXP], up[MAXP], enq[MAXP], sw[MAXP], span_p[MAXP], run_p[MAXP];
@@ -126,26 +118,14 @@ int main(int argc, char **argv) {
   for (int pass = 0; pass <= passes; pass++) {
     double a_sg = 0, a_up = 0, a_enq = 0, a_sw = 0;
     for (int64_t b = 0; b < nb; b++) {
-      const int32_t *seeds;
-      int32_t n = hs__session_batch_seeds(s, b, &seeds);
-      hs_slot_data *d = &s->slots[0];
-      double a = hs__now();
-      if (hs__session_sample_gather(s, seeds, n, ep, (uint32_t)b, d)) return die("sample");
-      double u = hs__now();
-      hs_nn_batch bt;
-      hs__session_nn_batch(d, &bt);
-      if (hs__trainer_upload(pt, &bt)) return die("upload");
-      double e0 = hs__now();
-      if (hs__trainer_step(pt, ep, (uint32_t)b)) return die("step");
-      double e1 = hs__now();
-      if (hs__queue_finish(q)) return die("finish");
-      double e2 = hs__now();
-      a_sg += u - a;
-      a_up += e0 - u;
-      a_enq += e1 - e0;
-      a_sw += e2 - e0;
+      hs__replay_batch_times bt;
+      if (hs__replay_batch(rp, b, &bt)) return die("replay");
+      a_sg += bt.sample_gather_s;
+      a_up += bt.upload_s;
+      a_enq += bt.enqueue_s;
+      a_sw += bt.step_s;
     }
-    if (hs__trainer_times(pt, &tt)) return die("times");
+    if (hs__replay_times(rp, &tt)) return die("times");
     if (pass == 0) continue;
     int p = pass - 1;
     sg[p] = a_sg, up[p] = a_up, enq[p] = a_enq, sw[p] = a_sw;
@@ -213,8 +193,7 @@ int main(int argc, char **argv) {
            a ? "," : "", kname[j], klaunch[j], kmed_span[j], kmed_run[j]);
   }
   printf("\n  ]\n}\n");
-  hs__trainer_destroy(pt);
-  hs__queue_release(&q);
+  hs__replay_close(rp);
   hs_session_destroy(s);
   hs_dataset_close(ds);
   hs_runtime_close(rt);

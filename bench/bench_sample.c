@@ -1,5 +1,5 @@
 /* Sampling, reindexing and gathering throughput, each beside its same-run
- * limit (DESIGN.md §9), printed as JSON:
+ * limit (docs/architecture.md, "Measuring"), printed as JSON:
  *  - sampled edges/s per device (host reference, OpenCL device, a 1-CU
  *    sub-device) / a random-read probe on the same device and cores
  *    (independent reads of random 8-byte words from an array as large as
@@ -38,8 +38,7 @@
 
 #include "bench/hs_measure.h"
 #include "core/hs_engine.h"
-#include "hs_base.h"
-#include "sample_graphs.h"
+#include "bench/sample_graphs.h"
 
 typedef struct opts {
   bool small;
@@ -106,7 +105,7 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
   if (dev && rc == 0) {
     rc = report("sampling", dev,
                 hs__measure_sample_device(dev, g, &cfg, HS_STYLE_NDRANGE, o->rows_per_item,
-                                          o->batch, o->warmup, o->runs, &whole));
+                                          o->batch, o->warmup, o->runs, NULL, &whole));
     if (rc == 0) print_sample_fig("device_ndrange", &whole, true, ",");
     /* Optional: it needs a second copy of the topology on the device. */
     if (rc == 0 && dev->info.compute_units >= 2) {
@@ -131,12 +130,12 @@ static int bench_graph(const char *name, const hs_csr *g, const opts *o, const h
     if (rc == 0)
       rc = report("single work-item sampling", dev,
                   hs__measure_sample_device(dev, g, &cfg, HS_STYLE_SINGLE, 0, o->batch, o->warmup,
-                                            o->runs, &single));
+                                            o->runs, NULL, &single));
     if (rc == 0) print_sample_fig("device_single_work_item", &single, true, sub ? "," : "");
     if (rc == 0 && sub) {
       rc = report("sampling", sub,
                   hs__measure_sample_device(sub, g, &cfg, HS_STYLE_NDRANGE, o->rows_per_item,
-                                            o->batch, o->warmup, o->runs, &one));
+                                            o->batch, o->warmup, o->runs, NULL, &one));
       if (rc == 0) print_sample_fig("sub_device_1cu_ndrange", &one, true, "");
     }
   }

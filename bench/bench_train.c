@@ -1,7 +1,7 @@
 /* Device training-step time per batch on Cora-like and products-like
  * shapes, split into GEMM / aggregation / element-wise / optimizer, beside
  * the step's GEMM floor: the same GEMMs run by OpenBLAS on the host with the
- * device's compute units as threads, in the same run (DESIGN.md §9;
+ * device's compute units as threads, in the same run (docs/architecture.md, "Measuring";
  * ratio 1.0 = the step costs no more than its GEMMs at OpenBLAS speed).
  *
  * usage: bench_train [--config cora|products|all] [--reps N] [--wg N]
@@ -16,8 +16,6 @@
 
 #include "bench/hs_measure.h"
 #include "core/hs_engine.h"
-#include "hs_launch.h"
-#include "nn/model_ops.h"
 
 static double median(const double *t, int n) { return hs__summarize(t, n).median; }
 

@@ -4,7 +4,7 @@ DGL or PyG, on the same native dataset (indptr.npy, indices.npy), with the
 same fanouts (from the seeds outward) and batch size.
 
 usage: peer_sample.py --peer dgl|pyg --dataset DIR --fanouts 15,10,5
-                      --batch B [--runs N] [--warmup N]
+                      --batch B [--runs N] [--warmup N] [--serve]
 
 Row v of the CSR lists the vertices v aggregates from, so the graph given to
 the peer has an edge indices[e] -> v for every entry e of row v and the peer
@@ -15,6 +15,15 @@ of whole batches, warm-up runs dropped. The last line printed is
   edges_per_s MEDIAN MIN MAX EDGES_PER_BATCH RUNS VERSION
 
 which the tool parses; anything else goes to stderr.
+
+With --serve the peer runs one batch per request instead, so that the tool
+can alternate it with its own runs: it prints "ready VERSION" once the
+graph is loaded, then answers each line read from stdin:
+
+  threads T   torch.set_num_threads(T)       -> "ok"
+  run I       one batch, seeds drawn for I   -> "run EDGES SECONDS"
+
+and ends at the end of its input.
 """
 import argparse
 import os
@@ -61,6 +70,26 @@ def pyg_sampler(n, src, dst, fanouts):
     return run, torch_geometric.__version__
 
 
+def serve(run, version, n, batch):
+    import torch
+    print(f'ready {version}', flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if len(words) == 2 and words[0] == 'threads':
+            torch.set_num_threads(max(1, int(words[1])))
+            print('ok', flush=True)
+        elif len(words) == 2 and words[0] == 'run':
+            seeds = np.random.default_rng(77 + int(words[1])).choice(n, size=min(batch, n),
+                                                                     replace=False)
+            t0 = time.perf_counter()
+            edges = run(seeds.astype(np.int64))
+            print(f'run {edges} {time.perf_counter() - t0:.9f}', flush=True)
+        else:
+            print(f'unknown request: {line.strip()}', file=sys.stderr)
+            return 2
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--peer', choices=['dgl', 'pyg'], required=True)
@@ -69,11 +98,14 @@ def main():
     ap.add_argument('--batch', type=int, required=True)
     ap.add_argument('--runs', type=int, default=5)
     ap.add_argument('--warmup', type=int, default=1)
+    ap.add_argument('--serve', action='store_true')
     a = ap.parse_args()
     fanouts = [int(x) for x in a.fanouts.split(',') if x]
     n, src, dst = load(a.dataset)
     make = dgl_sampler if a.peer == 'dgl' else pyg_sampler
     run, version = make(n, src, dst, fanouts)
+    if a.serve:
+        return serve(run, version, n, a.batch)
     rates, edges = [], 0
     for r in range(-a.warmup, a.runs):
         seeds = np.random.default_rng(77 + r + a.warmup).choice(n, size=min(a.batch, n),

@@ -3,7 +3,7 @@
  * file), so that a draw is the same bits on every device and in the plain-C
  * references.
  *
- * Streams are keyed as DESIGN.md §4 says: key = seed (64 bits), counter =
+ * Streams are keyed as docs/architecture.md ("Determinism") says: key = seed (64 bits), counter =
  * (epoch|purpose, batch, layer|..., vertex) and a draw index folded into the
  * counter's words by the caller. */
 #ifndef HS_PHILOX_H

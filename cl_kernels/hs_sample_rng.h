@@ -5,7 +5,7 @@
  * and comparisons appear here: no division, no transcendental function,
  * nothing a device may round differently.
  *
- * How a draw is keyed (DESIGN.md §4). One Philox4x32-10 call gives four
+ * How a draw is keyed (docs/architecture.md, "Determinism"). One Philox4x32-10 call gives four
  * 32-bit words; draw number `draw` of one stream is word (draw & 3) of the
  * call whose counter is
  *

@@ -1,5 +1,6 @@
 /* Arrays larger than one allocation: split into parts at the device's max
  * allocation size, every part but the last holding exactly part_bytes. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,47 @@ size_t hs__max_alloc(const hs_dev *dev) {
   uint64_t v = dev->settings ? dev->settings->max_alloc : 0;
   if (v > 0 && (lim == 0 || v < lim)) lim = (size_t)v;
   return lim;
+}
+
+static void CL_CALLBACK free_host_backing(cl_mem m, void *p) {
+  (void)m;
+  free(p);
+}
+
+hs_status hs__buffer_create(const hs_ctx *ctx, cl_mem_flags flags, size_t bytes, cl_mem *out) {
+  *out = NULL;
+  if (bytes == 0) bytes = 4; /* OpenCL forbids empty buffers */
+  char a[32], b[32];
+  if (ctx->max_alloc && bytes > ctx->max_alloc)
+    return hs__fail(HS_ERR_NOMEM, "a device buffer of %s exceeds the device's largest "
+                    "allocation (CL_DEVICE_MAX_MEM_ALLOC_SIZE) of %s",
+                    hs__fmt_bytes(bytes, a, sizeof a), hs__fmt_bytes(ctx->max_alloc, b, sizeof b));
+  void *host = NULL;
+  if (ctx->host_memory) {
+    hs_status st = hs__mem_room_check(bytes, "a device buffer in host memory");
+    if (st != HS_OK) return st;
+    size_t rounded = (bytes + 4095) & ~(size_t)4095;
+    host = aligned_alloc(4096, rounded);
+    if (!host)
+      return hs__fail(HS_ERR_NOMEM, "a device buffer of %s in host memory: %s",
+                      hs__fmt_bytes(bytes, a, sizeof a), strerror(errno));
+    flags |= CL_MEM_USE_HOST_PTR;
+  }
+  cl_int err;
+  *out = clCreateBuffer(ctx->ctx, flags, bytes, host, &err);
+  if (err == CL_SUCCESS && host &&
+      (err = clSetMemObjectDestructorCallback(*out, free_host_backing, host)) != CL_SUCCESS) {
+    clReleaseMemObject(*out);
+    *out = NULL;
+  }
+  if (err != CL_SUCCESS) {
+    free(host);
+    *out = NULL;
+    char call[96];
+    snprintf(call, sizeof call, "clCreateBuffer(%zu bytes)", bytes);
+    return hs__cl_fail(err, call, NULL);
+  }
+  return HS_OK;
 }
 
 hs_status hs__split_buf_create(const hs_ctx *ctx, const hs_dev *dev, cl_mem_flags flags,
@@ -35,12 +77,11 @@ hs_status hs__split_buf_create(const hs_ctx *ctx, const hs_dev *dev, cl_mem_flag
   for (size_t i = 0; i < n_parts; i++) {
     size_t bytes = i + 1 < n_parts ? part : total_bytes - i * part;
     if (bytes == 0) bytes = elem_size; /* OpenCL forbids empty buffers */
-    cl_int err;
-    out->parts[i] = clCreateBuffer(ctx->ctx, flags, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-      out->parts[i] = NULL;
+    hs_status st = hs__buffer_create(ctx, flags, bytes, &out->parts[i]);
+    if (st != HS_OK) {
       hs__split_buf_release(out);
-      return hs__cl_fail(err, "clCreateBuffer", dev->id);
+      return hs__fail_context(st, "part %zu of %zu of an array of %zu bytes on '%s'", i + 1,
+                              n_parts, total_bytes, dev->info.name);
     }
     out->n_parts = (int)i + 1;
   }

@@ -1,6 +1,7 @@
 /* clCreateCommandQueue is the only queue constructor on OpenCL 1.x devices. */
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <string.h>
+#include <threads.h>
 #include <time.h>
 
 #include "hs_dev.h"
@@ -26,6 +27,18 @@ hs_status hs__ctx_create(const hs_dev *devs, int n, hs_ctx *out) {
     return hs__cl_fail(err, "clCreateContext", ids[0]);
   }
   out->platform = devs[0].platform;
+  out->host_memory = true;
+  for (int i = 0; i < n; i++) {
+    size_t a = (size_t)devs[i].info.max_alloc_bytes;
+    if (a && (!out->max_alloc || a < out->max_alloc)) out->max_alloc = a;
+    /* Host memory of our own behind buffers on PoCL's CPU devices (PoCL
+     * allocates lazily and asserts when that fails). Not on rusticl: its
+     * CL_MEM_USE_HOST_PTR buffers lost a resumed trainer's bits when the
+     * heap held junk (nn_cl resume_from_checkpoint_is_bit_identical under
+     * MALLOC_PERTURB_), while its own allocations keep them. */
+    out->host_memory &= devs[i].info.type == HS_DEVICE_CPU &&
+                        strncmp(devs[i].info.platform_key, "pocl", 4) == 0;
+  }
   return HS_OK;
 }
 
@@ -58,6 +71,54 @@ hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
     return hs__cl_fail(err, "clCreateCommandQueue", dev->id);
   }
   return HS_OK;
+}
+
+/* Platforms whose timestamps were probed (hs__queue_timestamps_real). */
+static mtx_t probed_lock;
+static once_flag probed_once = ONCE_FLAG_INIT;
+static struct {
+  cl_platform_id platform;
+  bool real;
+} probed[16];
+static int n_probed;
+
+static void probed_init(void) { mtx_init(&probed_lock, mtx_plain); }
+
+bool hs__queue_timestamps_real(const hs_ctx *ctx, cl_command_queue q) {
+  call_once(&probed_once, probed_init);
+  mtx_lock(&probed_lock);
+  for (int i = 0; i < n_probed; i++)
+    if (probed[i].platform == ctx->platform) {
+      bool r = probed[i].real;
+      mtx_unlock(&probed_lock);
+      return r;
+    }
+  mtx_unlock(&probed_lock);
+  enum { BYTES = 4 << 20 };
+  cl_int err;
+  cl_mem m = clCreateBuffer(ctx->ctx, CL_MEM_READ_WRITE, BYTES, NULL, &err);
+  cl_event ev = NULL;
+  cl_uint zero = 0;
+  cl_ulong t0 = 0, t1 = 0;
+  if (err == CL_SUCCESS)
+    err = clEnqueueFillBuffer(q, m, &zero, sizeof zero, 0, BYTES, 0, NULL, &ev);
+  if (err == CL_SUCCESS) err = clWaitForEvents(1, &ev);
+  if (err == CL_SUCCESS)
+    err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+  if (err == CL_SUCCESS)
+    err = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+  if (ev) clReleaseEvent(ev);
+  if (m) clReleaseMemObject(m);
+  bool real = err == CL_SUCCESS && t1 >= t0 + 100;
+  hs__log(HS_LOG_DEVICE, "profiling timestamps on this platform %s (a 4 MiB fill: %llu ns)",
+          real ? "are real" : "are not real time", (unsigned long long)(t1 - t0));
+  mtx_lock(&probed_lock);
+  if (n_probed < 16) {
+    probed[n_probed].platform = ctx->platform;
+    probed[n_probed++].real = real;
+  }
+  mtx_unlock(&probed_lock);
+  return real;
 }
 
 cl_command_queue hs__queue_retain(cl_command_queue q) {

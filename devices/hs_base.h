@@ -3,10 +3,12 @@
 #ifndef HS_BASE_H
 #define HS_BASE_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "hetsage/status.h"
 
@@ -34,6 +36,7 @@ typedef enum hs_log_cat {
   HS_LOG_PIPELINE,
   HS_LOG_CACHE,
   HS_LOG_PLACE,
+  HS_LOG_DIST,
   HS_LOG_COUNT_
 } hs_log_cat;
 
@@ -68,6 +71,9 @@ void hs__sync_parent_dir(const char *path);
 
 /* IEEE binary16 -> binary32, exact. */
 float hs__half_to_float(uint16_t h);
+/* IEEE binary32 -> binary16, rounded to nearest even (NaN stays NaN,
+ * overflow is infinity). */
+uint16_t hs__float_to_half(float x);
 
 /* The "FIELD: N kB" line of a /proc file such as /proc/meminfo or
  * /proc/self/smaps_rollup, in bytes; 0 when the file or the field is
@@ -84,6 +90,53 @@ bool hs__thp_available(void);
  * (errno set) when it cannot be mapped. Release with hs__huge_unmap. */
 void *hs__huge_map(size_t bytes, size_t *len, bool *advised);
 void hs__huge_unmap(void *p, size_t len);
+
+/* "1.5 GiB" style text of a byte count (powers of 1024). Returns buf. */
+char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* Bytes the process may still allocate under the limits in force: the
+ * address-space and data-segment rlimits (ulimit -v, -d) less what is
+ * mapped, and the memory cgroup's limit (memory.max; v1
+ * memory.limit_in_bytes) less its usage (reclaimable page cache not
+ * counted), at each level of the cgroup tree; UINT64_MAX when no limit is
+ * in force. `why` (may be NULL) receives the binding limit in words. */
+uint64_t hs__mem_room(char *why, size_t len);
+/* HS_ERR_NOMEM, "WHAT of N would exceed LIMIT (M left)", when `bytes`
+ * exceed hs__mem_room. */
+hs_status hs__mem_room_check(uint64_t bytes, const char *what);
+
+/* Open an input file read-only without ever blocking: the open is
+ * non-blocking (a FIFO with no writer, a terminal or a device would
+ * otherwise hang the caller in open or read), anything but a regular file
+ * is refused, then the descriptor is made blocking again for ordinary
+ * reads. `what` names the file in errors ("board profile"; NULL: none).
+ * Returns the descriptor (O_CLOEXEC), or -1 with HS_ERR_IO recorded
+ * ("PATH: not a regular file (a FIFO)"); *st receives the status when not
+ * NULL. hs__fopen_regular wraps the descriptor in a FILE opened "rb". */
+int hs__open_regular(const char *path, const char *what, hs_status *st);
+FILE *hs__fopen_regular(const char *path, const char *what, hs_status *st);
+
+/* Temporaries of our own naming: "<base><tag>XXXXXX" beside `base`, the
+ * X six characters of [A-Za-z0-9]. They are created with the umask's mode
+ * (open's 0666 for files, mkdir's 0777 for directories) and held under an
+ * exclusive flock while *fd stays open, so that a temporary whose lock can
+ * be taken belongs to a process that is gone (killed, crashed). *path is
+ * the new name (free it); *fd is the file opened read-write, or the
+ * directory opened read-only. */
+hs_status hs__temp_create(const char *base, const char *tag, bool dir, char **path, int *fd);
+/* Remove the temporaries "<base><tag>XXXXXX" of processes that are gone
+ * (their lock is free); directories only when they hold nothing but
+ * regular files. Temporaries in use are left alone. Returns how many were
+ * removed. */
+int hs__temp_sweep(const char *base, const char *tag, bool dir);
+
+/* The stop flag of the long call running on this thread (a conversion, a
+ * generation), set for the duration of the call (NULL ends it). */
+void hs__stop_scope(volatile sig_atomic_t *flag);
+/* True when the current scope's flag is set. */
+bool hs__stopped(void);
+/* HS_ERR_INTERRUPTED, "interrupted (a stop was asked for)". */
+hs_status hs__fail_stopped(void);
 
 #define HS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

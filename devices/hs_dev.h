@@ -125,6 +125,12 @@ void hs__subdevices_release(hs_dev *subs, int n);
 typedef struct hs_ctx {
   cl_context ctx;
   cl_platform_id platform;
+  /* Limits every buffer of the context is checked against before it is
+   * asked for (0 / false: unknown, not checked): the smallest max
+   * allocation of its devices, and whether its buffers live in host memory
+   * (CPU devices), where hetsage allocates them itself (see hs__mem_create). */
+  size_t max_alloc;
+  bool host_memory;
 } hs_ctx;
 
 /* One context over `n` devices of one platform. */
@@ -139,6 +145,12 @@ hs_status hs__queue_create(const hs_ctx *ctx, const hs_dev *dev, int flags,
 /* Wait for everything queued on `*q`, release it and clear it (NULL is
  * ignored). */
 void hs__queue_release(cl_command_queue *q);
+/* Whether the profiling timestamps of profiling queue `q` are nanoseconds
+ * of real time: a 4 MiB fill must take at least 100 ns (40 TB/s). Mesa
+ * 22.3's rusticl accepts profiling queues but numbers its events 1, 2,
+ * 3...: kernel times from it would be nonsense. Probed once per platform
+ * (the answer is an implementation's), with a blocking fill on `q`. */
+bool hs__queue_timestamps_real(const hs_ctx *ctx, cl_command_queue q);
 /* Take one more reference to `q` (NULL is fine) and return it: a module
  * that keeps a queue it was given retains it and releases it with
  * hs__queue_release, so that its teardown never touches a queue its
@@ -245,6 +257,10 @@ hs_status hs__split_buf_read(cl_command_queue q, const hs_split_buf *buf,
                              size_t offset, size_t bytes, void *dst);
 /* The device's effective max allocation (honours its settings' max_alloc). */
 size_t hs__max_alloc(const hs_dev *dev);
+
+/* The one place buffers are created (hs__mem_create, split buffers): the
+ * checks and host allocation hs__mem_create describes. */
+hs_status hs__buffer_create(const hs_ctx *ctx, cl_mem_flags flags, size_t bytes, cl_mem *out);
 
 /* ---- events ------------------------------------------------------------- */
 

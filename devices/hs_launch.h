@@ -55,6 +55,13 @@ void hs__program_release(cl_program *p);
 
 /* A buffer of at least one byte more than nothing: OpenCL forbids empty
  * buffers, so 0 bytes gives a 4-byte buffer. */
+/* A buffer of `bytes` on the context. Checked before it is asked for: more
+ * than the devices' max allocation is HS_ERR_NOMEM naming that limit; in
+ * host memory (CPU devices), the memory is allocated here and handed to the
+ * implementation (CL_MEM_USE_HOST_PTR, freed when the buffer is released),
+ * after a check against the memory the process may still use
+ * (hs__mem_room): implementations allocate lazily at first use and abort
+ * when that fails, where hetsage can fail cleanly with HS_ERR_NOMEM. */
 hs_status hs__mem_create(const hs_ctx *ctx, cl_mem_flags flags, size_t bytes, cl_mem *out);
 /* Release and clear; NULL is fine. */
 void hs__mem_release(cl_mem *m);

@@ -83,15 +83,7 @@ hs_status hs__launch(cl_command_queue q, cl_kernel k, int dims, const size_t *gl
 }
 
 hs_status hs__mem_create(const hs_ctx *ctx, cl_mem_flags flags, size_t bytes, cl_mem *out) {
-  cl_int err;
-  *out = clCreateBuffer(ctx->ctx, flags, bytes ? bytes : 4, NULL, &err);
-  if (err != CL_SUCCESS) {
-    *out = NULL;
-    char call[96];
-    snprintf(call, sizeof call, "clCreateBuffer(%zu bytes)", bytes);
-    return hs__cl_fail(err, call, NULL);
-  }
-  return HS_OK;
+  return hs__buffer_create(ctx, flags, bytes, out);
 }
 
 void hs__mem_release(cl_mem *m) {

@@ -2,6 +2,7 @@
  * older headers would meet this library: its structs one field shorter than
  * today's. Built against the shared library and the public header only. */
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,4 +242,159 @@ Test(abi, runtime_board_is_the_sessions_default, .timeout = 600) {
   hs_dataset_close(ds);
   hs_runtime_close(rt);
   unlink(ini);
+}
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path);
+}
+
+static unsigned char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  cr_assert_not_null(f, "%s", path);
+  cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+  long n = ftell(f);
+  cr_assert_geq(n, 0);
+  rewind(f);
+  unsigned char *b = malloc((size_t)n + 1);
+  cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return b;
+}
+
+static void expect_same_file(const char *a, const char *b) {
+  size_t na, nb;
+  unsigned char *x = slurp(a, &na), *y = slurp(b, &nb);
+  cr_expect_eq(na, nb, "%s and %s differ in size", a, b);
+  if (na == nb) cr_expect_arr_eq(x, y, na, "%s and %s differ", a, b);
+  free(x);
+  free(y);
+}
+
+static void small_data(hs_ctr_generate_opts *o) {
+  o->rows = 3000;
+  o->big_vocab = 2000;
+  o->signal = 2.0;
+  o->split_frac[0] = 0.75;
+  o->split_frac[1] = 0.0;
+  o->split_frac[2] = 0.25;
+}
+
+static void small_model(hs_ctr_config *c) {
+  c->dim = 8;
+  c->hidden[0] = 32;
+  c->hidden[1] = 16;
+  c->bottom[0] = 16;
+  c->batch_size = 256;
+  c->lr = 0.01f;
+}
+
+/* The CTR API met by a program built when hs_ctr_generate_opts,
+ * hs_ctr_generate_summary, hs_ctr_config, hs_ctr_epoch_stats and
+ * hs_ctr_eval each had one field less than today: the same data, the same
+ * trained bits, the same evaluation, and no byte past its structs
+ * touched. */
+Test(abi, a_ctr_program_with_structs_one_field_shorter_runs, .timeout = 600) {
+  char tmp[] = "/tmp/hs-abi-ctr-XXXXXX";
+  cr_assert_not_null(mkdtemp(tmp));
+  char a[256], b[256], fa[300], fb[300], ta[300], ca[300], cb[300];
+  snprintf(a, sizeof a, "%s/today", tmp);
+  snprintf(b, sizeof b, "%s/older", tmp);
+
+  hs_ctr_generate_opts go;
+  hs_ctr_generate_opts_init(&go);
+  small_data(&go);
+  hs_ctr_generate_summary gs;
+  hs_ctr_generate_summary_init(&gs);
+  cr_assert_eq(hs_ctr_generate(a, &go, &gs), HS_OK, "%s", hs_last_error());
+
+  size_t go_size = offsetof(hs_ctr_generate_opts, progress_ctx);
+  hs_ctr_generate_opts *ogo = short_struct(go_size);
+  hs_ctr_generate_opts_init_sized(ogo, go_size);
+  expect_guard(ogo, go_size, "hs_ctr_generate_opts (init)");
+  cr_expect_eq(ogo->struct_size, go_size);
+  cr_expect_eq(ogo->rows, 1000000, "defaults set within the old size");
+  small_data(ogo);
+  size_t gs_size = offsetof(hs_ctr_generate_summary, seconds);
+  hs_ctr_generate_summary *ogs = short_struct(gs_size);
+  hs_ctr_generate_summary_init_sized(ogs, gs_size);
+  cr_assert_eq(hs_ctr_generate(b, ogo, ogs), HS_OK, "%s", hs_last_error());
+  expect_guard(ogo, go_size, "hs_ctr_generate_opts");
+  expect_guard(ogs, gs_size, "hs_ctr_generate_summary");
+  cr_expect_eq(ogs->struct_size, gs_size);
+  cr_expect_eq(ogs->rows[0], gs.rows[0]);
+  cr_expect_eq(ogs->bayes_auc, gs.bayes_auc);
+  snprintf(fa, sizeof fa, "%s/train.txt", a);
+  snprintf(fb, sizeof fb, "%s/train.txt", b);
+  expect_same_file(fa, fb);
+  snprintf(ta, sizeof ta, "%s/test.txt", a);
+
+  hs_runtime *rt = NULL;
+  cr_assert_eq(hs_runtime_open(&rt, NULL), HS_OK, "%s", hs_last_error());
+  const char *train[1] = {fa}, *test[1] = {ta};
+
+  /* Today's structs, for the reference. */
+  hs_ctr_config c;
+  hs_ctr_config_init(&c);
+  small_model(&c);
+  hs_ctr_session *s;
+  hs_status st = hs_ctr_session_create(rt, &c, &s);
+  if (st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", hs_last_error());
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  hs_ctr_epoch_stats es;
+  hs_ctr_epoch_stats_init(&es);
+  cr_assert_eq(hs_ctr_session_train_epoch(s, train, 1, &es), HS_OK, "%s", hs_last_error());
+  hs_ctr_eval ev;
+  hs_ctr_eval_init(&ev);
+  cr_assert_eq(hs_ctr_session_evaluate(s, test, 1, &ev), HS_OK, "%s", hs_last_error());
+  snprintf(ca, sizeof ca, "%s/today.ckpt", tmp);
+  cr_assert_eq(hs_ctr_session_save(s, ca), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+
+  /* One field shorter each: the last field did not exist yet. */
+  size_t cc_size = offsetof(hs_ctr_config, depth);
+  hs_ctr_config *oc = short_struct(cc_size);
+  hs_ctr_config_init_sized(oc, cc_size);
+  expect_guard(oc, cc_size, "hs_ctr_config (init)");
+  cr_expect_eq(oc->struct_size, cc_size);
+  cr_expect_eq(oc->batch_size, 4096, "defaults set within the old size");
+  small_model(oc);
+  cr_assert_eq(hs_ctr_session_create(rt, oc, &s), HS_OK, "%s", hs_last_error());
+  size_t es_size = offsetof(hs_ctr_epoch_stats, interrupted);
+  hs_ctr_epoch_stats *oes = short_struct(es_size);
+  hs_ctr_epoch_stats_init_sized(oes, es_size);
+  cr_assert_eq(hs_ctr_session_train_epoch(s, train, 1, oes), HS_OK, "%s", hs_last_error());
+  expect_guard(oes, es_size, "hs_ctr_epoch_stats");
+  cr_expect_eq(oes->struct_size, es_size);
+  cr_expect_eq(oes->examples, es.examples);
+  cr_expect_eq(oes->batches, es.batches);
+  cr_expect_eq(oes->loss, es.loss, "the same epoch, the same loss");
+  size_t ev_size = offsetof(hs_ctr_eval, seconds);
+  hs_ctr_eval *oev = short_struct(ev_size);
+  hs_ctr_eval_init_sized(oev, ev_size);
+  cr_assert_eq(hs_ctr_session_evaluate(s, test, 1, oev), HS_OK, "%s", hs_last_error());
+  expect_guard(oev, ev_size, "hs_ctr_eval");
+  cr_expect_eq(oev->examples, ev.examples);
+  cr_expect_eq(oev->auc, ev.auc);
+  cr_expect_eq(oev->logloss, ev.logloss);
+  snprintf(cb, sizeof cb, "%s/older.ckpt", tmp);
+  cr_assert_eq(hs_ctr_session_save(s, cb), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+  expect_same_file(ca, cb);
+  /* Reading the configuration back from a checkpoint writes within it. */
+  oc->dim = 99;
+  cr_assert_eq(hs_ctr_config_from_checkpoint(cb, oc), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(oc->dim, 8);
+  expect_guard(oc, cc_size, "hs_ctr_config (from checkpoint)");
+
+  free(oev);
+  free(oes);
+  free(oc);
+  free(ogs);
+  free(ogo);
+  hs_runtime_close(rt);
+  nftw(tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -9,9 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 #include "bench/hs_measure.h"
 #include "hetsage.h"
+#include "hetsage/bench.h"
 #include "tool_run.h"
 
 Test(bench, summaries_are_median_min_max) {
@@ -230,7 +231,11 @@ Test(bench, peer_column_from_an_importable_module, .timeout = 300) {
   skip_without_device();
   const char *data = getenv("HS_TEST_DATA");
   if (!data) cr_skip_test("HS_TEST_DATA is not set");
-  if (system("python3 -c 'import numpy' >/dev/null 2>&1") != 0) cr_skip_test("no python3 numpy");
+  /* The peer's python: $HS_PEER_PYTHON, as the tool uses it, else python3. */
+  const char *py = getenv("HS_PEER_PYTHON") ? getenv("HS_PEER_PYTHON") : "python3";
+  char check[600];
+  snprintf(check, sizeof check, "'%s' -c 'import numpy' >/dev/null 2>&1", py);
+  if (system(check) != 0) cr_skip_test("%s cannot import numpy", py);
   char a[512], env[1024], args[1024], out[16384];
   tool_tmp(a, sizeof a, "peer.json");
   snprintf(args, sizeof args,
@@ -243,7 +248,7 @@ Test(bench, peer_column_from_an_importable_module, .timeout = 300) {
   const hs_bench_figure *peer = NULL, *ours = NULL;
   for (size_t i = 0; i < hs_bench_results_count(r); i++) {
     const hs_bench_figure *f = hs_bench_results_figure(r, i);
-    if (!strcmp(f->device, "peer.dgl")) peer = f;
+    if (!strcmp(f->device, "peer.dgl@dev0")) peer = f;
     if (!strcmp(f->device, "dev0") && !strcmp(f->name, "sampled_edges_per_s")) ours = f;
   }
   cr_assert_not_null(ours, "%s", out);
@@ -252,11 +257,27 @@ Test(bench, peer_column_from_an_importable_module, .timeout = 300) {
   cr_expect_gt(peer->median, 0);
   cr_expect_eq(peer->runs, 2);
   cr_expect_not_null(strstr(peer->device_name, "0.0-test"));
+  cr_expect_not_null(strstr(peer->note, "alternating with dev0"), "%s", peer->note);
   hs_bench_results_free(r);
+  /* A peer that fails is left out, and its error shown. */
+  snprintf(env, sizeof env,
+           "FAKE_PEER_FAIL=1 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=%s/fake_peer", data);
+  cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+  cr_expect_not_null(strstr(out, "fake peer failure requested by the test"), "%s", out);
+  cr_assert_eq(hs_bench_results_load(a, &r), HS_OK);
+  for (size_t i = 0; i < hs_bench_results_count(r); i++)
+    cr_expect_null(strstr(hs_bench_results_figure(r, i)->device, "peer."));
+  hs_bench_results_free(r);
+  /* HS_PEER_PYTHON names the peer's interpreter. */
+  snprintf(env, sizeof env, "HS_PEER_PYTHON=/nonexistent/python PYTHONPATH=%s/fake_peer", data);
+  cr_assert_eq(tool_run(env, args, out, sizeof out), 0, "%s", out);
+  cr_expect_not_null(strstr(out, "/nonexistent/python cannot import"), "%s", out);
   /* Without the modules the column is skipped, and said so (where no real
    * peer is installed). */
-  if (system("python3 -c 'import dgl' >/dev/null 2>&1") == 0 ||
-      system("python3 -c 'import torch_geometric' >/dev/null 2>&1") == 0) {
+  snprintf(check, sizeof check, "'%s' -c 'import dgl' >/dev/null 2>&1", py);
+  char check2[600];
+  snprintf(check2, sizeof check2, "'%s' -c 'import torch_geometric' >/dev/null 2>&1", py);
+  if (system(check) == 0 || system(check2) == 0) {
     unlink(a);
     return;
   }
@@ -265,7 +286,118 @@ Test(bench, peer_column_from_an_importable_module, .timeout = 300) {
   cr_expect_not_null(strstr(out, "peer column skipped"), "%s", out);
   cr_assert_eq(hs_bench_results_load(a, &r), HS_OK);
   for (size_t i = 0; i < hs_bench_results_count(r); i++)
-    cr_expect_str_neq(hs_bench_results_figure(r, i)->device, "peer.dgl");
+    cr_expect_null(strstr(hs_bench_results_figure(r, i)->device, "peer."));
   hs_bench_results_free(r);
   unlink(a);
+}
+
+/* The sampling workload calls its hook after every run on a device scope,
+ * warm-up runs first (run < 0), in order, outside the timing: a peer driven
+ * from it alternates with hetsage run by run. */
+typedef struct hook_log {
+  char seq[16][48];
+  int n;
+  bool info_ok;
+} hook_log;
+
+static void record_hook(void *user, const hs_bench_run_info *in) {
+  hook_log *l = user;
+  if (l->n < 16) snprintf(l->seq[l->n++], sizeof l->seq[0], "%s:%d", in->scope, in->run);
+  l->info_ok &= in->dataset && in->dataset[0] && in->n_fanouts == 3 && in->batch > 0 &&
+                in->compute_units > 0;
+}
+
+Test(bench, sample_hook_runs_after_every_run, .timeout = 300) {
+  skip_without_device();
+  hs_runtime *rt = NULL;
+  cr_assert_eq(hs_runtime_open(&rt, NULL), HS_OK, "%s", hs_last_error());
+  hs_bench_options o;
+  hs_bench_options_init(&o);
+  o.quick = true;
+  o.workloads = HS_BENCH_SAMPLE;
+  o.runs = 3;
+  o.warmup = 1;
+  o.devices = "0";
+  o.sub_devices = false;
+  hook_log log = {.info_ok = true};
+  o.sample_hook = record_hook;
+  o.sample_hook_user = &log;
+  hs_bench_results *r = NULL;
+  cr_assert_eq(hs_bench_run(rt, &o, NULL, NULL, &r), HS_OK, "%s", hs_last_error());
+  static const char *const want[] = {"dev0:-1", "dev0:0", "dev0:1", "dev0:2"};
+  cr_assert_eq(log.n, 4, "%d hook calls", log.n);
+  for (int i = 0; i < 4; i++) cr_expect_str_eq(log.seq[i], want[i]);
+  cr_expect(log.info_ok, "the hook was not told what was sampled");
+  hs_bench_results_free(r);
+  hs_runtime_close(rt);
+}
+
+/* --jsonl writes each figure as it is made; --implementations with
+ * --matrix writes one table with a column per implementation and the
+ * command that made it. */
+Test(bench, jsonl_and_implementations_matrix, .timeout = 300) {
+  skip_without_device();
+  char j[512], m[512], a[512], args[2048], out[16384];
+  tool_tmp(j, sizeof j, "figs.jsonl");
+  tool_tmp(m, sizeof m, "matrix.md");
+  tool_tmp(a, sizeof a, "matrix.json");
+  snprintf(args, sizeof args,
+           "bench --quick --runs 2 --workload sample --no-peer --implementations pocl "
+           "--matrix %s --jsonl %s --json %s",
+           m, j, a);
+  int rc = tool_run("", args, out, sizeof out);
+  if (rc == 2 && strstr(out, "no device of 'pocl'")) cr_skip_test("PoCL is not installed");
+  cr_assert_eq(rc, 0, "%s", out);
+  hs_bench_results *r = NULL;
+  cr_assert_eq(hs_bench_results_load(a, &r), HS_OK, "%s", hs_last_error());
+  char *lines = tool_slurp(j);
+  size_t n = 0;
+  for (char *p = lines; (p = strstr(p, "{\"workload\": ")) != NULL; p++) n++;
+  cr_expect_eq(n, hs_bench_results_count(r), "%zu JSON lines for %zu figures", n,
+               hs_bench_results_count(r));
+  char *md = tool_slurp(m);
+  cr_expect_not_null(strstr(md, "hetsage bench --quick"), "%s", md);
+  cr_expect_not_null(strstr(md, "| workload | figure | unit | pocl |"), "%s", md);
+  cr_expect_not_null(strstr(md, "| sample | sampled_edges_per_s | edges/s |"), "%s", md);
+  free(lines), free(md);
+  hs_bench_results_free(r);
+  cr_expect_neq(tool_run("", "bench --matrix x.md", out, sizeof out), 0);
+  cr_expect_not_null(strstr(out, "--matrix needs --implementations"), "%s", out);
+  unlink(j), unlink(m), unlink(a);
+}
+
+/* bench_epoch with no --dataset trains the bundled Cora and hands the peer
+ * the same folder. The peer's python is a stand-in that imports anything
+ * and answers as peer_train.py does only when --dataset names a dataset. */
+Test(bench, epoch_bench_gives_the_peer_the_bundled_dataset) {
+  const char *exe = getenv("HS_BENCH_EPOCH");
+  if (!exe) cr_skip_test("HS_BENCH_EPOCH (the bench_epoch executable) is not set");
+  char py[512], cmd[2048];
+  tool_tmp(py, sizeof py, "peer-python");
+  FILE *f = fopen(py, "w");
+  cr_assert_not_null(f);
+  fputs("#!/bin/sh\n"
+        "[ \"$1\" = -c ] && exit 0\n"
+        "ds=\n"
+        "while [ $# -gt 0 ]; do [ \"$1\" = --dataset ] && ds=$2; shift; done\n"
+        "[ -f \"$ds/indptr.npy\" ] || { echo \"no dataset at '$ds'\" >&2; exit 3; }\n"
+        "echo 'epoch_s 0.5 0.4 0.6 2 0.75 0.75 2 stand-in 1024'\n",
+        f);
+  cr_assert_eq(fclose(f), 0);
+  cr_assert_eq(chmod(py, 0755), 0);
+  snprintf(cmd, sizeof cmd,
+           "HS_PEER_PYTHON=%s HS_PEER_THREADS=1 %s --epochs 2 --rounds 1 --hidden 16 "
+           "--batch 512 --model gcn 2>/dev/null",
+           py, exe);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char out[8192];
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  cr_assert_eq(pclose(p), 0, "%s", out);
+  unlink(py);
+  cr_expect_null(strstr(out, "(null)"), "%s", out);
+  cr_expect_null(strstr(out, "skipped"), "the peer did not run: %s", out);
+  cr_expect_not_null(strstr(out, "\"version\": \"stand-in\""), "%s", out);
+  cr_expect_not_null(strstr(out, "\"model\": \"gcn\""), "%s", out);
 }

@@ -10,8 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 #include "hetsage.h"
+#include "hetsage/bringup.h"
 #include "icd_dir.h"
 #include "tool_run.h"
 #include "xml_check.h"

@@ -2,6 +2,9 @@
  * every kind of bad file is refused with the file named. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,4 +388,160 @@ Test(checkpoint, unwritable_or_missing_paths_fail_cleanly) {
   cr_expect(strstr(hs_last_error(), "cannot open"));
   cr_expect_eq(count_files(), 0);
   hs__model_destroy(&a);
+}
+
+/* A save removes the temporaries of saves that were killed (nobody holds
+ * their lock), never one a save in progress holds; the file gets the
+ * umask's mode. */
+Test(checkpoint, save_sweeps_stale_temporaries_and_keeps_live_ones) {
+  hs_model m;
+  make_model(&m, 4, HS_OPTIM_ADAM, 1);
+  char stale[400], live[400], other[400];
+  snprintf(stale, sizeof stale, "%s.tmp.Ab3xY9", path);
+  snprintf(live, sizeof live, "%s.tmp.Live01", path);
+  snprintf(other, sizeof other, "%s.tmp.notours", path); /* not our naming: 7 characters */
+  FILE *f = fopen(stale, "wb");
+  cr_assert(f);
+  fputs("half a checkpoint", f);
+  fclose(f);
+  int lfd = open(live, O_RDWR | O_CREAT, 0600);
+  cr_assert(lfd >= 0);
+  cr_assert_eq(flock(lfd, LOCK_EX), 0);
+  f = fopen(other, "wb");
+  cr_assert(f);
+  fclose(f);
+  mode_t old = umask(027);
+  cr_assert_eq(hs__checkpoint_save(&m, path), HS_OK, "%s", hs_last_error());
+  umask(old);
+  struct stat sb;
+  cr_expect_neq(stat(stale, &sb), 0, "the stale temporary is still there");
+  cr_expect_eq(stat(live, &sb), 0, "a temporary in use was removed");
+  cr_expect_eq(stat(other, &sb), 0, "a file not of our naming was removed");
+  cr_assert_eq(stat(path, &sb), 0);
+  cr_expect_eq(sb.st_mode & 0777, 0640, "mode %o, the umask gives 0640", sb.st_mode & 0777);
+  close(lfd);
+  unlink(live);
+  unlink(other);
+  hs__model_destroy(&m);
+}
+
+/* Little-endian stores into a file image. */
+static void poke_u32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void poke_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void poke_f32(unsigned char *p, float f) {
+  uint32_t v;
+  memcpy(&v, &f, 4);
+  poke_u32(p, v);
+}
+
+/* A training run's records: 3 epochs of 4 batches (7 seeds in batches of 2). */
+static hs_ckpt_run sample_run(void) {
+  hs_ckpt_run r = {.set = true, .n_layers = 2, .fanouts = {3, -1}, .batch_size = 2,
+                   .order = 0, .n_vertices = 10, .n_edges = 30, .n_train = 7};
+  return r;
+}
+
+/* Save a model at epoch 1, batch 1 (step 5 = 1 x 4 + 1), with the run's
+ * records; the image comes back in *size bytes. */
+static unsigned char *saved_run(size_t *size) {
+  hs_model a;
+  make_model(&a, 4, HS_OPTIM_ADAM, 3);
+  a.epoch = 1;
+  a.rng_counter = 1;
+  a.step = 5;
+  hs_ckpt_run r = sample_run();
+  cr_assert_eq(hs__checkpoint_save_run(&a, &r, path), HS_OK, "%s", hs_last_error());
+  hs__model_destroy(&a);
+  return slurp(size);
+}
+
+/* The image with `edit` applied and the CRC resealed is refused, the
+ * message naming `why`. */
+static void expect_crafted_refused(void (*edit)(unsigned char *buf), const char *why) {
+  size_t size;
+  unsigned char *buf = saved_run(&size);
+  edit(buf);
+  reseal(buf, size);
+  spill(buf, size);
+  free(buf);
+  expect_refused(HS_ERR_FORMAT, why);
+  hs_model_cfg cfg;
+  cr_expect_eq(hs__checkpoint_read_cfg(path, &cfg), HS_ERR_FORMAT, "read_cfg accepted: %s",
+               hs_last_error());
+}
+
+/* Offsets of format 2 (checkpoint.h). */
+enum { AT_OPTIM = 64, AT_WD = 68, AT_HYPER = 72, AT_SEED = 104, AT_STEP = 112, AT_EPOCH = 120,
+       AT_POS = 128, AT_RECORDS = 144 };
+
+static void epoch_huge(unsigned char *b) { poke_u64(b + AT_EPOCH, (uint64_t)1 << 62); }
+static void step_max(unsigned char *b) { poke_u64(b + AT_STEP, UINT64_MAX); }
+static void step_off(unsigned char *b) { poke_u64(b + AT_STEP, 6); }
+static void pos_huge(unsigned char *b) { poke_u64(b + AT_POS, (uint64_t)1 << 40); }
+static void optim_9(unsigned char *b) { poke_u32(b + AT_OPTIM, 9); }
+static void wd_mode_7(unsigned char *b) { poke_u32(b + AT_WD, 7); }
+static void lr_inf(unsigned char *b) { poke_f32(b + AT_HYPER, INFINITY); }
+static void lr_neg(unsigned char *b) { poke_f32(b + AT_HYPER, -0.1f); }
+static void wd_nan(unsigned char *b) { poke_f32(b + AT_HYPER + 4, NAN); }
+static void beta2_one(unsigned char *b) { poke_f32(b + AT_HYPER + 12, 1.0f); }
+static void eps_zero(unsigned char *b) { poke_f32(b + AT_HYPER + 16, 0.0f); }
+static void dropout_two(unsigned char *b) { poke_f32(b + AT_HYPER + 24, 2.0f); }
+/* Records: FANO (8 + 12 bytes), then BTCH, ORDR, DATA. */
+static void fanout_zero(unsigned char *b) { poke_u32(b + AT_RECORDS + 12, 0); }
+static void batch_zero(unsigned char *b) { poke_u32(b + AT_RECORDS + 20 + 8, 0); }
+static void order_5(unsigned char *b) { poke_u32(b + AT_RECORDS + 20 + 12 + 8, 5); }
+static void train_over_n(unsigned char *b) {
+  poke_u64(b + AT_RECORDS + 20 + 12 + 28 + 8 + 16, 11);
+}
+static void record_dropped(unsigned char *b) { /* BTCH becomes an optional unknown record */
+  poke_u32(b + AT_RECORDS + 20, 0x80000001u);
+}
+
+Test(checkpoint, every_header_field_is_range_checked) {
+  expect_crafted_refused(epoch_huge, "epoch 4611686018427387904");
+  expect_crafted_refused(step_max, "step 18446744073709551615");
+  expect_crafted_refused(step_off, "step 6, epoch 1 and batch 1 disagree");
+  expect_crafted_refused(pos_huge, "batch 1099511627776");
+  expect_crafted_refused(optim_9, "optimizer kind 9");
+  expect_crafted_refused(wd_mode_7, "weight decay mode 7");
+  expect_crafted_refused(lr_inf, "learning rate inf");
+  expect_crafted_refused(lr_neg, "learning rate -0.1");
+  expect_crafted_refused(wd_nan, "weight decay nan");
+  expect_crafted_refused(beta2_one, "beta2 1");
+  expect_crafted_refused(eps_zero, "eps 0");
+  expect_crafted_refused(dropout_two, "dropout 2");
+  expect_crafted_refused(fanout_zero, "fanout 0 of layer 0");
+  expect_crafted_refused(batch_zero, "batch of 0 seeds");
+  expect_crafted_refused(order_5, "seed order 5");
+  expect_crafted_refused(train_over_n, "11 training seeds");
+  expect_crafted_refused(record_dropped, "incomplete");
+}
+
+Test(checkpoint, a_run_round_trips_its_options) {
+  size_t size;
+  free(saved_run(&size));
+  hs_model_cfg cfg;
+  hs_ckpt_run r;
+  uint64_t pos[3];
+  cr_assert_eq(hs__checkpoint_read_run(path, &cfg, &r, pos), HS_OK, "%s", hs_last_error());
+  hs_ckpt_run want = sample_run();
+  cr_expect(r.set);
+  cr_expect_eq(r.n_layers, 2);
+  cr_expect_eq(r.fanouts[0], 3);
+  cr_expect_eq(r.fanouts[1], -1);
+  cr_expect_eq(r.batch_size, want.batch_size);
+  cr_expect_eq(r.n_train, want.n_train);
+  cr_expect_eq(r.n_vertices, want.n_vertices);
+  cr_expect_eq(r.n_edges, want.n_edges);
+  cr_expect_eq(pos[0], 5u);
+  cr_expect_eq(pos[1], 1u);
+  cr_expect_eq(pos[2], 1u);
+  hs_model b;
+  make_model(&b, 4, HS_OPTIM_ADAM, 3);
+  cr_expect_eq(hs__checkpoint_load(path, &b), HS_OK, "%s", hs_last_error());
+  hs__model_destroy(&b);
 }

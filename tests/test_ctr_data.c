@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "ctr/hs_ctr.h"
@@ -284,4 +285,19 @@ Test(ctr_data, generator_is_deterministic_and_readable) {
   free(d1);
   free(d2);
   free(d3);
+}
+
+/* A FIFO as CTR data or as a CTR checkpoint is refused at once, named. */
+Test(ctr_data, a_fifo_is_refused_without_blocking, .timeout = 60) {
+  char *fifo = tu_path(dir, "train.txt");
+  cr_assert_eq(mkfifo(fifo, 0644), 0);
+  const char *paths[1] = {fifo};
+  hs_ctr_reader *r;
+  TU_EXPECT_FAIL(hs__ctr_reader_open(paths, 1, true, &r), HS_ERR_IO, fifo, "",
+                 "not a regular file (a FIFO)");
+  hs_ctr_config c;
+  hs_ctr_config_init(&c);
+  TU_EXPECT_FAIL(hs_ctr_config_from_checkpoint(fifo, &c), HS_ERR_IO, fifo, "",
+                 "not a regular file (a FIFO)");
+  free(fifo);
 }

@@ -268,3 +268,34 @@ Test(ctr_session, bad_input_refused) {
   free(p);
   free(bad);
 }
+
+/* Adagrad's step is lr * g / sqrt(s + g^2): a large initial accumulator s
+ * shrinks the first steps of every row, so that logistic regression (all
+ * of whose weights but the bias are rows) learns next to nothing in an
+ * epoch where it otherwise learns the signal. */
+Test(ctr_session, initial_accumulator_damps_new_rows) {
+  const char *files[1] = {train_f}, *tests[1] = {test_f};
+  double auc[2];
+  const float acc[2] = {0.0f, 1e6f};
+  for (int k = 0; k < 2; k++) {
+    hs_ctr_config c;
+    small_cfg(&c, HS_CTR_LR);
+    c.batch_size = 128;
+    c.sparse_initial_accumulator = acc[k];
+    hs_ctr_session *s = make(&c);
+    cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
+    hs_ctr_eval ev;
+    hs_ctr_eval_init(&ev);
+    cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &ev), HS_OK, "%s", hs_last_error());
+    auc[k] = ev.auc;
+    hs_ctr_session_destroy(s);
+  }
+  cr_assert_gt(auc[0], 0.62, "accumulator 0: test AUC %.4f", auc[0]);
+  cr_assert_lt(auc[1], auc[0] - 0.05, "accumulator 1e6: test AUC %.4f, 0: %.4f", auc[1], auc[0]);
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_LR);
+  c.sparse_initial_accumulator = -1.0f;
+  hs_ctr_session *s;
+  cr_assert_eq(hs_ctr_session_create(rt, &c, &s), HS_ERR_INVALID_ARG);
+  cr_assert(strstr(hs_last_error(), "sparse_initial_accumulator"), "%s", hs_last_error());
+}

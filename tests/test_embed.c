@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "embed/hs_embed.h"
 #include "hs_test_util.h"
@@ -631,5 +635,39 @@ Test(embed, memory_overhead_within_1_3x) {
   cr_assert_leq(ratio, 1.3, "%.3f x the raw bytes", ratio);
   free(ids);
   hs__embed_batch_free(&b);
+  hs__embed_destroy(e);
+}
+
+/* Saves write a temporary of our own naming (umask's mode, locked while
+ * written): one left by a killed save goes with the next save of the same
+ * file, one in use stays; loading never blocks on a FIFO. */
+Test(embed, saves_sweep_stale_temporaries_and_loads_refuse_a_fifo, .timeout = 60) {
+  hs_embed *e = make(4, 1, HS_EMBED_SGD, 1);
+  char *dir = tu_mkdtemp(), *path = tu_path(dir, "t.emb");
+  char stale[600], live[600];
+  snprintf(stale, sizeof stale, "%s.tmp.Ab3xY9", path);
+  snprintf(live, sizeof live, "%s.tmp.Live01", path);
+  FILE *f = fopen(stale, "wb");
+  cr_assert(f);
+  fputs("half a table", f);
+  fclose(f);
+  int lfd = open(live, O_RDWR | O_CREAT, 0600);
+  cr_assert(lfd >= 0);
+  cr_assert_eq(flock(lfd, LOCK_EX), 0);
+  mode_t old = umask(027);
+  cr_assert_eq(hs__embed_save(e, path), HS_OK, "%s", hs_last_error());
+  umask(old);
+  struct stat sb;
+  cr_expect_neq(stat(stale, &sb), 0, "the stale temporary is still there");
+  cr_expect_eq(stat(live, &sb), 0, "a temporary in use was removed");
+  cr_assert_eq(stat(path, &sb), 0);
+  cr_expect_eq(sb.st_mode & 0777, 0640, "mode %o, the umask gives 0640", sb.st_mode & 0777);
+  close(lfd);
+  char *fifo = tu_path(dir, "fifo.emb");
+  cr_assert_eq(mkfifo(fifo, 0644), 0);
+  TU_EXPECT_FAIL(hs__embed_load(e, fifo), HS_ERR_IO, fifo, "", "not a regular file (a FIFO)");
+  free(fifo);
+  free(path);
+  tu_rmtree(dir);
   hs__embed_destroy(e);
 }

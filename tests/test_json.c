@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 
 static hs_status parse(const char *text, hs_json **out) {
   return hs__json_parse(text, strlen(text), "t.json", out);

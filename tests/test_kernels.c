@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 #include "cl_fixture.h"
 #include "hetsage.h"
 #include "hs_programs.h"

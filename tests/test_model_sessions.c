@@ -142,6 +142,15 @@ Test(model_sessions, embed_on_the_command_line) {
            "train --model gat --heads 2 --hidden 16 --epochs 1 --batch 512 -q --checkpoint %s",
            ckdir);
   cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  /* The GAT checkpoint loads into eval: the test accuracy train printed. */
+  const char *at = strstr(out, "test accuracy ");
+  double trained = -1.0, evaluated = -2.0;
+  cr_assert(at && sscanf(at, "test accuracy %lf", &trained) == 1, "%s", out);
+  snprintf(args, sizeof args, "eval --checkpoint %s --json", ckdir);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  at = strstr(out, "\"accuracy\": ");
+  cr_assert(at && sscanf(at, "\"accuracy\": %lf", &evaluated) == 1, "%s", out);
+  cr_expect(fabs(evaluated - trained) < 1e-4, "eval %f, train %f", evaluated, trained);
   snprintf(args, sizeof args, "embed --checkpoint %s --out %s --json", ckdir, npy);
   cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
   cr_expect(strstr(out, "\"rows\": 2708, \"dim\": 16, \"model\": \"gat\"") != NULL, "%s", out);

@@ -388,7 +388,9 @@ static float *train_three_steps(cl_fixture *f, size_t wg, bool profile) {
     hs_train_times tm;
     cr_assert_eq(hs__trainer_times(t, &tm), HS_OK, "%s", hs_last_error());
     cr_expect_eq(tm.steps, 3);
-    for (int ph = 0; ph < HS_PHASE_COUNT_; ph++) cr_expect_gt(tm.seconds[ph], 0.0, "phase %d has no time", ph);
+    /* Phase times need real profiling timestamps (not rusticl 22.3's). */
+    for (int ph = 0; ph < HS_PHASE_COUNT_ && hs__queue_timestamps_real(&f->ctx, f->q); ph++)
+      cr_expect_gt(tm.seconds[ph], 0.0, "phase %d has no time", ph);
   }
   cr_assert_eq(hs__trainer_sync_model(t, &m), HS_OK);
   float *out = malloc(4 * m.shape.n_params);

@@ -177,7 +177,7 @@ Test(pipeline, every_driver_sees_batches_in_order_and_agrees) {
 /* Three stages of 10 ms each over 20 batches. Overlap is observed directly:
  * how many stages have work under way at once (the stand-in device's
  * events and the sleeping host stage), which timing noise cannot fake or
- * hide. The wall times are logged, not asserted (DESIGN.md §9: timings
+ * hide. The wall times are logged, not asserted (docs/architecture.md, "Measuring": timings
  * belong to bench/). */
 static void expect_overlap(hs_pipe_mode mode) {
   run_ctx c = fresh(0.010, -0.010, 0.010);

@@ -11,7 +11,8 @@
 #include "hs_base.h"
 #include "sample/hs_sampler.h"
 #include "sample_check.h"
-#include "sample_graphs.h"
+#include "bench/sample_graphs.h"
+#include "shared_data.h"
 
 typedef struct cl_env {
   hs_inventory inv;
@@ -113,12 +114,20 @@ static void expect_same_with_reindex(cl_env *e, const hs_csr *g, const hs_sample
   cr_assert_eq(hs__batch_alloc(hs__sampler_caps(s), &ref_b), HS_OK);
   int32_t *seeds = malloc(sizeof(int32_t) * (size_t)n_seeds);
   cr_assert_not_null(seeds);
-  for (int w = 0; w < n_wgs; w++) {
+  for (int w = 0, ran = 0; w < n_wgs; w++) {
     if (style != HS_STYLE_SINGLE) {
       st = hs__sampler_set_work_group(s, wgs[w]);
-      if (st == HS_ERR_UNSUPPORTED) continue; /* larger than this device allows */
+      /* Larger than this device allows for some kernel (llvmpipe's limit
+       * is below 64 for the sampling kernels): skipped, unless no size
+       * would run, in which case the largest allowed one does. */
+      if (st == HS_ERR_UNSUPPORTED && (ran || w + 1 < n_wgs)) continue;
+      if (st == HS_ERR_UNSUPPORTED) {
+        cr_log_info("%s; the largest work-group allowed runs instead", hs_last_error());
+        st = hs__sampler_set_work_group(s, 0);
+      }
       cr_assert_eq(st, HS_OK, "%s", hs_last_error());
     }
+    ran++;
     for (int b = 0; b < batches; b++) {
       make_seeds(seeds, n_seeds, g->n, (uint32_t)(b * 31 + w));
       cr_assert_eq(hs__sampler_run(s, seeds, n_seeds, 2, (uint32_t)b, &dev_b), HS_OK, "%s",
@@ -138,7 +147,9 @@ static void expect_same_with_reindex(cl_env *e, const hs_csr *g, const hs_sample
   hs_sampler_stats stats;
   hs__sampler_stats(s, &stats);
   cr_expect_gt(stats.edges, 0);
-  cr_expect_gt(stats.sample_s + stats.reindex_s, 0.0);
+  /* Kernel times need real profiling timestamps (not rusticl 22.3's). */
+  if (hs__queue_timestamps_real(&e->ctx, e->q))
+    cr_expect_gt(stats.sample_s + stats.reindex_s, 0.0);
   free(seeds);
   hs__batch_free(&dev_b);
   hs__batch_free(&ref_b);

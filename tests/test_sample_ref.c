@@ -7,7 +7,8 @@
 
 #include "hs_base.h"
 #include "sample_check.h"
-#include "sample_graphs.h"
+#include "bench/sample_graphs.h"
+#include "shared_data.h"
 
 #include "cl_kernels/hs_sample_rng.h"
 

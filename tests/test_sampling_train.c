@@ -15,6 +15,7 @@
 #include "hetsage.h"
 #include "hs_test_util.h"
 #include "session/hs_session_int.h"
+#include "tool_run.h"
 
 static hs_runtime *rt;
 static hs_dataset *plain, *weighted;
@@ -173,6 +174,37 @@ Test(sampling_train, each_mode_equals_its_reference_over_an_epoch) {
   for (size_t i = 0; i < n_modes; i++) free(got[i]);
 }
 
+/* The command line reaches the same sampler: `hetsage train --sampling
+ * weighted` for an epoch saves the parameters of the reference's epoch, and
+ * on a dataset without weights it stops as for bad usage, naming the
+ * missing file. */
+Test(sampling_train, the_command_line_trains_weighted_like_the_reference) {
+  char *ckdir = tu_path(dir, "ck"), args[4096], out[8192];
+  snprintf(args, sizeof args,
+           "train --dataset %s --sampling weighted --epochs 1 --batch 128 --hidden 32 --seed 3 "
+           "-q --checkpoint %s",
+           dir, ckdir);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  hs_session_config c = small(HS_SAMPLING_WEIGHTED);
+  char *ckpt = tu_path(ckdir, "last.ckpt");
+  hs_session *s;
+  cr_assert_eq(hs_session_create(rt, weighted, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_load(s, ckpt), HS_OK, "%s", hs_last_error());
+  size_t n_cli, n_ref;
+  float *cli = params_of(s, &n_cli);
+  hs_session_destroy(s);
+  float *want = replay(&c, &n_ref);
+  cr_assert_eq(n_cli, n_ref);
+  cr_expect_arr_eq(cli, want, n_ref * sizeof(float),
+                   "hetsage train --sampling weighted differs from the reference sampler's epoch");
+  free(cli), free(want), free(ckpt), free(ckdir);
+  char cora[1024];
+  cr_assert_eq(hs_dataset_bundled(rt, "cora", cora, sizeof cora), HS_OK, "%s", hs_last_error());
+  snprintf(args, sizeof args, "train --dataset %s --sampling weighted --epochs 1 -q", cora);
+  cr_expect_eq(tool_run("", args, out, sizeof out), 2, "%s", out); /* a setting the data refuse */
+  cr_expect(strstr(out, "no weights.npy") != NULL, "%s", out);
+}
+
 Test(sampling_train, weighted_modes_need_weights_and_bad_settings_are_refused) {
   hs_session *s = NULL;
   static const hs_sampling need[] = {HS_SAMPLING_WEIGHTED, HS_SAMPLING_THRESHOLD};
@@ -190,7 +222,7 @@ Test(sampling_train, weighted_modes_need_weights_and_bad_settings_are_refused) {
   c = small(HS_SAMPLING_UNIFORM);
   c.vertex_budget = 100; /* less than a batch of 128 seeds */
   cr_expect_eq(hs_session_create(rt, weighted, &c, &s), HS_ERR_INVALID_ARG);
-  cr_expect(strstr(hs_last_error(), "vertex budget 100") != NULL, "%s", hs_last_error());
+  cr_expect(strstr(hs_last_error(), "vertex_budget = 100") != NULL, "%s", hs_last_error());
   c = small((hs_sampling)9);
   cr_expect_eq(hs_session_create(rt, weighted, &c, &s), HS_ERR_INVALID_ARG);
   hs_sampling m;

@@ -26,6 +26,8 @@ static const struct {
     {"HETSAGE_FULL_INFERENCE", "layerwise", "both", "auto, layerwise or fields"},
     {"HETSAGE_BRINGUP_INJECT", "gather", "sampler", "gather"},
     {"HETSAGE_BENCH_DIR", "/tmp/bench", NULL, NULL},
+    {"HETSAGE_GEMM_THREADS", "3", "0", "a count, 1..4096"},
+    {"HS_PEER_PYTHON", "/usr/bin/python3", NULL, NULL},
 };
 #define N_VARS (sizeof vars / sizeof vars[0])
 
@@ -53,6 +55,8 @@ Test(settings, every_variable_sets_its_field) {
   cr_expect_eq(s.full_inference, HS_FULL_INFERENCE_LAYERWISE);
   cr_expect_str_eq(s.bringup_inject, "gather");
   cr_expect_str_eq(s.bench_dir, "/tmp/bench");
+  cr_expect_eq(s.gemm_threads, 3);
+  cr_expect_str_eq(s.peer_python, "/usr/bin/python3");
   clear_env();
   /* An empty variable is unset; "auto" is the default. */
   setenv("HETSAGE_TRANSFER", "", 1);

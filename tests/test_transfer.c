@@ -347,7 +347,7 @@ Test(transfer, features_on_huge_pages_train_the_same) {
   /* Out of range in the configuration. */
   c.feature_pages = (hs_feature_pages)7;
   cr_expect_eq(hs_session_create(rt, d, &c, &s), HS_ERR_INVALID_ARG);
-  cr_expect_not_null(strstr(hs_last_error(), "feature_pages 7"), "%s", hs_last_error());
+  cr_expect_not_null(strstr(hs_last_error(), "feature_pages = 7"), "%s", hs_last_error());
   cr_expect_str_eq(hs_feature_pages_name(HS_FEATURE_PAGES_HUGE), "huge");
   cr_expect_str_eq(hs_feature_pages_name(HS_FEATURE_PAGES_FILE), "file");
   cr_expect_str_eq(hs_feature_pages_name((hs_feature_pages)9), "unknown");

@@ -35,6 +35,41 @@ static inline int tool_run(const char *env, const char *args, char *out, size_t 
 }
 
 /* A path for a scratch file of this test process. */
+static inline void tool_tmp(char *buf, size_t cap, const char *name);
+static inline char *tool_slurp(const char *path);
+
+/* As tool_run, with standard output into `out` and standard error into
+ * `err` apart (each cap bytes, may be NULL). */
+static inline int tool_run2(const char *env, const char *args, char *out, size_t cap, char *err,
+                            size_t errcap) {
+  char errpath[256], full[4096];
+  tool_tmp(errpath, sizeof errpath, "stderr.txt");
+  snprintf(full, sizeof full, "%s 2>%s", args, errpath);
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE (the hetsage executable) is not set");
+  char cmd[4600];
+  snprintf(cmd, sizeof cmd, "%s %s %s", env, exe, full);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p, "cannot run %s", cmd);
+  size_t n = 0, got;
+  char buf[4096];
+  while ((got = fread(buf, 1, sizeof buf, p)) > 0) {
+    if (out && n + 1 < cap) {
+      size_t take = got < cap - 1 - n ? got : cap - 1 - n;
+      memcpy(out + n, buf, take);
+      n += take;
+    }
+  }
+  if (out && cap) out[n] = '\0';
+  int rc = pclose(p);
+  char *e = tool_slurp(errpath);
+  if (err && errcap) snprintf(err, errcap, "%s", e);
+  free(e);
+  remove(errpath);
+  cr_assert(WIFEXITED(rc), "%s: did not exit", cmd);
+  return WEXITSTATUS(rc);
+}
+
 static inline void tool_tmp(char *buf, size_t cap, const char *name) {
   const char *dir = getenv("TMPDIR");
   snprintf(buf, cap, "%s/hs-test-%d-%s", dir && *dir ? dir : "/tmp", (int)getpid(), name);

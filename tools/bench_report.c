@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "bench_report.h"
+#include "cli.h"
 
 void bench_fmt_si(double x, char *buf, size_t cap) {
   static const char *const up[] = {"", " k", " M", " G", " T", " P"};
@@ -31,18 +32,7 @@ void bench_fmt_si(double x, char *buf, size_t cap) {
   }
 }
 
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    switch (*s) {
-      case '<': fputs("&lt;", f); break;
-      case '>': fputs("&gt;", f); break;
-      case '&': fputs("&amp;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\'': fputs("&#39;", f); break;
-      default: fputc(*s, f);
-    }
-  }
-}
+static void esc(FILE *f, const char *s) { hs_harness_xml_text(f, s); }
 
 static const char *const workloads[] = {"sample", "gather", "gemm", "train"};
 
@@ -237,7 +227,7 @@ bool bench_report_html(const char *dir, const hs_bench_results *r,
           "</style>\n</head>\n<body>\n<h1>hetsage bench</h1>\n");
   fprintf(f, "<p>hetsage %s; %d steady-state run(s) per figure after warm-up; each figure is "
              "the median with its min and max, beside its same-run limit as a per-run ratio "
-             "(DESIGN.md section 9).%s</p>\n",
+             "(docs/architecture.md, section Measuring).%s</p>\n",
           hs_version(), hs_bench_results_runs(r),
           baseline ? " The last column compares with the baseline run (ratio to the limit where "
                      "both have one, else the figure): a regression is flagged when the spreads "
@@ -251,8 +241,5 @@ bool bench_report_html(const char *dir, const hs_bench_results *r,
     table(f, r, baseline, workloads[k]);
   }
   fprintf(f, "</body>\n</html>\n");
-  bool ok = !ferror(f);
-  if (fclose(f) != 0) ok = false;
-  if (!ok) fprintf(stderr, "hetsage bench: writing %s failed\n", path);
-  return ok;
+  return cli_file_close("bench", f, path);
 }

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 
 #include "hetsage.h"
+#include "hetsage/bench.h"
+#include "hetsage/harness.h"
 
 /* Write DIR/index.html (DIR is created if missing): one inline SVG chart
  * per workload, devices side by side, each figure against its same-run

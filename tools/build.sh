@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 shift || true
+# Warnings are errors here (development and CI), not in a plain meson build.
 if [ -f "$dir/meson-private/coredata.dat" ]; then
-  meson setup --reconfigure "$dir" "$@" >/dev/null
+  meson setup --reconfigure -Dwerror=true "$dir" "$@" >/dev/null
 else
-  meson setup "$dir" "$@" >/dev/null
+  meson setup -Dwerror=true "$dir" "$@" >/dev/null
 fi
 ninja -C "$dir" >/dev/null

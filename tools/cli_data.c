@@ -68,16 +68,14 @@ void cli_progress(void *cmd_name, const char *line) {
   fprintf(stderr, "hetsage %s: %s\n", (const char *)cmd_name, line);
 }
 
+static bool split_item(void *ctx, const char *item, int index) {
+  double *out = ctx;
+  return index < 3 && cli_parse_double(item, &out[index]) && out[index] >= 0 && out[index] <= 1;
+}
+
 bool cli_parse_split(const char *s, double out[3]) {
-  char buf[128];
-  if (strlen(s) >= sizeof buf) return false;
-  strcpy(buf, s);
-  char *save = NULL;
-  int k = 0;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    if (k == 3 || !cli_parse_double(tok, &out[k]) || out[k] < 0 || out[k] > 1) return false;
-    k++;
-  }
-  if (k != 3) return false;
-  return out[0] + out[1] + out[2] <= 1 + 1e-9;
+  double v[3];
+  if (cli_list_each(s, split_item, v) != 3 || v[0] + v[1] + v[2] > 1 + 1e-9) return false;
+  memcpy(out, v, sizeof v);
+  return true;
 }

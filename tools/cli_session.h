@@ -10,8 +10,25 @@ typedef struct cli_session_args {
   hs_session_config cfg;
   bool fanouts_set, layers_set;
   bool model_set; /* --model given: a checkpoint of another model is refused */
+  char path[1024]; /* the dataset opened (set by cli_session_open) */
+  unsigned set;    /* CLI_SET_* bits: the options given on the command line */
   int thresholds_set; /* values --threshold gave (1: every layer's) */
 } cli_session_args;
+
+/* Options a checkpoint records (see hs_session_save). */
+enum {
+  CLI_SET_FANOUTS = 1u << 0,
+  CLI_SET_BATCH = 1u << 1,
+  CLI_SET_HIDDEN = 1u << 2,
+  CLI_SET_DROPOUT = 1u << 3,
+  CLI_SET_OPTIMIZER = 1u << 4,
+  CLI_SET_LR = 1u << 5,
+  CLI_SET_WEIGHT_DECAY = 1u << 6,
+  CLI_SET_SEED = 1u << 7,
+  CLI_SET_MODEL = 1u << 8,
+  CLI_SET_HEADS = 1u << 9,
+  CLI_SET_MEMORY_BUDGET = 1u << 10,
+};
 
 void cli_session_args_init(cli_session_args *a);
 
@@ -28,5 +45,14 @@ void cli_session_usage(FILE *f);
 int cli_session_open(const char *cmd, cli_session_args *a, hs_runtime **rt, hs_dataset **ds,
                      hs_session **s);
 void cli_session_close(hs_runtime *rt, hs_dataset *ds, hs_session *s);
+
+/* Take the options a checkpoint records into a->cfg. To resume its run
+ * (`resume`), an option given on the command line that differs from the
+ * checkpoint's is refused (a usage error naming both values and returning
+ * 2), except --lr when `new_lr` (then said on stderr); otherwise (eval,
+ * predict) an option given wins. Returns 0, or the exit status after
+ * printing why. */
+int cli_session_from_checkpoint(const char *cmd, cli_session_args *a, const char *path,
+                                bool resume, bool new_lr);
 
 #endif

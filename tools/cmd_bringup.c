@@ -1,5 +1,7 @@
 /* hetsage bringup: check a board against its profile, every kernel on
  * every device against its reference, peaks against thresholds. */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,16 +63,17 @@ static bool write_file(const char *path, const hs_bringup_report *r, bool junit)
   bool to_stdout = strcmp(path, "-") == 0;
   FILE *f = to_stdout ? stdout : fopen(path, "w");
   if (!f) {
-    fprintf(stderr, "hetsage bringup: cannot write %s\n", path);
+    fprintf(stderr, "hetsage bringup: cannot write %s: %s\n", path, strerror(errno));
     return false;
   }
   hs_status st = junit ? hs_bringup_report_write_junit(r, f) : hs_bringup_report_write_json(r, f);
-  if (!to_stdout && fclose(f) != 0) st = HS_ERR_IO;
+  bool ok = to_stdout ? cli_file_check("bringup", f, "standard output")
+                      : cli_file_close("bringup", f, path);
   if (st != HS_OK) {
-    fprintf(stderr, "hetsage bringup: writing %s failed\n", path);
+    cli_report("bringup", path, st);
     return false;
   }
-  return true;
+  return ok;
 }
 
 static void summary(FILE *out, const hs_bringup_report *r, bool quiet) {
@@ -137,10 +140,11 @@ int cmd_bringup(int argc, char **argv) {
       board = argv[++i];
     } else if (strcmp(a, "--level") == 0 && has) {
       if (hs_bringup_level_parse(argv[++i], &o.level) != HS_OK)
-        return cli_usage_error("bringup", "--level '%s': quick, standard or long", argv[i]);
+        return cli_usage_error("bringup", "--level '%s': expected quick, standard or long",
+                               argv[i]);
     } else if (strcmp(a, "--soak-seconds") == 0 && has) {
-      if (!cli_parse_double(argv[++i], &o.soak_seconds) || !(o.soak_seconds > 0))
-        return cli_usage_error("bringup", "--soak-seconds '%s': a positive number", argv[i]);
+      if (!cli_opt_number("bringup", a, argv[++i], 0, true, INFINITY, true, &o.soak_seconds))
+        return 2;
     } else if (strcmp(a, "--json") == 0 && has) {
       json = argv[++i];
     } else if (strcmp(a, "--junit") == 0 && has) {

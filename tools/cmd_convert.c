@@ -1,4 +1,5 @@
 /* hetsage convert: import a published graph format into a native dataset. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,8 +45,10 @@ static void usage(FILE *f) {
           "  --json                 print the summary as JSON on stdout\n"
           "  --quiet                no progress lines on stderr\n"
           "\n"
-          "Each row of the CSR is sorted by neighbour id. Exit status: 0 done, 1 failed,\n"
-          "2 usage error (bad options, DST exists without --force).\n");
+          "Each row of the CSR is sorted by neighbour id. Ctrl-C or SIGTERM stops it and\n"
+          "removes the temporary; temporaries of runs that were killed (SIGKILL) are\n"
+          "removed by the next run into DST. Exit status: 0 done, 1 failed, 2 usage\n"
+          "error (bad options, DST exists without --force), 130 interrupted.\n");
 }
 
 int cmd_convert(int argc, char **argv) {
@@ -78,22 +81,22 @@ int cmd_convert(int argc, char **argv) {
       if (!val) return cli_usage_error(cmd, "--self-loops needs keep or drop");
       if (strcmp(val, "keep") == 0) o.self_loops = HS_SELF_LOOPS_KEEP;
       else if (strcmp(val, "drop") == 0) o.self_loops = HS_SELF_LOOPS_DROP;
-      else return cli_usage_error(cmd, "--self-loops: '%s' is not keep or drop", val);
+      else return cli_usage_error(cmd, "--self-loops '%s': expected keep or drop", val);
       i++;
     } else if (strcmp(a, "--split") == 0) {
       if (!val) return cli_usage_error(cmd, "--split needs TR,VA,TE or none");
       if (strcmp(val, "none") == 0) {
         o.make_split = false;
       } else if (!cli_parse_split(val, o.split_frac)) {
-        return cli_usage_error(cmd, "--split: '%s' is not three fractions in [0,1] summing to <= 1",
-                               val);
+        return cli_usage_error(cmd, "--split '%s': expected three fractions in [0, 1] summing "
+                               "to at most 1, or none", val);
       } else {
         o.split_override = true;
       }
       i++;
     } else if (strcmp(a, "--seed") == 0) {
-      if (!val || !cli_parse_u64(val, &o.split_seed))
-        return cli_usage_error(cmd, "--seed needs a non-negative integer");
+      if (!val) return cli_usage_error(cmd, "option --seed needs a value");
+      if (!cli_opt_u64(cmd, a, val, 0, UINT64_MAX, &o.split_seed)) return 2;
       i++;
     } else if (strcmp(a, "--feat-format") == 0) {
       if (!val) return cli_usage_error(cmd, "--feat-format needs auto, dense or sparse");
@@ -119,9 +122,16 @@ int cmd_convert(int argc, char **argv) {
     o.progress = cli_progress;
     o.progress_ctx = (void *)cmd;
   }
+  static volatile sig_atomic_t stop;
+  o.stop = &stop;
+  cli_catch_stop(&stop);
   hs_dataset_info info;
   hs_dataset_info_init(&info);
   hs_status st = hs_convert(pos[0], pos[1], &o, &info);
+  if (st == HS_ERR_INTERRUPTED) {
+    fprintf(stderr, "hetsage %s: interrupted: nothing was written\n", cmd);
+    return 130;
+  }
   if (st != HS_OK) {
     cli_report(cmd, pos[0], st);
     return st == HS_ERR_INVALID_ARG ? 2 : 1;

@@ -66,7 +66,7 @@ static double recorded_bayes(const char *dir) {
   if (!dir) return NAN;
   char p[4200];
   snprintf(p, sizeof p, "%s/meta.json", dir);
-  FILE *f = fopen(p, "r");
+  FILE *f = cli_fopen_regular(p);
   if (!f) return NAN;
   char buf[16384];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -249,6 +249,7 @@ static void train_usage(FILE *f) {
           "  --lr X               dense parameters, Adam (default 0.001)\n"
           "  --sparse-optimizer adagrad|sgd|adam|ftrl   embedding rows (default adagrad)\n"
           "  --sparse-lr X        (default 0.05)\n"
+          "  --sparse-init-acc A  Adagrad's accumulator of a new row (default 0)\n"
           "  --init-range R       new rows draw U(-R, R) (default 0.05)\n"
           "  --admit-after K      create a row once its id was seen K times (default 1)\n"
           "  --expire-after N     drop rows unused for N batches (default never)\n"
@@ -349,6 +350,12 @@ int cmd_train_ctr(int argc, char **argv) {
         goto usage_fail;
       }
       a.cfg.sparse_lr = (float)d;
+    } else if (!strcmp(o, "--sparse-init-acc") && v) {
+      if (!cli_parse_double(v, &d) || !(d >= 0)) {
+        cli_usage_error(cmd, "--sparse-init-acc '%s': expected a number >= 0", v);
+        goto usage_fail;
+      }
+      a.cfg.sparse_initial_accumulator = (float)d;
     } else if (!strcmp(o, "--init-range") && v) {
       if (!cli_parse_double(v, &d) || !(d >= 0)) {
         cli_usage_error(cmd, "--init-range '%s': expected a number >= 0", v);

@@ -21,14 +21,10 @@ static const char *resolve_checkpoint(const char *arg, char *buf, size_t len) {
  * line stays, so that a checkpoint of another model is refused by name. */
 static int open_from_checkpoint(const char *cmd, cli_session_args *a, const char *ckpt,
                                 hs_runtime **rt, hs_dataset **ds, hs_session **s) {
-  hs_model_kind asked = a->cfg.model;
-  hs_status st = hs_session_config_from_checkpoint(ckpt, &a->cfg);
-  if (st != HS_OK) {
-    cli_report(cmd, ckpt, st);
-    return 1;
-  }
-  if (a->model_set) a->cfg.model = asked;
-  int rc = cli_session_open(cmd, a, rt, ds, s);
+  int rc = cli_session_from_checkpoint(cmd, a, ckpt, false, false);
+  if (rc != 0) return rc;
+  hs_status st;
+  rc = cli_session_open(cmd, a, rt, ds, s);
   if (rc != 0) return rc;
   if ((st = hs_session_load(*s, ckpt)) != HS_OK) {
     cli_report(cmd, "loading the checkpoint", st);
@@ -53,14 +49,6 @@ static void eval_usage(FILE *f) {
   cli_session_usage(f);
 }
 
-static int parse_split(const char *v, hs_split *out) {
-  if (strcmp(v, "train") == 0) *out = HS_SPLIT_TRAIN;
-  else if (strcmp(v, "valid") == 0) *out = HS_SPLIT_VALID;
-  else if (strcmp(v, "test") == 0) *out = HS_SPLIT_TEST;
-  else return -1;
-  return 0;
-}
-
 int cmd_eval(int argc, char **argv) {
   if (cli_is_ctr(argc, argv)) return cmd_eval_ctr(argc, argv);
   cli_session_args a;
@@ -79,8 +67,10 @@ int cmd_eval(int argc, char **argv) {
     } else if (!strcmp(o, "--checkpoint") && i + 1 < argc) {
       ckpt_arg = argv[++i];
     } else if (!strcmp(o, "--split") && i + 1 < argc) {
-      if (parse_split(argv[++i], &split) != 0)
-        return cli_usage_error("eval", "--split '%s': expected train, valid or test", argv[i]);
+      static const char *const names[] = {"train", "valid", "test"};
+      int k;
+      if (!cli_opt_choice("eval", o, argv[++i], names, 3, &k)) return 2;
+      split = (hs_split)k;
     } else if (!strcmp(o, "--sampled")) {
       sampled = true;
     } else if (!strcmp(o, "--full")) {
@@ -110,8 +100,10 @@ int cmd_eval(int argc, char **argv) {
   } else if (json) {
     printf("{\"checkpoint\": ");
     cli_json_string(stdout, ckpt);
-    printf(", \"split\": \"%s\", \"neighbourhoods\": \"%s\", \"accuracy\": %.6f}\n",
-           names[split], sampled ? "sampled" : "full", acc);
+    printf(", \"split\": \"%s\", \"neighbourhoods\": \"%s\", \"accuracy\": ", names[split],
+           sampled ? "sampled" : "full");
+    cli_json_number(stdout, acc, 6);
+    printf("}\n");
   } else {
     printf("%s accuracy %.4f (%s neighbourhoods, %s)\n", names[split], acc,
            sampled ? "sampled" : "full", ckpt);
@@ -132,56 +124,71 @@ static void predict_usage(FILE *f) {
   cli_session_usage(f);
 }
 
+typedef struct id_list {
+  int64_t *ids;
+  int64_t n;
+  size_t cap;
+} id_list;
+
+static bool id_push(id_list *l, int64_t v) {
+  if ((size_t)l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    int64_t *g = realloc(l->ids, cap * sizeof *g);
+    if (!g) return false;
+    l->ids = g;
+    l->cap = cap;
+  }
+  l->ids[l->n++] = v;
+  return true;
+}
+
+/* Vertex ids from "--ids 1,2,3" or a file of one id a line ('-': stdin). */
 static int read_ids(const char *cmd, const char *list, const char *file, int64_t **ids, int64_t *n) {
-  size_t cap = 64;
+  id_list l = {0};
+  *ids = NULL;
   *n = 0;
-  *ids = malloc(cap * sizeof **ids);
-  if (!*ids) return 1;
-  FILE *f = NULL;
+  if (list) {
+    if (!cli_parse_id_list(list, ids, n))
+      return cli_usage_error(cmd, "--ids '%s': expected comma-separated vertex ids, each an "
+                             "integer in [0, %d]", list, INT32_MAX);
+    return 0;
+  }
+  FILE *f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+  if (!f) {
+    fprintf(stderr, "hetsage %s: cannot read %s: %s\n", cmd, file, strerror(errno));
+    return 1;
+  }
   char line[128];
-  char *save = NULL, *copy = NULL;
-  if (file) {
-    f = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
-    if (!f) {
-      fprintf(stderr, "hetsage %s: cannot read %s: %s\n", cmd, file, strerror(errno));
-      return 1;
-    }
-  } else {
-    copy = strdup(list);
-    if (!copy) return 1;
-  }
   long lineno = 0;
-  for (;;) {
-    const char *tok;
-    if (f) {
-      if (!fgets(line, sizeof line, f)) break;
-      lineno++;
-      line[strcspn(line, "\r\n")] = '\0';
-      if (!line[0]) continue;
-      tok = line;
-    } else {
-      tok = strtok_r(*n == 0 && !save ? copy : NULL, ",", &save);
-      if (!tok) break;
-      lineno++;
-    }
+  int rc = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!line[0]) continue;
     int64_t v;
-    if (!cli_parse_i64(tok, &v) || v < 0) {
-      fprintf(stderr, "hetsage %s: %s:%ld: '%s' is not a vertex id\n", cmd, file ? file : "--ids",
-              lineno, tok);
-      if (f && f != stdin) fclose(f);
-      free(copy);
-      return 2;
+    if (!cli_parse_i64(line, &v) || v < 0 || v > INT32_MAX) {
+      fprintf(stderr, "hetsage %s: --ids-file %s:%ld: '%s': expected a vertex id, an integer in "
+              "[0, %d]\n", cmd, file, lineno, line, INT32_MAX);
+      rc = 2;
+      break;
     }
-    if ((size_t)*n == cap) {
-      int64_t *g = realloc(*ids, 2 * cap * sizeof *g);
-      if (!g) break;
-      *ids = g;
-      cap *= 2;
+    if (!id_push(&l, v)) {
+      fprintf(stderr, "hetsage %s: out of memory for %lld ids\n", cmd, (long long)l.n);
+      rc = 1;
+      break;
     }
-    (*ids)[(*n)++] = v;
   }
-  if (f && f != stdin) fclose(f);
-  free(copy);
+  if (!rc && ferror(f)) {
+    fprintf(stderr, "hetsage %s: reading %s: %s\n", cmd, file, strerror(errno));
+    rc = 1;
+  }
+  if (f != stdin) fclose(f);
+  if (rc) {
+    free(l.ids);
+    return rc;
+  }
+  *ids = l.ids;
+  *n = l.n;
   return 0;
 }
 
@@ -239,7 +246,10 @@ int cmd_predict(int argc, char **argv) {
     printf("{\"predictions\": [");
     for (int64_t i = 0; i < n; i++) {
       printf("%s\n  {\"id\": %lld, \"class\": %d, \"logits\": [", i ? "," : "", (long long)ids[i], cls[i]);
-      for (int k = 0; k < c; k++) printf("%s%.6g", k ? ", " : "", (double)logits[i * c + k]);
+      for (int k = 0; k < c; k++) {
+        if (k) printf(", ");
+        cli_json_number(stdout, (double)logits[i * c + k], -6);
+      }
       printf("]}");
     }
     printf("\n]}\n");

@@ -1,6 +1,7 @@
 /* hetsage generate: synthetic R-MAT / SBM datasets in the native format. */
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -55,30 +56,36 @@ static void usage(FILE *f) {
           "  --json                 summary as JSON on stdout\n"
           "  --quiet                no progress lines on stderr\n"
           "\n"
+          "Ctrl-C or SIGTERM stops it and removes the temporary; temporaries of runs\n"
+          "that were killed (SIGKILL) are removed by the next run into DST.\n"
           "ogbn-products scale: --kind sbm --vertices 2449029 --edges 61859140\n"
           "  --classes 47 --features 100 (about 1 GiB of features).\n"
           "CiteSeer-like (bag-of-words citation graph): --kind sbm --vertices 3327\n"
           "  --edges 4552 --homophily 0.74 --classes 6 --features 3703 --words 32 --topic 0.12.\n"
-          "Exit status: 0 done, 1 failed, 2 usage error.\n");
+          "Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted.\n");
 }
 
-static bool num_arg(const char *cmd, int argc, char **argv, int *i, double *out, int *rc) {
-  if (*i + 1 >= argc || !cli_parse_double(argv[*i + 1], out)) {
-    *rc = cli_usage_error(cmd, "%s needs a number", argv[*i]);
+/* A number in [lo, hi] (an end open where lo_open / hi_open say). */
+static bool num_arg(const char *cmd, int argc, char **argv, int *i, double lo, bool lo_open,
+                    double hi, bool hi_open, double *out, int *rc) {
+  *rc = 2;
+  if (*i + 1 >= argc) {
+    cli_usage_error(cmd, "option %s needs a value", argv[*i]);
     return false;
   }
   (*i)++;
-  return true;
+  return cli_opt_number(cmd, argv[*i - 1], argv[*i], lo, lo_open, hi, hi_open, out);
 }
 
 static bool int_arg(const char *cmd, int argc, char **argv, int *i, int64_t lo, int64_t hi,
                     int64_t *out, int *rc) {
-  if (*i + 1 >= argc || !cli_parse_i64(argv[*i + 1], out) || *out < lo || *out > hi) {
-    *rc = cli_usage_error(cmd, "%s needs an integer in [%" PRId64 ", %" PRId64 "]", argv[*i], lo, hi);
+  *rc = 2;
+  if (*i + 1 >= argc) {
+    cli_usage_error(cmd, "option %s needs a value", argv[*i]);
     return false;
   }
   (*i)++;
-  return true;
+  return cli_opt_int(cmd, argv[*i - 1], argv[*i], lo, hi, out);
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -96,7 +103,7 @@ int cmd_generate(int argc, char **argv) {
     if (strcmp(argv[i], "--kind") == 0) {
       if (strcmp(argv[i + 1], "rmat") == 0) kind = HS_GENERATE_RMAT;
       else if (strcmp(argv[i + 1], "sbm") == 0) kind = HS_GENERATE_SBM;
-      else return cli_usage_error(cmd, "--kind: '%s' is not rmat, sbm or ctr", argv[i + 1]);
+      else return cli_usage_error(cmd, "--kind '%s': expected rmat, sbm or ctr", argv[i + 1]);
     }
   if (!kind) return cli_usage_error(cmd, "--kind rmat|sbm|ctr is required");
   hs_generate_opts_init(&o, kind);
@@ -118,22 +125,22 @@ int cmd_generate(int argc, char **argv) {
       if (!int_arg(cmd, argc, argv, &i, 0, INT64_MAX / 4, &v, &rc)) return rc;
       o.num_edges = v;
     } else if (strcmp(a, "--edge-factor") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.edge_factor, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1e9, false, &o.edge_factor, &rc)) return rc;
     } else if (strcmp(a, "--a") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.rmat_a, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.rmat_a, &rc)) return rc;
     } else if (strcmp(a, "--b") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.rmat_b, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.rmat_b, &rc)) return rc;
     } else if (strcmp(a, "--c") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.rmat_c, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.rmat_c, &rc)) return rc;
     } else if (strcmp(a, "--classes") == 0) {
       if (!int_arg(cmd, argc, argv, &i, 1, INT32_MAX, &v, &rc)) return rc;
       o.num_classes = (int32_t)v;
     } else if (strcmp(a, "--homophily") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.homophily, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.homophily, &rc)) return rc;
     } else if (strcmp(a, "--p-in") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.p_in, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.p_in, &rc)) return rc;
     } else if (strcmp(a, "--p-out") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.p_out, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.p_out, &rc)) return rc;
     } else if (strcmp(a, "--directed") == 0) {
       o.undirected = false;
     } else if (strcmp(a, "--keep-duplicates") == 0) {
@@ -142,7 +149,7 @@ int cmd_generate(int argc, char **argv) {
       const char *val = i + 1 < argc ? argv[++i] : "";
       if (strcmp(val, "keep") == 0) o.self_loops = HS_SELF_LOOPS_KEEP;
       else if (strcmp(val, "drop") == 0) o.self_loops = HS_SELF_LOOPS_DROP;
-      else return cli_usage_error(cmd, "--self-loops needs keep or drop");
+      else return cli_usage_error(cmd, "--self-loops '%s': expected keep or drop", val);
     } else if (strcmp(a, "--features") == 0) {
       if (!int_arg(cmd, argc, argv, &i, 1, INT32_MAX, &v, &rc)) return rc;
       o.num_features = v;
@@ -150,23 +157,25 @@ int cmd_generate(int argc, char **argv) {
       const char *val = i + 1 < argc ? argv[++i] : "";
       if (strcmp(val, "f32") == 0 || strcmp(val, "float32") == 0) o.feature_dtype = HS_DTYPE_FLOAT32;
       else if (strcmp(val, "f16") == 0 || strcmp(val, "float16") == 0) o.feature_dtype = HS_DTYPE_FLOAT16;
-      else return cli_usage_error(cmd, "--feat-dtype needs f32 or f16");
+      else return cli_usage_error(cmd, "--feat-dtype '%s': expected f32 or f16", val);
     } else if (strcmp(a, "--margin") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.margin, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, INFINITY, true, &o.margin, &rc)) return rc;
     } else if (strcmp(a, "--sigma") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.sigma, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, true, INFINITY, true, &o.sigma, &rc)) return rc;
     } else if (strcmp(a, "--words") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.words, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 1, false, 1e6, false, &o.words, &rc)) return rc;
       o.features = HS_GENERATE_WORDS;
     } else if (strcmp(a, "--topic") == 0) {
-      if (!num_arg(cmd, argc, argv, &i, &o.topic, &rc)) return rc;
+      if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.topic, &rc)) return rc;
     } else if (strcmp(a, "--feat-format") == 0) {
       if (i + 1 >= argc || hs_feat_format_parse(argv[i + 1], &o.feat_format) != HS_OK)
-        return cli_usage_error(cmd, "--feat-format needs auto, dense or sparse");
+        return cli_usage_error(cmd, "--feat-format '%s': expected auto, dense or sparse",
+                               i + 1 < argc ? argv[i + 1] : "");
       i++;
     } else if (strcmp(a, "--split") == 0) {
       if (i + 1 >= argc || !cli_parse_split(argv[i + 1], o.split_frac))
-        return cli_usage_error(cmd, "--split needs three fractions in [0,1] summing to <= 1");
+        return cli_usage_error(cmd, "--split '%s': expected three fractions in [0, 1] summing "
+                               "to at most 1", i + 1 < argc ? argv[i + 1] : "");
       i++;
     } else if (strcmp(a, "--seed") == 0) {
       if (!int_arg(cmd, argc, argv, &i, 0, INT64_MAX, &v, &rc)) return rc;
@@ -192,11 +201,18 @@ int cmd_generate(int argc, char **argv) {
     o.progress = cli_progress;
     o.progress_ctx = (void *)cmd;
   }
+  static volatile sig_atomic_t stop;
+  o.stop = &stop;
+  cli_catch_stop(&stop);
   hs_generate_summary s;
   hs_generate_summary_init(&s);
   hs_dataset_info info;
   hs_dataset_info_init(&info);
   hs_status st = hs_generate(dst, &o, &info, &s);
+  if (st == HS_ERR_INTERRUPTED) {
+    fprintf(stderr, "hetsage %s: interrupted: nothing was written\n", cmd);
+    return 130;
+  }
   if (st == HS_ERR_INVALID_ARG && !hs_last_error()[0]) return cli_usage_error(cmd, "bad options");
   if (st != HS_OK) {
     cli_report(cmd, dst, st);

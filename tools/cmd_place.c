@@ -70,6 +70,11 @@ static const char *option_value(int argc, char **argv, int *i,
   return argv[++*i];
 }
 
+static int bad_size(const char *opt, const char *v) {
+  return cli_usage_error("place", "%s '%s': expected a byte count with an optional K, M, G, T "
+                         "suffix (powers of 1024)", opt, v);
+}
+
 static int parse_args(int argc, char **argv, place_args *a) {
   for (int i = 1; i < argc; i++) {
     bool missing = false;
@@ -84,17 +89,13 @@ static int parse_args(int argc, char **argv, place_args *a) {
     } else if ((v = option_value(argc, argv, &i, "--trainer", &missing))) {
       a->trainer = v;
     } else if ((v = option_value(argc, argv, &i, "--topology-bytes", &missing))) {
-      if (!cli_parse_size(v, &a->topology))
-        return cli_usage_error("place", "--topology-bytes: bad size '%s'", v);
+      if (!cli_parse_size(v, &a->topology)) return bad_size("--topology-bytes", v);
     } else if ((v = option_value(argc, argv, &i, "--feature-bytes", &missing))) {
-      if (!cli_parse_size(v, &a->features))
-        return cli_usage_error("place", "--feature-bytes: bad size '%s'", v);
+      if (!cli_parse_size(v, &a->features)) return bad_size("--feature-bytes", v);
     } else if ((v = option_value(argc, argv, &i, "--row-bytes", &missing))) {
-      if (!cli_parse_size(v, &a->row))
-        return cli_usage_error("place", "--row-bytes: bad size '%s'", v);
+      if (!cli_parse_size(v, &a->row)) return bad_size("--row-bytes", v);
     } else if ((v = option_value(argc, argv, &i, "--host-cores", &missing))) {
-      if (!cli_parse_u64(v, &u) || u == 0 || u > 65536)
-        return cli_usage_error("place", "--host-cores: bad count '%s'", v);
+      if (!cli_opt_u64("place", "--host-cores", v, 1, 65536, &u)) return 2;
       a->host_cores = (int)u;
     } else if (missing) {
       return cli_usage_error("place", "%s needs a value", argv[i]);

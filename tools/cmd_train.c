@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli_ctr.h"
+#include "cli_dist.h"
 #include "cli_session.h"
 
 static volatile sig_atomic_t interrupted;
@@ -30,13 +31,24 @@ static void usage(FILE *f) {
           "Click-through-rate models: hetsage train --task ctr --help.\n"
           "\n");
   cli_session_usage(f);
+  cli_dist_usage(f);
   fprintf(f,
+          "  --node-embedding D   learn a D-wide embedding per vertex (host store,\n"
+          "                       row-wise Adagrad) as the input after the features,\n"
+          "                       or as the whole input when the dataset has none;\n"
+          "                       no checkpoints yet (--checkpoint is refused)\n"
+          "  --node-embedding-lr X  the rows' learning rate (default 0.05)\n"
           "  --epochs N           most epochs (default 50)\n"
           "  --target-acc X       stop once validation accuracy reaches X\n"
           "  --patience P         stop after P epochs without a better validation\n"
           "  --checkpoint DIR     save DIR/last.ckpt each epoch, DIR/best.ckpt on a\n"
           "                       better validation; Ctrl-C saves DIR/last.ckpt\n"
-          "  --resume             continue from DIR/last.ckpt\n"
+          "  --resume             continue from DIR/last.ckpt: the run's options (model,\n"
+          "                       fanouts, batch, seed, learning rate, dropout, ...) come\n"
+          "                       from the checkpoint; one given that differs is refused\n"
+          "  --new-lr X           with --resume: continue with learning rate X\n"
+          "  --force              train afresh into a --checkpoint DIR that holds the\n"
+          "                       checkpoints of an earlier run (they are replaced)\n"
           "  --eval full|sampled  validation and test with full neighbourhoods\n"
           "                       (default with uniform sampling) or sampled ones\n"
           "                       drawn like the training batches (default with\n"
@@ -48,9 +60,16 @@ static void usage(FILE *f) {
           "                       utilisation, rates, bytes each way and the block\n"
           "                       transfer path, memory\n"
           "  --log-json F         one JSON object per epoch: loss and accuracies\n"
-          "  --json               final result as JSON on stdout\n"
+          "  --json               final result as JSON on stdout (numbers that are not\n"
+          "                       finite, e.g. a test accuracy without a test split,\n"
+          "                       are null)\n"
           "  -q, --quiet          no progress on stderr\n"
           "  -h, --help\n"
+          "\n"
+          "Without a validation split (valid_idx.npy missing or empty) training runs\n"
+          "every epoch with no early stopping (--patience and --target-acc are refused)\n"
+          "and the last epoch's model is the one reported and saved as best.ckpt;\n"
+          "without a test split no test accuracy is reported. Both are said at the start.\n"
           "\n"
           "Exit status: 0 done, 1 failure, 2 bad usage, 130 interrupted (a\n"
           "checkpoint was saved).\n");
@@ -74,63 +93,128 @@ static hs_status evaluate(hs_session *s, hs_split split, bool full, double *acc)
   return full ? hs_session_evaluate_full(s, split, acc) : hs_session_evaluate(s, split, acc);
 }
 
+/* DIR/best.json: the validation accuracy and epoch of DIR/best.ckpt, so
+ * that a resumed run replaces best.ckpt only with a better model. Written
+ * beside it (temporary, then renamed); read back on --resume. */
+static bool write_best(const char *dir, double valid, int64_t epoch) {
+  char path[1100], tmp[1120];
+  snprintf(path, sizeof path, "%s/best.json", dir);
+  snprintf(tmp, sizeof tmp, "%s/best.json.tmp", dir);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "hetsage train: cannot write %s: %s\n", tmp, strerror(errno));
+    return false;
+  }
+  fprintf(f, "{\"valid_acc\": ");
+  cli_json_number(f, valid, 6);
+  fprintf(f, ", \"epoch\": %lld}\n", (long long)epoch + 1);
+  if (!cli_file_close("train", f, tmp)) return false;
+  if (rename(tmp, path) != 0) {
+    fprintf(stderr, "hetsage train: cannot rename %s: %s\n", tmp, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+static double read_best(const char *dir) {
+  char path[1100], text[256] = "";
+  snprintf(path, sizeof path, "%s/best.json", dir);
+  FILE *f = cli_fopen_regular(path);
+  if (!f) return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  double v;
+  const char *at = strstr(text, "\"valid_acc\": ");
+  return at && sscanf(at + 13, "%lf", &v) == 1 && isfinite(v) ? v : -1;
+}
+
 static bool path_join(char *buf, size_t len, const char *dir, const char *name) {
   int n = snprintf(buf, len, "%s/%s", dir, name);
   return n > 0 && (size_t)n < len;
 }
 
-static void write_stats_json(FILE *f, const hs_epoch_stats *st, double valid_acc) {
-  fprintf(f, "{\"epoch\": %lld, \"batches\": %lld, \"wall_s\": %.6f, \"pipeline\": \"%s\", "
-             "\"depth\": %d, \"stages\": {",
-          (long long)st->epoch, (long long)st->batches, st->wall_s,
+/* An accuracy for people: "n/a" where there is none (no such split). */
+static const char *acc_text(double x, int digits, char *buf, size_t len) {
+  if (isfinite(x)) snprintf(buf, len, "%.*f", digits, x);
+  else snprintf(buf, len, "n/a");
+  return buf;
+}
+
+/* JSON members: numbers NaN or infinite are written null. */
+static void jnum(FILE *f, const char *key, double x, int digits) {
+  fprintf(f, ", \"%s\": ", key);
+  cli_json_number(f, x, digits);
+}
+
+static void ju64(FILE *f, const char *key, uint64_t x) {
+  fprintf(f, ", \"%s\": %llu", key, (unsigned long long)x);
+}
+
+static void write_stats_json(FILE *f, const hs_session *s, const hs_epoch_stats *st,
+                             double valid_acc) {
+  fprintf(f, "{\"epoch\": %lld, \"batches\": %lld", (long long)st->epoch,
+          (long long)st->batches);
+  jnum(f, "wall_s", st->wall_s, 6);
+  fprintf(f, ", \"pipeline\": \"%s\", \"depth\": %d, \"stages\": {",
           hs_pipeline_mode_name(st->pipeline), st->depth);
   double busiest = 0;
   for (int i = 0; i < HS_STAGE_COUNT_; i++) {
-    fprintf(f, "%s\"%s\": {\"busy_s\": %.6f, \"wait_s\": %.6f}", i ? ", " : "",
-            hs_stage_name((hs_stage)i), st->stage_busy_s[i], st->stage_wait_s[i]);
+    fprintf(f, "%s\"%s\": {\"busy_s\": ", i ? ", " : "", hs_stage_name((hs_stage)i));
+    cli_json_number(f, st->stage_busy_s[i], 6);
+    fprintf(f, ", \"wait_s\": ");
+    cli_json_number(f, st->stage_wait_s[i], 6);
+    fputc('}', f);
     if (st->stage_busy_s[i] > busiest) busiest = st->stage_busy_s[i];
   }
-  fprintf(f,
-          "}, \"wall_over_busiest\": %.4f, \"trainer_utilisation\": %.4f, "
-          "\"sampled_edges_per_s\": %.1f, \"gather_gb_per_s\": %.4f, \"bytes_uploaded\": %llu, "
-          "\"cache_lookups\": %llu, \"cache_hits\": %llu, \"cache_hit_rate\": %.4f, "
-          "\"cache_rows\": %llu, \"cache_bytes_saved\": %llu, \"cache_device_bytes\": %llu, "
-          "\"host_lookups\": %llu, \"host_hits\": %llu, \"host_bytes_read\": %llu, "
-          "\"host_memory_bytes\": %llu, \"peak_rss_bytes\": %llu, "
-          "\"transfer\": \"%s\", \"bytes_to_host\": %llu, \"bytes_device_to_device\": %llu, "
-          "\"upload_s\": %.6f, \"host_topology_freed_bytes\": %llu, "
-          "\"feature_huge_page_bytes\": %llu, \"feature_format\": \"%s\", "
-          "\"feature_nnz\": %llu, \"feature_bytes_dense\": %llu, "
-          "\"loss\": %.6f, \"valid_acc\": %.4f}\n",
-          busiest > 0 ? st->wall_s / busiest : 0.0, st->trainer_utilisation,
-          st->sampled_edges_per_s, st->gather_bytes_per_s / 1e9,
-          (unsigned long long)st->bytes_uploaded, (unsigned long long)st->cache_lookups,
-          (unsigned long long)st->cache_hits,
-          st->cache_lookups ? (double)st->cache_hits / (double)st->cache_lookups : 0.0,
-          (unsigned long long)st->cache_rows, (unsigned long long)st->cache_bytes_saved,
-          (unsigned long long)st->cache_device_bytes, (unsigned long long)st->host_lookups,
-          (unsigned long long)st->host_hits, (unsigned long long)st->host_bytes_read,
-          (unsigned long long)st->host_memory_bytes, (unsigned long long)st->peak_rss_bytes,
-          hs_transfer_name(st->transfer), (unsigned long long)st->bytes_to_host,
-          (unsigned long long)st->bytes_device_to_device, st->upload_s,
-          (unsigned long long)st->host_topology_freed_bytes,
-          (unsigned long long)st->feature_huge_page_bytes, hs_feat_format_name(st->feature_format),
-          (unsigned long long)st->feature_nnz, (unsigned long long)st->feature_bytes_dense,
-          st->loss, valid_acc);
-  fflush(f);
+  fputc('}', f);
+  jnum(f, "wall_over_busiest", busiest > 0 ? st->wall_s / busiest : 0.0, 4);
+  jnum(f, "trainer_utilisation", st->trainer_utilisation, 4);
+  jnum(f, "sampled_edges_per_s", st->sampled_edges_per_s, 1);
+  jnum(f, "gather_gb_per_s", st->gather_bytes_per_s / 1e9, 4);
+  ju64(f, "bytes_uploaded", st->bytes_uploaded);
+  ju64(f, "cache_lookups", st->cache_lookups);
+  ju64(f, "cache_hits", st->cache_hits);
+  jnum(f, "cache_hit_rate",
+       st->cache_lookups ? (double)st->cache_hits / (double)st->cache_lookups : 0.0, 4);
+  ju64(f, "cache_rows", st->cache_rows);
+  ju64(f, "cache_bytes_saved", st->cache_bytes_saved);
+  ju64(f, "cache_device_bytes", st->cache_device_bytes);
+  ju64(f, "host_lookups", st->host_lookups);
+  ju64(f, "host_hits", st->host_hits);
+  ju64(f, "host_bytes_read", st->host_bytes_read);
+  ju64(f, "host_memory_bytes", st->host_memory_bytes);
+  ju64(f, "peak_rss_bytes", st->peak_rss_bytes);
+  fprintf(f, ", \"transfer\": \"%s\"", hs_transfer_name(st->transfer));
+  ju64(f, "bytes_to_host", st->bytes_to_host);
+  ju64(f, "bytes_device_to_device", st->bytes_device_to_device);
+  jnum(f, "upload_s", st->upload_s, 6);
+  ju64(f, "host_topology_freed_bytes", st->host_topology_freed_bytes);
+  ju64(f, "feature_huge_page_bytes", st->feature_huge_page_bytes);
+  fprintf(f, ", \"feature_format\": \"%s\"", hs_feat_format_name(st->feature_format));
+  ju64(f, "feature_nnz", st->feature_nnz);
+  ju64(f, "feature_bytes_dense", st->feature_bytes_dense);
+  jnum(f, "loss", st->loss, 6);
+  jnum(f, "valid_acc", valid_acc, 4);
+  cli_dist_stats_json(f, s, st);
+  fputs("}\n", f);
 }
 
-int cmd_train(int argc, char **argv) {
-  if (cli_is_ctr(argc, argv)) return cmd_train_ctr(argc, argv);
+static int train(int argc, char **argv, hs_world **world) {
   cli_session_args a;
   cli_session_args_init(&a);
+  cli_dist_args da;
+  cli_dist_args_init(&da);
   uint64_t epochs = 50, patience = 0;
   double target = 0;
   const char *ckpt_dir = NULL, *stats_path = NULL, *log_path = NULL;
   bool resume = false, json = false, quiet = false, full_eval = true, eval_set = false;
+  bool force = false, new_lr = false;
+  float new_lr_value = 0;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     int r = cli_session_arg("train", &a, argc, argv, &i);
+    if (r == 0) r = cli_dist_arg("train", &da, argc, argv, &i);
     if (r < 0) return 2;
     if (r > 0) continue;
     if (strcmp(o, "-h") == 0 || strcmp(o, "--help") == 0) {
@@ -139,30 +223,45 @@ int cmd_train(int argc, char **argv) {
     }
     bool has_val = i + 1 < argc;
     if (strcmp(o, "--epochs") == 0 && has_val) {
-      if (!cli_parse_u64(argv[++i], &epochs) || epochs < 1 || epochs > 1000000)
-        return cli_usage_error("train", "--epochs '%s': expected 1..1000000", argv[i]);
+      if (!cli_opt_u64("train", o, argv[++i], 1, 1000000, &epochs)) return 2;
     } else if (strcmp(o, "--patience") == 0 && has_val) {
-      if (!cli_parse_u64(argv[++i], &patience) || patience < 1)
-        return cli_usage_error("train", "--patience '%s': expected >= 1", argv[i]);
+      if (!cli_opt_u64("train", o, argv[++i], 1, 1000000, &patience)) return 2;
     } else if (strcmp(o, "--target-acc") == 0 && has_val) {
-      if (!cli_parse_double(argv[++i], &target) || !(target > 0 && target <= 1))
-        return cli_usage_error("train", "--target-acc '%s': expected (0, 1]", argv[i]);
+      if (!cli_opt_number("train", o, argv[++i], 0, true, 1, false, &target)) return 2;
     } else if (strcmp(o, "--checkpoint") == 0 && has_val) {
       ckpt_dir = argv[++i];
+    } else if (strcmp(o, "--node-embedding") == 0 && has_val) {
+      uint64_t d;
+      if (!cli_opt_u64("train", o, argv[++i], 1, 4096, &d)) return 2;
+      a.cfg.node_embedding = (int32_t)d;
+    } else if (strcmp(o, "--node-embedding-lr") == 0 && has_val) {
+      double d;
+      if (!cli_opt_number("train", o, argv[++i], 0, true, 100, true, &d)) return 2;
+      a.cfg.node_embedding_lr = (float)d;
     } else if (strcmp(o, "--stats-json") == 0 && has_val) {
       stats_path = argv[++i];
     } else if (strcmp(o, "--log-json") == 0 && has_val) {
       log_path = argv[++i];
     } else if (strcmp(o, "--eval") == 0 && has_val) {
-      const char *v = argv[++i];
-      if (strcmp(v, "full") == 0) full_eval = true;
-      else if (strcmp(v, "sampled") == 0) full_eval = false;
-      else return cli_usage_error("train", "--eval '%s': expected full or sampled", v);
+      static const char *const names[] = {"full", "sampled"};
+      int k;
+      if (!cli_opt_choice("train", o, argv[++i], names, 2, &k)) return 2;
+      full_eval = k == 0;
       eval_set = true;
     } else if (strcmp(o, "--free-host-topology") == 0) {
       a.cfg.free_host_topology = true;
     } else if (strcmp(o, "--resume") == 0) {
       resume = true;
+    } else if (strcmp(o, "--force") == 0) {
+      force = true;
+    } else if (strcmp(o, "--new-lr") == 0 && has_val) {
+      double d;
+      if (!cli_opt_number("train", o, argv[++i], 0, true, HS_MAX_LR, true, &d)) return 2;
+      if (a.set & CLI_SET_LR)
+        return cli_usage_error("train", "--new-lr and --lr exclude each other");
+      a.cfg.lr = new_lr_value = (float)d;
+      a.set |= CLI_SET_LR;
+      new_lr = true;
     } else if (strcmp(o, "--json") == 0) {
       json = true;
     } else if (strcmp(o, "-q") == 0 || strcmp(o, "--quiet") == 0) {
@@ -170,13 +269,22 @@ int cmd_train(int argc, char **argv) {
     } else if (o[0] == '-' && !has_val &&
                (!strcmp(o, "--epochs") || !strcmp(o, "--patience") || !strcmp(o, "--target-acc") ||
                 !strcmp(o, "--checkpoint") || !strcmp(o, "--stats-json") ||
-                !strcmp(o, "--log-json") || !strcmp(o, "--eval"))) {
+                !strcmp(o, "--log-json") || !strcmp(o, "--eval") || !strcmp(o, "--new-lr") ||
+                !strcmp(o, "--node-embedding") || !strcmp(o, "--node-embedding-lr"))) {
       return cli_usage_error("train", "option %s needs a value", o);
     } else {
       return cli_usage_error("train", "unknown option '%s'", o);
     }
   }
   if (resume && !ckpt_dir) return cli_usage_error("train", "--resume needs --checkpoint DIR");
+  if (force && !ckpt_dir) return cli_usage_error("train", "--force needs --checkpoint DIR");
+  if (force && resume) return cli_usage_error("train", "--force and --resume exclude each other");
+  if (new_lr && !resume) return cli_usage_error("train", "--new-lr changes a resumed run: it needs --resume");
+  if (new_lr && a.cfg.lr != new_lr_value)
+    return cli_usage_error("train", "--new-lr and --lr exclude each other");
+  if (ckpt_dir && a.cfg.node_embedding > 0)
+    return cli_usage_error("train", "--checkpoint: checkpoints of node embeddings are not "
+                           "written yet");
   /* Evaluation draws neighbourhoods the way training does unless told: a
    * full neighbourhood holds the edges weighted and threshold sampling
    * would rarely or never pick. */
@@ -189,20 +297,38 @@ int cmd_train(int argc, char **argv) {
                              "--free-host-topology releases; use --eval sampled");
     full_eval = false;
   }
+  int drc = cli_dist_start("train", &da, &argc, &argv, &a.cfg, world);
+  if (drc != 0) return drc;
+  /* Rank 0 alone reports progress and results and writes files; every
+   * rank shows its placement. */
+  bool root = cli_dist_root(*world);
+  if (!root) {
+    stats_path = log_path = NULL;
+    json = false;
+  }
 
   char last[1100] = "", best[1100] = "";
   if (ckpt_dir) {
-    if (mkdir(ckpt_dir, 0755) != 0 && errno != EEXIST) {
+    if (root && mkdir(ckpt_dir, 0755) != 0 && errno != EEXIST) {
       fprintf(stderr, "hetsage train: cannot create %s: %s\n", ckpt_dir, strerror(errno));
       return 1;
     }
     if (!path_join(last, sizeof last, ckpt_dir, "last.ckpt") ||
         !path_join(best, sizeof best, ckpt_dir, "best.ckpt"))
       return cli_usage_error("train", "--checkpoint path too long");
-    if (resume && access(last, R_OK) != 0) {
+    if (root && resume && access(last, R_OK) != 0) {
       fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
       return 1;
     }
+    /* A fresh run would replace an earlier run's models, maybe better ones. */
+    const char *held = access(best, F_OK) == 0 ? best : access(last, F_OK) == 0 ? last : NULL;
+    if (held && !resume && !force)
+      return cli_usage_error("train", "--checkpoint %s holds the checkpoints of an earlier run "
+                             "(%s): --resume continues that run, --force replaces them",
+                             ckpt_dir, held);
+    /* The run's options come from its checkpoint. */
+    int r = resume ? cli_session_from_checkpoint("train", &a, last, true, new_lr) : 0;
+    if (r != 0) return r;
   }
   FILE *stats_f = NULL, *log_f = NULL;
   if (stats_path && !(stats_f = fopen(stats_path, "w"))) {
@@ -221,22 +347,40 @@ int cmd_train(int argc, char **argv) {
   int rc = cli_session_open("train", &a, &rt, &ds, &s);
   if (rc != 0) goto out_files;
   hs_status st;
-  if (resume && (st = hs_session_load(s, last)) != HS_OK) {
+  /* Splits are checked now, not after the first epoch. */
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  hs_dataset_get_info(ds, &info);
+  bool has_valid = info.split_size[HS_SPLIT_VALID] > 0, has_test = info.split_size[HS_SPLIT_TEST] > 0;
+  if (!has_valid && (patience > 0 || target > 0)) {
+    rc = cli_usage_error("train", "%s needs a validation split, and %s/valid_idx.npy is %s",
+                         patience > 0 ? "--patience" : "--target-acc", a.path,
+                         info.has_split[HS_SPLIT_VALID] ? "empty" : "missing");
+    goto out;
+  }
+  if (resume && (st = hs_session_resume(s, last, new_lr ? HS_RESUME_NEW_LR : 0)) != HS_OK) {
     cli_report("train", "resuming", st);
     rc = 1;
     goto out;
   }
+  if (!has_valid)
+    fprintf(stderr, "note: %s/valid_idx.npy is %s: no validation, so no early stopping; the "
+            "last epoch's model is reported%s\n", a.path,
+            info.has_split[HS_SPLIT_VALID] ? "empty" : "missing",
+            ckpt_dir ? " and saved as best.ckpt" : "");
+  if (!has_test)
+    fprintf(stderr, "note: %s/test_idx.npy is %s: no test accuracy\n", a.path,
+            info.has_split[HS_SPLIT_TEST] ? "empty" : "missing");
   if (!quiet) {
     char plan[4096];
     hs_session_describe(s, plan, sizeof plan);
-    hs_dataset_info info;
-    hs_dataset_info_init(&info);
-    hs_dataset_get_info(ds, &info);
-    fprintf(stderr, "dataset   %lld vertices, %lld edges, %lld features, %d classes\n",
-            (long long)info.num_vertices, (long long)info.num_edges,
-            (long long)info.num_features, (int)info.num_classes);
-    fputs(plan, stderr);
-    if (resume) fprintf(stderr, "resumed   from %s at epoch %lld\n", last, (long long)hs_session_epoch(s));
+    if (root)
+      fprintf(stderr, "dataset   %lld vertices, %lld edges, %lld features, %d classes\n",
+              (long long)info.num_vertices, (long long)info.num_edges,
+              (long long)info.num_features, (int)info.num_classes);
+    cli_dist_print(stderr, *world, plan);
+    if (resume && root)
+      fprintf(stderr, "resumed   from %s at epoch %lld\n", last, (long long)hs_session_epoch(s));
   }
 
   struct sigaction sa;
@@ -245,10 +389,12 @@ int cmd_train(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   hs_session_set_stop_flag(s, &interrupted);
-  progress_ctx pc = {.tty = !quiet && isatty(2), .epochs = (int64_t)epochs};
+  progress_ctx pc = {.tty = root && !quiet && isatty(2), .epochs = (int64_t)epochs};
   hs_session_set_progress(s, on_batch, &pc);
 
-  double best_valid = -1, test_at_best = NAN, total_s = 0, last_loss = NAN;
+  /* A resumed run's best so far is its checkpoint's. */
+  double best_valid = resume && has_valid ? read_best(ckpt_dir) : -1;
+  double test_at_best = NAN, total_s = 0, last_loss = NAN;
   int64_t best_epoch = -1, since_best = 0, done = 0;
   const char *stop_reason = "max epochs";
   while (hs_session_epoch(s) < (int64_t)epochs) {
@@ -269,8 +415,9 @@ int cmd_train(int argc, char **argv) {
         cli_report("train", "saving the checkpoint after Ctrl-C", st);
         rc = 1;
       } else {
-        fprintf(stderr, "interrupted: checkpoint saved to %s (resume with --checkpoint %s --resume)\n",
-                where, ckpt_dir ? ckpt_dir : "DIR holding it as last.ckpt");
+        if (root)
+          fprintf(stderr, "interrupted: checkpoint saved to %s (resume with --checkpoint %s "
+                  "--resume)\n", where, ckpt_dir ? ckpt_dir : "DIR holding it as last.ckpt");
         rc = 130;
       }
       goto out;
@@ -279,20 +426,27 @@ int cmd_train(int argc, char **argv) {
     total_s += es.wall_s;
     last_loss = es.loss;
     double valid = NAN;
-    if ((st = evaluate(s, HS_SPLIT_VALID, full_eval, &valid)) != HS_OK) {
+    if (has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &valid)) != HS_OK) {
       cli_report("train", "validation", st);
       rc = 1;
       goto out;
     }
     /* The epoch's stats before any test evaluation (which can take longer
      * than the epoch on a large test split). */
-    if (stats_f) write_stats_json(stats_f, &es, valid);
-    bool better = valid > best_valid;
+    if (stats_f) {
+      write_stats_json(stats_f, s, &es, valid);
+      if (!cli_file_check("train", stats_f, stats_path)) {
+        rc = 1;
+        goto out;
+      }
+    }
+    /* Without validation, each epoch's model is the latest, and the best. */
+    bool better = !has_valid || valid > best_valid;
     if (better) {
       best_valid = valid;
       best_epoch = es.epoch;
       since_best = 0;
-      if ((st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
+      if (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
         cli_report("train", "test evaluation", st);
         rc = 1;
         goto out;
@@ -306,19 +460,32 @@ int cmd_train(int argc, char **argv) {
         rc = 1;
         goto out;
       }
+      /* One writer of the directory: rank 0 (it also writes the checkpoints). */
+      if (better && root && !write_best(ckpt_dir, valid, es.epoch)) {
+        rc = 1;
+        goto out;
+      }
     }
-    if (!quiet) {
+    if (root && !quiet) {
       double eta = (total_s / (double)done) * (double)((int64_t)epochs - hs_session_epoch(s));
+      char v[16];
       fprintf(stderr,
-              "epoch %3lld  loss %.4f  train acc %.3f  valid acc %.3f%s  %.2f s  %.0f edges/s  "
+              "epoch %3lld  loss %.4f  train acc %.3f  valid acc %s%s  %.2f s  %.0f edges/s  "
               "ETA %.0f s\n",
-              (long long)es.epoch + 1, es.loss, es.train_acc, valid, better ? "*" : " ",
-              es.wall_s, es.sampled_edges_per_s, eta);
+              (long long)es.epoch + 1, es.loss, es.train_acc, acc_text(valid, 3, v, sizeof v),
+              better ? "*" : " ", es.wall_s, es.sampled_edges_per_s, eta);
     }
     if (log_f) {
-      fprintf(log_f, "{\"epoch\": %lld, \"loss\": %.6f, \"train_acc\": %.4f, \"valid_acc\": %.4f, \"wall_s\": %.4f}\n",
-              (long long)es.epoch, es.loss, es.train_acc, valid, es.wall_s);
-      fflush(log_f);
+      fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
+      jnum(log_f, "loss", es.loss, 6);
+      jnum(log_f, "train_acc", es.train_acc, 4);
+      jnum(log_f, "valid_acc", valid, 4);
+      jnum(log_f, "wall_s", es.wall_s, 4);
+      fputs("}\n", log_f);
+      if (!cli_file_check("train", log_f, log_path)) {
+        rc = 1;
+        goto out;
+      }
     }
     if (target > 0 && valid >= target) {
       stop_reason = "target accuracy";
@@ -331,29 +498,47 @@ int cmd_train(int argc, char **argv) {
   }
   if (best_epoch < 0) {
     /* Resumed at the end: nothing trained in this run, evaluate as is. */
-    if ((st = evaluate(s, HS_SPLIT_VALID, full_eval, &best_valid)) != HS_OK ||
-        (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
+    best_valid = NAN;
+    if ((has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &best_valid)) != HS_OK) ||
+        (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK)) {
       cli_report("train", "evaluation", st);
       rc = 1;
       goto out;
     }
     best_epoch = hs_session_epoch(s) - 1;
   }
-  if (json) {
-    printf("{\"epochs\": %lld, \"stopped_by\": \"%s\", \"final_loss\": %.6f, \"best_epoch\": %lld, "
-           "\"valid_acc\": %.4f, \"test_acc\": %.4f, \"train_s\": %.3f}\n",
-           (long long)hs_session_epoch(s), stop_reason, last_loss, (long long)best_epoch + 1,
-           best_valid, test_at_best, total_s);
+  if (!root) {
+    /* rank 0 reports */
+  } else if (json) {
+    printf("{\"epochs\": %lld, \"stopped_by\": \"%s\"", (long long)hs_session_epoch(s),
+           stop_reason);
+    jnum(stdout, "final_loss", last_loss, 6);
+    printf(", \"best_epoch\": %lld", (long long)best_epoch + 1);
+    jnum(stdout, "valid_acc", best_valid, 4);
+    jnum(stdout, "test_acc", test_at_best, 4);
+    jnum(stdout, "train_s", total_s, 3);
+    printf("}\n");
   } else {
-    printf("test accuracy %.4f (validation %.4f at epoch %lld; %lld epochs, stopped by %s, "
+    char t[16], v[16];
+    printf("test accuracy %s (validation %s at epoch %lld; %lld epochs, stopped by %s, "
            "%.1f s training)\n",
-           test_at_best, best_valid, (long long)best_epoch + 1, (long long)hs_session_epoch(s),
-           stop_reason, total_s);
+           acc_text(test_at_best, 4, t, sizeof t), acc_text(best_valid, 4, v, sizeof v),
+           (long long)best_epoch + 1, (long long)hs_session_epoch(s), stop_reason, total_s);
   }
 out:
   cli_session_close(rt, ds, s);
 out_files:
-  if (stats_f) fclose(stats_f);
-  if (log_f) fclose(log_f);
+  if (stats_f && !cli_file_close("train", stats_f, stats_path) && rc == 0) rc = 1;
+  if (log_f && !cli_file_close("train", log_f, log_path) && rc == 0) rc = 1;
+  return rc;
+}
+
+int cmd_train(int argc, char **argv) {
+  if (cli_is_ctr(argc, argv)) return cmd_train_ctr(argc, argv);
+  hs_world *world = NULL;
+  int rc = train(argc, argv, &world);
+  /* A rank that fails leaves the others waiting for it: end them all. */
+  if (rc != 0 && rc != 130) cli_dist_fail(world);
+  hs_world_destroy(world);
   return rc;
 }

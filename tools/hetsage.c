@@ -61,12 +61,14 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
       strcmp(argv[1], "help") == 0) {
     usage(stdout);
-    return 0;
+    return cli_exit("help", 0);
   }
-  if (strcmp(argv[1], "--version") == 0) return cmd_version(0, NULL);
+  if (strcmp(argv[1], "--version") == 0) return cli_exit("version", cmd_version(0, NULL));
+  /* Every command's standard output is flushed and checked on the way out:
+   * a full disk or a closed pipe is a failure, not a silent success. */
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (strcmp(argv[1], commands[i].name) == 0)
-      return commands[i].run(argc - 1, argv + 1);
+      return cli_exit(commands[i].name, commands[i].run(argc - 1, argv + 1));
   fprintf(stderr, "hetsage: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return 2;

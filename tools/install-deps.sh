@@ -9,6 +9,7 @@ pkgs=(
   libclblast-dev libhwloc-dev libopenblas-dev libinih-dev zlib1g-dev
   libcriterion-dev valgrind clang libclang-rt-dev
   oclgrind mesa-opencl-icd
+  mpich libmpich-dev iproute2
 )
 
 missing=()

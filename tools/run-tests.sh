@@ -5,13 +5,17 @@
 #     PoCL's LLVM JIT makes kernel builds take minutes under valgrind, so the
 #     OpenCL suite is left to the sanitizer build;
 #  3. every test in an ASan+UBSan build;
-#  4. each fuzz harness (tests/fuzz/) for HS_FUZZ_SECONDS (15) seconds.
+#  4. each fuzz harness (tests/fuzz/) for HS_FUZZ_SECONDS (15) seconds;
+#  5. the portability steps (tools/ci-portability.sh): the kernel suites and
+#     bring-up on Mesa's rusticl, every kernel under oclgrind's race and API
+#     checks, Cora with the sampler on oclgrind and the trainer on PoCL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 
 tools/build.sh "$build"
-rm -f "$build"/meson-logs/testlog*.json "$build-asan"/meson-logs/testlog*.json
+rm -f "$build"/meson-logs/testlog*.json "$build-asan"/meson-logs/testlog*.json \
+  "$build"/meson-logs/oclgrind-*.log "$build"/meson-logs/bringup-*.json
 echo "== tests (normal build)"
 meson test -C "$build" --print-errorlogs
 
@@ -29,6 +33,9 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 
 echo "== fuzz: each libFuzzer harness for a bounded time (tests/fuzz/run.sh)"
 tests/fuzz/run.sh "${HS_FUZZ_SECONDS:-15}"
+
+echo "== portability: rusticl and oclgrind (tools/ci-portability.sh)"
+tools/ci-portability.sh "$build"
 
 echo "== summary"
 python3 - "$build" "$build-asan" <<'PY'

@@ -12,11 +12,13 @@
 # The ICD loader (ocl-icd) then reads only a private vendors folder
 # ($OCL_ICD_VENDORS), so the machine's registration is left alone.
 #
-# usage: tools/with-opencl.sh [--only LIST] [--check LOG] COMMAND [ARGS...]
+# usage: tools/with-opencl.sh [--only LIST] [--checks | --check LOG] COMMAND...
 #   --only LIST   comma-separated implementations (default: all installed)
-#   --check LOG   oclgrind checks every kernel for data races and API misuse
-#                 (--data-races --check-api) and writes what it finds to LOG
-#                 (empty: nothing found)
+#   --checks      oclgrind checks every kernel for data races and API misuse
+#                 (--data-races --check-api) and reports on stderr
+#   --check LOG   the same, reports written to LOG instead (empty: nothing
+#                 found); for one process only: each process that loads
+#                 oclgrind starts LOG afresh
 # Exit status: the command's; 3 when an implementation asked for is not
 # installed.
 set -euo pipefail
@@ -28,7 +30,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --only) only="$2"; explicit=1; shift 2 ;;
     --check) check="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --checks) check="-"; shift ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
 done
@@ -65,8 +68,11 @@ export OCL_ICD_VENDORS="$dir"
 export RUSTICL_ENABLE="${RUSTICL_ENABLE:-llvmpipe}"
 export OCLGRIND_BUILD_OPTIONS="${OCLGRIND_BUILD_OPTIONS:--O0}"
 if [ -n "$check" ]; then
-  : > "$check"
-  export OCLGRIND_DATA_RACES=1 OCLGRIND_CHECK_API=1 OCLGRIND_LOG="$check"
+  export OCLGRIND_DATA_RACES=1 OCLGRIND_CHECK_API=1
+  if [ "$check" != "-" ]; then
+    : > "$check"
+    export OCLGRIND_LOG="$check"
+  fi
 fi
 set +e
 "$@"

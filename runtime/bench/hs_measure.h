@@ -1,6 +1,6 @@
 /* Measuring cores shared by the benchmark programs (bench/), `hetsage
  * bench` (hs_bench_run) and bring-up's peaks, so that every caller
- * measures the same way (DESIGN.md §9):
+ * measures the same way (docs/architecture.md, "Measuring"):
  *
  *  - warm-up runs are done and dropped before the steady-state runs;
  *  - a figure and its same-run limit are measured alternately, run by
@@ -20,11 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gemm.h"
-#include "hs_dev.h"
-#include "nn/trainer.h"
-#include "sample/hs_gather.h"
-#include "sample/hs_sampler.h"
+#include "core/hs_engine.h"
+#include "hetsage/bench.h"
 
 #define HS_MEASURE_MAX_RUNS 64
 
@@ -102,6 +99,9 @@ typedef struct hs_sample_runs {
   int runs;
   double edges_s[HS_MEASURE_MAX_RUNS];      /* sampled edges / wall time of a batch */
   double kern_edges_s[HS_MEASURE_MAX_RUNS]; /* / sampling kernel time (devices) */
+  bool kernel_times_real; /* the device's profiling timestamps are real time
+                             (hs__queue_timestamps_real): else the two kernel
+                             rates are meaningless and left out */
   double reindex_v_s[HS_MEASURE_MAX_RUNS];  /* vertices / reindex kernel time */
   double probe_s[HS_MEASURE_MAX_RUNS];      /* the random-read limit, same run */
   /* The same two by the CPU time of every thread of the process (the
@@ -127,11 +127,21 @@ hs_status hs__measure_sample_ref(const hs_csr *g, const hs_sample_cfg *cfg, int3
                                  int warmup, int runs, const uint64_t *probe_arr,
                                  uint64_t probe_words, hs_sample_runs *out);
 
+/* Called after each run of a measurement (hetsage/bench.h,
+ * hs_bench_run_hook), so that a peer alternates with it run by run. */
+typedef struct hs_sample_hook {
+  hs_bench_run_hook fn;
+  void *user;
+  hs_bench_run_info info; /* run is set at each call */
+} hs_sample_hook;
+
 /* The device sampler (its own context and profiling queue) beside the
- * device probe over an array as large as the topology. */
+ * device probe over an array as large as the topology; `hook` (NULL:
+ * none) runs after each run, outside its timing. */
 hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *cfg,
                                     hs_sampler_style style, uint32_t rows_per_item, int32_t batch,
-                                    int warmup, int runs, hs_sample_runs *out);
+                                    int warmup, int runs, const hs_sample_hook *hook,
+                                    hs_sample_runs *out);
 
 /* Two samplers on two in-order queues of one device (two copies of the
  * topology), batches alternating between them so that one's sequential

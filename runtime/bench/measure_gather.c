@@ -4,9 +4,7 @@
 #include <string.h>
 
 #include "bench/hs_measure.h"
-#include "hs_launch.h"
-#include "hs_programs.h"
-#include "rng/philox.h"
+#include "core/hs_engine.h"
 
 hs_status hs__measure_gather_host(hs_gather_pool *pool, const hs_gather_req *req,
                                   const void *copy_src, void *copy_dst, size_t copy_bytes,

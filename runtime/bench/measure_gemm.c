@@ -4,7 +4,7 @@
 
 #include "bench/hs_measure.h"
 #include "hs_config.h"
-#include "hs_launch.h"
+#include "core/hs_engine.h"
 
 #if HS_HAVE_CBLAS
 #include <cblas.h>

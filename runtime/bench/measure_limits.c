@@ -1,4 +1,4 @@
-/* Limits and device peaks: summaries, the random-read probe (device and
+/* Limits and device peaks: the random-read probe (device and
  * host), STREAM-style host copy, transfer bandwidths, launch latency,
  * square SGEMM (see hs_measure.h). */
 #include <stdio.h>
@@ -8,29 +8,7 @@
 #include <unistd.h>
 
 #include "bench/hs_measure.h"
-#include "hs_launch.h"
-#include "hs_programs.h"
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-hs_summary hs__summarize(const double *v, int n) {
-  double s[HS_MEASURE_MAX_RUNS];
-  if (n < 1) return (hs_summary){0, 0, 0};
-  if (n > HS_MEASURE_MAX_RUNS) n = HS_MEASURE_MAX_RUNS;
-  memcpy(s, v, sizeof *v * (size_t)n);
-  qsort(s, (size_t)n, sizeof *s, cmp_double);
-  return (hs_summary){n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1]};
-}
-
-hs_summary hs__summarize_ratio(const double *a, const double *b, int n) {
-  double r[HS_MEASURE_MAX_RUNS];
-  if (n > HS_MEASURE_MAX_RUNS) n = HS_MEASURE_MAX_RUNS;
-  for (int i = 0; i < n; i++) r[i] = b[i] != 0.0 ? a[i] / b[i] : 0.0;
-  return hs__summarize(r, n);
-}
+#include "core/hs_engine.h"
 
 /* ---- random-read probe ------------------------------------------------------- */
 

@@ -3,8 +3,7 @@
 #include <string.h>
 
 #include "bench/hs_measure.h"
-#include "hs_launch.h"
-#include "rng/philox.h"
+#include "core/hs_engine.h"
 
 void hs__bench_seeds(int32_t *seeds, int32_t n, int64_t n_vertices, uint32_t batch, char *used) {
   for (int32_t i = 0, j = 0; i < n; j++) {
@@ -83,7 +82,8 @@ done:
 
 hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs_sample_cfg *cfg,
                                     hs_sampler_style style, uint32_t rows_per_item, int32_t batch,
-                                    int warmup, int runs, hs_sample_runs *out) {
+                                    int warmup, int runs, const hs_sample_hook *hook,
+                                    hs_sample_runs *out) {
   memset(out, 0, sizeof *out);
   hs_status st = check_args(g, batch, runs);
   if (st != HS_OK) return st;
@@ -111,6 +111,7 @@ hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs
       (st = hs__batch_alloc(hs__sampler_caps(s), &b)) != HS_OK ||
       (st = hs__probe_open(&ctx, dev, q, topo_bytes, &probe)) != HS_OK)
     goto done;
+  out->kernel_times_real = hs__queue_timestamps_real(&ctx, q);
   for (int r = -warmup; r < runs; r++) {
     hs__bench_seeds(seeds, batch, g->n, (uint32_t)(r + warmup), used);
     hs_sampler_stats before, after;
@@ -123,6 +124,11 @@ hs_status hs__measure_sample_device(const hs_dev *dev, const hs_csr *g, const hs
     c0 = hs__process_cpu_s();
     if ((st = hs__probe_run(&probe, q, (uint32_t)r, &pr)) != HS_OK) goto done;
     double pc = hs__process_cpu_s() - c0, pw = hs__now() - p0;
+    if (hook) {
+      hs_bench_run_info info = hook->info;
+      info.run = r;
+      hook->fn(hook->user, &info);
+    }
     if (r < 0) continue;
     double edges = (double)(after.edges - before.edges);
     double ks = after.sample_s - before.sample_s, kr = after.reindex_s - before.reindex_s;

@@ -1,11 +1,34 @@
-/* Benchmark results: storage, the saved JSON form, loading it back, and
+/* Benchmark results: summaries of the runs, storage, the saved JSON form, loading it back, and
  * comparison with a baseline (see hetsage/bench.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/hs_bench_int.h"
-#include "bench/hs_json.h"
+#include "core/hs_engine.h"
+
+/* ---- summaries (median, min, max of the runs) ---------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+hs_summary hs__summarize(const double *v, int n) {
+  double s[HS_MEASURE_MAX_RUNS];
+  if (n < 1) return (hs_summary){0, 0, 0};
+  if (n > HS_MEASURE_MAX_RUNS) n = HS_MEASURE_MAX_RUNS;
+  memcpy(s, v, sizeof *v * (size_t)n);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  return (hs_summary){n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1]};
+}
+
+hs_summary hs__summarize_ratio(const double *a, const double *b, int n) {
+  double r[HS_MEASURE_MAX_RUNS];
+  if (n > HS_MEASURE_MAX_RUNS) n = HS_MEASURE_MAX_RUNS;
+  for (int i = 0; i < n; i++) r[i] = b[i] != 0.0 ? a[i] / b[i] : 0.0;
+  return hs__summarize(r, n);
+}
 
 hs_bench_results *hs__bench_results_new(void) { return calloc(1, sizeof(hs_bench_results)); }
 

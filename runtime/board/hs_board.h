@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "hetsage/board.h"
+#include "hs_base.h"
 #include "hs_programs.h"
 
 #define HS__AUTO (-1)        /* "auto" for counts, sizes and tri-states */
@@ -139,6 +140,12 @@ void hs__board_prog_files_free(hs__prog_files *f);
  * (hs__bundle_has checks one when it is opened). */
 int hs__board_missing_program(const hs__board_device *bd, unsigned roles, const char *model);
 
+/* A copy of profile `p` that owns everything it holds (free with
+ * hs_board_profile_free), for a caller that changes a setting of its own
+ * (the benchmarks run a board's sessions whole and on sub-devices).
+ * HS_ERR_NOMEM only. */
+hs_status hs__board_profile_dup(const hs_board_profile *p, hs_board_profile **out);
+
 /* Set every setting to its built-in default (no devices, everything auto).
  * Leaves path, dir and keys alone; the devices must own no binary path. */
 void hs__board_defaults(hs_board_profile *p);
@@ -154,7 +161,13 @@ bool hs__parse_int(const char *s, long long min, long long max,
 bool hs__parse_size(const char *s, int64_t *out);
 bool hs__parse_double(const char *s, double *out);
 
-/* "512.0 MiB" style, into buf; returns buf. */
-char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* Revise a plan after the fact, where a session's configuration overrides
+ * it, so that the plan describes what runs: the reason of `topic` whose
+ * text starts with the word(s) `subject` ("depth", "host", "fill") is
+ * replaced by the new text, or the text is appended when there is none.
+ * The caller updates the plan's fields. HS_ERR_NOMEM only. */
+hs_status hs__placement_revise(hs_placement *pl, const char *topic, const char *subject,
+                               const char *fmt, ...) HS_PRINTF(4, 5);
 
 #endif

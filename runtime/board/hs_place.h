@@ -27,6 +27,12 @@ typedef struct hs__placer {
   int *owner;      /* inventory -> profile device, -1 */
   bool *candidate; /* devices the automatic rules may use */
   hs__plan_box *box;
+  /* The memory the process may still use where a limit is in force
+   * (rlimits, the memory cgroup: hs__mem_room); it caps what CPU devices,
+   * whose memory is the host's, are given. */
+  bool mem_limited;
+  uint64_t mem_room;
+  char mem_why[700];
 } hs__placer;
 
 /* Append a reason; on allocation failure marks the box (reported at the

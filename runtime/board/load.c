@@ -76,10 +76,9 @@ static hs_status find_by_name(const char *dirs, const char *name, char **out) {
 
 static hs_status read_text(const char *path, char **out) {
   char *text = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return hs__fail(HS_ERR_IO, "board profile %s: %s", path, strerror(errno));
-  hs_status st = HS_OK;
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "board profile", &st);
+  if (!f) return st;
   text = malloc(HS_PROFILE_MAX_BYTES + 1);
   if (!text) {
     st = hs__fail(HS_ERR_NOMEM, "no memory to read %s", path);

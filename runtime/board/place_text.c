@@ -102,6 +102,41 @@ void hs__place_reason(hs__placer *pc, const char *topic, const char *fmt,
       (hs_placement_reason){.topic = topic, .text = text};
 }
 
+hs_status hs__placement_revise(hs_placement *pl, const char *topic, const char *subject,
+                               const char *fmt, ...) {
+  hs__plan_box *box = (hs__plan_box *)pl;
+  va_list ap;
+  va_start(ap, fmt);
+  char *text = NULL;
+  int n = vasprintf(&text, fmt, ap);
+  va_end(ap);
+  if (n < 0) return hs__fail(HS_ERR_NOMEM, "out of memory for a placement reason");
+  hs__log(HS_LOG_PLACE, "%s: %s (revised)", topic, text);
+  size_t sl = strlen(subject);
+  for (size_t i = 0; i < pl->reason_count; i++) {
+    const char *t = box->reasons[i].text;
+    if (strcmp(box->reasons[i].topic, topic) == 0 && strncmp(t, subject, sl) == 0 &&
+        (t[sl] == ' ' || t[sl] == ':' || t[sl] == '\0')) {
+      free((char *)t);
+      box->reasons[i].text = text;
+      return HS_OK;
+    }
+  }
+  if (pl->reason_count == box->cap) {
+    size_t cap = box->cap ? 2 * box->cap : 16;
+    hs_placement_reason *r = realloc(box->reasons, cap * sizeof *r);
+    if (!r) {
+      free(text);
+      return hs__fail(HS_ERR_NOMEM, "out of memory for a placement reason");
+    }
+    box->reasons = r;
+    box->cap = cap;
+    pl->reasons = r;
+  }
+  box->reasons[pl->reason_count++] = (hs_placement_reason){.topic = topic, .text = text};
+  return HS_OK;
+}
+
 void hs_placement_free(hs_placement *plan) {
   if (!plan) return;
   hs__plan_box *box = (hs__plan_box *)plan;

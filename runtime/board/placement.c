@@ -185,7 +185,11 @@ static unsigned role_programs(role r) {
 
 uint64_t hs__place_usable(const hs__placer *pc, const hs_device_info *d) {
   uint64_t g = d->global_mem_bytes;
-  return g - g / 100 * (uint64_t)pc->prof->memory.headroom_percent;
+  uint64_t u = g - g / 100 * (uint64_t)pc->prof->memory.headroom_percent;
+  /* A CPU device's global memory is the host's; the limits in force on
+   * this process bind first. */
+  if (pc->mem_limited && d->type == HS_DEVICE_CPU && pc->mem_room < u) u = pc->mem_room;
+  return u;
 }
 
 /* Whether the topology fits on device i; `why` gets the numbers either
@@ -762,6 +766,8 @@ hs_status hs_placement_make(const hs_placement_request *user_req,
   }
   for (int i = 0; i < pc.n; i++) pc.owner[i] = -1;
   for (int r = 0; r < HS__BOARD_MAX_DEVICES; r++) pc.match[r] = -1;
+  pc.mem_room = hs__mem_room(pc.mem_why, sizeof pc.mem_why);
+  pc.mem_limited = pc.mem_room != UINT64_MAX;
   hs_placement *pl = &pc.box->pub;
   snprintf(pl->board, sizeof pl->board, "%s",
            req->profile ? pc.prof->name : "defaults");
@@ -795,6 +801,12 @@ hs_status hs_placement_make(const hs_placement_request *user_req,
   if (st != HS_OK) goto fail;
   st = place_link(&pc);
   if (st != HS_OK) goto fail;
+  if (pc.mem_limited) {
+    char r[32];
+    hs__place_reason(&pc, "memory", "limit: %s may still be allocated under %s; CPU devices, "
+                     "whose memory is the host's, get no more", hs__fmt_bytes(pc.mem_room, r,
+                     sizeof r), pc.mem_why);
+  }
   st = hs__place_sizing(&pc);
   if (st != HS_OK) goto fail;
   if (pc.box->nomem) {

@@ -753,3 +753,39 @@ int hs__board_missing_program(const hs__board_device *bd, unsigned roles, const 
   }
   return -1;
 }
+
+hs_status hs__board_profile_dup(const hs_board_profile *p, hs_board_profile **out) {
+  *out = NULL;
+  hs_board_profile *c = malloc(sizeof *c);
+  if (!c) return hs__fail(HS_ERR_NOMEM, "no memory for a board profile");
+  *c = *p;
+  /* Nothing shared with `p`: every pointer below is replaced or cleared
+   * before the first failure can free the copy. */
+  c->path = c->dir = NULL;
+  c->keys = NULL;
+  c->key_cap = c->key_count = 0;
+  for (int i = 0; i < c->device_count; i++) {
+    c->devices[i].binary = NULL;
+    for (int k = 0; k < HS_PROG_COUNT_; k++) c->devices[i].program_binary[k] = NULL;
+  }
+  bool ok = (c->path = strdup(p->path)) && (c->dir = strdup(p->dir));
+  if (ok && p->key_count) {
+    c->keys = malloc((size_t)p->key_count * sizeof *c->keys);
+    if ((ok = c->keys != NULL)) {
+      memcpy(c->keys, p->keys, (size_t)p->key_count * sizeof *c->keys);
+      c->key_count = c->key_cap = p->key_count;
+    }
+  }
+  for (int i = 0; ok && i < c->device_count; i++) {
+    const hs__board_device *d = &p->devices[i];
+    ok = !d->binary || (c->devices[i].binary = strdup(d->binary));
+    for (int k = 0; ok && k < HS_PROG_COUNT_; k++)
+      ok = !d->program_binary[k] || (c->devices[i].program_binary[k] = strdup(d->program_binary[k]));
+  }
+  if (!ok) {
+    hs_board_profile_free(c);
+    return hs__fail(HS_ERR_NOMEM, "no memory for a board profile");
+  }
+  *out = c;
+  return HS_OK;
+}

@@ -73,18 +73,3 @@ bool hs__parse_double(const char *s, double *out) {
   return true;
 }
 
-char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap) {
-  static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) {
-    snprintf(buf, cap, "%" PRIu64 " B", bytes);
-    return buf;
-  }
-  double v = (double)bytes / 1024.0;
-  size_t u = 0;
-  while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
-    v /= 1024.0;
-    u++;
-  }
-  snprintf(buf, cap, "%.1f %s", v, units[u]);
-  return buf;
-}

@@ -10,9 +10,7 @@
 
 #include "bench/hs_measure.h"
 #include "hs_bringup_int.h"
-#include "hs_launch.h"
-#include "hs_programs.h"
-#include "rng/philox.h"
+#include "core/hs_engine.h"
 
 static const char *const level_names[] = {"quick", "standard", "long"};
 static const char *const result_names[] = {"pass", "fail", "skip"};
@@ -22,6 +20,7 @@ const char *hs_bringup_level_name(hs_bringup_level level) {
 }
 
 hs_status hs_bringup_level_parse(const char *name, hs_bringup_level *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_bringup_level_parse: NULL out");
   for (unsigned i = 0; name && i < HS_ARRAY_LEN(level_names); i++)
     if (strcasecmp(name, level_names[i]) == 0) {
       *out = (hs_bringup_level)i;
@@ -36,6 +35,7 @@ const char *hs_check_result_name(hs_check_result r) {
 }
 
 void hs_bringup_options_init(hs_bringup_options *o) {
+  if (!o) return;
   memset(o, 0, sizeof *o);
   o->level = HS_BRINGUP_STANDARD;
   o->soak_seconds = 120;
@@ -112,7 +112,7 @@ static void free_data(hs__bu_data *d) {
 
 static void rule_checks(hs__bu *b, int match[HS__BOARD_MAX_DEVICES]) {
   const hs_board_profile *p = b->prof;
-  const hs_device_info *devs = b->rt->infos;
+  const hs_device_info *devs = hs_runtime_device(b->rt, 0);
   for (int r = 0; r < p->device_count; r++) {
     const hs__board_device *rule = &p->devices[r];
     char name[48];
@@ -197,8 +197,8 @@ static void require_checks(hs__bu *b, const hs_dev *dev) {
 /* Placement tells which devices take a role; [require] applies to those.
  * When placement fails, to every device a rule matched. */
 hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
-  const hs_device_info *devs = b->rt->infos;
-  int n = b->rt->inv.n_devs;
+  const hs_device_info *devs = hs_runtime_device(b->rt, 0);
+  int n = hs_runtime_device_count(b->rt);
   hs_placement_request req;
   hs_placement_request_init(&req);
   req.devices = devs;
@@ -208,7 +208,7 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
   req.feature_bytes = b->data.cora->feature_bytes;
   req.feature_row_bytes = b->data.cora->feat_row_bytes;
   req.host_cores = hs_runtime_host_cores(b->rt);
-  hs_placement_request_settings(&req, &b->rt->settings); /* as the sessions place roles */
+  hs_placement_request_settings(&req, hs_runtime_settings(b->rt)); /* as the sessions place roles */
   *out = NULL;
   return hs_placement_make(&req, out);
 }
@@ -219,7 +219,7 @@ hs_status hs__bu_place(hs__bu *b, hs_placement **out) {
  * none. Others, such as a second OpenCL implementation installed beside
  * the one the board uses, are none of the board's business. */
 static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES], bool *in_board) {
-  int n = b->rt->inv.n_devs;
+  int n = hs_runtime_device_count(b->rt);
   for (int i = 0; i < n; i++) in_board[i] = b->prof->device_count == 0;
   for (int r = 0; r < b->prof->device_count; r++)
     if (match[r] >= 0 && match[r] < n) in_board[match[r]] = true;
@@ -242,7 +242,7 @@ static void board_checks(hs__bu *b, const int match[HS__BOARD_MAX_DEVICES], bool
       if (match[r] >= 0 && match[r] < 64) role[match[r]] = true;
   }
   for (int i = 0; i < n && i < 64; i++)
-    if (role[i]) require_checks(b, &b->rt->inv.devs[i]);
+    if (role[i]) require_checks(b, hs__runtime_dev(b->rt, i));
 }
 
 /* ---- scopes ------------------------------------------------------------------------- */
@@ -461,7 +461,7 @@ static hs_status resolve_inject(hs__bu *b, const char *inject) {
 }
 
 static void discovery_check(hs__bu *b) {
-  int n = b->rt->inv.n_devs;
+  int n = hs_runtime_device_count(b->rt);
   int np = hs_runtime_platform_count(b->rt), skipped = 0;
   char notes[512] = "";
   for (int p = 0; p < np; p++) {
@@ -492,17 +492,17 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
     return hs__fail(HS_ERR_INVALID_ARG, "bring-up level %d", (int)b.opts.level);
   hs_status st = resolve_inject(&b, b.opts.inject);
   if (st != HS_OK) return st;
-  if (rt->inv.n_devs == 0) return hs__fail(HS_ERR_NO_DEVICE, "bring-up: no OpenCL device");
+  if (hs_runtime_device_count(rt) == 0) return hs__fail(HS_ERR_NO_DEVICE, "bring-up: no OpenCL device");
   hs_board_profile *own = NULL;
-  if (!profile) profile = rt->board;
+  if (!profile) profile = hs_runtime_board(rt);
   if (!profile) {
-    if ((st = hs_board_profile_load_from(rt->settings.boards_dir, NULL, &own)) != HS_OK)
+    if ((st = hs_board_profile_load_from(hs_runtime_settings(rt)->boards_dir, NULL, &own)) != HS_OK)
       return st;
     profile = own;
   }
   b.prof = profile;
-  const hs_device_info *devs = rt->infos;
-  int n_devs = rt->inv.n_devs;
+  const hs_device_info *devs = hs_runtime_device(rt, 0);
+  int n_devs = hs_runtime_device_count(rt);
   hs__scope *scopes = NULL;
   int n_scopes = 0;
   hs_dev(*subs)[2] = NULL;
@@ -546,7 +546,7 @@ hs_status hs_bringup_run(hs_runtime *rt, const hs_board_profile *profile,
     goto fail;
   }
   for (int i = 0; i < n_devs; i++) {
-    const hs_dev *d = &rt->inv.devs[i];
+    const hs_dev *d = hs__runtime_dev(rt, i);
     hs__scope *s = &scopes[n_scopes];
     snprintf(s->name, sizeof s->name, "dev%d", i);
     if (!in_board[i]) {

@@ -1,16 +1,17 @@
 /* Sampling (every mode), reindexing and gathering on a device against the
- * plain-C references, bit for bit (DESIGN.md §4): a sample is a pure
+ * plain-C references, bit for bit (docs/architecture.md, "Determinism"): a sample is a pure
  * function of (seed, epoch, batch, layer, vertex, draw). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hs_bringup_int.h"
-#include "hs_launch.h"
-#include "sample/hs_gather.h"
-#include "sample/hs_sampler.h"
+#include "core/hs_engine.h"
 
 enum { SEEDS = 64, BATCHES = 3 };
+/* On a simulator, which checks every access of every work-item: fewer and
+ * smaller batches (still more than one, so that state reset is checked). */
+enum { SIM_SEEDS = 16, SIM_BATCHES = 2 };
 
 typedef struct mode_case {
   hs_sample_mode mode;
@@ -114,17 +115,17 @@ static uint64_t digest_batch(uint64_t h, const hs_batch *b) {
  * not allow are left out). A sample must not depend on them. */
 static const size_t wg_sizes[] = {0, 1, 7, 256};
 
-/* BATCHES batches through the device sampler and the reference, compared;
- * false (with o->detail) on a difference or error. */
+/* `n_batches` batches of `n_seeds` through the device sampler and the
+ * reference, compared; false (with o->detail) on a difference or error. */
 static bool batches(hs_sampler *smp, const char *gname, const hs_graph *g, const hs_csr *csr,
-                    const hs_sample_cfg *cfg, cmp_kind cmp, size_t wg, hs_batch *db,
-                    hs_batch *rb, hs__out *o, int64_t *edges) {
+                    const hs_sample_cfg *cfg, cmp_kind cmp, size_t wg, int32_t n_seeds,
+                    uint32_t n_batches, hs_batch *db, hs_batch *rb, hs__out *o, int64_t *edges) {
   int32_t seeds[SEEDS];
   char why[256];
-  for (uint32_t k = 0; k < BATCHES; k++) {
-    hs__bu_seeds(seeds, SEEDS, g->n, k * 31u + (uint32_t)g->n);
-    hs_status st = hs__sampler_run(smp, seeds, SEEDS, 1, k, db);
-    if (st == HS_OK) st = hs__ref_sample_batch(csr, cfg, seeds, SEEDS, 1, k, rb);
+  for (uint32_t k = 0; k < n_batches; k++) {
+    hs__bu_seeds(seeds, n_seeds, g->n, k * 31u + (uint32_t)g->n);
+    hs_status st = hs__sampler_run(smp, seeds, n_seeds, 1, k, db);
+    if (st == HS_OK) st = hs__ref_sample_batch(csr, cfg, seeds, n_seeds, 1, k, rb);
     if (st != HS_OK) {
       hs__bu_error(o, gname, st);
       return false;
@@ -149,7 +150,10 @@ static bool one_graph(hs__scope *s, const char *gname, const hs_graph *g, const 
                       int *wgs_run) {
   hs_sample_cfg cfg;
   cfg_for(g, mc, &cfg);
-  hs_sampler_opts so = {.style = mc->style, .reindex = mc->reindex, .max_seeds = SEEDS};
+  bool sim = s->dev.info.simulator;
+  int32_t n_seeds = sim ? SIM_SEEDS : SEEDS;
+  uint32_t n_batches = sim ? SIM_BATCHES : BATCHES;
+  hs_sampler_opts so = {.style = mc->style, .reindex = mc->reindex, .max_seeds = n_seeds};
   hs_sampler *smp = NULL;
   hs_batch db, rb;
   memset(&db, 0, sizeof db);
@@ -163,7 +167,7 @@ static bool one_graph(hs__scope *s, const char *gname, const hs_graph *g, const 
     goto done;
   }
   if (mc->style == HS_STYLE_SINGLE) {
-    ok = batches(smp, gname, g, csr, &cfg, cmp, 1, &db, &rb, o, edges);
+    ok = batches(smp, gname, g, csr, &cfg, cmp, 1, n_seeds, n_batches, &db, &rb, o, edges);
     goto done;
   }
   int ran = 0;
@@ -174,7 +178,9 @@ static bool one_graph(hs__scope *s, const char *gname, const hs_graph *g, const 
       hs__bu_error(o, gname, st);
       goto done;
     }
-    if (!batches(smp, gname, g, csr, &cfg, cmp, wg_sizes[w], &db, &rb, o, edges)) goto done;
+    if (!batches(smp, gname, g, csr, &cfg, cmp, wg_sizes[w], n_seeds, n_batches, &db, &rb, o,
+                 edges))
+      goto done;
     ran++;
   }
   if (ran > *wgs_run) *wgs_run = ran;
@@ -194,10 +200,13 @@ static hs_check_result run_mode(hs__bu *b, hs__scope *s, const mode_case *mc, cm
   o->digest = HS__FNV_SEED;
   bool standard = b->opts.level >= HS_BRINGUP_STANDARD;
   int n_wgs = standard ? (int)HS_ARRAY_LEN(wg_sizes) : 1;
+  /* A simulator keeps to the generated graph (every work-group size still):
+   * the same kernels, on inputs small enough to simulate with every access
+   * checked. */
+  bool cora = standard && !s->dev.info.simulator;
   if (!one_graph(s, "generated R-MAT", d->gen, &d->gen_csr, mc, cmp, n_wgs, o, &edges, &wgs))
     return HS_CHECK_FAIL;
-  if (standard &&
-      !one_graph(s, "Cora", d->cora, &d->cora_csr, mc, cmp, n_wgs, o, &edges, &wgs))
+  if (cora && !one_graph(s, "Cora", d->cora, &d->cora_csr, mc, cmp, n_wgs, o, &edges, &wgs))
     return HS_CHECK_FAIL;
   char how[80];
   if (mc->style == HS_STYLE_SINGLE)
@@ -210,7 +219,9 @@ static hs_check_result run_mode(hs__bu *b, hs__scope *s, const mode_case *mc, cm
            "%s: %d batches x %d seeds per graph (generated R-MAT%s) at %s; %lld sampled edges "
            "equal to the reference bit for bit",
            cmp == CMP_EDGES ? "sampled neighbours" : "reindexed batches (local ids, blocks)",
-           BATCHES, SEEDS, standard ? ", Cora" : "", how, (long long)edges);
+           s->dev.info.simulator ? SIM_BATCHES : BATCHES,
+           s->dev.info.simulator ? SIM_SEEDS : SEEDS, cora ? ", Cora" : "", how,
+           (long long)edges);
   return HS_CHECK_PASS;
 }
 
@@ -297,7 +308,9 @@ static hs_check_result gather_device(hs__bu *b, hs__scope *s, hs__out *o) {
   if (!gather_table(b, s, g, "6-byte rows", d->gen->feat, 6,
                     (int64_t)(d->gen->feature_bytes / 6), ids, N, o))
     goto done;
-  bool cora = b->opts.level >= HS_BRINGUP_STANDARD;
+  /* A simulator keeps to the generated graph: the same kernels, on inputs
+   * small enough to simulate with every access checked. */
+  bool cora = b->opts.level >= HS_BRINGUP_STANDARD && !s->dev.info.simulator;
   if (cora) {
     hs__bu_seeds(ids, N, d->cora->n, 6);
     if (!gather_table(b, s, g, "Cora features", d->cora->feat, d->cora->feat_row_bytes,

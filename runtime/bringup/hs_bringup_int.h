@@ -5,13 +5,9 @@
 
 #include <stdarg.h>
 
-#include "board/hs_board.h"
-#include "core/hs_runtime.h"
-#include "data/hs_graph.h"
+#include "core/hs_engine.h"
 #include "hetsage/bringup.h"
 #include "hetsage/dataset.h"
-#include "hs_dev.h"
-#include "sample/hs_csr.h"
 
 struct hs_bringup_report {
   char board[64];

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/hs_json.h"
+#include "core/hs_engine.h"
 #include "hs_bringup_int.h"
 
 hs_bringup_report *hs__bu_report_new(void) { return calloc(1, sizeof(hs_bringup_report)); }
@@ -163,6 +163,7 @@ static void kv_bool(FILE *f, int ind, const char *k, bool v) {
 }
 
 void hs_device_info_write_json(FILE *f, const hs_device_info *d, int ind) {
+  if (!f || !d) return;
   int in = ind + 2;
   indent(f, ind);
   fputs("{\n", f);
@@ -299,29 +300,13 @@ hs_status hs_bringup_report_write_json(const hs_bringup_report *r, FILE *f) {
 
 /* ---- JUnit ----------------------------------------------------------------------- */
 
-static void xml_text(FILE *f, const char *s) {
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    switch (*c) {
-      case '<': fputs("&lt;", f); break;
-      case '>': fputs("&gt;", f); break;
-      case '&': fputs("&amp;", f); break;
-      case '"': fputs("&quot;", f); break;
-      case '\'': fputs("&apos;", f); break;
-      default:
-        /* XML 1.0 allows no other control characters, even escaped. */
-        if (*c < 0x20 && *c != '\n' && *c != '\t') fputc(' ', f);
-        else fputc(*c, f);
-    }
-  }
-}
-
 hs_status hs_bringup_report_write_junit(const hs_bringup_report *r, FILE *f) {
   if (!r || !f) return hs__fail(HS_ERR_INVALID_ARG, "hs_bringup_report_write_junit: NULL argument");
   int pass, fail, skip;
   hs_bringup_report_counts(r, &pass, &fail, &skip);
   fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"", f);
-  xml_text(f, "hetsage bringup ");
-  xml_text(f, r->board);
+  hs__xml_write_text(f, "hetsage bringup ");
+  hs__xml_write_text(f, r->board);
   fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n",
           r->n_checks, fail, skip, r->seconds);
   /* One suite per scope, in order of first appearance. */
@@ -341,26 +326,26 @@ hs_status hs_bringup_report_write_junit(const hs_bringup_report *r, FILE *f) {
       t += r->checks[j].seconds;
     }
     fputs("  <testsuite name=\"", f);
-    xml_text(f, scope);
+    hs__xml_write_text(f, scope);
     fprintf(f, "\" tests=\"%zu\" failures=\"%d\" skipped=\"%d\" errors=\"0\" time=\"%.3f\">\n", n,
             nf, ns, t);
     for (size_t j = i; j < r->n_checks; j++) {
       const hs_bringup_check *c = &r->checks[j];
       if (strcmp(c->scope, scope) != 0) continue;
       fputs("    <testcase classname=\"", f);
-      xml_text(f, scope);
+      hs__xml_write_text(f, scope);
       fputs("\" name=\"", f);
-      xml_text(f, c->name);
+      hs__xml_write_text(f, c->name);
       fprintf(f, "\" time=\"%.3f\"", c->seconds);
       if (c->result == HS_CHECK_PASS) {
         fputs(">\n      <system-out>", f);
-        xml_text(f, c->detail);
+        hs__xml_write_text(f, c->detail);
         fputs("</system-out>\n    </testcase>\n", f);
       } else {
         fputs(c->result == HS_CHECK_FAIL ? ">\n      <failure message=\"" : ">\n      <skipped message=\"", f);
-        xml_text(f, c->detail);
+        hs__xml_write_text(f, c->detail);
         fputs(c->result == HS_CHECK_FAIL ? "\" type=\"mismatch\">" : "\">", f);
-        xml_text(f, c->detail);
+        hs__xml_write_text(f, c->detail);
         fputs(c->result == HS_CHECK_FAIL ? "</failure>\n    </testcase>\n" : "</skipped>\n    </testcase>\n", f);
       }
     }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "hs_bringup_int.h"
-#include "session/hs_session_int.h"
+#include "core/hs_engine.h"
 
 uint64_t hs__fnv(uint64_t h, const void *p, size_t n) {
   const unsigned char *c = p;

@@ -1,4 +1,4 @@
-/* The trainer-tier feature cache: cache-once-only (COO), DESIGN.md §1.5.
+/* The trainer-tier feature cache: cache-once-only (COO), docs/architecture.md, "The idea".
  *
  * C feature rows live in one buffer on the trainer device; the host keeps a
  * map vertex -> slot. Rows enter the cache once and are never evicted:
@@ -142,7 +142,7 @@ typedef struct hs_coo_stats {
   int64_t hits;
   double hit_rate;        /* hits / lookups; 0 without lookups */
   double limit;           /* C / N: the hit rate of a full cache under
-                             uniform access (DESIGN.md §1.5) */
+                             uniform access (docs/architecture.md, "The idea") */
   uint64_t bytes_saved;   /* hits x row bytes (sparse rows: the hits'
                              entries x entry bytes): not transferred to the
                              trainer */

@@ -1,6 +1,6 @@
 /* The host tier: feature rows read from feat.npy on disk through a
  * cache-once-only cache of blocks held within a byte budget, for features
- * larger than the host memory budget (DESIGN.md §1.2 and §1.5).
+ * larger than the host memory budget (docs/architecture.md, "The idea").
  *
  * The file is read with pread, never mapped: mapped file pages count in the
  * process's resident set and would break the budget, while pread's pages

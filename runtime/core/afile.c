@@ -1,6 +1,5 @@
 /* Atomic files and CRC-checked streams (see hs_afile.h). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,18 +10,13 @@
 hs_status hs__afile_open(hs_afile *a, const char *path) {
   memset(a, 0, sizeof *a);
   a->path = path;
-  size_t len = strlen(path);
-  a->tmp = malloc(len + 16);
-  if (!a->tmp) return hs__fail(HS_ERR_NOMEM, "%s: temporary name", path);
-  snprintf(a->tmp, len + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(a->tmp);
-  if (fd < 0) {
-    hs_status st = hs__fail(HS_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
-                            strerror(errno));
-    free(a->tmp);
-    a->tmp = NULL;
-    return st;
-  }
+  /* Temporaries of writes that were killed go first (a write in progress
+   * holds its lock and stays). The new one takes the umask's mode, and its
+   * lock lasts as long as the stream. */
+  hs__temp_sweep(path, ".tmp.", false);
+  int fd;
+  hs_status st = hs__temp_create(path, ".tmp.", false, &a->tmp, &fd);
+  if (st != HS_OK) return st;
   a->f = fdopen(fd, "wb");
   if (!a->f) {
     close(fd);
@@ -114,15 +108,7 @@ hs_status hs__afile_commit(hs_afile *a) {
     return st;
   }
   /* Make the rename itself durable. */
-  char *slash = strrchr(a->tmp, '/');
-  if (slash == a->tmp) a->tmp[1] = '\0';
-  else if (slash) *slash = '\0';
-  else strcpy(a->tmp, ".");
-  int dfd = open(a->tmp, O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
+  hs__sync_parent_dir(a->path);
   free(a->tmp);
   a->tmp = NULL;
   return HS_OK;

@@ -1,7 +1,10 @@
 /* Files written atomically: a temporary file beside the target, fsynced,
  * renamed over it, and the directory fsynced, so that a reader sees the
  * old file or the new one, never a torn one, and a failure leaves the
- * target untouched and no temporary file behind. Writes go through a
+ * target untouched and no temporary file behind. The temporary is one of
+ * ours (hs__temp_create: the umask's mode, locked while written), so the
+ * next write of the same file removes what a killed one left. Writes go
+ * through a
  * stdio stream with a running CRC-32 (zlib) for formats that end with
  * one. */
 #ifndef HS_AFILE_H

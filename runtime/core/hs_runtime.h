@@ -22,4 +22,11 @@ struct hs_runtime {
   hs__dev_settings dev_settings; /* what the inventory's devices point at */
 };
 
+/* The board a session places on: its own loaded `profile`, else the runtime's
+ * board when it names none, else `board` (a name or path; NULL: the default)
+ * loaded into *owned, which the caller frees (NULL when nothing was loaded). */
+hs_status hs__runtime_session_profile(const hs_runtime *rt, const hs_board_profile *profile,
+                                      const char *board, const hs_board_profile **use,
+                                      hs_board_profile **owned);
+
 #endif

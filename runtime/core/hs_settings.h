@@ -11,5 +11,12 @@
  * is read: $XDG_CACHE_HOME/hetsage, else $HOME/.cache/hetsage; false when
  * neither is set (or the path does not fit). */
 bool hs__settings_default_cache_dir(char *buf, size_t len);
+/* The folder of *.icd files the OpenCL ICD loader reads: $OCL_ICD_VENDORS,
+ * or /etc/OpenCL/vendors. */
+const char *hs__settings_icd_vendors_dir(void);
+/* The number of processes a launcher started this job with, from the
+ * launchers' own variables (MPICH's PMI, Open MPI, PMIx, Slurm); 1 when
+ * none names more than one. */
+int hs__settings_launcher_size(void);
 
 #endif

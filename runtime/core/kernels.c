@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bench/hs_json.h"
+#include "util/hs_json.h"
 #include "hetsage/kernels.h"
 #include "hs_config.h"
 #include "hs_programs.h"

@@ -44,6 +44,7 @@ typedef enum kind {
   K_SIZE,   /* bytes with an optional suffix */
   K_ENUM,   /* one of names(0..max); 0 is "auto" (unset) */
   K_INJECT, /* a fault-injection name */
+  K_COUNT,  /* an int in 1..max; 0 is unset */
 } kind;
 
 typedef struct var {
@@ -70,6 +71,8 @@ static const var vars[] = {
      HS_FULL_INFERENCE_FIELDS},
     {"HETSAGE_BRINGUP_INJECT", K_INJECT, F(bringup_inject), inject_name, 1},
     {"HETSAGE_BENCH_DIR", K_TEXT, F(bench_dir), NULL, 0},
+    {"HETSAGE_GEMM_THREADS", K_COUNT, F(gemm_threads), NULL, 4096},
+    {"HS_PEER_PYTHON", K_TEXT, F(peer_python), NULL, 0},
 };
 #undef F
 
@@ -84,7 +87,8 @@ static bool is_set(const hs_settings *s, const var *v) {
   const char *p = (const char *)s + v->off;
   switch (v->k) {
     case K_SIZE: return *(const uint64_t *)(const void *)p != 0;
-    case K_ENUM: return *(const int *)(const void *)p != 0;
+    case K_ENUM:
+    case K_COUNT: return *(const int *)(const void *)p != 0;
     default: return *(const char *const *)(const void *)p != NULL;
   }
 }
@@ -130,6 +134,15 @@ static hs_status parse(const var *v, const char *who, const char *value, hs_sett
         }
       accepted(v, 0, list, sizeof list);
       return hs__fail(HS_ERR_INVALID_ARG, "%s '%s': expected %s", who, value, list);
+    case K_COUNT: {
+      char *end;
+      long n = strtol(value, &end, 10);
+      if (end == value || *end || n < 1 || n > v->max)
+        return hs__fail(HS_ERR_INVALID_ARG, "%s '%s': expected a count, 1..%d", who, value,
+                        v->max);
+      *(int *)(void *)p = (int)n;
+      return HS_OK;
+    }
     case K_INJECT:
       if (strcmp(value, "gather") == 0) {
         *(const char **)(void *)p = value;
@@ -201,6 +214,13 @@ hs_status hs_settings_check(const hs_settings *user) {
       continue;
     }
     if (v->k == K_SIZE) continue;
+    if (v->k == K_COUNT) {
+      int n = *(const int *)(const void *)p;
+      if (n < 0 || n > v->max)
+        return hs__fail(HS_ERR_INVALID_ARG, "%s %d: expected 0 (unset) or 1..%d", who, n,
+                        v->max);
+      continue;
+    }
     const char *str = *(const char *const *)(const void *)p;
     if (!str) continue;
     if (v->k == K_TEXT && !*str)
@@ -228,4 +248,23 @@ bool hs__settings_default_cache_dir(char *buf, size_t len) {
   else if (home && *home) n = snprintf(buf, len, "%s/.cache/hetsage", home);
   else return false;
   return n > 0 && (size_t)n < len;
+}
+
+const char *hs__settings_icd_vendors_dir(void) {
+  /* The ICD loader's own variable: read here so that the environment is
+   * read in one place. */
+  const char *dir = getenv("OCL_ICD_VENDORS");
+  return dir && *dir ? dir : "/etc/OpenCL/vendors";
+}
+
+int hs__settings_launcher_size(void) {
+  /* Launchers' variables, read here so that the environment is read in one
+   * place (a build without MPI refuses to run as one of several). */
+  static const char *const launcher_vars[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_SIZE",
+                                              "MPI_LOCALNRANKS", "SLURM_NTASKS"};
+  for (size_t i = 0; i < sizeof launcher_vars / sizeof launcher_vars[0]; i++) {
+    const char *v = getenv(launcher_vars[i]);
+    if (v && atoi(v) > 1) return atoi(v);
+  }
+  return 1;
 }

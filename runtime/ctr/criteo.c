@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "ctr/hs_ctr.h"
@@ -184,10 +185,14 @@ static hs_status open_file(hs_ctr_reader *r, int k) {
   r->eof = false;
   r->line = 0;
   if (k >= r->n_paths) return HS_OK;
-  r->z = gzopen(r->paths[k], "rb");
-  if (!r->z)
-    return hs__fail(HS_ERR_IO, "%s: cannot open: %s", r->paths[k],
-                    errno ? strerror(errno) : "out of memory");
+  hs_status st;
+  int fd = hs__open_regular(r->paths[k], "CTR data", &st);
+  if (fd < 0) return st;
+  r->z = gzdopen(fd, "rb");
+  if (!r->z) {
+    close(fd);
+    return hs__fail(HS_ERR_NOMEM, "%s: no memory for the decompressor", r->paths[k]);
+  }
   gzbuffer(r->z, 1u << 20);
   return HS_OK;
 }

@@ -67,6 +67,9 @@ static hs_status check_config(const hs_ctr_config *c) {
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: sparse optimizer %d", (int)c->sparse_optimizer);
   if (c->batch_size < 1 || c->batch_size > (1 << 20))
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: batch_size %d (1..2^20)", c->batch_size);
+  if (!(c->sparse_initial_accumulator >= 0 && c->sparse_initial_accumulator < 1e30f))
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR config: sparse_initial_accumulator %g",
+                    (double)c->sparse_initial_accumulator);
   if (!(c->lr > 0 && c->lr < 10) || !(c->sparse_lr > 0 && c->sparse_lr < 100))
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: lr %g, sparse_lr %g", (double)c->lr,
                     (double)c->sparse_lr);
@@ -99,19 +102,15 @@ static void model_cfg(const hs_ctr_config *c, hs_ctr_model_cfg *m) {
 
 static hs_status place(hs_ctr_session *s, const hs_ctr_config *cfg) {
   hs_board_profile *prof = NULL;
-  hs_status st = HS_OK;
-  /* The session's own profile, else the runtime's board, else the default. */
-  const hs_board_profile *use = cfg->profile;
-  if (!use && !cfg->board) use = s->rt->board;
-  if (!use &&
-      (st = hs_board_profile_load_from(s->rt->settings.boards_dir, cfg->board, &prof)) != HS_OK)
-    return st;
+  const hs_board_profile *use = NULL;
+  hs_status st = hs__runtime_session_profile(s->rt, cfg->profile, cfg->board, &use, &prof);
+  if (st != HS_OK) return st;
   hs_placement_request req;
   hs_placement_request_init(&req);
   const hs_device_info *devs = s->rt->infos;
   req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = use ? use : prof;
+  req.profile = use;
   req.host_cores = hs_runtime_host_cores(s->rt);
   req.trainer = cfg->trainer;
   req.trainer_source = "trainer option";
@@ -191,6 +190,7 @@ hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *user, hs_ct
   ec.optim.kind = sparse_kinds[cfg->sparse_optimizer];
   ec.optim.lr = cfg->sparse_lr;
   ec.optim.ftrl_alpha = cfg->sparse_lr;
+  ec.optim.initial_accumulator = cfg->sparse_initial_accumulator;
   ec.init_range = cfg->init_range;
   /* Rows draw from a stream apart from the dense parameters'. */
   ec.seed = cfg->seed ^ 0x6a09e667f3bcc909ull;
@@ -411,8 +411,8 @@ hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *user) {
   hs_ctr_config_init(&cfg);
   hs_status st = hs__sized_in(&cfg, sizeof cfg, user, "hs_ctr_config");
   if (st != HS_OK) return st;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  FILE *f = hs__fopen_regular(path, "CTR checkpoint", &st);
+  if (!f) return st;
   hs_rfile r;
   hs__rfile_init(&r, f, path);
   ckpt_head h;
@@ -425,13 +425,14 @@ hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *user) {
 
 hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_load: NULL argument");
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "CTR checkpoint", &st);
+  if (!f) return st;
   hs_rfile r;
   hs__rfile_init(&r, f, path);
   ckpt_head h, mine;
   float *p = NULL;
-  hs_status st = read_head(&r, &h);
+  st = read_head(&r, &h);
   if (st != HS_OK) goto done;
   encode(s, 0, &mine);
   /* Everything that shapes the model and the rows must agree. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hs_graph.h"
+#include "util/hs_json.h"
 #include "rng/philox.h"
 
 void hs__progress(hs_progress_fn fn, void *ctx, const char *fmt, ...) {
@@ -346,32 +347,6 @@ hs_status hs__labels_by_name(hs__imported *imp, char *const *names, int32_t coun
   return st;
 }
 
-size_t hs__json_str(char *buf, size_t cap, const char *s) {
-  size_t k = 0;
-#define PUT(c)                \
-  do {                        \
-    if (k + 1 < cap) buf[k] = (c); \
-    k++;                      \
-  } while (0)
-  PUT('"');
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\') {
-      PUT('\\');
-      PUT((char)*p);
-    } else if (*p < 0x20) {
-      char esc[8];
-      snprintf(esc, sizeof esc, "\\u%04x", *p);
-      for (char *e = esc; *e; e++) PUT(*e);
-    } else {
-      PUT((char)*p);
-    }
-  }
-  PUT('"');
-#undef PUT
-  if (cap) buf[k < cap ? k : cap - 1] = '\0';
-  return k;
-}
-
 static hs_status write_meta(hs__imported *imp, hs__dsw *w, const char *src,
                             const hs_convert_opts *o, bool split_made) {
   size_t cap = 4096;
@@ -431,6 +406,10 @@ hs_status hs__imported_write(hs__imported *imp, hs__dsw *w, const char *src,
   free(imp->dst);
   imp->src = imp->dst = NULL;
   hs__edge_opts eo = {o->undirected, o->dedup, o->self_loops};
+  if (hs__stopped()) {
+    st = hs__fail_stopped();
+    goto fail;
+  }
   if ((st = hs__csr_finish(imp->n, indptr, indices, &eo, 2))) goto fail;
   int64_t e = indptr[imp->n];
 
@@ -448,6 +427,10 @@ hs_status hs__imported_write(hs__imported *imp, hs__dsw *w, const char *src,
     }
   }
 
+  if (hs__stopped()) {
+    st = hs__fail_stopped();
+    goto fail;
+  }
   hs__progress(o->progress, o->progress_ctx, "writing %s", hs__dsw_dir(w));
   uint64_t s_ip[1] = {(uint64_t)imp->n + 1}, s_ix[1] = {(uint64_t)e};
   if ((st = hs__dsw_array(w, "indptr.npy", HS_DTYPE_INT64, 1, s_ip, indptr))) goto fail;

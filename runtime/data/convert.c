@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hs_graph.h"
+#include "util/hs_json.h"
 #include "hs_import.h"
 
 static const struct {
@@ -20,6 +21,7 @@ static const struct {
 };
 
 hs_status hs_import_format_parse(const char *name, hs_import_format *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_import_format_parse: NULL out");
   for (size_t i = 0; i < HS_ARRAY_LEN(formats); i++)
     if (name && strcmp(name, formats[i].name) == 0) {
       *out = formats[i].fmt;
@@ -146,6 +148,7 @@ static hs_status convert(const char *src, const char *dst, const hs_convert_opts
   double t0 = hs__now();
   /* Claim the destination first: a refusal should not wait for a parse. */
   if ((st = hs__dsw_begin(dst, o->force, &w))) return st;
+  hs__stop_scope(o->stop);
   switch (o->from) {
     case HS_IMPORT_LINQS: st = hs__import_linqs(src, o, &imp); break;
     case HS_IMPORT_MUSAE: st = hs__import_musae(src, o, &imp); break;
@@ -156,12 +159,18 @@ static hs_status convert(const char *src, const char *dst, const hs_convert_opts
   if (st) goto fail;
   if ((st = hs__imported_write(&imp, w, src, o, summary))) goto fail;
   hs__imported_free(&imp);
+  if (hs__stopped()) {
+    st = hs__fail_stopped();
+    goto fail;
+  }
+  hs__stop_scope(NULL);
   st = hs__dsw_commit(w);
   w = NULL;
   if (!st)
     hs__progress(o->progress, o->progress_ctx, "wrote %s in %.1f s", dst, hs__now() - t0);
   return st;
 fail:
+  hs__stop_scope(NULL);
   hs__imported_free(&imp);
   hs__dsw_abort(w);
   return st;

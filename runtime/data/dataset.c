@@ -532,7 +532,7 @@ static bool read_features(hs_dataset *ds, char *dst, size_t bytes) {
   if (!fm->base) return false;
   off_t off = (off_t)((const char *)ds->g.feat - (const char *)fm->base);
   char *path = hs__path_join(ds->dir, "feat.npy");
-  int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+  int fd = path ? hs__open_regular(path, NULL, NULL) : -1;
   free(path);
   if (fd < 0) return false;
   size_t done = 0;

@@ -12,6 +12,7 @@
 struct hs__dsw {
   char *dst;
   char *tmp;
+  int tmp_fd; /* holds the temporary's lock (hs__temp_create) */
   bool force;
 };
 
@@ -94,16 +95,12 @@ hs_status hs__dsw_begin(const char *dst, bool force, hs__dsw **out) {
   if (!w->dst) goto nomem;
   size_t l = strlen(w->dst);
   while (l > 1 && w->dst[l - 1] == '/') w->dst[--l] = '\0';
+  w->tmp_fd = -1;
   if ((st = check_dst(w->dst, force))) goto fail;
-  w->tmp = malloc(l + 16);
-  if (!w->tmp) goto nomem;
-  snprintf(w->tmp, l + 16, "%s.tmp-XXXXXX", w->dst);
-  if (!mkdtemp(w->tmp)) {
-    st = hs__fail(HS_ERR_IO, "%s: cannot create: %s", w->tmp, strerror(errno));
-    free(w->tmp);
-    w->tmp = NULL;
-    goto fail;
-  }
+  /* Temporaries of earlier runs that were killed (SIGKILL, a crash) go
+   * first; those of runs still going are locked and stay. */
+  hs__temp_sweep(w->dst, ".tmp-", true);
+  if ((st = hs__temp_create(w->dst, ".tmp-", true, &w->tmp, &w->tmp_fd))) goto fail;
   hs__log(HS_LOG_DATA, "writing dataset %s via %s", w->dst, w->tmp);
   *out = w;
   return HS_OK;
@@ -139,7 +136,7 @@ hs_status hs__dsw_text(hs__dsw *w, const char *name, const char *text) {
   char *p = hs__path_join(w->tmp, name);
   if (!p) return hs__fail(HS_ERR_NOMEM, "no memory");
   hs_status st = HS_OK;
-  int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* the umask decides */
   if (fd < 0) {
     st = hs__fail(HS_ERR_IO, "%s: cannot create: %s", p, strerror(errno));
     goto fail;
@@ -193,6 +190,7 @@ hs_status hs__dsw_commit(hs__dsw *w) {
     if (rst) hs__log(HS_LOG_DATA, "left the replaced dataset in %s", aside);
   }
   free(aside);
+  if (w->tmp_fd >= 0) close(w->tmp_fd);
   free(w->tmp);
   free(w->dst);
   free(w);
@@ -213,6 +211,7 @@ void hs__dsw_abort(hs__dsw *w) {
       hs__log(HS_LOG_DATA, "could not remove %s: %s", w->tmp, hs_last_error());
     hs__fail(HS_OK, "%s", saved);
   }
+  if (w->tmp_fd >= 0) close(w->tmp_fd);
   free(w->tmp);
   free(w->dst);
   free(w);

@@ -17,6 +17,7 @@ const char *hs_feat_format_name(hs_feat_format f) {
 }
 
 hs_status hs_feat_format_parse(const char *name, hs_feat_format *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_feat_format_parse: NULL out");
   for (int f = HS_FEAT_FORMAT_AUTO; f <= HS_FEAT_FORMAT_SPARSE; f++)
     if (name && strcmp(name, hs_feat_format_name((hs_feat_format)f)) == 0) {
       *out = (hs_feat_format)f;

@@ -146,12 +146,17 @@ static void edge_range(const gen *g, int t, uint64_t *lo, uint64_t *hi) {
   *hi = t == g->threads - 1 ? (uint64_t)g->m : (uint64_t)g->m / (uint64_t)g->threads * (uint64_t)(t + 1);
 }
 
+/* Whether a stop was asked for; worker loops poll it every 2^16 edges or
+ * rows and return early (the caller then fails with HS_ERR_INTERRUPTED). */
+static bool gen_stopped(const gen *g) { return g->o->stop && *g->o->stop; }
+
 static void pass_count(gen *g, int t) {
   uint64_t lo, hi;
   edge_range(g, t, &lo, &hi);
   int64_t *cnt = g->cnt[t];
   bool und = g->o->undirected;
   for (uint64_t i = lo; i < hi; i++) {
+    if ((i & 0xffff) == 0 && gen_stopped(g)) return;
     int32_t s, d;
     draw(g, i, &s, &d);
     cnt[s]++;
@@ -165,6 +170,7 @@ static void pass_fill(gen *g, int t) {
   int64_t *cur = g->cnt[t];
   bool und = g->o->undirected;
   for (uint64_t i = lo; i < hi; i++) {
+    if ((i & 0xffff) == 0 && gen_stopped(g)) return;
     int32_t s, d;
     draw(g, i, &s, &d);
     g->indices[cur[s]++] = d;
@@ -173,29 +179,6 @@ static void pass_fill(gen *g, int t) {
 }
 
 /* ---- features ----------------------------------------------------------- */
-
-static uint16_t f32_to_f16(float x) {
-  uint32_t b;
-  memcpy(&b, &x, 4);
-  uint32_t sign = (b >> 16) & 0x8000u;
-  int32_t exp = (int32_t)((b >> 23) & 0xff) - 127 + 15;
-  uint32_t man = b & 0x7fffffu;
-  if (((b >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (exp <= 0) {
-    if (exp < -10) return (uint16_t)sign;
-    man |= 0x800000u;
-    uint32_t shift = (uint32_t)(14 - exp);
-    uint32_t h = man >> shift;
-    uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = (uint32_t)exp << 10 | man >> 13;
-  uint32_t rem = man & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++; /* may carry into the exponent */
-  return (uint16_t)(sign | h);
-}
 
 /* Coordinates 4*blk .. 4*blk+3 of vertex v's features before rounding:
  * Box-Muller over one Philox draw, plus the class mean. Shared by the
@@ -228,9 +211,27 @@ static void feat_rows(gen *g, int t) {
       memcpy((float *)g->chunk_out + off, row, (size_t)f * sizeof *row);
     } else {
       uint16_t *out = (uint16_t *)g->chunk_out + off;
-      for (int64_t j = 0; j < f; j++) out[j] = f32_to_f16(row[j]);
+      for (int64_t j = 0; j < f; j++) out[j] = hs__float_to_half(row[j]);
     }
   }
+}
+
+/* Never write a non-finite feature (a margin or sigma too large for the
+ * feature type overflows): the dataset reader's users would train on it. */
+static hs_status check_finite(const gen *g, const void *chunk) {
+  int64_t f = g->o->num_features;
+  size_t count = (size_t)(g->chunk_v1 - g->chunk_v0) * (size_t)f;
+  bool half = g->o->feature_dtype == HS_DTYPE_FLOAT16;
+  for (size_t i = 0; i < count; i++) {
+    bool bad = half ? (((const uint16_t *)chunk)[i] & 0x7c00u) == 0x7c00u
+                    : !isfinite(((const float *)chunk)[i]);
+    if (bad)
+      return hs__fail(HS_ERR_RANGE, "feature %lld of row %lld is not finite in %s: margin %g "
+                      "and sigma %g overflow it", (long long)(i % (size_t)f),
+                      (long long)(g->chunk_v0 + (int64_t)(i / (size_t)f)),
+                      hs_dtype_name(g->o->feature_dtype), g->o->margin, g->o->sigma);
+  }
+  return HS_OK;
 }
 
 static hs_status write_features(gen *g, hs__dsw *w) {
@@ -257,6 +258,7 @@ static hs_status write_features(gen *g, hs__dsw *w) {
     g->chunk_v1 = v0 + rows < g->n ? v0 + rows : g->n;
     g->chunk_out = buf;
     run_threads(g, feat_rows);
+    if ((st = check_finite(g, buf))) break;
     if ((st = hs__npy_out_write(&out, buf, (size_t)(g->chunk_v1 - v0) * row_bytes))) break;
     if (hs__now() - last > 5) {
       last = hs__now();
@@ -685,6 +687,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
   hs_dataset *check = NULL;
   double t0 = hs__now();
   if ((st = hs__dsw_begin(dst, o->force, &w))) return st;
+  hs__stop_scope(o->stop);
   uint64_t entries = (uint64_t)g.m * (o->undirected ? 2u : 1u);
   size_t nn = (size_t)g.n + 1;
   g.indptr = calloc(nn, sizeof *g.indptr);
@@ -699,6 +702,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
   hs__progress(o->progress, o->progress_ctx, "pass 1/2: counting degrees of %" PRId64 " edges (%d threads)",
                g.m, g.threads);
   run_threads(&g, pass_count);
+  if (hs__stopped()) goto stopped;
   for (int64_t v = 0; v < g.n; v++) {
     int64_t at = g.indptr[v];
     for (int t = 0; t < g.threads; t++) {
@@ -710,6 +714,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
   }
   hs__progress(o->progress, o->progress_ctx, "pass 2/2: filling rows (%.1f s)", hs__now() - t0);
   run_threads(&g, pass_fill);
+  if (hs__stopped()) goto stopped;
   for (int t = 0; t < g.threads; t++) {
     free(g.cnt[t]);
     g.cnt[t] = NULL;
@@ -737,6 +742,7 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
       (st = onehop_accuracy(&g, measured_h, split[HS_SPLIT_TEST], split_n[HS_SPLIT_TEST], &onehop)))
     goto fail;
 
+  if (hs__stopped()) goto stopped;
   hs__progress(o->progress, o->progress_ctx, "writing topology: %" PRId64 " entries (%.1f s)", e,
                hs__now() - t0);
   uint64_t s_ip[1] = {(uint64_t)g.n + 1}, s_ix[1] = {(uint64_t)e}, s_l[1] = {(uint64_t)g.n};
@@ -767,11 +773,17 @@ static hs_status generate(const char *dst, const hs_generate_opts *o, hs_dataset
     sum->onehop_accuracy = onehop;
   }
   hs_dataset_close(check);
+  if (hs__stopped()) goto stopped;
+  hs__stop_scope(NULL);
   st = hs__dsw_commit(w);
   w = NULL;
   if (sum) sum->seconds = hs__now() - t0;
   if (!st) hs__progress(o->progress, o->progress_ctx, "wrote %s in %.1f s", dst, hs__now() - t0);
+  goto fail;
+stopped:
+  st = hs__fail_stopped();
 fail:
+  hs__stop_scope(NULL);
   hs__dsw_abort(w);
   free(g.indptr);
   free(g.indices);

@@ -104,7 +104,6 @@ hs_status hs__feat_write(hs__dsw *w, const hs__feat_src *src, hs_feat_format fmt
                          hs_feat_format *written);
 
 /* JSON string literal of `s` appended to buf (bounded; returns chars). */
-size_t hs__json_str(char *buf, size_t cap, const char *s);
 
 /* Progress line through opts' callback, if any. */
 void hs__progress(hs_progress_fn fn, void *ctx, const char *fmt, ...) HS_PRINTF(3, 4);

@@ -389,9 +389,10 @@ hs_status hs__npy_open_fd(const char *path, int fd, hs__npy_header *h) {
 }
 
 hs_status hs__npy_open(const char *path, hs__npy_header *h, int *fd_out) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  hs_status st = hs__npy_open_fd(path, fd, h);
+  hs_status st;
+  int fd = hs__open_regular(path, NULL, &st);
+  if (fd < 0) return st;
+  st = hs__npy_open_fd(path, fd, h);
   if (st) {
     close(fd);
     return st;
@@ -591,7 +592,9 @@ hs_status hs__write_all(const char *path, int fd, const void *data, size_t bytes
                         uint64_t at) {
   const char *p = data;
   while (bytes) {
-    size_t chunk = bytes < (1u << 30) ? bytes : (1u << 30);
+    /* Chunks of 64 MiB: a stop asked for is seen between them. */
+    if (hs__stopped()) return hs__fail_stopped();
+    size_t chunk = bytes < (1u << 26) ? bytes : (1u << 26);
     ssize_t w = write(fd, p, chunk);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
@@ -622,7 +625,7 @@ hs_status hs__npy_out_open(hs__npy_out *o, const char *path, hs_dtype dtype, int
   size_t hl = hs__npy_format_header(hdr, sizeof hdr, dtype, ndim, shape);
   o->path = strdup(path);
   if (!o->path) return hs__fail(HS_ERR_NOMEM, "%s: no memory", path);
-  o->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  o->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666); /* the umask decides */
   if (o->fd < 0) {
     hs_status st = hs__fail(HS_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     free(o->path);

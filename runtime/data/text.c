@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum { READ_CHUNK = 1 << 18 };
 
@@ -38,9 +39,15 @@ hs_status hs__text_open(hs__text *t, const char *path) {
   }
   hs_status st = text_init(t, use, READ_CHUNK * 2);
   if (st) goto done;
+  int fd = hs__open_regular(use, NULL, &st);
+  if (fd < 0) {
+    hs__text_close(t);
+    goto done;
+  }
   errno = 0;
-  t->gz = gzopen(use, "rb");
+  t->gz = gzdopen(fd, "rb");
   if (!t->gz) {
+    close(fd);
     st = hs__fail(HS_ERR_IO, "%s: cannot open: %s", use,
                   errno ? strerror(errno) : "zlib could not allocate");
     hs__text_close(t);
@@ -76,6 +83,7 @@ static const char *gz_what(const hs__text *t, const char *msg) {
 
 /* Append up to `want` bytes at buf+end. */
 static hs_status text_fill(hs__text *t, size_t want) {
+  if (hs__stopped()) return hs__fail_stopped();
   if (t->gz) {
     int r = gzread(t->gz, t->buf + t->end, (unsigned)want);
     if (r < 0) {

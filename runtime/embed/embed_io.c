@@ -66,7 +66,7 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a) {
         if (rec[2] != HS_EMBED_FREE) refs[m++] = (id_ref){hs__embed_rec_id(rec), rec};
       }
     }
-    qsort(refs, m, sizeof *refs, cmp_ref);
+    if (m) qsort(refs, m, sizeof *refs, cmp_ref);
     hs__afile_u64(a, m);
     hs__afile_u64(a, np);
     for (size_t i = 0; i < m; i++) {
@@ -81,7 +81,7 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a) {
       for (uint32_t i = 0; i < s->pend_cap; i++)
         if (s->pend[i].count) refs[m++] = (id_ref){s->pend[i].id, &s->pend[i]};
     }
-    qsort(refs, m, sizeof *refs, cmp_ref);
+    if (m) qsort(refs, m, sizeof *refs, cmp_ref);
     for (size_t i = 0; i < m; i++) {
       const pend_entry *p = refs[i].p;
       hs__afile_u64(a, p->id);
@@ -222,11 +222,12 @@ hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r, bool last) {
 }
 
 hs_status hs__embed_load(hs_embed *e, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "embedding table", &st);
+  if (!f) return st;
   hs_rfile r;
   hs__rfile_init(&r, f, path);
-  hs_status st = read_section(e, &r, true);
+  st = read_section(e, &r, true);
   fclose(f);
   return st;
 }

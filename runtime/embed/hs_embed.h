@@ -1,5 +1,6 @@
 /* The embedding store: sparse tables of float32 rows keyed by 64-bit ids,
- * held on the host (the parameter-server role of DESIGN.md §10).
+ * held on the host (the parameter-server role: docs/architecture.md,
+ * "Sparse embeddings").
  *
  * A store has n_tables tables (a CTR model: one per categorical field)
  * sharing one row layout (dim floats plus the optimizer's state) and one

@@ -12,10 +12,10 @@
 #include "hetsage/runtime.h"
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
+#include "hetsage/dist.h"
 #include "hetsage/session.h"
+#include "hetsage/settings.h"
 #include "hetsage/kernels.h"
-#include "hetsage/bringup.h"
-#include "hetsage/bench.h"
 #include "hetsage/ctr.h"
 
 #endif

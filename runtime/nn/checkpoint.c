@@ -8,6 +8,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <math.h>
+
+#include "hetsage/session.h"
 #include "nn/checkpoint.h"
 #include "nn/model_ops.h"
 
@@ -33,8 +36,17 @@ enum {
 /* Records a reader may skip carry this bit in their tag. */
 #define RECORD_OPTIONAL 0x80000000u
 
-/* Record tags (none written yet: the fixed part holds every field). New
- * ones are added here, with what their bytes hold. */
+/* Record tags, with what their bytes hold (a training session writes all
+ * four; a model saved alone none). New ones are added here. */
+#define TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+enum {
+  TAG_FANOUTS = TAG('F', 'A', 'N', 'O'), /* u32 n (= n_layers), i32 fanout[n] */
+  TAG_BATCH = TAG('B', 'T', 'C', 'H'),   /* i32 seeds per batch */
+  TAG_ORDER = TAG('O', 'R', 'D', 'R'),   /* u32 order (0 shuffle, 1 blocks), u64 rows per
+                                            block, u64 memory budget (0: the plan's) */
+  TAG_DATA = TAG('D', 'A', 'T', 'A'),    /* u64 vertices, edges, training seeds */
+};
+enum { RUN_RECORDS_BYTES = (8 + 4 + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 20) + (8 + 24) };
 
 /* ---- little-endian encoding ------------------------------------------------ */
 
@@ -99,14 +111,48 @@ static hs_status write_floats(writer *w, const float *x, size_t n) {
   return HS_OK;
 }
 
-enum { HEADER_BYTES = 144 }; /* what this build writes: the fixed part, no records */
+enum { FIXED_BYTES = 144 }; /* the fixed part; the run's records follow */
 
-static void encode_header(const hs_model *m, unsigned char *h) {
+/* Append a record at h + *at: tag, length, body (padded to 4). */
+static void put_record(unsigned char *h, size_t *at, uint32_t tag, const unsigned char *body,
+                       uint32_t len) {
+  put_u32(h + *at, tag);
+  put_u32(h + *at + 4, len);
+  memcpy(h + *at + 8, body, len);
+  size_t padded = ((size_t)len + 3) & ~(size_t)3;
+  memset(h + *at + 8 + len, 0, padded - len);
+  *at += 8 + padded;
+}
+
+static size_t encode_records(const hs_ckpt_run *run, unsigned char *h, size_t at) {
+  if (!run || !run->set) return at;
+  unsigned char b[4 + 4 * HS_NN_MAX_LAYERS];
+  put_u32(b, (uint32_t)run->n_layers);
+  for (int l = 0; l < run->n_layers; l++) put_u32(b + 4 + 4 * l, (uint32_t)run->fanouts[l]);
+  put_record(h, &at, TAG_FANOUTS, b, 4 + 4 * (uint32_t)run->n_layers);
+  put_u32(b, (uint32_t)run->batch_size);
+  put_record(h, &at, TAG_BATCH, b, 4);
+  put_u32(b, run->order);
+  put_u64(b + 4, run->rows_per_block);
+  put_u64(b + 12, run->memory_budget);
+  put_record(h, &at, TAG_ORDER, b, 20);
+  unsigned char d[24];
+  put_u64(d, run->n_vertices);
+  put_u64(d + 8, run->n_edges);
+  put_u64(d + 16, run->n_train);
+  put_record(h, &at, TAG_DATA, d, 24);
+  return at;
+}
+
+/* The header and its records into h (FIXED_BYTES + RUN_RECORDS_BYTES);
+ * returns its length. */
+static size_t encode_header(const hs_model *m, const hs_ckpt_run *run, unsigned char *h) {
   const layout *f = &layout_v2;
-  memset(h, 0, HEADER_BYTES);
+  memset(h, 0, FIXED_BYTES);
+  size_t header = encode_records(run, h, FIXED_BYTES);
   memcpy(h, ckpt_magic, sizeof ckpt_magic);
   put_u32(h + OFF_VERSION, HS_CHECKPOINT_VERSION);
-  put_u32(h + OFF_HEADER_BYTES, HEADER_BYTES);
+  put_u32(h + OFF_HEADER_BYTES, (uint32_t)header);
   put_u32(h + f->kind, (uint32_t)m->shape.kind);
   put_u32(h + f->heads, (uint32_t)m->shape.heads);
   put_u32(h + f->layers, (uint32_t)m->shape.n_layers);
@@ -120,25 +166,25 @@ static void encode_header(const hs_model *m, unsigned char *h) {
   for (int i = 0; i < N_HYPER; i++) put_f32(h + f->hyper + 4 * i, hyper[i]);
   uint64_t u[5] = {m->cfg.seed, m->step, m->epoch, m->rng_counter, m->shape.n_params};
   for (int i = 0; i < 5; i++) put_u64(h + f->u64 + 8 * i, u[i]);
+  return header;
 }
 
 hs_status hs__checkpoint_save(const hs_model *m, const char *path) {
-  hs_status st = HS_OK;
-  size_t len = strlen(path);
-  char *tmp = malloc(len + 16);
-  if (!tmp) return hs__fail(HS_ERR_NOMEM, "%s: temporary name", path);
-  snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-  writer w = {.fd = mkstemp(tmp), .crc = crc32(0L, Z_NULL, 0), .path = path};
-  if (w.fd < 0) {
-    st = hs__fail(HS_ERR_IO, "%s: cannot create a temporary file beside it: %s", path,
-                  strerror(errno));
-    free(tmp);
-    return st;
-  }
-  unsigned char header[HEADER_BYTES], tail[4];
-  encode_header(m, header);
+  return hs__checkpoint_save_run(m, NULL, path);
+}
+
+hs_status hs__checkpoint_save_run(const hs_model *m, const hs_ckpt_run *run, const char *path) {
+  /* Temporaries of saves that were killed go first (a save in progress
+   * holds its lock and stays). */
+  hs__temp_sweep(path, ".tmp.", false);
+  char *tmp;
+  writer w = {.fd = -1, .crc = crc32(0L, Z_NULL, 0), .path = path};
+  hs_status st = hs__temp_create(path, ".tmp.", false, &tmp, &w.fd);
+  if (st != HS_OK) return st;
+  unsigned char header[FIXED_BYTES + RUN_RECORDS_BYTES], tail[4];
+  size_t header_len = encode_header(m, run, header);
   size_t n = m->shape.n_params;
-  if ((st = write_bytes(&w, header, sizeof header)) != HS_OK) goto fail;
+  if ((st = write_bytes(&w, header, header_len)) != HS_OK) goto fail;
   if ((st = write_floats(&w, m->params, n)) != HS_OK) goto fail;
   if ((st = write_floats(&w, m->m, n)) != HS_OK) goto fail;
   if ((st = write_floats(&w, m->v, n)) != HS_OK) goto fail;
@@ -175,12 +221,12 @@ fail:
 
 static hs_status read_file(const char *path, unsigned char **out, size_t *size) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  hs_status st = HS_OK;
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "checkpoint", &st);
+  if (!f) return st;
   struct stat sb;
-  if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    st = hs__fail(HS_ERR_IO, "%s: not a regular file", path);
+  if (fstat(fileno(f), &sb) != 0) {
+    st = hs__fail(HS_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     goto fail;
   }
   *size = (size_t)sb.st_size;
@@ -206,10 +252,70 @@ static const char *optim_name(uint32_t kind) {
   return kind == HS_OPTIM_ADAM ? "adam" : kind == HS_OPTIM_SGD ? "sgd" : "unknown";
 }
 
-/* Walk the records between `from` and `to`: every tag must be known or
- * optional (none are known yet). */
+/* A record's body, checked against what its tag holds. */
+static hs_status read_record(const char *path, size_t at, uint32_t tag, const unsigned char *b,
+                             uint32_t len, int n_layers, hs_ckpt_run *run) {
+  size_t body = at + 8;
+#define BAD(fmt, ...) hs__fail(HS_ERR_FORMAT, "%s: byte %zu: " fmt, path, body, __VA_ARGS__)
+  switch (tag) {
+    case TAG_FANOUTS: {
+      uint32_t n = len >= 4 ? get_u32(b) : 0;
+      if (len < 4 || n != (uint32_t)n_layers || len != 4 + 4 * n)
+        return BAD("fanouts record of %u bytes for %u fanouts (the model has %d layers)", len,
+                   n, n_layers);
+      run->n_layers = (int)n;
+      for (uint32_t l = 0; l < n; l++) {
+        int32_t f = (int32_t)get_u32(b + 4 + 4 * l);
+        if (f != -1 && (f < 1 || f > HS_MAX_FANOUT))
+          return BAD("fanout %d of layer %u (need -1 or 1..%d)", f, l, HS_MAX_FANOUT);
+        run->fanouts[l] = f;
+      }
+      return HS_OK;
+    }
+    case TAG_BATCH: {
+      int32_t v = len == 4 ? (int32_t)get_u32(b) : 0;
+      if (v < 1 || v > HS_MAX_BATCH) return BAD("batch of %d seeds (need 1..%d)", v, HS_MAX_BATCH);
+      run->batch_size = v;
+      return HS_OK;
+    }
+    case TAG_ORDER:
+      if (len != 20) return BAD("order record of %u bytes (need 20)", len);
+      run->order = get_u32(b);
+      run->rows_per_block = get_u64(b + 4);
+      run->memory_budget = get_u64(b + 12);
+      if (run->order > 1 || (run->order == 1) != (run->rows_per_block > 0) ||
+          run->rows_per_block > INT32_MAX)
+        return BAD("seed order %u with %llu rows per block", run->order,
+                   (unsigned long long)run->rows_per_block);
+      return HS_OK;
+    case TAG_DATA:
+      if (len != 24) return BAD("dataset record of %u bytes (need 24)", len);
+      run->n_vertices = get_u64(b);
+      run->n_edges = get_u64(b + 8);
+      run->n_train = get_u64(b + 16);
+      if (run->n_vertices < 1 || run->n_vertices > INT32_MAX || run->n_edges > INT64_MAX ||
+          run->n_train < 1 || run->n_train > run->n_vertices)
+        return BAD("a dataset of %llu vertices, %llu edges, %llu training seeds",
+                   (unsigned long long)run->n_vertices, (unsigned long long)run->n_edges,
+                   (unsigned long long)run->n_train);
+      return HS_OK;
+    default:
+      break;
+  }
+#undef BAD
+  if (tag & RECORD_OPTIONAL) return HS_OK;
+  return hs__fail(HS_ERR_FORMAT,
+                  "%s: byte %zu: record %08x is unknown to this build (written by a newer "
+                  "hetsage?)", path, at, tag);
+}
+
+/* Walk the records between `from` and `to`: every tag known (its body
+ * checked, once) or optional. A run is complete with all four or none. */
 static hs_status check_records(const char *path, const unsigned char *buf, size_t from,
-                               size_t to) {
+                               size_t to, int n_layers, hs_ckpt_run *run) {
+  static const uint32_t run_tags[] = {TAG_FANOUTS, TAG_BATCH, TAG_ORDER, TAG_DATA};
+  unsigned seen = 0;
+  memset(run, 0, sizeof *run);
   size_t at = from;
   while (at < to) {
     if (to - at < 8)
@@ -220,21 +326,33 @@ static hs_status check_records(const char *path, const unsigned char *buf, size_
     if (body > to - at - 8)
       return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: record %08x of %u bytes runs past byte %zu",
                       path, at, tag, len, to);
-    if (!(tag & RECORD_OPTIONAL))
-      return hs__fail(HS_ERR_FORMAT,
-                      "%s: byte %zu: record %08x is unknown to this build (written by a newer "
-                      "hetsage?)",
-                      path, at, tag);
+    for (unsigned k = 0; k < HS_ARRAY_LEN(run_tags); k++)
+      if (tag == run_tags[k]) {
+        if (seen & (1u << k))
+          return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: record %08x repeated", path, at, tag);
+        seen |= 1u << k;
+      }
+    hs_status st = read_record(path, at, tag, buf + at + 8, len, n_layers, run);
+    if (st != HS_OK) return st;
     at += 8 + body;
   }
+  if (seen && seen != (1u << HS_ARRAY_LEN(run_tags)) - 1)
+    return hs__fail(HS_ERR_FORMAT, "%s: the run's records are incomplete (fanouts, batch, "
+                    "order and dataset go together)", path);
+  run->set = seen != 0;
   return HS_OK;
+}
+
+/* A finite float within [lo, hi) (lo excluded too when lo_open). */
+static bool in_range(float x, double lo, bool lo_open, double hi) {
+  return isfinite(x) && (lo_open ? x > lo : x >= lo) && x < hi;
 }
 
 /* Every check that needs no model: magic, version, sizes, header
  * consistency, records, checksum. Fills cfg, the position fields and where
  * the parameters start. */
 static hs_status parse(const char *path, const unsigned char *buf, size_t size, hs_model_cfg *cfg,
-                       uint64_t pos[3], size_t *n_params, size_t *data_at) {
+                       uint64_t pos[3], size_t *n_params, size_t *data_at, hs_ckpt_run *run) {
   size_t cmp = size < sizeof ckpt_magic ? size : sizeof ckpt_magic;
   if (memcmp(buf, ckpt_magic, cmp) != 0)
     return hs__fail(HS_ERR_FORMAT, "%s: not a hetsage checkpoint (bad magic)", path);
@@ -288,10 +406,32 @@ static hs_status parse(const char *path, const unsigned char *buf, size_t size, 
   cfg->in_dim = (int)dims[0];
   cfg->hidden = n_layers > 1 ? (int)dims[1] : 0;
   cfg->n_classes = (int)dims[n_layers];
-  cfg->optim.kind = (hs_optim_kind)get_u32(buf + f->optim);
-  cfg->optim.wd_mode = (hs_wd_mode)get_u32(buf + f->wd_mode);
+  uint32_t optim = get_u32(buf + f->optim), wd_mode = get_u32(buf + f->wd_mode);
+  if (optim != HS_OPTIM_SGD && optim != HS_OPTIM_ADAM)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %d: optimizer kind %u (need %d sgd or %d adam)",
+                    path, f->optim, optim, HS_OPTIM_SGD, HS_OPTIM_ADAM);
+  if (wd_mode != HS_WD_L2 && wd_mode != HS_WD_DECOUPLED)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %d: weight decay mode %u (need 0 L2 or 1 "
+                    "decoupled)", path, f->wd_mode, wd_mode);
+  cfg->optim.kind = (hs_optim_kind)optim;
+  cfg->optim.wd_mode = (hs_wd_mode)wd_mode;
   float hyper[N_HYPER];
   for (int i = 0; i < N_HYPER; i++) hyper[i] = get_f32(buf + f->hyper + 4 * i);
+  /* lr, weight decay, beta1, beta2, eps, momentum, dropout. */
+  static const struct {
+    const char *name;
+    double lo;
+    bool lo_open;
+    double hi;
+  } hyper_range[N_HYPER] = {{"learning rate", 0, true, HS_MAX_LR}, {"weight decay", 0, false, 1},
+                            {"beta1", 0, false, 1},                {"beta2", 0, false, 1},
+                            {"eps", 0, true, 1},                   {"momentum", 0, false, 1},
+                            {"dropout", 0, false, 1}};
+  for (int i = 0; i < N_HYPER; i++)
+    if (!in_range(hyper[i], hyper_range[i].lo, hyper_range[i].lo_open, hyper_range[i].hi))
+      return hs__fail(HS_ERR_FORMAT, "%s: byte %d: %s %g (need a finite number in %c%g, %g))",
+                      path, f->hyper + 4 * i, hyper_range[i].name, (double)hyper[i],
+                      hyper_range[i].lo_open ? '(' : '[', hyper_range[i].lo, hyper_range[i].hi);
   cfg->optim.lr = hyper[0];
   cfg->optim.weight_decay = hyper[1];
   cfg->optim.beta1 = hyper[2];
@@ -302,6 +442,17 @@ static hs_status parse(const char *path, const unsigned char *buf, size_t size, 
   cfg->seed = get_u64(buf + f->u64);
   for (int i = 0; i < 3; i++) pos[i] = get_u64(buf + f->u64 + 8 * (1 + i));
   uint64_t n = get_u64(buf + f->u64 + 32);
+  /* step, epoch, position (batch within the epoch) */
+  if (pos[1] > HS_CKPT_MAX_EPOCH)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %d: epoch %llu (at most %u)", path, f->u64 + 16,
+                    (unsigned long long)pos[1], HS_CKPT_MAX_EPOCH);
+  if (pos[2] >= HS_CKPT_MAX_BATCHES)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %d: batch %llu of an epoch (below 2^31)", path,
+                    f->u64 + 24, (unsigned long long)pos[2]);
+  if (pos[0] > (pos[1] + 1) * HS_CKPT_MAX_BATCHES)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %d: step %llu after %llu epochs (at most 2^31 an "
+                    "epoch)", path, f->u64 + 8, (unsigned long long)pos[0],
+                    (unsigned long long)pos[1]);
 
   hs_model_shape shape;
   if (hs__model_shape(cfg, &shape) != HS_OK)
@@ -321,22 +472,38 @@ static hs_status parse(const char *path, const unsigned char *buf, size_t size, 
   if (stored != computed)
     return hs__fail(HS_ERR_CHECKSUM, "%s: checksum mismatch: stored %08x, computed %08x", path,
                     stored, computed);
-  hs_status st = check_records(path, buf, (size_t)f->records, header);
+  hs_status st = check_records(path, buf, (size_t)f->records, header, cfg->n_layers, run);
   if (st != HS_OK) return st;
+  if (run->set) {
+    /* One optimizer step per batch: the position must add up. */
+    uint64_t batches = (run->n_train + (uint64_t)run->batch_size - 1) / (uint64_t)run->batch_size;
+    if (pos[2] > batches || pos[0] != pos[1] * batches + pos[2])
+      return hs__fail(HS_ERR_FORMAT, "%s: byte %d: step %llu, epoch %llu and batch %llu disagree "
+                      "with %llu batches an epoch (%llu seeds in batches of %d)",
+                      path, f->u64 + 8, (unsigned long long)pos[0], (unsigned long long)pos[1],
+                      (unsigned long long)pos[2], (unsigned long long)batches,
+                      (unsigned long long)run->n_train, run->batch_size);
+  }
   *n_params = (size_t)n;
   *data_at = header;
   return HS_OK;
 }
 
-hs_status hs__checkpoint_read_cfg(const char *path, hs_model_cfg *cfg) {
+hs_status hs__checkpoint_read_run(const char *path, hs_model_cfg *cfg, hs_ckpt_run *run,
+                                  uint64_t pos[3]) {
   unsigned char *buf;
   size_t size, n, at;
-  uint64_t pos[3];
   hs_status st = read_file(path, &buf, &size);
   if (st != HS_OK) return st;
-  st = parse(path, buf, size, cfg, pos, &n, &at);
+  st = parse(path, buf, size, cfg, pos, &n, &at, run);
   free(buf);
   return st;
+}
+
+hs_status hs__checkpoint_read_cfg(const char *path, hs_model_cfg *cfg) {
+  hs_ckpt_run run;
+  uint64_t pos[3];
+  return hs__checkpoint_read_run(path, cfg, &run, pos);
 }
 
 static void dims_text(const int32_t *dims, int n_layers, char *out, size_t len) {
@@ -359,9 +526,10 @@ hs_status hs__checkpoint_load(const char *path, hs_model *m) {
   size_t size, n, at;
   uint64_t pos[3];
   hs_model_cfg cfg;
+  hs_ckpt_run run;
   hs_status st = read_file(path, &buf, &size);
   if (st != HS_OK) return st;
-  st = parse(path, buf, size, &cfg, pos, &n, &at);
+  st = parse(path, buf, size, &cfg, pos, &n, &at, &run);
   if (st != HS_OK) goto fail;
   hs_model_shape shape;
   hs__model_shape(&cfg, &shape); /* cannot fail: parse checked it */

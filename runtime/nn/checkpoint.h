@@ -19,7 +19,9 @@
  *       zero padding to a multiple of 4. Tags name what a record holds
  *       (checkpoint.c lists them); a reader that meets a tag it does not
  *       know refuses the file, unless bit 31 of the tag is set, which marks
- *       a record that may be skipped without changing results.
+ *       a record that may be skipped without changing results. Training
+ *       sessions write the run's records (hs_ckpt_run): what else decides
+ *       the result of resuming it (fanouts, batch, seed order, dataset).
  *   H   f32 params[n_params], m[n_params], v[n_params]
  *   end u32 CRC-32 (zlib) of every byte before it
  * n_params must be what the kind's layout gives for the header's widths and
@@ -38,10 +40,35 @@
 
 #define HS_CHECKPOINT_VERSION 2u
 
+/* Bounds every header field is checked against (a crafted file with a
+ * valid checksum is refused, naming the byte): epochs, and steps per
+ * epoch (a batch per training vertex at most). */
+#define HS_CKPT_MAX_EPOCH 1000000u
+#define HS_CKPT_MAX_BATCHES ((uint64_t)1 << 31)
+
+/* The options of a training run beyond the model (records of the file):
+ * with the model's fixed part they are everything that decides the
+ * result of resuming it. */
+typedef struct hs_ckpt_run {
+  bool set; /* false: the file has none (version 1, a model saved alone) */
+  int n_layers;
+  int32_t fanouts[HS_NN_MAX_LAYERS];
+  int32_t batch_size;
+  /* The order of each epoch's seeds: 0 a full shuffle, 1 block by block
+   * (features read from disk), with rows_per_block. */
+  uint32_t order;
+  uint64_t rows_per_block;
+  uint64_t memory_budget; /* the session's memory_budget (0: the plan's) */
+  /* The dataset trained on: vertices, edges, training seeds. */
+  uint64_t n_vertices, n_edges, n_train;
+} hs_ckpt_run;
+
 /* Save `m` to `path` atomically. HS_ERR_IO (with the path and errno text)
  * when the directory is not writable or the disk fills; the target is then
  * untouched and no temporary file is left behind. */
 hs_status hs__checkpoint_save(const hs_model *m, const char *path);
+/* The same with the run's records (`run` may be NULL: none). */
+hs_status hs__checkpoint_save_run(const hs_model *m, const hs_ckpt_run *run, const char *path);
 
 /* Restore a checkpoint into `m`, which was created with the same model
  * kind (and heads), layer sizes and optimizer kind: parameters, moments,
@@ -58,5 +85,9 @@ hs_status hs__checkpoint_load(const char *path, hs_model *m);
  * was saved with (model kind, heads, in_dim, hidden, n_classes, layers,
  * optimizer, dropout, seed), to create a model to load it into. */
 hs_status hs__checkpoint_read_cfg(const char *path, hs_model_cfg *cfg);
+/* The same, with the run's records (run->set false when there are none)
+ * and the training position (epoch, step, batch within the epoch). */
+hs_status hs__checkpoint_read_run(const char *path, hs_model_cfg *cfg, hs_ckpt_run *run,
+                                  uint64_t pos[3]);
 
 #endif

@@ -1,5 +1,5 @@
 /* The pipeline engine: batches flow through a fixed list of stages over a
- * fixed pool of slots (DESIGN.md §3). Each stage is a begin/finish pair:
+ * fixed pool of slots (docs/architecture.md, "Data flow of a batch"). Each stage is a begin/finish pair:
  * begin enqueues the stage's work for one slot (or does host work outright)
  * and hands back the OpenCL events it produced; finish runs once those
  * events are complete. Three drivers call the same stages:

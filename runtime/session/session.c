@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "board/hs_board.h"
 #include "hs_launch.h"
@@ -31,6 +32,7 @@ void hs_session_config_init_sized(hs_session_config *user, size_t struct_size) {
   cfg->cache_fill = HS_CACHE_FILL_FIRST;
   cfg->model = HS_MODEL_SAGE;
   cfg->heads = 4;
+  cfg->node_embedding_lr = 0.05f;
   hs__sized_init(user, struct_size, cfg, sizeof *cfg);
 }
 
@@ -51,6 +53,7 @@ const char *hs_sampling_name(hs_sampling s) {
 }
 
 hs_status hs_sampling_parse(const char *name, hs_sampling *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_sampling_parse: NULL out");
   for (int m = HS_SAMPLING_UNIFORM; m <= HS_SAMPLING_THRESHOLD; m++)
     if (name && strcmp(name, hs_sampling_name((hs_sampling)m)) == 0) {
       *out = (hs_sampling)m;
@@ -67,6 +70,7 @@ _Static_assert((int)HS_SAMPLING_UNIFORM == (int)HS_SAMPLE_UNIFORM &&
                "hs_sampling and hs_sample_mode must agree");
 
 hs_status hs_model_kind_parse(const char *name, hs_model_kind *out) {
+  if (!out) return hs__fail(HS_ERR_INVALID_ARG, "hs_model_kind_parse: NULL out");
   const hs_model_ops *ops = hs__model_ops_by_name(name);
   if (!ops)
     return hs__fail(HS_ERR_INVALID_ARG, "model '%s': expected sage, gcn or gat",
@@ -102,48 +106,103 @@ const char *hs_feature_pages_name(hs_feature_pages p) {
   }
 }
 
+static hs_status bad_field(const char *field, const char *value, const char *range) {
+  return hs__fail(HS_ERR_INVALID_ARG, "hs_session_config.%s = %s: expected %s", field, value,
+                  range);
+}
+
+static hs_status check_int(const char *field, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return HS_OK;
+  char val[32], range[64];
+  snprintf(val, sizeof val, "%lld", (long long)v);
+  snprintf(range, sizeof range, "an integer in [%lld, %lld]", (long long)lo, (long long)hi);
+  return bad_field(field, val, range);
+}
+
+/* A finite float in [lo, hi) (or (lo, hi) when lo_open). */
+static hs_status check_float(const char *field, float v, double lo, bool lo_open, double hi) {
+  if (isfinite(v) && (lo_open ? v > lo : v >= lo) && v < hi) return HS_OK;
+  char val[32], range[64];
+  snprintf(val, sizeof val, "%g", (double)v);
+  snprintf(range, sizeof range, "a finite number in %c%g, %g)", lo_open ? '(' : '[', lo, hi);
+  return bad_field(field, val, range);
+}
+
+/* Every field of the configuration, before anything is set up. */
 static hs_status check_config(const hs_session_config *c) {
+  hs_status st;
+  if ((st = check_int("n_layers", c->n_layers, 1,
+                      HS_MAX_LAYERS < HS_SAMPLE_MAX_LAYERS ? HS_MAX_LAYERS
+                                                           : HS_SAMPLE_MAX_LAYERS)))
+    return st;
+  for (int l = 0; l < c->n_layers; l++) {
+    char field[32], val[32], range[64];
+    snprintf(field, sizeof field, "fanouts[%d]", l);
+    snprintf(val, sizeof val, "%d", (int)c->fanouts[l]);
+    snprintf(range, sizeof range, "-1 (every neighbour) or an integer in [1, %d]", HS_MAX_FANOUT);
+    if (c->fanouts[l] != -1 && (c->fanouts[l] < 1 || c->fanouts[l] > HS_MAX_FANOUT))
+      return bad_field(field, val, range);
+  }
+  if ((st = check_int("batch_size", c->batch_size, 1, HS_MAX_BATCH)) ||
+      (st = check_int("hidden", c->hidden, 1, HS_MAX_HIDDEN)) ||
+      (st = check_float("dropout", c->dropout, 0, false, 1)) ||
+      (st = check_float("lr", c->lr, 0, true, HS_MAX_LR)) ||
+      (st = check_float("weight_decay", c->weight_decay, 0, false, 1)) ||
+      (st = check_int("depth", c->depth, 0, HS_MAX_DEPTH)) ||
+      (st = check_int("cache_rows", c->cache_rows, -1, INT64_MAX)))
+    return st;
+  char val[32];
+  snprintf(val, sizeof val, "%d", (int)c->optimizer);
+  if (c->optimizer != HS_OPTIMIZER_ADAM && c->optimizer != HS_OPTIMIZER_SGD)
+    return bad_field("optimizer", val, "HS_OPTIMIZER_ADAM or HS_OPTIMIZER_SGD");
+  snprintf(val, sizeof val, "%d", (int)c->pipeline);
+  if ((unsigned)c->pipeline > HS_PIPELINE_OFF)
+    return bad_field("pipeline", val, "HS_PIPELINE_AUTO, _THREADS, _ASYNC or _OFF");
+  snprintf(val, sizeof val, "%d", (int)c->cache_fill);
+  if ((unsigned)c->cache_fill > HS_CACHE_FILL_PRESAMPLE)
+    return bad_field("cache_fill", val, "HS_CACHE_FILL_FIRST, _DEGREE or _PRESAMPLE");
+  snprintf(val, sizeof val, "%d", (int)c->transfer);
+  if ((unsigned)c->transfer > HS_TRANSFER_DEVICE)
+    return bad_field("transfer", val, "HS_TRANSFER_AUTO, _HOST or _DEVICE");
+  snprintf(val, sizeof val, "%d", (int)c->feature_pages);
   if ((unsigned)c->feature_pages > HS_FEATURE_PAGES_HUGE)
-    return hs__fail(HS_ERR_INVALID_ARG, "feature_pages %d: expected auto, file or huge",
-                    (int)c->feature_pages);
-  if (c->n_layers < 1 || c->n_layers > HS_MAX_LAYERS || c->n_layers > HS_SAMPLE_MAX_LAYERS)
-    return hs__fail(HS_ERR_INVALID_ARG, "n_layers %d: must be 1..%d", c->n_layers,
-                    HS_SAMPLE_MAX_LAYERS);
-  for (int l = 0; l < c->n_layers; l++)
-    if (c->fanouts[l] == 0 || c->fanouts[l] < -1)
-      return hs__fail(HS_ERR_INVALID_ARG, "fanout %d of layer %d: must be >= 1 or -1 (all)",
-                      c->fanouts[l], l);
-  if (c->batch_size < 1)
-    return hs__fail(HS_ERR_INVALID_ARG, "batch size %d: must be >= 1", c->batch_size);
-  if (c->hidden < 1) return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be >= 1", c->hidden);
-  if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
-    return hs__fail(HS_ERR_INVALID_ARG, "dropout %g: must be in [0, 1)", (double)c->dropout);
-  if (!(c->lr > 0.0f)) return hs__fail(HS_ERR_INVALID_ARG, "learning rate %g: must be > 0", (double)c->lr);
-  if (!(c->weight_decay >= 0.0f))
-    return hs__fail(HS_ERR_INVALID_ARG, "weight decay %g: must be >= 0", (double)c->weight_decay);
-  if (c->transfer < HS_TRANSFER_AUTO || c->transfer > HS_TRANSFER_DEVICE)
-    return hs__fail(HS_ERR_INVALID_ARG, "transfer %d: must be auto, host or device",
-                    (int)c->transfer);
-  if (c->depth < 0 || c->depth > 64)
-    return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d: must be 0..64", c->depth);
+    return bad_field("feature_pages", val, "HS_FEATURE_PAGES_AUTO, _FILE or _HUGE");
+  if ((st = check_int("gemm_threads", c->gemm_threads, 0, 4096))) return st;
+  snprintf(val, sizeof val, "%d", (int)c->model);
   if (!hs__model_ops((int)c->model))
-    return hs__fail(HS_ERR_INVALID_ARG, "model %d: expected sage, gcn or gat", (int)c->model);
-  if (c->model == HS_MODEL_GAT && (c->heads < 1 || c->heads > HS_NN_MAX_HEADS))
-    return hs__fail(HS_ERR_INVALID_ARG, "heads %d: must be 1..%d", c->heads, HS_NN_MAX_HEADS);
-  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0)
-    return hs__fail(HS_ERR_INVALID_ARG, "hidden %d: must be a multiple of the %d heads",
-                    c->hidden, c->heads);
+    return bad_field("model", val, "HS_MODEL_SAGE, _GCN or _GAT");
+  if (c->model == HS_MODEL_GAT &&
+      (st = check_int("heads", c->heads, 1, HS_NN_MAX_HEADS)) != HS_OK)
+    return st;
+  if (c->model == HS_MODEL_GAT && c->n_layers > 1 && c->hidden % c->heads != 0) {
+    char range[64];
+    snprintf(val, sizeof val, "%d", c->hidden);
+    snprintf(range, sizeof range, "a multiple of the %d heads", c->heads);
+    return bad_field("hidden", val, range);
+  }
+  if ((st = check_int("node_embedding", c->node_embedding, 0, 4096)) != HS_OK) return st;
+  if (c->node_embedding > 0 &&
+      (st = check_float("node_embedding_lr", c->node_embedding_lr, 0, true, 100)) != HS_OK)
+    return st;
+  snprintf(val, sizeof val, "%d", (int)c->sampling);
   if ((unsigned)c->sampling > HS_SAMPLING_THRESHOLD)
-    return hs__fail(HS_ERR_INVALID_ARG, "sampling %d: expected uniform, weighted or threshold",
-                    (int)c->sampling);
+    return bad_field("sampling", val, "HS_SAMPLING_UNIFORM, _WEIGHTED or _THRESHOLD");
   if (c->replace && c->sampling == HS_SAMPLING_THRESHOLD)
-    return hs__fail(HS_ERR_INVALID_ARG, "replace: threshold sampling draws without replacement");
-  if (c->vertex_budget < 0 || (c->vertex_budget > 0 && c->vertex_budget < c->batch_size))
-    return hs__fail(HS_ERR_INVALID_ARG, "vertex budget %lld: must be 0 (none) or at least the "
-                    "batch size %d", (long long)c->vertex_budget, c->batch_size);
+    return bad_field("replace", "true", "false with HS_SAMPLING_THRESHOLD (it draws without "
+                     "replacement)");
+  if (c->vertex_budget != 0 && (c->vertex_budget < c->batch_size || c->vertex_budget < 0)) {
+    char range[64];
+    snprintf(val, sizeof val, "%lld", (long long)c->vertex_budget);
+    snprintf(range, sizeof range, "0 (none) or at least the batch size %d", (int)c->batch_size);
+    return bad_field("vertex_budget", val, range);
+  }
   for (int l = 0; c->sampling == HS_SAMPLING_THRESHOLD && l < c->n_layers; l++)
-    if (!isfinite(c->thresholds[l]))
-      return hs__fail(HS_ERR_INVALID_ARG, "threshold of layer %d: not a finite number", l);
+    if (!isfinite(c->thresholds[l])) {
+      char field[32];
+      snprintf(field, sizeof field, "thresholds[%d]", l);
+      snprintf(val, sizeof val, "%g", (double)c->thresholds[l]);
+      return bad_field(field, val, "a finite number");
+    }
   return HS_OK;
 }
 
@@ -155,17 +214,22 @@ static hs_status check_sampling(const hs_graph *g, const hs_session_config *c) {
                   "has none (no weights.npy)", hs_sampling_name(c->sampling));
 }
 
-static hs_status check_dataset(const hs_graph *g) {
+static hs_status check_dataset(const hs_graph *g, int32_t node_embedding) {
   hs_status st = hs__graph_topology(g, "a new session (the sampler's upload)");
   if (st != HS_OK) return st;
-  if ((!g->feat && !g->feat_sparse) || g->f <= 0)
+  bool has_feat = (g->feat || g->feat_sparse) && g->f > 0;
+  if (!has_feat && node_embedding <= 0)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy, or the sparse "
-                    "feat_indptr.npy and its kin)");
+                    "feat_indptr.npy and its kin); learnable node embeddings "
+                    "(node_embedding, --node-embedding D) can stand in for them");
+  if (g->feat_sparse && node_embedding > 0)
+    return hs__fail(HS_ERR_UNSUPPORTED, "node embeddings beside sparse features: convert them "
+                    "to dense (hetsage convert --from native --feat-format dense)");
   if (!g->labels || g->num_classes < 2)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no labels with at least 2 classes");
   if (!g->split[HS_SPLIT_TRAIN] || g->split_n[HS_SPLIT_TRAIN] == 0)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no training split (train_idx.npy)");
-  if (g->feat_dtype != HS_DTYPE_FLOAT32 && g->feat_dtype != HS_DTYPE_FLOAT16)
+  if (has_feat && g->feat_dtype != HS_DTYPE_FLOAT32 && g->feat_dtype != HS_DTYPE_FLOAT16)
     return hs__fail(HS_ERR_UNSUPPORTED, "features of type %s", hs_dtype_name(g->feat_dtype));
   return HS_OK;
 }
@@ -192,19 +256,15 @@ static hs_status role_programs(hs_session *s, const hs_board_profile *prof,
 
 static hs_status place(hs_session *s, const hs_session_config *cfg) {
   hs_board_profile *prof = NULL;
-  hs_status st = HS_OK;
-  /* The session's own profile, else the runtime's board, else the default. */
-  const hs_board_profile *use = cfg->profile;
-  if (!use && !cfg->board) use = s->rt->board;
-  if (!use &&
-      (st = hs_board_profile_load_from(s->rt->settings.boards_dir, cfg->board, &prof)) != HS_OK)
-    return st;
+  const hs_board_profile *use = NULL;
+  hs_status st = hs__runtime_session_profile(s->rt, cfg->profile, cfg->board, &use, &prof);
+  if (st != HS_OK) return st;
   hs_placement_request req;
   hs_placement_request_init(&req);
   const hs_device_info *devs = s->rt->infos;
   req.device_count = s->rt->inv.n_devs;
   req.devices = devs;
-  req.profile = use ? use : prof;
+  req.profile = use;
   req.topology_bytes = s->g->topology_bytes;
   req.feature_bytes = s->g->feature_bytes;
   /* Sparse rows: their mean size, for the caches' sizing. */
@@ -362,13 +422,30 @@ static hs_status choose_transfer(hs_session *s, const hs_session_config *cfg) {
   return HS_OK;
 }
 
+/* The node embeddings' store: one table keyed by vertex id, row-wise
+ * Adagrad; rows draw from a stream apart from the parameters' and the
+ * sampler's. One thread each for lookups and updates: a batch's rows are
+ * a few thousand, and the pipeline's stages already keep the cores busy. */
+static hs_status make_store(hs_session *s) {
+  if (s->emb_dim <= 0) return HS_OK;
+  hs_embed_cfg ec;
+  hs__embed_cfg_defaults(&ec);
+  ec.dim = s->emb_dim;
+  ec.n_tables = 1;
+  ec.optim.kind = HS_EMBED_ADAGRAD;
+  ec.optim.lr = s->cfg.node_embedding_lr;
+  ec.seed = s->cfg.seed ^ 0x3c6ef372fe94f82bull;
+  ec.threads = 1;
+  return hs__embed_create(&ec, &s->emb);
+}
+
 static hs_status make_model(hs_session *s) {
   hs_model_cfg mc;
   hs__model_cfg_defaults(&mc);
   mc.kind = (hs_nn_kind)s->cfg.model;
   mc.heads = s->cfg.heads;
   mc.n_layers = s->cfg.n_layers;
-  mc.in_dim = (int)s->g->f;
+  mc.in_dim = s->in_dim;
   mc.hidden = s->cfg.hidden;
   mc.n_classes = s->g->num_classes;
   mc.dropout = s->cfg.dropout;
@@ -395,6 +472,68 @@ static hs_status make_sampler(hs_session *s) {
   hs_sampler_opts so = {.style = HS_STYLE_AUTO, .work_group_size = 0,
                         .max_seeds = s->cfg.batch_size, .profile = false};
   return hs__sampler_create(&s->sctx, &s->sdev, s->sq, &csr, &s->scfg, &so, &s->sampler);
+}
+
+/* The plan as it runs: where the session's configuration overrode a choice
+ * (pipeline, depth, memory budget, caches), the plan's fields and reasons
+ * are revised, so that what is described is what runs. */
+static hs_status revise_plan(hs_session *s, const hs_session_config *cfg) {
+  hs_placement *pl = s->plan;
+  char a[32], b[32];
+  hs_status st = HS_OK;
+  hs_pipeline_mode mode = s->mode == HS_PIPE_THREADS ? HS_PIPELINE_THREADS
+                          : s->mode == HS_PIPE_OFF   ? HS_PIPELINE_OFF
+                                                     : HS_PIPELINE_ASYNC;
+  if (mode != pl->pipeline) {
+    st = hs__placement_revise(pl, "pipeline", hs_pipeline_mode_name(pl->pipeline),
+                              "%s: the session's configuration (pipeline)",
+                              hs_pipeline_mode_name(mode));
+    pl->pipeline = mode;
+  }
+  if (st == HS_OK && s->depth != pl->depth) {
+    st = hs__placement_revise(pl, "pipeline", "depth", "depth %d: %s", s->depth,
+                              mode == HS_PIPELINE_OFF ? "no overlap, one batch at a time"
+                                                      : "the session's configuration (depth)");
+    pl->depth = s->depth;
+  }
+  if (st == HS_OK && cfg->memory_budget) {
+    pl->host_budget_bytes = cfg->memory_budget;
+    st = hs__placement_revise(pl, "memory", "host", "host %s: the session's memory budget "
+                              "(memory_budget)", hs__fmt_bytes(cfg->memory_budget, a, sizeof a));
+  }
+  uint64_t keep = s->tier ? s->tier_keep_bytes : 0;
+  if (st == HS_OK && (cfg->memory_budget || keep != pl->cache_host_bytes)) {
+    hs__fmt_bytes(s->g->feature_bytes, a, sizeof a);
+    hs__fmt_bytes(pl->host_budget_bytes, b, sizeof b);
+    if (s->tier) {
+      char c[32];
+      st = hs__placement_revise(pl, "cache", "host", "host %s: the features (%s) exceed the "
+                                "host budget %s, so they are read from feat.npy through a "
+                                "cache of %s", hs__fmt_bytes(keep, c, sizeof c), a, b,
+                                hs__fmt_bytes(keep, c, sizeof c));
+    } else {
+      st = hs__placement_revise(pl, "cache", "host", "host 0 B: the features (%s) fit in the "
+                                "host budget %s, so they stay in memory", a, b);
+    }
+    pl->cache_host_bytes = keep;
+  }
+  uint64_t rows = s->coo ? (uint64_t)hs__coo_capacity(s->coo) : 0;
+  if (st == HS_OK && rows != pl->cache_trainer_rows) {
+    st = hs__placement_revise(pl, "cache", "trainer", "trainer %llu row(s): %s",
+                              (unsigned long long)rows,
+                              cfg->cache_rows >= 0 ? "the session's configuration (cache_rows), "
+                                                     "cut to the rows there are and to one "
+                                                     "device allocation"
+                                                   : "the plan's, cut to the rows there are and "
+                                                     "to one device allocation");
+    pl->cache_trainer_rows = rows;
+  }
+  if (st == HS_OK && s->coo && s->coo_fill != pl->cache_fill) {
+    st = hs__placement_revise(pl, "cache", "fill", "fill %s: the session's configuration "
+                              "(cache_fill)", hs_cache_fill_name(s->coo_fill));
+    pl->cache_fill = s->coo_fill;
+  }
+  return st;
 }
 
 /* Slots are sized by the sampler's capacities: the largest batch these
@@ -434,6 +573,22 @@ static hs_status make_slots(hs_session *s) {
       return hs__fail(HS_ERR_NOMEM, "out of memory for batch slot %d (%zu bytes of features)",
                       i, feat_bytes);
     if ((st = hs__session_sparse_alloc(s, d, (int64_t)rows)) != HS_OK) return st;
+    if (s->emb_dim > 0) {
+      /* The model's input rows (features, then the row), their gradient,
+       * and the rows' gradients in the store's order. */
+      size_t in_bytes;
+      if (!hs__mul_size(rows, (size_t)s->in_dim * sizeof(float), &in_bytes) || rows > INT32_MAX)
+        return hs__fail(HS_ERR_RANGE, "a batch of %zu vertices x %d inputs overflows", rows,
+                        (int)s->in_dim);
+      d->xe = malloc(in_bytes + 1);
+      d->dx = malloc(in_bytes + 1);
+      d->eg = malloc(rows * (size_t)s->emb_dim * sizeof(float) + 1);
+      d->eids = malloc(rows * sizeof *d->eids + 1);
+      if (!d->xe || !d->dx || !d->eg || !d->eids)
+        return hs__fail(HS_ERR_NOMEM, "out of memory for the node embeddings of batch slot %d",
+                        i);
+      if ((st = hs__embed_batch_init(&d->eb, (int32_t)rows, s->emb_dim)) != HS_OK) return st;
+    }
     /* Device-to-device blocks land here, in trainer order, sized for the
      * sampler's capacities (hop h is block L-1-h). */
     for (int h = 0; s->transfer == HS_TRANSFER_DEVICE && h < caps->n_layers; h++) {
@@ -447,6 +602,13 @@ static hs_status make_slots(hs_session *s) {
     s->pslots[i].user = d;
   }
   return HS_OK;
+}
+
+/* OpenBLAS threads for the trainer's GEMM (hs_session_config.gemm_threads). */
+static int gemm_threads(const hs_session *s, const hs_session_config *cfg) {
+  if (cfg->gemm_threads > 0) return cfg->gemm_threads;
+  if (s->rt->settings.gemm_threads > 0) return s->rt->settings.gemm_threads;
+  return (int)(s->tdev.info.compute_units ? s->tdev.info.compute_units : 1);
 }
 
 hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_config *cfg,
@@ -474,13 +636,45 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
   s->cfg.profile = NULL;
   s->cfg.profile = NULL;
   s->order_epoch = -1;
-  if ((st = check_dataset(s->g)) != HS_OK || (st = check_sampling(s->g, cfg)) != HS_OK) goto fail;
+  if ((st = check_dataset(s->g, cfg->node_embedding)) != HS_OK || (st = check_sampling(s->g, cfg)) != HS_OK) goto fail;
+  /* A batch larger than the graph is one batch of every seed there is: the
+   * splits are sets of distinct vertices, so each chunk of a split (and the
+   * sampler's capacity) is the same as with the size asked for. */
+  if (s->cfg.batch_size > s->g->n) s->cfg.batch_size = (int32_t)s->g->n;
+  s->feat_checked = calloc((size_t)(s->g->n + 63) / 64 + 1, sizeof *s->feat_checked);
+  if (!s->feat_checked) {
+    st = hs__fail(HS_ERR_NOMEM, "out of memory for the feature check bitmap");
+    goto fail;
+  }
+  /* Sparse feature values are checked when the dataset is opened; a
+   * dataset without features has none to check. */
+  s->feat_all_checked = s->g->feat_sparse || s->g->f <= 0;
   if (s->g->feat_sparse && cfg->model != HS_MODEL_SAGE) {
     st = hs__fail(HS_ERR_UNSUPPORTED, "the dataset's features are stored sparse, which only "
                   "GraphSAGE's first layer reads so far; for %s, convert them to dense "
                   "(hetsage convert --from native --feat-format dense)",
                   hs_model_kind_name(cfg->model));
     goto fail;
+  }
+  if (cfg->world && cfg->node_embedding > 0) {
+    /* Each rank would hold and train its own rows: not combined yet. */
+    st = hs__fail(HS_ERR_UNSUPPORTED, "hs_session_config.node_embedding: node embeddings are "
+                  "not trained in distributed sessions yet");
+    goto fail;
+  }
+  if ((st = hs__session_dist_join(s, cfg)) != HS_OK) goto fail;
+  /* Batches per epoch: of the largest worker slice (every worker trains
+   * as many steps). */
+  int64_t per_worker = (s->g->split_n[HS_SPLIT_TRAIN] + s->workers - 1) / s->workers;
+  s->n_batches = (per_worker + cfg->batch_size - 1) / cfg->batch_size;
+  /* The model's input: the features, then the node embedding's row. */
+  s->emb_dim = cfg->node_embedding;
+  s->in_dim = (int32_t)s->g->f + s->emb_dim;
+  if (s->server) {
+    /* A parameter server rank holds a shard of the model: no devices. */
+    if ((st = make_model(s)) != HS_OK || (st = hs__session_dist_open(s)) != HS_OK) goto fail;
+    *out = s;
+    return HS_OK;
   }
   if ((st = place(s, cfg)) != HS_OK) goto fail;
   switch (cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline) {
@@ -494,10 +688,14 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
 
   if ((st = open_devices(s)) != HS_OK) goto fail;
   if ((st = choose_transfer(s, cfg)) != HS_OK) goto fail;
+  s->emb_dim = cfg->node_embedding;
+  s->in_dim = (int32_t)s->g->f + s->emb_dim;
+  if ((st = make_store(s)) != HS_OK) goto fail;
   if ((st = make_model(s)) != HS_OK) goto fail;
   if ((st = make_sampler(s)) != HS_OK) goto fail;
   hs_trainer_opts to = {.wg = 0, .gemm = HS_GEMM_AUTO,
-                        .gemm_threads = (int)s->tdev.info.compute_units, .profile = false};
+                        .gemm_threads = gemm_threads(s, cfg), .profile = false,
+                        .input_grad = s->emb_dim > 0};
   if ((st = hs__trainer_create(&s->tctx, &s->tdev, s->tq, &s->model, &to, &s->trainer)) != HS_OK)
     goto fail;
   if ((st = hs__gather_pool_create(s->plan->gather_threads > 0 ? s->plan->gather_threads : 1,
@@ -509,12 +707,13 @@ hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds, const hs_session_con
     st = hs__fail(HS_ERR_NOMEM, "out of memory for the training order");
     goto fail;
   }
-  s->n_batches = (s->g->split_n[HS_SPLIT_TRAIN] + cfg->batch_size - 1) / cfg->batch_size;
   if ((st = hs__session_cache_open(s, cfg)) != HS_OK) goto fail;
   if ((st = choose_feature_pages(s, ds, cfg)) != HS_OK) goto fail;
+  if ((st = revise_plan(s, cfg)) != HS_OK) goto fail;
   /* Everything that reads the host topology (the sampler's upload, the
    * degree and presample cache fills) has run. */
   if (cfg->free_host_topology) s->topology_freed = hs__dataset_free_topology(ds);
+  if ((st = hs__session_dist_open(s)) != HS_OK) goto fail;
   *out = s;
   return HS_OK;
 fail:
@@ -524,6 +723,7 @@ fail:
 
 void hs_session_destroy(hs_session *s) {
   if (!s) return;
+  hs__session_dist_close(s);
   /* Nothing may still run on the device when the buffers go; the queues
    * themselves are released last, after every module that keeps them. */
   if (s->sq) hs__queue_finish(s->sq);
@@ -541,10 +741,17 @@ void hs_session_destroy(hs_session *s) {
     free(s->slots[i].raw);
     free(s->slots[i].labels);
     hs__session_sparse_free(&s->slots[i]);
+    free(d->xe);
+    free(d->dx);
+    free(d->eg);
+    free(d->eids);
+    hs__embed_batch_free(&d->eb);
   }
+  hs__embed_destroy(s->emb);
   free(s->slots);
   free(s->pslots);
   free(s->order);
+  free((void *)s->feat_checked);
   hs__gather_pool_destroy(s->pool);
   hs__trainer_destroy(s->trainer);
   hs__sampler_destroy(s->sampler);
@@ -560,8 +767,44 @@ void hs_session_destroy(hs_session *s) {
   free(s);
 }
 
+/* The rank's part in a distributed run, as a line of describe. */
+static int describe_rank(const hs_session *s, char *buf, size_t len) {
+  if (!s->comm) return snprintf(buf, len, "%s", "");
+  char host[128] = "";
+  hs__comm_host(s->comm, host, sizeof host);
+  const hs_dist_config *d = &s->dcfg;
+  char mode[96];
+  if (d->sync == HS_SYNC_PS)
+    snprintf(mode, sizeof mode, "ps, %d servers, %s, quorum %d", d->servers,
+             d->staleness ? "asynchronous" : "synchronous", d->quorum);
+  else if (d->sync == HS_SYNC_LOCAL)
+    snprintf(mode, sizeof mode, "local, average every %d steps", d->period);
+  else
+    snprintf(mode, sizeof mode, "allreduce");
+  if (s->server)
+    return snprintf(buf, len, "rank:     %d of %d on %s (pid %d): parameter server %d of %d "
+                    "(%s; compression %s), no devices\n", s->rank, s->world_size, host,
+                    (int)getpid(), s->rank - s->workers, d->servers, mode,
+                    hs_compress_name(d->compress));
+  return snprintf(buf, len, "rank:     %d of %d on %s (pid %d): worker %d of %d, seeds %lld..%lld "
+                  "of each epoch, %lld steps (%s; compression %s)\n", s->rank, s->world_size,
+                  host, (int)getpid(), s->worker, s->workers, (long long)s->slice_lo,
+                  (long long)(s->slice_lo + s->slice_len), (long long)s->n_batches, mode,
+                  hs_compress_name(d->compress));
+}
+
 size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
-  size_t n = hs_placement_describe(s->plan, buf, len);
+  if (!s) {
+    if (buf && len) buf[0] = '\0';
+    return 0;
+  }
+  char rank[512];
+  int rk = describe_rank(s, rank, sizeof rank);
+  size_t r = rk > 0 ? (size_t)rk : 0;
+  if (buf && len) snprintf(buf, len, "%s", rank);
+  if (s->server) return r;
+  size_t n = r + hs_placement_describe(s->plan, buf && len > r ? buf + r : NULL,
+                                       buf && len > r ? len - r : 0);
   char more[1280], b[32];
   int k = snprintf(more, sizeof more, "transfer: %s (%s)\n",
                    s->transfer == HS_TRANSFER_DEVICE ? "blocks device to device"
@@ -589,6 +832,11 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
   if (s->cfg.vertex_budget > 0 && k > 0 && (size_t)k < sizeof more)
     k += snprintf(more + k, sizeof more - (size_t)k, ", at most %lld vertices a batch",
                   (long long)s->cfg.vertex_budget);
+  if (s->emb_dim > 0 && k > 0 && (size_t)k < sizeof more)
+    k += snprintf(more + k, sizeof more - (size_t)k,
+                  "; node embeddings: %d per vertex on the host (row-wise Adagrad, lr %g)%s",
+                  (int)s->emb_dim, (double)s->cfg.node_embedding_lr,
+                  s->g->f > 0 ? ", after the features" : ", the whole input");
   if (k > 0 && (size_t)k < sizeof more) snprintf(more + k, sizeof more - (size_t)k, "\n");
   size_t m = strlen(more);
   if (buf && n < len) snprintf(buf + n, len - n, "%s", more);
@@ -596,12 +844,15 @@ size_t hs_session_describe(const hs_session *s, char *buf, size_t len) {
 }
 
 void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void *user) {
+  if (!s) return;
   s->progress = fn;
   s->progress_user = user;
 }
 
-void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag) { s->stop = flag; }
+void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag) {
+  if (s) s->stop = flag;
+}
 
-int64_t hs_session_epoch(const hs_session *s) { return s->epoch; }
+int64_t hs_session_epoch(const hs_session *s) { return s ? s->epoch : 0; }
 
-int hs_session_num_classes(const hs_session *s) { return s->g->num_classes; }
+int hs_session_num_classes(const hs_session *s) { return s ? s->g->num_classes : 0; }

@@ -28,6 +28,7 @@ static hs_status open_host_tier(hs_session *s, const hs_session_config *cfg) {
   if (!path) return hs__fail(HS_ERR_NOMEM, "out of memory for a path");
   hs_host_tier_cfg tc = {.path = path, .budget_bytes = keep, .pool = s->pool};
   hs_status st = hs__host_tier_open(&tc, &s->tier);
+  s->tier_keep_bytes = keep;
   if (st == HS_OK)
     hs__log(HS_LOG_CACHE,
             "session: features (%" PRIu64 " B) exceed the memory budget %" PRIu64
@@ -103,6 +104,12 @@ static hs_status open_trainer_tier(hs_session *s, const hs_session_config *cfg) 
                            ? cfg->cache_fill
                            : p->cache_fill;
   if (rows <= 0) return HS_OK;
+  if (s->emb_dim > 0) {
+    /* The rows change every step: they cross with every batch. */
+    hs__log(HS_LOG_CACHE, "session: no trainer cache under node embeddings (%" PRId64
+            " rows asked)", rows);
+    return HS_OK;
+  }
   if (s->g->feat_sparse) {
     hs__log(HS_LOG_CACHE, "session: no trainer cache for sparse features (%" PRId64
             " rows asked): every batch's rows cross as CSR", rows);
@@ -118,6 +125,7 @@ static hs_status open_trainer_tier(hs_session *s, const hs_session_config *cfg) 
     rows = max;
   }
   if (rows <= 0) return HS_OK;
+  s->coo_fill = fill;
   hs_coo_cfg cc = {.n_vertices = s->g->n, .capacity = rows, .row_bytes = row_bytes, .fill = fill};
   hs_status st = hs__coo_create(&cc, &s->coo);
   if (st != HS_OK) return st;

@@ -21,13 +21,30 @@ static int32_t argmax(const float *row, int n) {
   return best;
 }
 
+static hs_status eval_sampled_on_root(hs_session *s, int split, double *accuracy) {
+  return hs_session_evaluate(s, (hs_split)split, accuracy);
+}
+
+static hs_status eval_full_on_root(hs_session *s, int split, double *accuracy) {
+  return hs_session_evaluate_full(s, (hs_split)split, accuracy);
+}
+
+static hs_status no_split(const hs_session *s, hs_split split) {
+  static const char *const files[] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
+  return hs__fail(HS_ERR_FORMAT, "%s/%s is %s: the dataset has no such split",
+                  hs__dataset_dir(s->ds), files[split], s->g->split[split] ? "empty" : "missing");
+}
+
 hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   if (!s || !accuracy || split < 0 || split >= HS_SPLIT_COUNT_)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate: bad argument");
+  /* Distributed: the workers hold the same parameters; rank 0 evaluates
+   * for everyone. */
+  if (s->comm && !s->dist_local)
+    return hs__session_dist_on_root(s, eval_sampled_on_root, (int)split, accuracy);
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
-  if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no %s split",
-                                      split == HS_SPLIT_VALID ? "validation" : split == HS_SPLIT_TEST ? "test" : "training");
+  if (!ids || n == 0) return no_split(s, split);
   int classes = s->g->num_classes;
   float *logits = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *logits);
   if (!logits) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
@@ -62,8 +79,8 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
  * however many vertices are asked for. */
 static bool use_layerwise(const hs_session *s, int64_t n) {
   const hs_graph *g = s->g;
-  bool can = !s->tier && g->feat && !g->feat_sparse && g->feat_dtype == HS_DTYPE_FLOAT32 &&
-             g->indptr[g->n] <= INT32_MAX;
+  bool can = !s->tier && (s->emb_dim > 0 || (g->feat && g->feat_dtype == HS_DTYPE_FLOAT32)) &&
+             !g->feat_sparse && g->indptr[g->n] <= INT32_MAX;
   hs_full_inference force = s->rt->settings.full_inference;
   if (force == HS_FULL_INFERENCE_FIELDS) return false;
   if (force == HS_FULL_INFERENCE_LAYERWISE) return can;
@@ -82,7 +99,12 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
   if (!all)
     return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)s->g->n,
                     classes);
-  hs_status st = hs__trainer_infer_full(s->trainer, &g, s->feat, all);
+  const float *x = NULL;
+  bool owned = false;
+  hs_status st = hs__session_check_all_rows(s);
+  if (st == HS_OK) st = hs__session_all_rows(s, &x, &owned);
+  if (st == HS_OK) st = hs__trainer_infer_full(s->trainer, &g, x, all);
+  if (owned) free((void *)x);
   for (int64_t i = 0; st == HS_OK && i < n; i++)
     memcpy(logits + (size_t)i * classes, all + (size_t)ids[i] * classes,
            sizeof(float) * (size_t)classes);
@@ -97,10 +119,9 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
  * over the whole graph when that costs less (use_layerwise). */
 static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float *logits) {
   const int classes = s->g->num_classes;
-  const size_t f = (size_t)s->g->f;
+  const size_t f = (size_t)s->in_dim;
   hs_csr_view g = {.n_vertices = s->g->n, .indptr = s->g->indptr, .indices = s->g->indices};
   float *feat = NULL, *out = NULL;
-  void *raw = NULL;
   size_t cap_rows = 0;
   /* Full neighbourhoods come from the host copy of the topology. */
   hs_status st = hs__graph_topology(s->g, "full-neighbour inference");
@@ -130,17 +151,15 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
     }
     if (rows > cap_rows) {
       free(feat);
-      free(raw);
       feat = malloc(rows * f * sizeof *feat + 1);
-      raw = s->g->feat_dtype == HS_DTYPE_FLOAT16 ? malloc(rows * s->g->feat_row_bytes + 1) : NULL;
       cap_rows = rows;
-      if (!feat || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !raw)) {
+      if (!feat) {
         st = hs__fail(HS_ERR_NOMEM, "out of memory for %zu feature rows", rows);
         hs__block_set_free(&set);
         break;
       }
     }
-    st = hs__session_rows_f32(s, set.ids, (int32_t)rows, feat, raw);
+    st = hs__session_rows_in(s, set.ids, (int32_t)rows, feat);
     hs_nn_batch nb = {.n_layers = set.n_layers, .blocks = set.blocks, .feat = feat, .labels = NULL};
     if (st == HS_OK) st = hs__trainer_upload(s->trainer, &nb);
     if (st == HS_OK) st = hs__trainer_predict(s->trainer, out);
@@ -151,16 +170,17 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   }
   free(out);
   free(feat);
-  free(raw);
   return st;
 }
 
 hs_status hs_session_evaluate_full(hs_session *s, hs_split split, double *accuracy) {
   if (!s || !accuracy || split < 0 || split >= HS_SPLIT_COUNT_)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_evaluate_full: bad argument");
+  if (s->comm && !s->dist_local)
+    return hs__session_dist_on_root(s, eval_full_on_root, (int)split, accuracy);
   const int32_t *ids = s->g->split[split];
   int64_t n = s->g->split_n[split];
-  if (!ids || n == 0) return hs__fail(HS_ERR_FORMAT, "the dataset has no such split");
+  if (!ids || n == 0) return no_split(s, split);
   const int classes = s->g->num_classes;
   float *logits = malloc((size_t)n * (size_t)classes * sizeof *logits);
   if (!logits) return hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d logits", (long long)n, classes);
@@ -179,6 +199,9 @@ hs_status hs_session_predict(hs_session *s, const int64_t *ids, int64_t n, int32
                              float *logits_out) {
   if (!s || (!ids && n > 0) || !classes || n < 0 || n > INT32_MAX)
     return hs__fail(HS_ERR_INVALID_ARG, "hs_session_predict: bad argument");
+  if (s->server)
+    return hs__fail(HS_ERR_STATE, "rank %d is a parameter server: it holds no model to predict "
+                    "with", s->rank);
   const int c = s->g->num_classes;
   int32_t *ids32 = calloc((size_t)n + 1, sizeof *ids32);
   float *logits = malloc((size_t)n * (size_t)c * sizeof *logits + 1);
@@ -205,17 +228,129 @@ done:
   return st;
 }
 
+/* The options of this session's run beyond the model (hs_ckpt_run). */
+void hs__session_run(const hs_session *s, hs_ckpt_run *r) {
+  memset(r, 0, sizeof *r);
+  r->set = true;
+  r->n_layers = s->cfg.n_layers;
+  for (int l = 0; l < s->cfg.n_layers; l++) r->fanouts[l] = s->cfg.fanouts[l];
+  r->batch_size = s->cfg.batch_size;
+  r->memory_budget = s->cfg.memory_budget;
+  if (s->tier) {
+    hs_host_tier_info ti;
+    hs__host_tier_info(s->tier, &ti);
+    r->order = 1;
+    r->rows_per_block = (uint64_t)ti.rows_per_block;
+  }
+  r->n_vertices = (uint64_t)s->g->n;
+  r->n_edges = (uint64_t)s->g->e;
+  r->n_train = (uint64_t)s->g->split_n[HS_SPLIT_TRAIN];
+}
+
 hs_status hs_session_save(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_save: NULL argument");
+  if (s->comm) return hs__session_dist_save(s, path);
+  if (s->emb)
+    return hs__fail(HS_ERR_UNSUPPORTED, "%s: checkpoints of a session with node embeddings "
+                    "are not written yet (the store's rows would be lost)", path);
   hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
   if (st != HS_OK) return st;
   s->model.epoch = (uint64_t)s->epoch;
   s->model.rng_counter = (uint64_t)s->batch_pos;
-  return hs__checkpoint_save(&s->model, path);
+  hs_ckpt_run run;
+  hs__session_run(s, &run);
+  return hs__checkpoint_save_run(&s->model, &run, path);
+}
+
+static void fanouts_text(const int32_t *f, int n, char *buf, size_t len) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int l = 0; l < n && at < len; l++)
+    at += (size_t)snprintf(buf + at, len - at, l ? ",%d" : "%d", f[l]);
+}
+
+static hs_status differs(const char *path, const char *what, const char *file_v,
+                         const char *session_v) {
+  return hs__fail(HS_ERR_INVALID_ARG, "%s: %s %s in the checkpoint, %s in this session: a resumed "
+                  "run keeps the options of the run it continues", path, what, file_v, session_v);
+}
+
+static hs_status differs_f(const char *path, const char *what, double a, double b) {
+  char x[32], y[32];
+  snprintf(x, sizeof x, "%g", a);
+  snprintf(y, sizeof y, "%g", b);
+  return differs(path, what, x, y);
+}
+
+/* Every option the file records against the session's own. */
+static hs_status check_resume(const hs_session *s, const char *path, unsigned flags) {
+  hs_model_cfg mc;
+  hs_ckpt_run run;
+  uint64_t pos[3];
+  hs_status st = hs__checkpoint_read_run(path, &mc, &run, pos);
+  if (st != HS_OK) return st;
+  const hs_model_cfg *c = &s->model.cfg;
+  char x[96], y[96];
+  if (mc.seed != c->seed) {
+    snprintf(x, sizeof x, "%llu", (unsigned long long)mc.seed);
+    snprintf(y, sizeof y, "%llu", (unsigned long long)c->seed);
+    return differs(path, "seed", x, y);
+  }
+  if (mc.dropout != c->dropout) return differs_f(path, "dropout", mc.dropout, c->dropout);
+  if (mc.optim.weight_decay != c->optim.weight_decay)
+    return differs_f(path, "weight decay", mc.optim.weight_decay, c->optim.weight_decay);
+  if (mc.optim.wd_mode != c->optim.wd_mode)
+    return differs_f(path, "weight decay mode", mc.optim.wd_mode, c->optim.wd_mode);
+  if (mc.optim.beta1 != c->optim.beta1 || mc.optim.beta2 != c->optim.beta2 ||
+      mc.optim.eps != c->optim.eps || mc.optim.momentum != c->optim.momentum)
+    return differs(path, "optimizer settings (betas, eps, momentum)", "as saved", "others");
+  if (mc.optim.lr != c->optim.lr && !(flags & HS_RESUME_NEW_LR))
+    return differs_f(path, "learning rate", mc.optim.lr, c->optim.lr);
+  if (!run.set) return HS_OK;
+  hs_ckpt_run now;
+  hs__session_run(s, &now);
+  bool same = run.n_layers == now.n_layers;
+  for (int l = 0; same && l < run.n_layers; l++) same = run.fanouts[l] == now.fanouts[l];
+  if (!same) {
+    fanouts_text(run.fanouts, run.n_layers, x, sizeof x);
+    fanouts_text(now.fanouts, now.n_layers, y, sizeof y);
+    return differs(path, "fanouts", x, y);
+  }
+  if (run.batch_size != now.batch_size)
+    return differs_f(path, "batch size", run.batch_size, now.batch_size);
+  if (run.n_vertices != now.n_vertices || run.n_edges != now.n_edges ||
+      run.n_train != now.n_train) {
+    snprintf(x, sizeof x, "%llu vertices, %llu edges, %llu training seeds",
+             (unsigned long long)run.n_vertices, (unsigned long long)run.n_edges,
+             (unsigned long long)run.n_train);
+    snprintf(y, sizeof y, "%llu, %llu, %llu", (unsigned long long)now.n_vertices,
+             (unsigned long long)now.n_edges, (unsigned long long)now.n_train);
+    return differs(path, "dataset of", x, y);
+  }
+  if (run.order != now.order || run.rows_per_block != now.rows_per_block) {
+    snprintf(x, sizeof x, "%s", run.order ? "block order (features read through the host tier)"
+                                          : "a full shuffle");
+    snprintf(y, sizeof y, "%s", now.order ? "block order (the memory budget sends the features "
+                                            "through the host tier)"
+                                          : "a full shuffle");
+    if (run.order == now.order) {
+      snprintf(x, sizeof x, "blocks of %llu rows", (unsigned long long)run.rows_per_block);
+      snprintf(y, sizeof y, "blocks of %llu rows", (unsigned long long)now.rows_per_block);
+    }
+    return differs(path, "seed order", x, y);
+  }
+  return HS_OK;
+}
+
+hs_status hs_session_resume(hs_session *s, const char *path, unsigned flags) {
+  if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_resume: NULL argument");
+  hs_status st = check_resume(s, path, flags);
+  return st == HS_OK ? hs_session_load(s, path) : st;
 }
 
 hs_status hs_session_load(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_load: NULL argument");
+  if (s->comm) return hs__session_dist_load(s, path);
   hs_model m;
   hs_status st = hs__model_create(&s->model.cfg, &m);
   if (st != HS_OK) return st;
@@ -245,11 +380,18 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
   hs_status st = hs__sized_in(cfg, sizeof *cfg, user, "hs_session_config");
   if (st != HS_OK) return st;
   hs_model_cfg mc;
-  st = hs__checkpoint_read_cfg(path, &mc);
+  hs_ckpt_run run;
+  uint64_t pos[3];
+  st = hs__checkpoint_read_run(path, &mc, &run, pos);
   if (st != HS_OK) return st;
   if (mc.n_layers > HS_MAX_LAYERS)
     return hs__fail(HS_ERR_FORMAT, "%s: %d layers", path, mc.n_layers);
   for (int l = cfg->n_layers; l < mc.n_layers; l++) cfg->fanouts[l] = 10;
+  if (run.set) {
+    for (int l = 0; l < run.n_layers; l++) cfg->fanouts[l] = run.fanouts[l];
+    cfg->batch_size = run.batch_size;
+    cfg->memory_budget = run.memory_budget;
+  }
   cfg->model = (hs_model_kind)mc.kind;
   if (mc.kind == HS_NN_GAT) cfg->heads = mc.heads;
   cfg->n_layers = mc.n_layers;
@@ -264,6 +406,8 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
 
 hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n) {
   if (!s || !n) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_parameters: NULL argument");
+  if (s->server)
+    return hs__fail(HS_ERR_STATE, "rank %d is a parameter server: it holds a shard", s->rank);
   hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
   if (st != HS_OK) return st;
   *n = s->model.shape.n_params;
@@ -291,7 +435,8 @@ hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap) {
                     want, (long long)g->n, s->model.shape.dims[layer], cap);
   hs_status st = hs__graph_topology(g, "embeddings (full neighbourhoods)");
   if (st != HS_OK) return st;
-  if (s->tier || !g->feat || g->feat_sparse || g->feat_dtype != HS_DTYPE_FLOAT32)
+  if (s->tier || g->feat_sparse ||
+      (s->emb_dim <= 0 && (!g->feat || g->feat_dtype != HS_DTYPE_FLOAT32)))
     return hs__fail(HS_ERR_UNSUPPORTED, "embeddings need the features held dense as float32 "
                     "(these are %s)",
                     s->tier ? "read from disk through the host tier"
@@ -300,7 +445,12 @@ hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t cap) {
     return hs__fail(HS_ERR_UNSUPPORTED, "embeddings: %lld edges exceed 32-bit offsets",
                     (long long)g->indptr[g->n]);
   hs_csr_view view = {.n_vertices = g->n, .indptr = g->indptr, .indices = g->indices};
-  return hs__trainer_infer_layers(s->trainer, &view, s->feat, layer, out);
+  const float *x;
+  bool owned;
+  if ((st = hs__session_all_rows(s, &x, &owned)) != HS_OK) return st;
+  st = hs__trainer_infer_layers(s->trainer, &view, x, layer, out);
+  if (owned) free((void *)x);
+  return st;
 }
 
 hs_status hs_session_embed_save(hs_session *s, int layer, const char *path) {

@@ -1,6 +1,8 @@
 /* One training epoch: the seeds of the epoch shuffled, then every batch
  * through SAMPLE -> GATHER -> TRAIN on the pipeline engine. */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -63,11 +65,77 @@ hs_status hs__session_rows_f32(hs_session *s, const int32_t *ids, int32_t n, flo
                          .n_rows = s->g->n, .ids = ids, .n = n, .out = dst};
     st = hs__gather(s->pool, &req);
   }
-  if (st != HS_OK || !half) return st;
-  size_t count = (size_t)n * (size_t)s->g->f;
-  const uint16_t *src = raw;
-  for (size_t i = 0; i < count; i++) out[i] = hs__half_to_float(src[i]);
+  if (st != HS_OK) return st;
+  if (half) {
+    size_t count = (size_t)n * (size_t)s->g->f;
+    const uint16_t *src = raw;
+    for (size_t i = 0; i < count; i++) out[i] = hs__half_to_float(src[i]);
+  }
+  return hs__session_check_rows(s, ids, n, out);
+}
+
+static hs_status bad_feature(const hs_session *s, int64_t row, int64_t j, float x) {
+  return hs__fail(HS_ERR_FORMAT, "%s/feat.npy: row %lld, feature %lld: %s (features must be "
+                  "finite; fix the dataset, e.g. numpy.nan_to_num)", hs__dataset_dir(s->ds),
+                  (long long)row, (long long)j, isnan(x) ? "NaN" : "infinite");
+}
+
+/* The first non-finite value of a row of f floats, or -1. Branch-free over
+ * the row (it vectorises): rows are checked once, as they first arrive. */
+static int64_t first_non_finite(const float *r, int64_t f) {
+  uint32_t bad = 0;
+  for (int64_t j = 0; j < f; j++) {
+    uint32_t b;
+    memcpy(&b, &r[j], 4);
+    bad |= (b & 0x7f800000u) == 0x7f800000u;
+  }
+  if (!bad) return -1;
+  for (int64_t j = 0; j < f; j++)
+    if (!isfinite(r[j])) return j;
+  return -1;
+}
+
+hs_status hs__session_check_rows(hs_session *s, const int32_t *ids, int32_t n, const float *rows) {
+  if (s->feat_all_checked || !s->feat_checked) return HS_OK;
+  int64_t f = s->g->f;
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t v = (uint32_t)ids[i];
+    uint64_t bit = 1ull << (v & 63);
+    if (atomic_load_explicit(&s->feat_checked[v >> 6], memory_order_relaxed) & bit) continue;
+    const float *r = rows + (size_t)i * (size_t)f;
+    int64_t j = first_non_finite(r, f);
+    if (j >= 0) return bad_feature(s, v, j, r[j]);
+    atomic_fetch_or_explicit(&s->feat_checked[v >> 6], bit, memory_order_relaxed);
+  }
   return HS_OK;
+}
+
+hs_status hs__session_check_all_rows(hs_session *s) {
+  if (s->feat_all_checked || !s->feat_checked) return HS_OK;
+  const hs_graph *g = s->g;
+  int64_t f = g->f;
+  float *row = g->feat_dtype == HS_DTYPE_FLOAT16 ? malloc((size_t)f * sizeof *row) : NULL;
+  if (g->feat_dtype == HS_DTYPE_FLOAT16 && !row)
+    return hs__fail(HS_ERR_NOMEM, "out of memory for a feature row");
+  hs_status st = HS_OK;
+  for (int64_t v = 0; v < g->n && st == HS_OK; v++) {
+    if (atomic_load_explicit(&s->feat_checked[v >> 6], memory_order_relaxed) &
+        (1ull << (v & 63)))
+      continue;
+    const float *r;
+    if (row) {
+      const uint16_t *h = (const uint16_t *)((const char *)s->feat + (size_t)v * g->feat_row_bytes);
+      for (int64_t j = 0; j < f; j++) row[j] = hs__half_to_float(h[j]);
+      r = row;
+    } else {
+      r = (const float *)((const char *)s->feat + (size_t)v * g->feat_row_bytes);
+    }
+    int64_t j = first_non_finite(r, f);
+    if (j >= 0) st = bad_feature(s, v, j, r[j]);
+  }
+  free(row);
+  if (st == HS_OK) s->feat_all_checked = true;
+  return st;
 }
 
 hs_status hs__session_sparse_alloc(hs_session *s, hs_slot_data *d, int64_t rows) {
@@ -137,11 +205,121 @@ hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, 
   return st;
 }
 
+hs_status hs__session_rows_in(hs_session *s, const int32_t *ids, int32_t n, float *out) {
+  const size_t f = (size_t)s->g->f, in = (size_t)s->in_dim;
+  if (s->emb_dim <= 0) {
+    void *raw = NULL;
+    if (s->g->feat_dtype == HS_DTYPE_FLOAT16 &&
+        !(raw = malloc((size_t)n * s->g->feat_row_bytes + 1)))
+      return hs__fail(HS_ERR_NOMEM, "out of memory for %d feature rows", n);
+    hs_status st = hs__session_rows_f32(s, ids, n, out, raw);
+    free(raw);
+    return st;
+  }
+  float *feat = NULL;
+  void *raw = NULL;
+  hs_status st = HS_OK;
+  if (f > 0) {
+    feat = malloc((size_t)n * f * sizeof *feat + 1);
+    if (s->g->feat_dtype == HS_DTYPE_FLOAT16) raw = malloc((size_t)n * s->g->feat_row_bytes + 1);
+    if (!feat || (s->g->feat_dtype == HS_DTYPE_FLOAT16 && !raw))
+      st = hs__fail(HS_ERR_NOMEM, "out of memory for %d feature rows", n);
+    if (st == HS_OK) st = hs__session_rows_f32(s, ids, n, feat, raw);
+  }
+  for (int32_t i = 0; st == HS_OK && i < n; i++) {
+    float *row = out + (size_t)i * in;
+    if (f > 0) memcpy(row, feat + (size_t)i * f, f * sizeof *row);
+    hs__embed_read(s->emb, 0, (uint64_t)ids[i], row + f);
+  }
+  free(feat);
+  free(raw);
+  return st;
+}
+
+hs_status hs__session_all_rows(hs_session *s, const float **out, bool *owned) {
+  const hs_graph *g = s->g;
+  *owned = false;
+  if (s->emb_dim <= 0) {
+    *out = s->feat;
+    return HS_OK;
+  }
+  size_t bytes;
+  if (!hs__mul_size((size_t)g->n, (size_t)s->in_dim * sizeof(float), &bytes) || g->n > INT32_MAX)
+    return hs__fail(HS_ERR_RANGE, "%lld vertices x %d inputs overflow", (long long)g->n,
+                    (int)s->in_dim);
+  float *all = malloc(bytes + 1);
+  int32_t *ids = malloc((size_t)g->n * sizeof *ids + 1);
+  hs_status st = all && ids ? HS_OK
+                            : hs__fail(HS_ERR_NOMEM, "out of memory for %lld x %d input rows",
+                                       (long long)g->n, (int)s->in_dim);
+  for (int64_t v = 0; st == HS_OK && v < g->n; v++) ids[v] = (int32_t)v;
+  if (st == HS_OK) st = hs__session_rows_in(s, ids, (int32_t)g->n, all);
+  free(ids);
+  if (st != HS_OK) {
+    free(all);
+    return st;
+  }
+  *out = all;
+  *owned = true;
+  return HS_OK;
+}
+
+/* Node embeddings of a training batch: look its vertices up in the store
+ * as batch number emb_tick (creating rows met for the first time). Rows an
+ * earlier batch still in flight will update are deferred: train_begin
+ * refreshes them once that update is applied. */
+static hs_status lookup_rows(hs_session *s, hs_slot_data *d) {
+  const hs_batch *b = &d->batch;
+  for (int32_t i = 0; i < b->n_vertices; i++) d->eids[i] = (uint64_t)b->ids[i];
+  hs_embed_query q = {.n = b->n_vertices, .ids = d->eids, .tables = NULL, .n_fields = 1};
+  hs_status st = hs__embed_lookup(s->emb, &q, s->emb_tick, true, &d->eb);
+  if (st != HS_OK) return st;
+  s->emb_tick++;
+  d->eb_live = true;
+  return HS_OK;
+}
+
+/* The batch's input rows: its features (gathered into feat) beside each
+ * vertex's row as the lookup and the refresh left it. */
+static void compose_rows(const hs_session *s, hs_slot_data *d) {
+  const size_t f = (size_t)s->g->f, in = (size_t)s->in_dim, e = (size_t)s->emb_dim;
+  for (int32_t i = 0; i < d->batch.n_vertices; i++) {
+    float *row = d->xe + (size_t)i * in;
+    if (f > 0) memcpy(row, d->feat + (size_t)i * f, f * sizeof *row);
+    memcpy(row + f, d->eb.rows + (size_t)d->eb.unique_of[i] * e, e * sizeof *row);
+  }
+}
+
+/* The step of the batch in `d` is complete: its input gradient's last
+ * emb_dim columns, summed per unique vertex, update the rows. */
+static hs_status apply_rows(hs_session *s, hs_slot_data *d) {
+  hs_status st = hs__trainer_read_input_grad(s->trainer, d->dx);
+  if (st != HS_OK) return st;
+  const size_t f = (size_t)s->g->f, in = (size_t)s->in_dim, e = (size_t)s->emb_dim;
+  memset(d->eg, 0, (size_t)d->eb.n_unique * e * sizeof *d->eg);
+  for (int32_t i = 0; i < d->batch.n_vertices; i++) {
+    const float *g = d->dx + (size_t)i * in + f;
+    float *acc = d->eg + (size_t)d->eb.unique_of[i] * e;
+    for (size_t k = 0; k < e; k++) acc[k] += g[k];
+  }
+  hs__embed_apply(s->emb, &d->eb, d->eg);
+  d->eb_live = false;
+  return HS_OK;
+}
+
 /* Feature rows of the slot's vertices and the labels of its seeds. With
- * the trainer cache (`cached`), only the rows it misses, in plan order. */
-static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached) {
+ * the trainer cache (`cached`), only the rows it misses, in plan order.
+ * With node embeddings, a training batch (`train`) looks its rows up in
+ * the store; any other gets its input rows whole, as they stand. */
+static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached, bool train) {
   const hs_batch *b = &d->batch;
   for (int32_t i = 0; i < b->n_seeds; i++) d->labels[i] = s->g->labels[b->ids[i]];
+  if (s->emb_dim > 0 && !train) return hs__session_rows_in(s, b->ids, b->n_vertices, d->xe);
+  if (s->emb_dim > 0) {
+    hs_status st = s->g->f > 0 ? hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw)
+                               : HS_OK;
+    return st == HS_OK ? lookup_rows(s, d) : st;
+  }
   if (s->g->feat_sparse)
     return hs__session_rows_sparse(s, b->ids, b->n_vertices, b->blocks[0].n_dst, d);
   if (!cached) return hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw);
@@ -153,7 +331,7 @@ static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached) {
 hs_status hs__session_sample_gather(hs_session *s, const int32_t *seeds, int32_t n,
                                     uint32_t epoch_key, uint32_t batch, hs_slot_data *d) {
   hs_status st = hs__session_sample(s, seeds, n, epoch_key, batch, d);
-  return st == HS_OK ? gather_into(s, d, false) : st;
+  return st == HS_OK ? gather_into(s, d, false, false) : st;
 }
 
 void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
@@ -164,7 +342,8 @@ void hs__session_nn_batch(hs_slot_data *d, hs_nn_batch *out) {
   }
   bool sparse = d->sx_ptr != NULL;
   *out = (hs_nn_batch){.n_layers = d->batch.n_layers, .blocks = d->nb,
-                       .feat = sparse ? NULL : d->feat, .sfeat = sparse ? &d->sx : NULL,
+                       .feat = sparse ? NULL : d->xe ? d->xe : d->feat,
+                       .sfeat = sparse ? &d->sx : NULL,
                        .labels = d->labels};
 }
 
@@ -180,7 +359,7 @@ static hs_status sample_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   const int32_t *seeds;
   int32_t n = hs__session_batch_seeds(s, slot->batch, &seeds);
   hs_status st = hs__sampler_begin(s->sampler, seeds, n, (uint32_t)s->epoch,
-                                   (uint32_t)slot->batch, &d->batch, &ev[0]);
+                                   hs__session_batch_key(s, slot->batch), &d->batch, &ev[0]);
   *n_ev = st == HS_OK ? 1 : 0;
   return st;
 }
@@ -226,7 +405,7 @@ static hs_status gather_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   (void)ev;
   *n_ev = 0;
   hs_session *s = ctx;
-  return gather_into(s, slot->user, s->coo != NULL);
+  return gather_into(s, slot->user, s->coo != NULL, true);
 }
 
 /* The batch's feature matrix from the trainer cache and the staged misses.
@@ -247,17 +426,34 @@ static hs_status assemble(hs_session *s, hs_slot_data *d) {
   return st;
 }
 
+/* A distributed run stopped at an earlier step: batches already in the
+ * pipeline are not trained (every rank stops after the same step). */
+static bool past_stop(const hs_session *s, int64_t batch) {
+  return s->dist_stop_at >= 0 && batch >= s->dist_stop_at;
+}
+
 static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
   double t0 = hs__now();
   hs_status st;
+  *n_ev = 0;
+  if (past_stop(s, slot->batch)) {
+    hs__events_release(&d->blk_ev, 1);
+    return HS_OK;
+  }
+  if (s->emb_dim > 0) {
+    /* Every earlier batch's update is applied (this stage finished it):
+     * the rows deferred at lookup can be read now. */
+    hs__embed_refresh(s->emb, &d->eb);
+    compose_rows(s, d);
+  }
   /* With the trainer cache the features are assembled below, on the
    * trainer's queue. */
   if (s->transfer == HS_TRANSFER_DEVICE) {
     bool sparse = s->g->feat_sparse;
     hs_nn_dev_batch db = {.n_layers = d->batch.n_layers, .blocks = d->db,
-                          .feat = s->coo || sparse ? NULL : d->feat,
+                          .feat = s->coo || sparse ? NULL : d->xe ? d->xe : d->feat,
                           .sfeat = sparse ? &d->sx : NULL, .labels = d->labels};
     st = hs__trainer_upload_dev(s->trainer, &db, 1, &d->blk_ev);
     hs__events_release(&d->blk_ev, 1);
@@ -270,7 +466,10 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   if (st != HS_OK) return st;
   if (s->coo && (st = assemble(s, d)) != HS_OK) return st;
   s->acc_upload_s += hs__now() - t0;
-  st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, (uint32_t)slot->batch);
+  if (s->dist)
+    st = hs__session_dist_train(s, slot->batch);
+  else
+    st = hs__trainer_step(s->trainer, (uint32_t)s->epoch, hs__session_batch_key(s, slot->batch));
   if (st != HS_OK) return st;
   st = hs__queue_marker(s->tq, 0, NULL, &ev[0]);
   /* The async driver polls the marker: an implementation may start
@@ -281,9 +480,22 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   return st;
 }
 
+/* A non-finite loss ends training: the parameters are no longer usable. */
+static hs_status diverged(const hs_session *s, double loss, int64_t batch) {
+  return hs__fail(HS_ERR_RANGE, "the training loss is %s by batch %lld of epoch %lld: the model "
+                  "diverged (lower the learning rate, or check the features)",
+                  isnan(loss) ? "NaN" : "infinite", (long long)batch + 1,
+                  (long long)s->epoch + 1);
+}
+
 static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   hs_session *s = ctx;
   hs_slot_data *d = slot->user;
+  if (past_stop(s, slot->batch)) return HS_OK;
+  if (s->emb_dim > 0) {
+    hs_status st = apply_rows(s, d);
+    if (st != HS_OK) return st;
+  }
   s->acc_batches++;
   s->batch_pos = slot->batch + 1;
   s->acc_edges += d->edges;
@@ -308,7 +520,7 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
     s->acc_upload_bytes += (uint64_t)d->plan.n_miss * ((uint64_t)s->g->f * sizeof(float) + 4u) +
                            4u * (uint64_t)d->plan.n;
   else
-    s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->g->f * sizeof(float);
+    s->acc_upload_bytes += (uint64_t)d->batch.n_vertices * (uint64_t)s->in_dim * sizeof(float);
   s->acc_upload_bytes += 4u * (uint64_t)d->batch.n_seeds; /* labels */
   if (s->transfer == HS_TRANSFER_DEVICE) /* blocks: copied on the device */
     s->acc_d2d_bytes += d->blk_bytes;
@@ -323,6 +535,7 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
       hs_status st = hs__trainer_drain_stats(s->trainer, &s->acc_train);
       if (st != HS_OK) return st;
       double loss = s->acc_train.steps ? s->acc_train.loss_sum / s->acc_train.steps : NAN;
+      if (s->acc_train.steps && !isfinite(loss)) return diverged(s, loss, slot->batch);
       s->progress(s->progress_user, slot->batch, s->n_batches, loss);
     }
   }
@@ -355,6 +568,22 @@ static void bind_host_thread(void *ctx) {
     hs__log(HS_LOG_PIPELINE, "host thread not bound: %s", hs_last_error());
 }
 
+/* A parameter server's epoch: serve the workers' steps. */
+static hs_status serve_epoch(hs_session *s, hs_epoch_stats *stats) {
+  memset(&s->acc_train, 0, sizeof s->acc_train);
+  stats->epoch = s->epoch;
+  hs_status st = hs__session_dist_serve(s, stats);
+  if (st == HS_OK) st = hs__session_dist_stats(s, stats);
+  if (st != HS_OK) return st;
+  if (s->batch_pos >= s->n_batches) {
+    s->epoch++;
+    s->batch_pos = 0;
+  } else {
+    stats->interrupted = true;
+  }
+  return HS_OK;
+}
+
 void hs_epoch_stats_init_sized(hs_epoch_stats *stats, size_t struct_size) {
   hs_epoch_stats z;
   memset(&z, 0, sizeof z);
@@ -377,7 +606,25 @@ hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *user) {
   return st;
 }
 
+/* Batches looked up but never trained (a stage failed after their
+ * gather): marked done in lookup order, so that later lookups stop
+ * deferring their rows. */
+static void release_lookups(hs_session *s) {
+  for (;;) {
+    hs_slot_data *first = NULL;
+    for (int i = 0; s->emb && i < s->depth; i++)
+      if (s->slots[i].eb_live && (!first || s->slots[i].eb.tick < first->eb.tick))
+        first = &s->slots[i];
+    if (!first) return;
+    hs__embed_release(s->emb, first->eb.tick);
+    first->eb_live = false;
+  }
+}
+
 static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
+  if (s->server) return serve_epoch(s, stats);
+  s->dist_stop = 0;
+  s->dist_stop_at = -1;
   if (s->order_epoch != s->epoch) {
     hs_status sst = hs__session_shuffle(s, s->epoch);
     if (sst != HS_OK) return sst;
@@ -393,8 +640,11 @@ static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
 
   int first_core, n_cores;
   host_cores(s, &first_core, &n_cores);
+  /* Distributed, a stop is agreed between the ranks (the step says when)
+   * rather than taken from the caller's flag directly. */
   hs_pipe p = {.stages = hs__session_stages, .n_stages = HS_STAGE_COUNT_, .ctx = s,
-               .slots = s->pslots, .depth = s->depth, .mode = s->mode, .stop = s->stop,
+               .slots = s->pslots, .depth = s->depth, .mode = s->mode,
+               .stop = s->dist ? &s->dist_stop : s->stop,
                .thread_init = n_cores > 0 ? bind_host_thread : NULL};
   /* Drivers that run on the caller's thread bind it for the epoch only. */
   void *saved = NULL;
@@ -409,9 +659,12 @@ static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
   hs_status st = hs__pipe_run(&p, s->batch_pos, s->n_batches - s->batch_pos, &ps);
   hs__sampler_keep_blocks(s->sampler, false);
   hs__topo_binding_restore(s->rt->topo, saved);
+  release_lookups(s);
   hs__sampler_stats(s->sampler, &ss1);
   hs_status st2 = hs__trainer_drain_stats(s->trainer, &s->acc_train);
   if (st == HS_OK) st = st2;
+  if (st == HS_OK && s->dist)
+    st = hs__session_dist_epoch_end(s, s->acc_batches, s->batch_pos < s->n_batches);
 
   stats->epoch = s->epoch;
   stats->batches = s->acc_batches;
@@ -446,7 +699,10 @@ static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
                     : s->mode == HS_PIPE_OFF   ? HS_PIPELINE_OFF
                                                : HS_PIPELINE_ASYNC;
   stats->depth = s->depth;
+  if (st == HS_OK && s->dist) st = hs__session_dist_stats(s, stats);
   if (st != HS_OK) return st;
+  if (s->acc_train.steps && !isfinite(stats->loss))
+    return diverged(s, stats->loss, s->batch_pos - 1);
   if (s->batch_pos >= s->n_batches) {
     s->epoch++;
     s->batch_pos = 0;

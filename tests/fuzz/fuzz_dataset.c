@@ -1,6 +1,8 @@
 /* libFuzzer harness: whole-dataset validation. The input is cut at each
- * "\xffSEP" into indptr.npy, indices.npy, label.npy and train_idx.npy of a
- * scratch dataset directory, which is then opened. */
+ * "\xffSEP" into indptr.npy, indices.npy, label.npy, train_idx.npy,
+ * valid_idx.npy, test_idx.npy, weights.npy and feat.npy of a scratch
+ * dataset directory (parts past the end are absent), which is then opened;
+ * when it opens, its statistics are computed. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +29,13 @@ static void put(const char *name, const uint8_t *p, size_t n) {
   fclose(f);
 }
 
+enum { N_FILES = 8 };
+static const char *const names[N_FILES] = {"indptr.npy",    "indices.npy",   "label.npy",
+                                           "train_idx.npy", "valid_idx.npy", "test_idx.npy",
+                                           "weights.npy",   "feat.npy"};
+
 static void cleanup(void) {
-  static const char *const all[4] = {"indptr.npy", "indices.npy", "label.npy", "train_idx.npy"};
-  for (int i = 0; i < 4; i++) put(all[i], NULL, 0);
+  for (int i = 0; i < N_FILES; i++) put(names[i], NULL, 0);
   rmdir(dir);
 }
 
@@ -39,9 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mkdir(dir, 0700);
     atexit(cleanup);
   }
-  static const char *const names[4] = {"indptr.npy", "indices.npy", "label.npy", "train_idx.npy"};
   const uint8_t *p = data, *end = data + size;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < N_FILES; i++) {
     if (!p) {
       put(names[i], NULL, 0);
       continue;

@@ -10,7 +10,8 @@ cd "$(dirname "$0")/../.."
 secs=${1:-20}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(npy dataset sparse linqs musae edgelist)
+[ ${#harnesses[@]} -eq 0 ] &&
+  harnesses=(npy dataset sparse linqs musae edgelist ogb gzip checkpoint board benchjson cli)
 out=build-fuzz
 cc=${CLANG:-clang}
 
@@ -28,21 +29,32 @@ mkdir -p "$out/hetsage"
 sed 's/@MAJOR@/0/; s/@MINOR@/0/; s/@PATCH@/0/; s/@VERSION@/fuzz/' \
   runtime/include/hetsage/version.h.in > "$out/hetsage/version.h"
 flags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address,undefined
-       -fno-sanitize-recover=undefined -Iruntime -Iruntime/include -Idevices -I"$out")
-# The library sources once, instrumented for coverage; each harness links them.
-rm -f "$out"/lib-*.o
-pids=()
+       -fno-sanitize-recover=undefined -Iruntime -Iruntime/include -Iruntime/harness -Idevices -Itools -I"$out")
+# The sources with parsers (and what they call), compiled once, instrumented
+# for coverage, into an archive each harness links what it needs from.
 # bundled.c imports a shipped dataset into the cache: no parser of its own.
-for src in devices/base.c runtime/data/*.c; do
+srcs=(devices/*.c
+      runtime/data/*.c runtime/nn/*.c runtime/board/profile.c
+      runtime/board/values.c runtime/util/*.c runtime/bench/results.c
+      runtime/harness/harness.c
+      tools/cli.c tools/cli_data.c)
+rm -f "$out"/lib-*.o "$out"/libhs-fuzz.a
+# The board profile parser checks program names against the registry,
+# which carries the kernel sources, embedded as the library embeds them.
+python3 cl_kernels/embed.py "$out/hs_kernels.c" cl_kernels/*.h cl_kernels/*.cl
+srcs+=("$out/hs_kernels.c")
+pids=()
+for src in "${srcs[@]}"; do
   [ "$(basename "$src")" = bundled.c ] && continue
-  obj="$out/lib-$(basename "${src%.c}").o"
+  obj="$out/lib-$(echo "${src%.c}" | tr / -).o"
   "$cc" "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
+ar rcs "$out/libhs-fuzz.a" "$out"/lib-*.o
 for h in "${harnesses[@]}"; do
-  "$cc" "${flags[@]}" -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "$out"/lib-*.o \
-    -lz -lm -lpthread -o "$out/fuzz_$h"
+  "$cc" "${flags[@]}" -fsanitize=fuzzer "tests/fuzz/fuzz_$h.c" "$out/libhs-fuzz.a" \
+    -linih -lOpenCL -lz -lm -lpthread -o "$out/fuzz_$h"
 done
 
 for h in "${harnesses[@]}"; do

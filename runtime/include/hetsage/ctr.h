@@ -158,6 +158,10 @@ typedef struct hs_ctr_config {
    * (threads, or async on boards of 2 cores or fewer); depth 0: 3. */
   hs_pipeline_mode pipeline;
   int depth;
+  /* Adagrad's accumulator of a new row: damps the first steps of rows
+   * seen rarely (0: the first step has the size of the learning rate
+   * whatever the gradient's). */
+  float sparse_initial_accumulator;
 } hs_ctr_config;
 
 HS_API void hs_ctr_config_init_sized(hs_ctr_config *cfg, size_t struct_size);

@@ -1,6 +1,6 @@
 /* hetsage — datasets: the native format, importers, the generator, stats.
  *
- * A native dataset is a directory of NumPy .npy files (DESIGN.md §6):
+ * A native dataset is a directory of NumPy .npy files (docs/architecture.md, "Datasets"):
  *
  *   indptr.npy              int64 (or int32) [N+1]   CSR offsets, required
  *   indices.npy             int32 or int64 [E]       neighbour ids, required
@@ -45,6 +45,7 @@
 #ifndef HETSAGE_DATASET_H
 #define HETSAGE_DATASET_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -233,6 +234,10 @@ typedef struct hs_convert_opts {
   hs_feat_format feat_format;
   hs_progress_fn progress;
   void *progress_ctx;
+  /* When not NULL and *stop becomes non-zero (a signal handler sets it),
+   * the conversion stops at its next check (within a fraction of a second
+   * of work), removes its temporary and returns HS_ERR_INTERRUPTED. */
+  volatile sig_atomic_t *stop;
 } hs_convert_opts;
 
 /* Defaults: no undirected, no dedup, keep self-loops, renumber ids,
@@ -247,9 +252,12 @@ static inline void hs_convert_opts_init(hs_convert_opts *opts, hs_import_format 
 /* Import `src` (a file or directory, by format) into a new native dataset
  * `dst`. The output is written to a temporary directory `dst.tmp-XXXXXX`
  * next to `dst` and renamed into place once complete; on any failure the
- * temporary is removed and `dst` is left as it was. An existing `dst` is an
- * error unless opts->force, and then it is replaced only if it holds
- * nothing but dataset files (*.npy, meta.json). Text inputs may be gzip
+ * temporary is removed and `dst` is left as it was; temporaries
+ * `dst.tmp-XXXXXX` of earlier runs that were killed are removed first (a
+ * run in progress holds a lock on its own). The directory and its files
+ * get the umask's mode. An existing `dst` is an error unless opts->force,
+ * and then it is replaced only if it holds nothing but dataset files
+ * (*.npy, meta.json). Text inputs may be gzip
  * files (read through zlib, with or without a ".gz" suffix); a missing
  * "X" is also looked for as "X.gz".
  * `summary` (may be NULL; initialised with hs_dataset_info_init) receives
@@ -257,7 +265,8 @@ static inline void hs_convert_opts_init(hs_convert_opts *opts, hs_import_format 
  * Threading: may run concurrently with other calls on distinct paths.
  * Errors: HS_ERR_FORMAT with "file:line:column: what" for parse errors,
  * HS_ERR_IO, HS_ERR_UNSUPPORTED (more than 2^31-1 vertices), HS_ERR_NOMEM,
- * HS_ERR_INVALID_ARG (bad options; dst exists without force).
+ * HS_ERR_INVALID_ARG (bad options; dst exists without force),
+ * HS_ERR_INTERRUPTED (opts->stop).
  * NATIVE: `src` is a native dataset directory, opened and validated; its
  * topology, weights, labels and splits are copied as they are (the edge
  * and split options do not apply) and its features written in the form
@@ -317,6 +326,7 @@ typedef struct hs_generate_opts {
   bool force;
   hs_progress_fn progress;
   void *progress_ctx;
+  volatile sig_atomic_t *stop; /* as in hs_convert_opts */
 } hs_generate_opts;
 
 /* Defaults: scale 16 (R-MAT), 8 classes, edge factor 16, a=0.57 b=0.19
@@ -354,7 +364,8 @@ static inline void hs_generate_summary_init(hs_generate_summary *sum) {
  * `threads`): the same seed gives the same bytes.
  * `info` (the written dataset's counts) and `summary` may be NULL, and are
  * initialised with their *_init functions otherwise. Errors:
- * HS_ERR_INVALID_ARG, HS_ERR_IO, HS_ERR_NOMEM, HS_ERR_UNSUPPORTED. */
+ * HS_ERR_INVALID_ARG, HS_ERR_IO, HS_ERR_NOMEM, HS_ERR_UNSUPPORTED,
+ * HS_ERR_INTERRUPTED (opts->stop). */
 HS_API hs_status hs_generate(const char *dst, const hs_generate_opts *opts,
                              hs_dataset_info *info, hs_generate_summary *summary);
 

@@ -47,7 +47,10 @@ static inline void hs_runtime_options_init(hs_runtime_options *opts) {
  * recorded (hs_runtime_platform) and skipped; finding no usable device at
  * all is HS_ERR_NO_DEVICE. On success *out is owned by the caller and must
  * be released with hs_runtime_close. A runtime may be used from several
- * threads for reading (devices, topology). */
+ * threads for reading (devices, topology). Where a memory limit is in force
+ * (ulimit -v or -d, a memory cgroup), discovery is first tried in a child
+ * process (fork), since OpenCL implementations may abort when loading them
+ * runs out of memory: HS_ERR_NOMEM (naming the limit) if the trial dies. */
 HS_API hs_status hs_runtime_open(hs_runtime **out, const hs_runtime_options *opts);
 
 /* Release everything the runtime holds. NULL is ignored. */

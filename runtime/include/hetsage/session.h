@@ -14,6 +14,7 @@
 
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
+#include "hetsage/dist.h"
 #include "hetsage/runtime.h"
 #include "hetsage/status.h"
 
@@ -22,6 +23,16 @@ extern "C" {
 #endif
 
 #define HS_MAX_LAYERS 8
+
+/* Ranges of hs_session_config, checked by hs_session_create (and by the
+ * command line, which names the option): fanouts -1 or 1..HS_MAX_FANOUT,
+ * batch 1..HS_MAX_BATCH, hidden 1..HS_MAX_HIDDEN, depth 0..HS_MAX_DEPTH,
+ * learning rate in (0, HS_MAX_LR). */
+#define HS_MAX_FANOUT 1000000
+#define HS_MAX_BATCH (1 << 24)
+#define HS_MAX_HIDDEN 65536
+#define HS_MAX_DEPTH 64
+#define HS_MAX_LR 100.0
 
 typedef enum hs_optimizer {
   HS_OPTIMIZER_ADAM = 0,
@@ -90,7 +101,7 @@ typedef struct hs_session_config {
   /* Pipeline: HS_PIPELINE_AUTO keeps the plan's choice; depth 0 likewise. */
   hs_pipeline_mode pipeline;
   int depth;
-  /* Trainer-side feature cache (cache-once-only, DESIGN.md §1.5): rows -1
+  /* Trainer-side feature cache (cache-once-only, docs/architecture.md, "The idea"): rows -1
    * the plan's, 0 none, else that many (cut to the vertices there are and
    * to one device allocation). The fill policy is cache_fill when
    * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. The cache
@@ -148,6 +159,36 @@ typedef struct hs_session_config {
   bool replace;
   int64_t vertex_budget;
   float thresholds[HS_MAX_LAYERS];
+  /* Threads of the trainer's GEMM where it runs on OpenBLAS (a CPU
+   * trainer's cblas provider). 0: the setting gemm_threads
+   * (HETSAGE_GEMM_THREADS) if set, else the trainer device's compute units
+   * (the fastest). OpenBLAS sums in another order with another thread
+   * count, so the parameters' last bits follow it; a fixed count gives the
+   * same bits on a whole CPU device and on any sub-device of it (see
+   * README, "Results across devices"). */
+  int gemm_threads;
+  /* Learnable node embeddings (0: none): every vertex gets a row of
+   * node_embedding floats in a host embedding store, created at its first
+   * use (new rows draw U(-0.05, 0.05) from the seed), and the model's input
+   * is that row after the vertex's features (the row alone when the
+   * dataset has none). Each batch's rows are trained by row-wise Adagrad
+   * (learning rate node_embedding_lr, default 0.05) from the gradient of
+   * the loss with respect to the input, on the host, as each step
+   * completes; a batch reads the rows as every earlier batch's update left
+   * them, whatever the pipeline. Evaluation, prediction and embeddings read
+   * the rows as they stand (zeros for a vertex no batch has touched). The
+   * trainer cache is off under this option; sparse features are refused;
+   * checkpoints of such sessions are not written yet (HS_ERR_UNSUPPORTED). */
+  int32_t node_embedding;
+  float node_embedding_lr;
+  /* Distributed training (hetsage/dist.h): the world this session is one
+   * rank of (borrowed, must outlive the session; NULL: one process) and
+   * how the ranks combine their work (borrowed during hs_session_create
+   * only; NULL: the defaults of hs_dist_config_init). Every rank creates
+   * its session with the same options (placement, board and cache options
+   * may differ). */
+  hs_world *world;
+  const hs_dist_config *dist;
 } hs_session_config;
 
 HS_API void hs_session_config_init_sized(hs_session_config *cfg, size_t struct_size);
@@ -161,9 +202,14 @@ typedef struct hs_session hs_session;
 /* Place the roles for `ds` on the devices of `rt` (see hetsage/board.h),
  * set up the devices, build the programs, upload the topology to the
  * sampler and initialise the model. `rt` and `ds` are borrowed and must
- * outlive the session. Errors: HS_ERR_INVALID_ARG (bad configuration: the
- * detail names the field), HS_ERR_FORMAT (the dataset lacks features,
- * labels or a training split), placement errors, HS_ERR_OPENCL/BUILD. */
+ * outlive the session. Every field of `cfg` is checked first, against the
+ * ranges its comment and the HS_MAX_* limits give (finite numbers, enums
+ * among their values). Errors: HS_ERR_INVALID_ARG (bad configuration: the
+ * detail names the field, its value and the accepted range), HS_ERR_FORMAT
+ * (the dataset lacks features, labels or a training split), placement
+ * errors, HS_ERR_NOMEM (an allocation would exceed a device's limit or the
+ * memory the process may still use: the detail names the buffer and the
+ * limit), HS_ERR_OPENCL/BUILD. */
 HS_API hs_status hs_session_create(hs_runtime *rt, hs_dataset *ds,
                                    const hs_session_config *cfg, hs_session **out);
 HS_API void hs_session_destroy(hs_session *s);
@@ -232,6 +278,18 @@ typedef struct hs_epoch_stats {
   hs_feat_format feature_format;
   uint64_t feature_nnz;
   uint64_t feature_bytes_dense;
+  /* Distributed sessions (zero otherwise). loss and train_acc above are
+   * over every worker's seeds; the figures below are this rank's:
+   * training steps, time computing gradients (or local steps), time
+   * exchanging (waits included), payload bytes sent and received, steps
+   * sent compressed, late gradients (ps, partial quorum), the largest lead
+   * a worker was allowed (ps, asynchronous), updates applied (servers). */
+  int rank, world_size;
+  bool server;
+  int64_t dist_steps;
+  double dist_compute_s, dist_comm_s;
+  uint64_t dist_bytes_sent, dist_bytes_recv;
+  int64_t dist_compressed_steps, dist_late_gradients, dist_max_staleness, dist_updates;
 } hs_epoch_stats;
 
 HS_API void hs_epoch_stats_init_sized(hs_epoch_stats *stats, size_t struct_size);
@@ -251,13 +309,31 @@ HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void
 HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
 
 /* Train one epoch (or the rest of an interrupted one); `stats` (may be NULL,
- * else initialised with hs_epoch_stats_init) receives its figures. */
+ * else initialised with hs_epoch_stats_init) receives its figures. Feature
+ * rows are checked finite the first time they are gathered. Errors include
+ * HS_ERR_FORMAT (a NaN or infinite feature: the detail names feat.npy,
+ * the row and the feature) and HS_ERR_RANGE (the training loss became NaN
+ * or infinite: the model diverged; the epoch does not count, and the
+ * parameters should not be saved). Distributed: every rank calls it;
+ * workers train their slices, servers serve them. A stop flag set on any
+ * rank stops every rank after the same step (the next step with
+ * allreduce, the next average with local SGD, within two steps with a
+ * parameter server). */
 HS_API hs_status hs_session_train_epoch(hs_session *s, hs_epoch_stats *stats);
+
+/* Distributed sessions, on rank 0 after hs_session_train_epoch: rank r's
+ * part of the epoch (the distributed fields of its hs_epoch_stats; the
+ * rest zero). HS_ERR_RANGE for a rank outside the world, HS_ERR_STATE on
+ * other ranks or before the first epoch. */
+HS_API hs_status hs_session_rank_stats(const hs_session *s, int rank, hs_epoch_stats *out);
 
 /* Epochs completed so far. */
 HS_API int64_t hs_session_epoch(const hs_session *s);
 
-/* Accuracy on a split with sampled neighbourhoods (the training fanouts). */
+/* Accuracy on a split with sampled neighbourhoods (the training fanouts).
+ * Distributed: every rank calls the evaluations; rank 0 computes (the
+ * workers hold the same parameters after each epoch) and every rank
+ * receives its result. */
 HS_API hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy);
 /* Accuracy on a split with layer-wise full-neighbour inference over all
  * vertices (the standard way to report GraphSAGE accuracy). */
@@ -288,19 +364,46 @@ HS_API hs_status hs_session_embed(hs_session *s, int layer, float *out, size_t c
  * behind on failure (HS_ERR_IO names the path). */
 HS_API hs_status hs_session_embed_save(hs_session *s, int layer, const char *path);
 
-/* Model, optimizer state and training position, written atomically.
- * Loading refuses a file of another model shape. */
+/* Model, optimizer state and training position, written atomically, with
+ * every option of the run that decides its result: the model part (kind,
+ * heads, layers, widths, dropout, optimizer and its settings, learning
+ * rate, weight decay, seed), the fanouts, the batch size, the order of
+ * the seeds (a full shuffle, or block order through the host tier) and the
+ * dataset's size (vertices, edges, training seeds).
+ * hs_session_load restores the model and the position, for evaluation or
+ * prediction: it refuses a file of another model shape, and otherwise
+ * leaves the session's options as they are. To continue training, use
+ * hs_session_resume.
+ * Distributed: every rank calls them; rank 0 alone reads or writes the
+ * file (the other ranks' state travels to and from it), which also holds
+ * the state each rank needs to continue exactly (error feedback residuals,
+ * parameter server shards); loading it requires the same world size and
+ * options. */
 HS_API hs_status hs_session_save(hs_session *s, const char *path);
 HS_API hs_status hs_session_load(hs_session *s, const char *path);
 
-/* Fill the model part of `cfg` (model kind and heads, layers, hidden
- * width, dropout, optimizer, learning rate, weight decay, seed) from a
- * checkpoint, to create a session it can be loaded into; the rest of `cfg`
- * is left as it is. */
+/* Changes a resumed run may make, said by the caller (flags of
+ * hs_session_resume). */
+#define HS_RESUME_NEW_LR 1u /* continue with the session's learning rate */
+
+/* Load a checkpoint to continue its run: as hs_session_load, after
+ * checking that every option recorded in the file is the session's
+ * (create the session from hs_session_config_from_checkpoint). A
+ * difference is HS_ERR_INVALID_ARG naming the option and both values,
+ * except the learning rate with HS_RESUME_NEW_LR. A file without the run's
+ * options (written before they were recorded) is resumed on the model
+ * part alone. */
+HS_API hs_status hs_session_resume(hs_session *s, const char *path, unsigned flags);
+
+/* Fill `cfg` from a checkpoint with every option it records (see
+ * hs_session_save): the model part, and the fanouts, batch size and
+ * memory budget when the file has them; the rest of `cfg` (placement,
+ * pipeline, caches) is left as it is. */
 HS_API hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg);
 
 /* The model's parameters (flat, layer by layer: W then b), for tests and
- * comparison; `n` receives the count. Waits for the device. */
+ * comparison; `n` receives the count. Waits for the device. On a
+ * parameter server rank, HS_ERR_STATE (it holds a shard). */
 HS_API hs_status hs_session_parameters(hs_session *s, float *out, size_t cap, size_t *n);
 
 #ifdef __cplusplus

@@ -118,6 +118,15 @@ typedef struct hs_settings {
   /* HETSAGE_BENCH_DIR: where `hetsage bench` finds its peer scripts
    * (peer_sample.py); unset: the source tree's bench/. */
   const char *bench_dir;
+  /* HETSAGE_GEMM_THREADS: OpenBLAS threads of a CPU trainer's GEMM when a
+   * session's configuration sets none (1..4096; 0: the trainer device's
+   * compute units). A fixed count makes the trainer's results independent
+   * of the device's compute units (hs_session_config.gemm_threads). */
+  int gemm_threads;
+  /* HS_PEER_PYTHON: the python that runs `hetsage bench`'s peers (DGL,
+   * PyG) and bench_epoch's; unset: python3. (The name is the benchmarks'
+   * own, shared with bench/bench_epoch.) */
+  const char *peer_python;
 } hs_settings;
 
 HS_API void hs_settings_init_sized(hs_settings *s, size_t struct_size);

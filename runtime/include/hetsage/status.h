@@ -30,7 +30,8 @@ extern "C" {
   X(HS_ERR_INTERRUPTED, 13, "interrupted")                                  \
   X(HS_ERR_BUDGET, 14, "memory budget exceeded")                            \
   X(HS_ERR_STATE, 15, "call not valid in the current state")                \
-  X(HS_ERR_NOT_FOUND, 16, "not found")
+  X(HS_ERR_NOT_FOUND, 16, "not found")                                      \
+  X(HS_ERR_PEER, 17, "another process of the run failed or stopped answering")
 
 typedef enum hs_status {
 #define HS_X_ENUM(name, value, text) name = value,

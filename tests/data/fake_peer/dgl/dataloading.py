@@ -1,4 +1,7 @@
-"""Test stand-in for dgl.dataloading.NeighborSampler."""
+"""Test stand-in for dgl.dataloading.NeighborSampler. FAKE_PEER_FAIL makes
+sampling raise, to check that hetsage bench shows a failing peer's error."""
+import os
+
 import numpy as np
 
 
@@ -16,6 +19,8 @@ class NeighborSampler:
         self.rng = np.random.default_rng(0)
 
     def sample(self, g, seeds):
+        if os.environ.get('FAKE_PEER_FAIL'):
+            raise RuntimeError('fake peer failure requested by the test')
         frontier = np.unique(np.asarray(seeds))
         blocks = []
         for k in reversed(self.fanouts):

@@ -10,7 +10,7 @@
  * sub-device of half its compute units; same data, same seeds. Warm-up runs
  * are dropped; each figure is the median of the steady-state runs with
  * their min and max, and sits beside its same-run limit as a per-run ratio
- * (DESIGN.md §9), so that figures from shared machines can be compared. */
+ * (docs/architecture.md, "Measuring"), so that figures from shared machines can be compared. */
 #ifndef HETSAGE_BENCH_H
 #define HETSAGE_BENCH_H
 
@@ -42,9 +42,27 @@ HS_API const char *hs_bench_workload_name(hs_bench_workload w);
  * bits; HS_ERR_INVALID_ARG naming an unknown one. */
 HS_API hs_status hs_bench_workloads_parse(const char *list, unsigned *out);
 
+/* What the sampling workload has just run. */
+typedef struct hs_bench_run_info {
+  const char *scope;      /* "dev0", "dev0.sub1" */
+  unsigned compute_units; /* the scope's */
+  int run;                /* 0.., or < 0 for a warm-up run */
+  const char *dataset;    /* the native dataset sampled (a peer can read it) */
+  const int *fanouts;     /* from the seeds out */
+  int n_fanouts;
+  int batch;              /* seeds a batch */
+} hs_bench_run_info;
+
+/* Called by the sampling workload after each run on a device scope (warm-up
+ * runs included), outside the run's timing: a peer measured from here runs
+ * once per hetsage run, so the two alternate run by run and a change of the
+ * machine's load lands on both sides. */
+typedef void (*hs_bench_run_hook)(void *user, const hs_bench_run_info *info);
+
 typedef struct hs_bench_options {
   unsigned workloads;  /* HS_BENCH_* bits; 0: all */
-  const char *devices; /* "all" or NULL, or comma-separated inventory indices */
+  const char *devices; /* "all" or NULL, or comma-separated inventory indices
+                          or selectors ("pocl:0,rusticl:0") */
   int runs;            /* steady-state runs per figure, 1..64 (default 5) */
   int warmup;          /* runs dropped first, 0..16 (default 1) */
   bool quick;          /* small graphs, tables and shapes: seconds, for smoke tests */
@@ -56,6 +74,8 @@ typedef struct hs_bench_options {
    * `heads` heads, default 4). */
   hs_model_kind model;
   int heads;
+  hs_bench_run_hook sample_hook; /* NULL: none */
+  void *sample_hook_user;
 } hs_bench_options;
 
 HS_API void hs_bench_options_init(hs_bench_options *o);

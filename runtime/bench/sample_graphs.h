@@ -1,4 +1,4 @@
-/* Graphs for the sampling tests and benchmark: hand-made, star, random
+/* Graphs for the sampling benchmark and tests: hand-made, star, random
  * power-law-ish (Philox, so every run builds the same graph), and the
  * shared Cora / Facebook edge lists parsed minimally (symmetrised, without
  * duplicates or self loops) until the dataset layer provides them. */
@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rng/philox.h"
-#include "sample/hs_csr.h"
+#include "core/hs_engine.h"
 
 typedef struct test_graph {
   hs_csr g;
@@ -219,17 +218,6 @@ static inline bool tg_edge_file(test_graph *t, const char *path) {
   free(src);
   free(dst);
   return ok;
-}
-
-/* A shared dataset file, or NULL (the test then skips). */
-static inline bool tg_shared_path(char *buf, size_t len, const char *rel) {
-  const char *root = getenv("HS_SHARED_DATASETS");
-  if (!root) return false;
-  snprintf(buf, len, "%s/%s", root, rel);
-  FILE *f = fopen(buf, "r");
-  if (!f) return false;
-  fclose(f);
-  return true;
 }
 
 #endif

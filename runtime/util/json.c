@@ -307,11 +307,11 @@ hs_status hs__json_parse(const char *text, size_t len, const char *origin, hs_js
 
 hs_status hs__json_parse_file(const char *path, hs_json **out) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return hs__fail(HS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, NULL, &st);
+  if (!f) return st;
   char *buf = NULL;
   size_t len = 0, cap = 0;
-  hs_status st = HS_OK;
   for (;;) {
     if (len + 4096 > cap) {
       cap = cap ? 2 * cap : 65536;
@@ -354,21 +354,40 @@ const char *hs__json_text(const hs_json *obj, const char *key, const char *fallb
   return v && v->type == HS_JSON_STRING ? v->string : fallback;
 }
 
-void hs__json_write_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    switch (*c) {
-      case '"': fputs("\\\"", f); break;
-      case '\\': fputs("\\\\", f); break;
-      case '\n': fputs("\\n", f); break;
-      case '\r': fputs("\\r", f); break;
-      case '\t': fputs("\\t", f); break;
-      default:
-        if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-        else fputc(*c, f);
-    }
+/* Byte `c` as it stands inside a JSON string literal. */
+static const char *escaped(unsigned char c, char buf[8]) {
+  switch (c) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default:
+      if (c < 0x20) snprintf(buf, 8, "\\u%04x", c);
+      else buf[0] = (char)c, buf[1] = '\0';
+      return buf;
   }
+}
+
+void hs__json_write_string(FILE *f, const char *s) {
+  char buf[8];
   fputc('"', f);
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) fputs(escaped(*c, buf), f);
+  fputc('"', f);
+}
+
+size_t hs__json_str(char *out, size_t cap, const char *s) {
+  char buf[8];
+  size_t k = 0;
+#define PUT(str)                                         \
+  for (const char *p_ = (str); *p_; p_++, k++)           \
+    if (k + 1 < cap) out[k] = *p_;
+  PUT("\"")
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++) PUT(escaped(*c, buf))
+  PUT("\"")
+#undef PUT
+  if (cap) out[k < cap ? k : cap - 1] = '\0';
+  return k;
 }
 
 void hs__json_write_number(FILE *f, double x) {

@@ -50,6 +50,9 @@ const char *hs__json_text(const hs_json *obj, const char *key, const char *fallb
 
 /* Write `s` as a JSON string literal (quotes and escapes). */
 void hs__json_write_string(FILE *f, const char *s);
+/* The same into buf, snprintf-style: at most `cap` bytes with the NUL;
+ * returns the length the whole literal needs. */
+size_t hs__json_str(char *buf, size_t cap, const char *s);
 /* Write a number; NaN and infinities, which JSON lacks, as null. */
 void hs__json_write_number(FILE *f, double x);
 

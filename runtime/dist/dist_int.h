@@ -1,0 +1,60 @@
+/* State of the distributed step, shared by dist.c (allreduce and local
+ * modes, the common parts) and ps.c (the parameter server). */
+#ifndef HS_DIST_INT_H
+#define HS_DIST_INT_H
+
+#include "dist/hs_dist.h"
+
+/* Tags: the parameter server's two, then the all-reduce engines'. */
+enum { TAG_PS_PUSH = 1, TAG_PS_REPLY = 2, TAG_PS_STATE = 3, TAG_AR_BASE = 16 };
+
+/* A piece of the parameter vector that is encoded as one unit: a tensor's
+ * intersection with a server's shard. */
+typedef struct ps_unit {
+  size_t off, n;
+  bool compressible; /* its tensor has at least compress_min values */
+} ps_unit;
+
+typedef struct hs_ps hs_ps;
+
+struct hs_dist {
+  hs_comm *c;
+  hs_dist_config cfg;
+  int rank, size, workers;
+  bool server;
+  size_t n;
+  hs_dist_tensor *t;
+  int nt;
+  hs_optim_cfg optim;
+  hs_ar *ar;     /* allreduce: the gradients; local: parameters or changes */
+  float *vec;    /* n: gradients, parameters or changes */
+  float *anchor; /* local: the parameters of the last average */
+  int64_t local_count; /* local: seeds trained since the last average */
+  bool local_fresh;    /* local: the last step averaged */
+  bool stop_pending;   /* local: a stop request waiting for the next average */
+  hs_ps *ps;
+  hs_dist_stats st;
+  hs_comm_counters c0; /* counters at the last stats_take */
+};
+
+/* Whether step `step` travels compressed (the world has more than one
+ * rank, 1-bit is on and the warm-up is over). */
+static inline bool hs__dist_compress_now(const hs_dist *d, int64_t step) {
+  return d->size > 1 && d->cfg.compress == HS_COMPRESS_1BIT && step >= d->cfg.compress_warmup;
+}
+
+/* ps.c */
+hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m);
+void hs__ps_destroy(hs_ps *p);
+hs_status hs__ps_step(hs_dist *d, const hs_dist_trainer *t, int64_t step, int64_t count,
+                      bool stop_request, bool *stop_after);
+hs_status hs__ps_worker_end(hs_dist *d, const hs_dist_trainer *t, int64_t steps_done,
+                            bool interrupted);
+hs_status hs__ps_serve(hs_dist *d, int64_t *steps_done, bool *interrupted);
+hs_status hs__ps_gather_state(hs_dist *d, float *params, float *m, float *v, uint64_t *step);
+hs_status hs__ps_scatter_state(hs_dist *d, const hs_dist_model *m);
+size_t hs__ps_state_bytes(const hs_dist *d);
+hs_status hs__ps_save_state(hs_dist *d, uint8_t *buf);
+hs_status hs__ps_load_state(hs_dist *d, const uint8_t *buf, size_t len);
+
+#endif
