@@ -146,6 +146,11 @@ void hs__coo_dev_destroy(hs_coo_dev *d) {
 
 cl_mem hs__coo_dev_buffer(const hs_coo_dev *d) { return d->cache; }
 
+void hs__coo_dev_pool(const hs_coo_dev *d, cl_mem *col, cl_mem *val) {
+  *col = d->pool_col;
+  *val = d->pool_val;
+}
+
 /* Make `ev` (a reference the caller hands over) the cache's latest
  * command. */
 static void set_last(hs_coo_dev *d, cl_event ev) {
@@ -433,7 +438,8 @@ hs_status hs__coo_dev_prefill_sparse(hs_coo_dev *d, cl_command_queue q, hs_spars
   if (chunk_bytes == 0) chunk_bytes = (size_t)4 << 20;
   int64_t per = (int64_t)(chunk_bytes / hs__coo_entry_bytes(d->core)), longest = 0;
   for (int64_t r = d->device_rows; r < rows; r++) {
-    int64_t len = hs__coo_slot_entry(d->core, (int32_t)r + 1) - hs__coo_slot_entry(d->core, (int32_t)r);
+    int64_t len = hs__coo_slot_entry(d->core, (int32_t)r + 1) -
+                  hs__coo_slot_entry(d->core, (int32_t)r);
     if (len > longest) longest = len;
   }
   /* A chunk: rows while their entries stay within `per` (one row at
@@ -499,7 +505,8 @@ hs_status hs__coo_slot_create_sparse(hs_coo_dev *d, int32_t cap, int64_t cap_ent
   }
   if ((st = words_buf(&d->ctx, &d->dev, CL_MEM_READ_ONLY, cap_entries, "cache slot", &s->s_col)) ||
       (d->valued &&
-       (st = words_buf(&d->ctx, &d->dev, CL_MEM_READ_ONLY, cap_entries, "cache slot", &s->s_val))) ||
+       (st = words_buf(&d->ctx, &d->dev, CL_MEM_READ_ONLY, cap_entries, "cache slot",
+                       &s->s_val))) ||
       (st = words_buf(&d->ctx, &d->dev, CL_MEM_READ_ONLY, 2 * (int64_t)cap, "cache slot",
                       &s->from)))
     goto fail;

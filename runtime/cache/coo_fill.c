@@ -73,11 +73,11 @@ hs_status hs__coo_prefill_by_score(hs_coo *c, const uint64_t *score) {
   if (k == 0) return HS_OK;
   /* Sparse rows rank every vertex: a row too long for the entries left
    * gives its place to the next that fits. */
-  int64_t ranked = hs__coo_sparse(c) ? hs__coo_vertices(c) : k;
-  int32_t *ids = malloc(sizeof *ids * (size_t)ranked);
-  if (!ids) return hs__fail(HS_ERR_NOMEM, "cache: prefill list of %lld rows", (long long)ranked);
-  hs_status s = hs__coo_rank(score, hs__coo_vertices(c), ranked, ids);
-  if (s == HS_OK && hs__coo_sparse(c)) k = fitting(c, ids, ranked);
+  int64_t n_ranked = hs__coo_sparse(c) ? hs__coo_vertices(c) : k;
+  int32_t *ids = malloc(sizeof *ids * (size_t)n_ranked);
+  if (!ids) return hs__fail(HS_ERR_NOMEM, "cache: prefill list of %lld rows", (long long)n_ranked);
+  hs_status s = hs__coo_rank(score, hs__coo_vertices(c), n_ranked, ids);
+  if (s == HS_OK && hs__coo_sparse(c)) k = fitting(c, ids, n_ranked);
   if (s == HS_OK) s = hs__coo_prefill(c, ids, k);
   free(ids);
   return s;

@@ -280,6 +280,9 @@ hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_
  * _device_bytes serve both kinds; the functions below are the sparse
  * counterparts of the others. */
 
+/* The pool's arrays: column ids, and values (NULL for binary rows). */
+void hs__coo_dev_pool(const hs_coo_dev *d, cl_mem *col, cl_mem *val);
+
 /* Entries one pool array can hold on `dev` (one allocation each). */
 int64_t hs__coo_dev_max_entries(const hs_dev *dev);
 
