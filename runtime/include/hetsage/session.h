@@ -104,7 +104,9 @@ typedef struct hs_session_config {
   /* Trainer-side feature cache (cache-once-only, docs/architecture.md, "The idea"): rows -1
    * the plan's, 0 none, else that many (cut to the vertices there are and
    * to one device allocation). The fill policy is cache_fill when
-   * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. The cache
+   * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. Sparse
+   * features: the cache holds CSR rows, its budget that many rows of the
+   * mean length in entries (every row when cache_rows >= N). The cache
    * changes only what crosses the link: results are bit-identical. */
   int64_t cache_rows;
   hs_cache_fill cache_fill;
