@@ -247,9 +247,6 @@ static int train(int argc, char **argv, hs_world **world) {
   if (new_lr && !resume) return cli_usage_error("train", "--new-lr changes a resumed run: it needs --resume");
   if (new_lr && a.cfg.lr != new_lr_value)
     return cli_usage_error("train", "--new-lr and --lr exclude each other");
-  if (ckpt_dir && a.cfg.node_embedding > 0)
-    return cli_usage_error("train", "--checkpoint: checkpoints of node embeddings are not "
-                           "written yet");
   /* Full-neighbour evaluation walks the host topology, which the option
    * releases: sampled evaluation runs on the sampler instead. */
   if (a.cfg.free_host_topology) {
@@ -288,8 +285,19 @@ static int train(int argc, char **argv, hs_world **world) {
                              "(%s): --resume continues that run, --force replaces them",
                              ckpt_dir, held);
     /* The run's options come from its checkpoint. */
+    int32_t emb_asked = a.cfg.node_embedding;
     int r = resume ? cli_session_from_checkpoint("train", &a, last, true, new_lr) : 0;
     if (r != 0) return r;
+    if (resume && emb_asked > 0 && a.cfg.node_embedding != emb_asked) {
+      if (a.cfg.node_embedding <= 0)
+        return cli_usage_error("train", "--node-embedding %d: the checkpoint %s holds no node "
+                               "embeddings (its run had none, or an older hetsage did not keep "
+                               "them): --resume cannot continue it with them", (int)emb_asked,
+                               last);
+      return cli_usage_error("train", "--node-embedding %d conflicts with the checkpoint %s, "
+                             "whose run used %d: --resume continues that run with its options",
+                             (int)emb_asked, last, (int)a.cfg.node_embedding);
+    }
   }
   /* Evaluation draws neighbourhoods the way training does unless told (a
    * resumed run's sampling is its checkpoint's): a full neighbourhood holds
