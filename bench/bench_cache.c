@@ -215,10 +215,12 @@ static void graph_run(const char *name, const char *dir, const opts *o, bool *fi
   for (int z = 0; z < N_SIZES; z++) {
     cap[z] = (int64_t)(sizes[z] * (double)gr->n + 0.5);
     for (int f = 0; f < N_FILLS; f++) {
-      hs_coo_cfg cfg = {gr->n, cap[z], rb, fills[f]};
+      hs_coo_cfg cfg = {.n_vertices = gr->n, .capacity = cap[z], .row_bytes = rb,
+                        .fill = fills[f]};
       if (hs__coo_create(&cfg, &cache[f][z]) != HS_OK) die("cache");
     }
-    hs_coo_cfg cfg = {gr->n, cap[z], rb, HS_CACHE_FILL_FIRST};
+    hs_coo_cfg cfg = {.n_vertices = gr->n, .capacity = cap[z], .row_bytes = rb,
+                      .fill = HS_CACHE_FILL_FIRST};
     if (hs__coo_create(&cfg, &uni[z]) != HS_OK) die("cache");
   }
   uint64_t *score = calloc((size_t)gr->n, sizeof *score);

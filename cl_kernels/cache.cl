@@ -19,3 +19,25 @@
 
 HS_SCATTER_KERNEL(hs_scatter_rows_u32, uint)
 HS_SCATTER_KERNEL(hs_scatter_rows_u8, uchar)
+
+/* Sparse rows (the cache's pool, hs_cache.h): a batch's entries in CSR.
+ * Row i's entries go to col/val[ptr[i] .. ptr[i+1]) from the pool at entry
+ * from[i] (a hit) when from[i] >= 0, else from the staged misses at entry
+ * -1 - from[i]. Dimension 0 walks a row's entries, dimension 1 the rows,
+ * both with grid strides. Values are copied only when has_val (binary
+ * rows have none; the caller binds other buffers there). */
+__kernel void hs_sparse_rows(__global const int *ptr, __global const long *from, const uint n,
+                             __global const int *pool_col, __global const float *pool_val,
+                             __global const int *stage_col, __global const float *stage_val,
+                             const int has_val, __global int *col, __global float *val) {
+  for (uint r = get_global_id(1); r < n; r += get_global_size(1)) {
+    int lo = ptr[r], len = ptr[r + 1] - lo;
+    long f = from[r];
+    __global const int *sc = f >= 0 ? pool_col + f : stage_col + (-1 - f);
+    __global const float *sv = f >= 0 ? pool_val + f : stage_val + (-1 - f);
+    for (int e = (int)get_global_id(0); e < len; e += (int)get_global_size(0)) {
+      col[lo + e] = sc[e];
+      if (has_val) val[lo + e] = sv[e];
+    }
+  }
+}

@@ -101,7 +101,7 @@ static void zipf_tables(int64_t n, double s_exp, double **cdf, int32_t **by_rank
 }
 
 static hs_coo *make_cache(int64_t n, int64_t cap, size_t rb, hs_cache_fill fill) {
-  hs_coo_cfg cfg = {n, cap, rb, fill};
+  hs_coo_cfg cfg = {.n_vertices = n, .capacity = cap, .row_bytes = rb, .fill = fill};
   hs_coo *c;
   cr_assert_eq(hs__coo_create(&cfg, &c), HS_OK, "%s", hs_last_error());
   return c;
@@ -208,10 +208,10 @@ Test(coo, errors_leave_the_cache_as_it_was) {
   cr_expect_eq(hs__coo_rows(e), 0);
   cr_expect_eq(hs__coo_slot_of(e, 1), -1);
   cr_expect_eq(hs__coo_prefill(e, big, 3), HS_OK);
-  hs_coo_cfg bad_cfg = {0, 1, 4, HS_CACHE_FILL_FIRST};
+  hs_coo_cfg bad_cfg = {.capacity = 1, .row_bytes = 4, .fill = HS_CACHE_FILL_FIRST};
   hs_coo *x;
   cr_expect_eq(hs__coo_create(&bad_cfg, &x), HS_ERR_INVALID_ARG);
-  bad_cfg = (hs_coo_cfg){10, 1, 0, HS_CACHE_FILL_FIRST};
+  bad_cfg = (hs_coo_cfg){.n_vertices = 10, .capacity = 1, .fill = HS_CACHE_FILL_FIRST};
   cr_expect_eq(hs__coo_create(&bad_cfg, &x), HS_ERR_INVALID_ARG);
   hs__coo_destroy(e);
   hs__coo_plan_free(&p);
@@ -688,4 +688,256 @@ Test(coo_dev, capacity_beyond_one_allocation) {
   cr_expect_null(d);
   hs__coo_destroy(c);
   dev_close(&e);
+}
+
+/* ---- sparse rows ------------------------------------------------------------------ */
+
+/* A CSR table of n rows: row v holds (v * 37) % 23 entries (some none),
+ * column ids increasing, values drawn (or none: binary). */
+typedef struct sp_table {
+  int64_t n;
+  int64_t *ptr;
+  int32_t *col;
+  float *val;
+} sp_table;
+
+static void sp_table_make(sp_table *t, int64_t n, bool valued) {
+  t->n = n;
+  t->ptr = malloc(sizeof *t->ptr * (size_t)(n + 1));
+  cr_assert(t->ptr);
+  t->ptr[0] = 0;
+  for (int64_t v = 0; v < n; v++) t->ptr[v + 1] = t->ptr[v] + (v * 37) % 23;
+  int64_t nnz = t->ptr[n];
+  t->col = malloc(sizeof *t->col * (size_t)(nnz + 1));
+  t->val = valued ? malloc(sizeof *t->val * (size_t)(nnz + 1)) : NULL;
+  cr_assert(t->col && (!valued || t->val));
+  for (int64_t v = 0; v < n; v++)
+    for (int64_t e = t->ptr[v], c = 0; e < t->ptr[v + 1]; e++) {
+      hs_philox_ctr r = hs_philox_draw(9, (uint32_t)v, (uint32_t)e, 0, 0);
+      c += 1 + r.v[0] % 5;
+      t->col[e] = (int32_t)c;
+      if (valued) t->val[e] = (float)(int32_t)r.v[1] * 0x1p-29f;
+    }
+}
+
+static void sp_table_free(sp_table *t) {
+  free(t->ptr);
+  free(t->col);
+  free(t->val);
+}
+
+/* The source of the cache's prefill and of the test's misses. */
+static hs_status sp_read(void *ctx, const int32_t *ids, int32_t n, int32_t *ptr, int32_t *col,
+                         float *val, int64_t cap) {
+  const sp_table *t = ctx;
+  ptr[0] = 0;
+  for (int32_t i = 0; i < n; i++) {
+    int64_t lo = t->ptr[ids[i]], len = t->ptr[ids[i] + 1] - lo;
+    if (ptr[i] + len > cap) return hs__fail(HS_ERR_RANGE, "sp_read: %lld entries", (long long)cap);
+    memcpy(col + ptr[i], t->col + lo, sizeof *col * (size_t)len);
+    if (t->val) memcpy(val + ptr[i], t->val + lo, sizeof *val * (size_t)len);
+    ptr[i + 1] = ptr[i] + (int32_t)len;
+  }
+  return HS_OK;
+}
+
+/* One pipeline slot for sparse rows: host staging of the misses (CSR), the
+ * batch's offsets, and the device arrays the trainer would read. */
+typedef struct sp_slot {
+  hs_coo_plan plan;
+  hs_coo_slot *cs;
+  int32_t *m_ptr, *m_col, *b_ptr;
+  float *m_val;
+  cl_mem x_ptr, x_col, x_val;
+  int32_t ids[2048];
+  int32_t n;
+  cl_event ev[3];
+  int n_ev;
+} sp_slot;
+
+#define SP_CAP_ENTRIES (2048 * 22)
+
+/* The batch's entries read back equal the plain-C gather of its rows from
+ * the table, bit for bit. */
+static void sp_check(dev_env *e, sp_slot *ps, const sp_table *t) {
+  cr_assert_eq(hs__events_wait(ps->ev, ps->n_ev), HS_OK, "%s", hs_last_error());
+  int32_t nnz = ps->b_ptr[ps->n];
+  int32_t *col = malloc(sizeof *col * (size_t)(nnz + 1));
+  float *val = malloc(sizeof *val * (size_t)(nnz + 1));
+  cr_assert(col && val);
+  if (nnz) {
+    cr_assert_eq(clEnqueueReadBuffer(e->q, ps->x_col, CL_TRUE, 0, 4 * (size_t)nnz, col, 0, NULL,
+                                     NULL), CL_SUCCESS);
+    if (t->val)
+      cr_assert_eq(clEnqueueReadBuffer(e->q, ps->x_val, CL_TRUE, 0, 4 * (size_t)nnz, val, 0,
+                                       NULL, NULL), CL_SUCCESS);
+  }
+  for (int32_t i = 0; i < ps->n; i++) {
+    int64_t lo = t->ptr[ps->ids[i]], len = t->ptr[ps->ids[i] + 1] - lo;
+    cr_assert_eq(ps->b_ptr[i + 1] - ps->b_ptr[i], len);
+    cr_assert(memcmp(col + ps->b_ptr[i], t->col + lo, 4 * (size_t)len) == 0 &&
+                  (!t->val || memcmp(val + ps->b_ptr[i], t->val + lo, 4 * (size_t)len) == 0),
+              "local %d (vertex %d, %s) differs", i, ps->ids[i],
+              ps->plan.slot[i] >= 0 ? "hit" : "miss");
+  }
+  free(col);
+  free(val);
+  hs__events_release(ps->ev, ps->n_ev);
+  ps->n_ev = 0;
+}
+
+/* As device_run, for sparse rows: batches over three epochs through two
+ * slots, the next enqueued before the previous is checked; then the pool
+ * holds each slot's row at its offsets. */
+static void sparse_device_run(int queue_flags, int64_t n, int64_t cap, int64_t entries,
+                              bool valued, hs_cache_fill fill) {
+  dev_env e;
+  dev_open(&e, queue_flags);
+  sp_table t;
+  sp_table_make(&t, n, valued);
+  hs_coo_cfg cfg = {.n_vertices = n, .capacity = cap, .fill = fill, .row_ptr = t.ptr,
+                    .entry_capacity = entries, .entry_bytes = valued ? 8 : 4};
+  hs_coo *c;
+  cr_assert_eq(hs__coo_create(&cfg, &c), HS_OK, "%s", hs_last_error());
+  cr_assert(hs__coo_sparse(c));
+  if (fill != HS_CACHE_FILL_FIRST) {
+    uint64_t *score = malloc(sizeof *score * (size_t)n);
+    cr_assert(score);
+    for (int64_t v = 0; v < n; v++) score[v] = (uint64_t)((v * 7919) % 101);
+    cr_assert_eq(hs__coo_prefill_by_score(c, score), HS_OK, "%s", hs_last_error());
+    free(score);
+    cr_expect_leq(hs__coo_entries(c), entries);
+    cr_expect_gt(hs__coo_rows(c), 0);
+  }
+  hs_coo_dev *d;
+  cr_assert_eq(hs__coo_dev_create(&e.ctx, e.dev, c, &d), HS_OK, "%s", hs_last_error());
+  hs_sparse_source src = {sp_read, &t};
+  cr_assert_eq(hs__coo_dev_prefill_sparse(d, e.q, src, 4 * 64 + 1), HS_OK, "%s",
+               hs_last_error());
+  sp_slot ps[2];
+  memset(ps, 0, sizeof ps);
+  for (int k = 0; k < 2; k++) {
+    sp_slot *p = &ps[k];
+    cr_assert_eq(hs__coo_plan_alloc(2048, &p->plan), HS_OK);
+    cr_assert_eq(hs__coo_slot_create_sparse(d, 2048, SP_CAP_ENTRIES, &p->cs), HS_OK, "%s",
+                 hs_last_error());
+    p->m_ptr = malloc(sizeof(int32_t) * 2049);
+    p->b_ptr = malloc(sizeof(int32_t) * 2049);
+    p->m_col = malloc(sizeof(int32_t) * SP_CAP_ENTRIES);
+    p->m_val = malloc(sizeof(float) * SP_CAP_ENTRIES);
+    cl_int err[4];
+    p->x_ptr = clCreateBuffer(e.ctx.ctx, CL_MEM_READ_WRITE, 4 * 2049, NULL, &err[0]);
+    p->x_col = clCreateBuffer(e.ctx.ctx, CL_MEM_READ_WRITE, 4 * SP_CAP_ENTRIES, NULL, &err[1]);
+    p->x_val = clCreateBuffer(e.ctx.ctx, CL_MEM_READ_WRITE, 4 * SP_CAP_ENTRIES, NULL, &err[2]);
+    cr_assert(p->m_ptr && p->b_ptr && p->m_col && p->m_val && !err[0] && !err[1] && !err[2]);
+  }
+  stream s;
+  stream_init(&s, n, 0, 29, NULL, NULL);
+  int64_t hits = 0, inserted_entries = hs__coo_entries(c);
+  sp_slot *prev = NULL;
+  for (int b = 0; b < 24; b++) {
+    sp_slot *cur = &ps[b % 2];
+    s.size = 300 + (int32_t)((b * 577) % 1700);
+    if (s.size > n) s.size = (int32_t)n;
+    memcpy(cur->ids, stream_next(&s), sizeof(int32_t) * (size_t)s.size);
+    cur->n = s.size;
+    cr_assert_eq(hs__coo_classify(c, cur->ids, cur->n, &cur->plan), HS_OK, "%s", hs_last_error());
+    hits += cur->plan.n_hit;
+    cr_assert_eq(cur->plan.insert_entry_first, inserted_entries);
+    inserted_entries += cur->plan.n_insert_entries;
+    cr_assert_eq(hs__coo_entries(c), inserted_entries);
+    cr_assert_leq(inserted_entries, entries);
+    cur->b_ptr[0] = 0;
+    for (int32_t i = 0; i < cur->n; i++)
+      cur->b_ptr[i + 1] = cur->b_ptr[i] + (int32_t)(t.ptr[cur->ids[i] + 1] - t.ptr[cur->ids[i]]);
+    cr_assert_eq(sp_read(&t, cur->plan.miss_ids, cur->plan.n_miss, cur->m_ptr, cur->m_col,
+                         cur->m_val, SP_CAP_ENTRIES), HS_OK);
+    /* the inserted misses are a prefix of the misses: their entries the
+     * first staged */
+    cr_assert_eq(cur->m_ptr[cur->plan.n_insert], cur->plan.n_insert_entries);
+    cl_event wrote, up;
+    cr_assert_eq(clEnqueueWriteBuffer(e.q, cur->x_ptr, CL_FALSE, 0, 4 * ((size_t)cur->n + 1),
+                                      cur->b_ptr, 0, NULL, &wrote), CL_SUCCESS);
+    cr_assert_eq(hs__coo_dev_upload_sparse(cur->cs, e.q, &cur->plan, cur->m_ptr, cur->m_col,
+                                           valued ? cur->m_val : NULL, NULL, 0, &up),
+                 HS_OK, "%s", hs_last_error());
+    cl_event wait[2] = {wrote, up};
+    cr_assert_eq(hs__coo_dev_assemble_sparse(cur->cs, e.q, &cur->plan, cur->x_ptr, cur->x_col,
+                                             cur->x_val, wait, up ? 2 : 1, cur->ev,
+                                             &cur->n_ev),
+                 HS_OK, "%s", hs_last_error());
+    clReleaseEvent(wrote);
+    if (up) clReleaseEvent(up);
+    cr_assert_leq(cur->n_ev, 3);
+    if (prev) sp_check(&e, prev, &t);
+    prev = cur;
+  }
+  sp_check(&e, prev, &t);
+  if (cap > 0 && entries > 0) cr_expect_gt(hits, 0);
+  /* the pool holds slot k's row at its offsets */
+  cr_assert_eq(clFinish(e.q), CL_SUCCESS);
+  int64_t held = hs__coo_rows(c), ent = hs__coo_entries(c);
+  if (ent > 0) {
+    cl_mem pc, pv;
+    hs__coo_dev_pool(d, &pc, &pv);
+    int32_t *pcol = malloc(4 * (size_t)ent);
+    float *pval = malloc(4 * (size_t)ent);
+    cr_assert(pcol && pval);
+    cr_assert_eq(clEnqueueReadBuffer(e.q, pc, CL_TRUE, 0, 4 * (size_t)ent, pcol, 0, NULL, NULL),
+                 CL_SUCCESS);
+    if (valued)
+      cr_assert_eq(clEnqueueReadBuffer(e.q, pv, CL_TRUE, 0, 4 * (size_t)ent, pval, 0, NULL, NULL),
+                   CL_SUCCESS);
+    const int32_t *vertex = hs__coo_slot_vertices(c);
+    for (int64_t k = 0; k < held; k++) {
+      int64_t at = hs__coo_slot_entry(c, (int32_t)k), lo = t.ptr[vertex[k]];
+      int64_t len = t.ptr[vertex[k] + 1] - lo;
+      cr_assert_eq(hs__coo_slot_entry(c, (int32_t)k + 1) - at, len);
+      cr_assert(memcmp(pcol + at, t.col + lo, 4 * (size_t)len) == 0 &&
+                    (!valued || memcmp(pval + at, t.val + lo, 4 * (size_t)len) == 0),
+                "slot %lld", (long long)k);
+    }
+    free(pcol);
+    free(pval);
+  }
+  /* statistics in CSR bytes */
+  hs_coo_stats st;
+  hs__coo_stats(c, &st);
+  cr_expect_eq(st.device_bytes, (uint64_t)ent * (valued ? 8u : 4u));
+  cr_expect_eq(st.device_reserved, (uint64_t)entries * (valued ? 8u : 4u));
+  stream_free(&s);
+  for (int k = 0; k < 2; k++) {
+    hs__events_release(ps[k].ev, ps[k].n_ev);
+    hs__coo_slot_destroy(ps[k].cs);
+    hs__coo_plan_free(&ps[k].plan);
+    clReleaseMemObject(ps[k].x_ptr);
+    clReleaseMemObject(ps[k].x_col);
+    clReleaseMemObject(ps[k].x_val);
+    free(ps[k].m_ptr), free(ps[k].b_ptr), free(ps[k].m_col), free(ps[k].m_val);
+  }
+  hs__coo_dev_destroy(d);
+  hs__coo_destroy(c);
+  sp_table_free(&t);
+  dev_close(&e);
+}
+
+Test(coo_dev, sparse_rows_first_fill_valued, .timeout = 300) {
+  /* the entries run out before the rows: later misses stay out */
+  sparse_device_run(0, 6000, 2500, 20000, true, HS_CACHE_FILL_FIRST);
+}
+
+Test(coo_dev, sparse_rows_binary_out_of_order_queue, .timeout = 300) {
+  sparse_device_run(HS_QUEUE_OUT_OF_ORDER, 6000, 2500, 60000, false, HS_CACHE_FILL_FIRST);
+}
+
+Test(coo_dev, sparse_rows_degree_prefill_in_chunks, .timeout = 300) {
+  sparse_device_run(HS_QUEUE_OUT_OF_ORDER, 5000, 1200, 9000, true, HS_CACHE_FILL_DEGREE);
+}
+
+Test(coo_dev, sparse_rows_everything_cached, .timeout = 300) {
+  sparse_device_run(0, 3000, 3000, 3000 * 22, false, HS_CACHE_FILL_PRESAMPLE);
+}
+
+Test(coo_dev, sparse_rows_no_entries_every_row_a_miss, .timeout = 300) {
+  sparse_device_run(0, 4000, 500, 0, true, HS_CACHE_FILL_FIRST);
 }

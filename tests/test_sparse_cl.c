@@ -9,6 +9,7 @@
 #include "cl_fixture.h"
 #include "cora_fixture.h"
 #include "data/hs_graph.h"
+#include "data/hs_npy.h"
 #include "hs_test_util.h"
 #include "nn/model.h"
 #include "nn/ref_nn.h"
@@ -209,14 +210,11 @@ typedef struct run_out {
   hs_epoch_stats st;
 } run_out;
 
-static void run(hs_dataset *d, hs_transfer transfer, int epochs, run_out *o) {
+static void run_cfg(hs_dataset *d, const hs_session_config *c, int epochs, run_out *o) {
   memset(o, 0, sizeof *o);
   hs_epoch_stats_init(&o->st);
-  hs_session_config c;
-  hs_session_config_init(&c);
-  c.transfer = transfer;
   hs_session *s;
-  cr_assert_eq(hs_session_create(rt, d, &c, &s), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_session_create(rt, d, c, &s), HS_OK, "%s", hs_last_error());
   for (int e = 0; e < epochs; e++)
     cr_assert_eq(hs_session_train_epoch(s, &o->st), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_session_parameters(s, NULL, 0, &o->n), HS_OK);
@@ -233,6 +231,13 @@ static void run(hs_dataset *d, hs_transfer transfer, int epochs, run_out *o) {
   cr_assert_eq(hs_session_evaluate_full(s, HS_SPLIT_TEST, &o->acc), HS_OK, "%s", hs_last_error());
   free(ids);
   hs_session_destroy(s);
+}
+
+static void run(hs_dataset *d, hs_transfer transfer, int epochs, run_out *o) {
+  hs_session_config c;
+  hs_session_config_init(&c);
+  c.transfer = transfer;
+  run_cfg(d, &c, epochs, o);
 }
 
 static void run_free(run_out *o) {
@@ -291,6 +296,112 @@ Test(sparse_session, sparse_cora_trains_and_predicts_like_dense_cora) {
   cr_expect_lt(a.st.bytes_uploaded * 10, d.st.bytes_uploaded, "sparse %llu dense %llu bytes",
                (unsigned long long)a.st.bytes_uploaded, (unsigned long long)d.st.bytes_uploaded);
   run_free(&d), run_free(&a), run_free(&b), run_free(&h);
+  hs_dataset_close(sp);
+  free(dir);
+  tu_rmtree(root);
+}
+
+/* ---- the trainer cache over sparse rows ---------------------------------- */
+
+#define CORA_N 2708
+
+/* Cached rows come from the trainer's pool, misses cross as CSR: the same
+ * entries reach the first layer, so parameters, logits and predictions
+ * are bit-identical to the uncached run, while the bytes uploaded fall by
+ * exactly the hits' entries (and the column lists, which the trainer then
+ * builds itself) against 8 bytes a row for each row's source. Binary Cora
+ * and the same rows with values. */
+static void cache_same_bits(hs_dataset *d, bool valued) {
+  const hs_graph *g = hs__dataset_graph(d);
+  cr_assert(g->feat_sparse);
+  cr_assert_eq(g->feat_val != NULL, valued);
+  uint64_t eb = valued ? 8u : 4u;
+  /* uncached, blocks copied on the device and uploaded from the host (the
+   * bytes compared below are those of the same path) */
+  run_out ref, ref_host;
+  hs_session_config c;
+  hs_session_config_init(&c);
+  run_cfg(d, &c, 2, &ref);
+  c.transfer = HS_TRANSFER_HOST;
+  run_cfg(d, &c, 2, &ref_host);
+  cr_expect_eq(ref.st.cache_lookups, 0);
+  cr_expect_eq(memcmp(ref.params, ref_host.params, ref.n * sizeof *ref.params), 0);
+  static const struct {
+    int64_t rows;
+    hs_cache_fill fill;
+    hs_transfer transfer;
+  } cases[] = {{CORA_N / 4, HS_CACHE_FILL_FIRST, HS_TRANSFER_AUTO},
+               {CORA_N, HS_CACHE_FILL_DEGREE, HS_TRANSFER_HOST},
+               {CORA_N / 3, HS_CACHE_FILL_PRESAMPLE, HS_TRANSFER_AUTO}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    hs_session_config_init(&c);
+    c.cache_rows = cases[k].rows;
+    c.cache_fill = cases[k].fill;
+    c.transfer = cases[k].transfer;
+    const char *name = hs_cache_fill_name(c.cache_fill);
+    run_out a;
+    run_cfg(d, &c, 2, &a);
+    cr_assert_eq(a.n, ref.n);
+    cr_expect_eq(memcmp(a.params, ref.params, a.n * sizeof *a.params), 0,
+                 "%s fill, %lld rows: the cache changed the parameters", name,
+                 (long long)cases[k].rows);
+    size_t nl = (size_t)g->split_n[HS_SPLIT_TEST] * (size_t)g->num_classes;
+    cr_expect_eq(memcmp(a.logits, ref.logits, nl * sizeof *a.logits), 0, "%s: logits", name);
+    cr_expect_eq(memcmp(a.pred, ref.pred, (size_t)g->split_n[HS_SPLIT_TEST] * sizeof *a.pred), 0);
+    cr_expect_eq(a.acc, ref.acc);
+    cr_expect_eq(a.st.loss, ref.st.loss);
+    const hs_epoch_stats *st = &a.st;
+    cr_expect_gt(st->cache_lookups, 0, "%s: no lookups", name);
+    cr_expect_gt(st->cache_hits, 0, "%s: no hits in epoch 2", name);
+    if (cases[k].rows == CORA_N)
+      cr_expect_eq(st->cache_hits, st->cache_lookups, "every row cached, yet misses");
+    cr_expect_leq(st->cache_rows, (uint64_t)cases[k].rows);
+    /* the budget in CSR bytes: rows of the mean length */
+    uint64_t want_entries = ((uint64_t)cases[k].rows * (uint64_t)g->feat_nnz + CORA_N - 1) / CORA_N;
+    cr_expect_eq(st->cache_device_bytes, want_entries * eb, "%s: pool of %llu B", name,
+                 (unsigned long long)st->cache_device_bytes);
+    cr_expect_eq(st->feature_nnz, ref.st.feature_nnz);
+    cr_expect_eq(st->batches, ref.st.batches);
+    /* what no longer crossed: the hits' entries and the column lists, less
+     * 8 bytes per row for its source */
+    uint64_t lists = st->batches * 8u * (uint64_t)g->f + st->feature_nnz * eb;
+    const run_out *r = cases[k].transfer == HS_TRANSFER_HOST ? &ref_host : &ref;
+    cr_expect_eq(r->st.bytes_uploaded - a.st.bytes_uploaded,
+                 st->cache_bytes_saved + lists - 8u * st->cache_lookups,
+                 "%s: uploaded %llu, uncached %llu, saved %llu", name,
+                 (unsigned long long)a.st.bytes_uploaded,
+                 (unsigned long long)r->st.bytes_uploaded,
+                 (unsigned long long)st->cache_bytes_saved);
+    cr_log_info("sparse cache %s (%lld rows, %s): hit rate %.4f, %llu of %llu B uploaded", name,
+                (long long)cases[k].rows, valued ? "valued" : "binary",
+                (double)st->cache_hits / (double)st->cache_lookups,
+                (unsigned long long)a.st.bytes_uploaded,
+                (unsigned long long)r->st.bytes_uploaded);
+    run_free(&a);
+  }
+  run_free(&ref);
+  run_free(&ref_host);
+}
+
+Test(sparse_session, trainer_cache_serves_sparse_rows_with_the_same_bits) {
+  char *root;
+  char *dir = sparse_copy(&root);
+  hs_dataset *sp;
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  cache_same_bits(sp, false);
+  /* the same rows with values (multiples of 1/4, some negative) */
+  int64_t nnz = hs__dataset_graph(sp)->feat_nnz;
+  hs_dataset_close(sp);
+  float *val = malloc(sizeof *val * (size_t)nnz);
+  cr_assert(val);
+  for (int64_t e = 0; e < nnz; e++) val[e] = 0.25f * (float)((e * 7) % 11) - 1.0f;
+  char *p = tu_path(dir, "feat_values.npy");
+  uint64_t shape[1] = {(uint64_t)nnz};
+  cr_assert_eq(hs__npy_write(p, HS_DTYPE_FLOAT32, 1, shape, val), HS_OK, "%s", hs_last_error());
+  free(p);
+  free(val);
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  cache_same_bits(sp, true);
   hs_dataset_close(sp);
   free(dir);
   tu_rmtree(root);

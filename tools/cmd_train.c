@@ -282,9 +282,6 @@ static int train(int argc, char **argv, hs_world **world) {
   if (new_lr && !resume) return cli_usage_error("train", "--new-lr changes a resumed run: it needs --resume");
   if (new_lr && a.cfg.lr != new_lr_value)
     return cli_usage_error("train", "--new-lr and --lr exclude each other");
-  if (ckpt_dir && a.cfg.node_embedding > 0)
-    return cli_usage_error("train", "--checkpoint: checkpoints of node embeddings are not "
-                           "written yet");
   /* Evaluation draws neighbourhoods the way training does unless told: a
    * full neighbourhood holds the edges weighted and threshold sampling
    * would rarely or never pick. */
@@ -327,8 +324,19 @@ static int train(int argc, char **argv, hs_world **world) {
                              "(%s): --resume continues that run, --force replaces them",
                              ckpt_dir, held);
     /* The run's options come from its checkpoint. */
+    int32_t emb_asked = a.cfg.node_embedding;
     int r = resume ? cli_session_from_checkpoint("train", &a, last, true, new_lr) : 0;
     if (r != 0) return r;
+    if (resume && emb_asked > 0 && a.cfg.node_embedding != emb_asked) {
+      if (a.cfg.node_embedding <= 0)
+        return cli_usage_error("train", "--node-embedding %d: the checkpoint %s holds no node "
+                               "embeddings (its run had none, or an older hetsage did not keep "
+                               "them): --resume cannot continue it with them", (int)emb_asked,
+                               last);
+      return cli_usage_error("train", "--node-embedding %d conflicts with the checkpoint %s, "
+                             "whose run used %d: --resume continues that run with its options",
+                             (int)emb_asked, last, (int)a.cfg.node_embedding);
+    }
   }
   FILE *stats_f = NULL, *log_f = NULL;
   if (stats_path && !(stats_f = fopen(stats_path, "w"))) {

@@ -54,12 +54,30 @@ hs_status hs__coo_rank(const uint64_t *score, int64_t n, int64_t count, int32_t 
   return HS_OK;
 }
 
+/* Sparse rows: keep, in rank order, the ranked ids whose entries still
+ * fit, up to the row capacity; returns how many. */
+static int64_t fitting(const hs_coo *c, int32_t *ids, int64_t n) {
+  const int64_t *ptr = hs__coo_row_ptr(c);
+  int64_t k = 0, ent = 0, rows = hs__coo_capacity(c), cap = hs__coo_entry_capacity(c);
+  for (int64_t j = 0; j < n && k < rows; j++) {
+    int64_t len = ptr[ids[j] + 1] - ptr[ids[j]];
+    if (ent + len > cap) continue;
+    ent += len;
+    ids[k++] = ids[j];
+  }
+  return k;
+}
+
 hs_status hs__coo_prefill_by_score(hs_coo *c, const uint64_t *score) {
   int64_t k = hs__coo_capacity(c);
   if (k == 0) return HS_OK;
-  int32_t *ids = malloc(sizeof *ids * (size_t)k);
-  if (!ids) return hs__fail(HS_ERR_NOMEM, "cache: prefill list of %lld rows", (long long)k);
-  hs_status s = hs__coo_rank(score, hs__coo_vertices(c), k, ids);
+  /* Sparse rows rank every vertex: a row too long for the entries left
+   * gives its place to the next that fits. */
+  int64_t n_ranked = hs__coo_sparse(c) ? hs__coo_vertices(c) : k;
+  int32_t *ids = malloc(sizeof *ids * (size_t)n_ranked);
+  if (!ids) return hs__fail(HS_ERR_NOMEM, "cache: prefill list of %lld rows", (long long)n_ranked);
+  hs_status s = hs__coo_rank(score, hs__coo_vertices(c), n_ranked, ids);
+  if (s == HS_OK && hs__coo_sparse(c)) k = fitting(c, ids, n_ranked);
   if (s == HS_OK) s = hs__coo_prefill(c, ids, k);
   free(ids);
   return s;

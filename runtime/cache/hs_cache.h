@@ -58,10 +58,28 @@ typedef struct hs_coo hs_coo;
 typedef struct hs_coo_cfg {
   int64_t n_vertices; /* N: ids are in [0, N), N < 2^31 */
   int64_t capacity;   /* C: rows the cache may hold; more than N is cut to N */
-  size_t row_bytes;   /* one feature row (> 0) */
+  size_t row_bytes;   /* one feature row (> 0); unused with row_ptr */
   hs_cache_fill fill; /* informs stats and logs; the prefill itself is the
                          caller's call (hs__coo_prefill*) */
+  /* Variable-length rows (sparse features): row v holds row_ptr[v+1] -
+   * row_ptr[v] entries (the features' CSR offsets, N + 1, borrowed: they
+   * must outlive the cache) of entry_bytes each, and the cache holds at
+   * most entry_capacity entries beside its C rows (see "Sparse rows"
+   * below). NULL: fixed rows of row_bytes. */
+  const int64_t *row_ptr;
+  int64_t entry_capacity;
+  size_t entry_bytes;
 } hs_coo_cfg;
+
+/* Sparse rows. The cache is a pool of entries: slot s holds its row's
+ * entries at pool offsets hs__coo_slot_entry(s) .. hs__coo_slot_entry(s+1),
+ * slots and their entries both consecutive in insertion order. A miss is
+ * inserted while both the rows and the entries have room; the first miss
+ * of a batch that does not fit ends that batch's insertions (later
+ * batches try again, so a short row may still enter), which keeps a
+ * batch's inserted rows a prefix of its misses and one contiguous run of
+ * the pool. Prefills rank rows as for fixed rows and take, in rank order,
+ * every row that still fits. */
 
 /* Allocates the map (4 bytes per vertex) and the slot list (4 bytes per
  * slot). Errors: HS_ERR_INVALID_ARG (N, C or row size out of range),
@@ -72,7 +90,16 @@ void hs__coo_destroy(hs_coo *c);
 int64_t hs__coo_vertices(const hs_coo *c);
 int64_t hs__coo_capacity(const hs_coo *c);
 int64_t hs__coo_rows(const hs_coo *c); /* slots filled so far */
-size_t hs__coo_row_bytes(const hs_coo *c);
+size_t hs__coo_row_bytes(const hs_coo *c); /* 0 for sparse rows */
+/* Sparse rows: whether the cache holds them; the pool's capacity and use
+ * in entries; bytes per entry; where slot s's entries start in the pool
+ * (s in [0, rows]: slot rows() gives the end of the filled pool). */
+bool hs__coo_sparse(const hs_coo *c);
+const int64_t *hs__coo_row_ptr(const hs_coo *c); /* cfg.row_ptr */
+int64_t hs__coo_entry_capacity(const hs_coo *c);
+int64_t hs__coo_entries(const hs_coo *c);
+size_t hs__coo_entry_bytes(const hs_coo *c);
+int64_t hs__coo_slot_entry(const hs_coo *c, int32_t slot);
 /* Slot of vertex v, -1 when absent (v must be in range). */
 int32_t hs__coo_slot_of(const hs_coo *c, int32_t v);
 /* The vertices in slot order: rows() entries, valid until the next call
@@ -92,6 +119,10 @@ typedef struct hs_coo_plan {
   int32_t *miss_local;  /* [n_miss] local ids of the misses, ascending */
   int32_t *miss_ids;    /* [n_miss] their original ids: the rows the host
                            gathers, in this order */
+  /* Sparse rows: the inserted misses' entries go to pool offsets
+   * insert_entry_first .. + n_insert_entries (the first entries staged). */
+  int64_t insert_entry_first;
+  int64_t n_insert_entries;
 } hs_coo_plan;
 
 hs_status hs__coo_plan_alloc(int32_t cap, hs_coo_plan *out);
@@ -112,14 +143,19 @@ typedef struct hs_coo_stats {
   double hit_rate;        /* hits / lookups; 0 without lookups */
   double limit;           /* C / N: the hit rate of a full cache under
                              uniform access (docs/architecture.md, "The idea") */
-  uint64_t bytes_saved;   /* hits x row bytes: not transferred to the trainer */
+  uint64_t bytes_saved;   /* hits x row bytes (sparse rows: the hits'
+                             entries x entry bytes): not transferred to the
+                             trainer */
   int64_t inserted;       /* rows inserted in the epoch (prefill included
                              when it happened in it) */
   int64_t rows;           /* rows held at the end */
   int64_t capacity;
-  uint64_t device_bytes;  /* cache buffer in use: rows x row bytes */
-  uint64_t device_reserved; /* cache buffer allocated: capacity x row bytes */
-  uint64_t host_bytes;    /* the map and the slot list */
+  uint64_t device_bytes;  /* cache buffer in use: rows x row bytes (sparse:
+                             entries x entry bytes) */
+  uint64_t device_reserved; /* cache buffer allocated: capacity x row bytes
+                             (sparse: entry capacity x entry bytes) */
+  uint64_t host_bytes;    /* the map and the slot list (sparse: and the
+                             slots' pool offsets) */
 } hs_coo_stats;
 
 /* The counts since the epoch began (the cache was created, or the last
@@ -151,10 +187,12 @@ hs_status hs__coo_count_accesses(int64_t n_vertices, hs_coo_batch_fn next, void 
 hs_status hs__coo_rank(const uint64_t *score, int64_t n, int64_t count, int32_t *out);
 
 /* Insert ids[0..k) into slots 0..k-1 of an EMPTY cache (k <= capacity,
- * distinct ids in range); counted as inserted in the current epoch. The
- * rows reach the device with hs__coo_dev_prefill. */
+ * distinct ids in range, for sparse rows entries within the entry
+ * capacity); counted as inserted in the current epoch. The rows reach the
+ * device with hs__coo_dev_prefill (sparse: hs__coo_dev_prefill_sparse). */
 hs_status hs__coo_prefill(hs_coo *c, const int32_t *ids, int64_t k);
-/* Rank by score (N entries) and prefill the whole capacity. */
+/* Rank by score (N entries) and prefill the whole capacity (sparse rows:
+ * in rank order, every row that still fits). */
 hs_status hs__coo_prefill_by_score(hs_coo *c, const uint64_t *score);
 
 /* ---- the device side --------------------------------------------------------- */
@@ -228,5 +266,61 @@ hs_status hs__coo_dev_upload(hs_coo_slot *s, cl_command_queue q, const hs_coo_pl
 hs_status hs__coo_dev_assemble(hs_coo_slot *s, cl_command_queue q, const hs_coo_plan *plan,
                                cl_mem x, const cl_event *wait, int n_wait, cl_event *events,
                                int *n_events);
+
+/* ---- the device side for sparse rows ----------------------------------------
+ *
+ * The cache of a sparse core (hs__coo_sparse) is a pool of entries on the
+ * device: column ids (int32) and, for valued rows (entry bytes 8), float32
+ * values, slot s's at hs__coo_slot_entry(s). A batch crosses as its
+ * misses' entries (staged contiguously in miss order, with their offsets)
+ * and, per row, where its entries come from (8 bytes); the host computes
+ * the batch's offsets (it knows every row's length) and the model reads
+ * the batch's CSR arrays, which one kernel fills from the pool and the
+ * staged misses. hs__coo_dev_create, _destroy, hs__coo_slot_destroy and
+ * _device_bytes serve both kinds; the functions below are the sparse
+ * counterparts of the others. */
+
+/* The pool's arrays: column ids, and values (NULL for binary rows). */
+void hs__coo_dev_pool(const hs_coo_dev *d, cl_mem *col, cl_mem *val);
+
+/* Entries one pool array can hold on `dev` (one allocation each). */
+int64_t hs__coo_dev_max_entries(const hs_dev *dev);
+
+/* Upload the rows of every slot the core holds but the device does not yet
+ * (after hs__coo_prefill), read from `src` in chunks of about
+ * `chunk_bytes` (0: 4 MiB; at least one row), blocking, once before
+ * training. Errors: the source's, HS_ERR_FORMAT (the source's rows are
+ * not the lengths the core expects), HS_ERR_OPENCL, HS_ERR_NOMEM. */
+hs_status hs__coo_dev_prefill_sparse(hs_coo_dev *d, cl_command_queue q, hs_sparse_source src,
+                                     size_t chunk_bytes);
+
+/* A slot for batches of up to `cap` rows holding up to `cap_entries`
+ * entries together. */
+hs_status hs__coo_slot_create_sparse(hs_coo_dev *d, int32_t cap, int64_t cap_entries,
+                                     hs_coo_slot **out);
+
+/* Enqueue the copies of the plan's staged misses, CSR in plan order
+ * (miss_ptr n_miss + 1 offsets from 0, miss_col, miss_val: NULL for
+ * binary rows), and of each row's source. As hs__coo_dev_upload: the host
+ * arrays stay unchanged until the copies complete. Errors:
+ * HS_ERR_INVALID_ARG (plan or entries larger than the slot, values missing
+ * or unexpected), HS_ERR_OPENCL. */
+hs_status hs__coo_dev_upload_sparse(hs_coo_slot *s, cl_command_queue q, const hs_coo_plan *plan,
+                                    const int32_t *miss_ptr, const int32_t *miss_col,
+                                    const float *miss_val, const cl_event *wait, int n_wait,
+                                    cl_event *ev);
+
+/* Enqueue, after the slot's upload (and `wait`): the batch's entries into
+ * x_col / x_val (x_val unused for binary rows) at the offsets x_ptr holds
+ * (plan->n + 1, on the device, written by the caller before `wait`
+ * completes or on the same in-order queue before this call), each row
+ * from the pool (a hit) or the staging (a miss); then the insertion of
+ * the first n_insert misses' entries into the pool, one copy per array.
+ * Ordering, events and errors as hs__coo_dev_assemble (X complete with
+ * events[0]; at most 3 events). */
+hs_status hs__coo_dev_assemble_sparse(hs_coo_slot *s, cl_command_queue q,
+                                      const hs_coo_plan *plan, cl_mem x_ptr, cl_mem x_col,
+                                      cl_mem x_val, const cl_event *wait, int n_wait,
+                                      cl_event *events, int *n_events);
 
 #endif

@@ -17,6 +17,16 @@ typedef struct hs_row_source {
   void *ctx;
 } hs_row_source;
 
+/* Sparse rows (CSR): read rows ids[0..n) into ptr (n + 1 offsets from 0),
+ * col (column ids) and val (float32 values; NULL for binary rows), at most
+ * `cap` entries; ids out of range or more entries than `cap` are an error
+ * (HS_ERR_RANGE). */
+typedef struct hs_sparse_source {
+  hs_status (*read)(void *ctx, const int32_t *ids, int32_t n, int32_t *ptr, int32_t *col,
+                    float *val, int64_t cap);
+  void *ctx;
+} hs_sparse_source;
+
 /* Rows held in host memory (e.g. hs_graph.feat, float32 or float16: rows
  * are opaque bytes). */
 typedef struct hs_row_table {

@@ -30,9 +30,12 @@ hs_status hs__nn_sparse_validate(const hs_nn_sparse *x, int32_t n_rows, int32_t 
                     n_rows);
   if (x->ptr[0] != 0)
     return hs__fail(HS_ERR_FORMAT, "sparse features: ptr[0] is %d, not 0", x->ptr[0]);
+  if (!x->col && (x->val || x->t_ptr))
+    return hs__fail(HS_ERR_FORMAT, "sparse features: values or column lists without column ids");
   for (int32_t i = 0; i < n_rows; i++) {
     if (x->ptr[i + 1] < x->ptr[i])
       return hs__fail(HS_ERR_FORMAT, "sparse features: ptr decreases at row %d", i);
+    if (!x->col) continue; /* entries assembled on the device */
     for (int32_t e = x->ptr[i]; e < x->ptr[i + 1]; e++) {
       if (x->col[e] < 0 || x->col[e] >= d || (e > x->ptr[i] && x->col[e] <= x->col[e - 1]))
         return hs__fail(HS_ERR_FORMAT, "sparse features: row %d entry %d: column %d (need "

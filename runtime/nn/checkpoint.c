@@ -10,6 +10,7 @@
 
 #include <math.h>
 
+#include "core/hs_afile.h"
 #include "hetsage/session.h"
 #include "nn/checkpoint.h"
 #include "nn/model_ops.h"
@@ -45,8 +46,14 @@ enum {
   TAG_ORDER = TAG('O', 'R', 'D', 'R'),   /* u32 order (0 shuffle, 1 blocks), u64 rows per
                                             block, u64 memory budget (0: the plan's) */
   TAG_DATA = TAG('D', 'A', 'T', 'A'),    /* u64 vertices, edges, training seeds */
+  TAG_NODE_EMBED = TAG('N', 'E', 'M', 'B'), /* i32 width D, f32 learning rate, u32 next
+                                               batch number of the store: the session's
+                                               node embeddings, whose store follows the
+                                               parameters' CRC */
 };
-enum { RUN_RECORDS_BYTES = (8 + 4 + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 20) + (8 + 24) };
+enum {
+  RUN_RECORDS_BYTES = (8 + 4 + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 20) + (8 + 24) + (8 + 12)
+};
 
 /* ---- little-endian encoding ------------------------------------------------ */
 
@@ -80,37 +87,6 @@ static float get_f32(const unsigned char *p) {
 
 /* ---- writing ------------------------------------------------------------------ */
 
-typedef struct writer {
-  int fd;
-  uLong crc;
-  const char *path;
-} writer;
-
-static hs_status write_bytes(writer *w, const unsigned char *p, size_t n) {
-  w->crc = crc32_z(w->crc, p, n);
-  while (n > 0) {
-    ssize_t k = write(w->fd, p, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) return hs__fail(HS_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
-    p += k;
-    n -= (size_t)k;
-  }
-  return HS_OK;
-}
-
-static hs_status write_floats(writer *w, const float *x, size_t n) {
-  unsigned char buf[16384];
-  while (n > 0) {
-    size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
-    for (size_t i = 0; i < k; i++) put_f32(buf + 4 * i, x[i]);
-    hs_status st = write_bytes(w, buf, 4 * k);
-    if (st != HS_OK) return st;
-    x += k;
-    n -= k;
-  }
-  return HS_OK;
-}
-
 enum { FIXED_BYTES = 144 }; /* the fixed part; the run's records follow */
 
 /* Append a record at h + *at: tag, length, body (padded to 4). */
@@ -141,6 +117,12 @@ static size_t encode_records(const hs_ckpt_run *run, unsigned char *h, size_t at
   put_u64(d + 8, run->n_edges);
   put_u64(d + 16, run->n_train);
   put_record(h, &at, TAG_DATA, d, 24);
+  if (run->node_embedding > 0) {
+    put_u32(b, (uint32_t)run->node_embedding);
+    put_f32(b + 4, run->node_embedding_lr);
+    put_u32(b + 8, run->node_embedding_tick);
+    put_record(h, &at, TAG_NODE_EMBED, b, 12);
+  }
   return at;
 }
 
@@ -174,47 +156,32 @@ hs_status hs__checkpoint_save(const hs_model *m, const char *path) {
 }
 
 hs_status hs__checkpoint_save_run(const hs_model *m, const hs_ckpt_run *run, const char *path) {
-  /* Temporaries of saves that were killed go first (a save in progress
-   * holds its lock and stays). */
-  hs__temp_sweep(path, ".tmp.", false);
-  char *tmp;
-  writer w = {.fd = -1, .crc = crc32(0L, Z_NULL, 0), .path = path};
-  hs_status st = hs__temp_create(path, ".tmp.", false, &tmp, &w.fd);
+  return hs__checkpoint_save_tail(m, run, path, NULL, NULL);
+}
+
+hs_status hs__checkpoint_save_tail(const hs_model *m, const hs_ckpt_run *run, const char *path,
+                                   hs_ckpt_tail_fn tail, void *ctx) {
+  /* The temporary is one of ours (hs_afile): a killed save's is swept by
+   * the next one, a save in progress holds its lock. */
+  hs_afile a;
+  hs_status st = hs__afile_open(&a, path);
   if (st != HS_OK) return st;
-  unsigned char header[FIXED_BYTES + RUN_RECORDS_BYTES], tail[4];
+  unsigned char header[FIXED_BYTES + RUN_RECORDS_BYTES];
   size_t header_len = encode_header(m, run, header);
   size_t n = m->shape.n_params;
-  if ((st = write_bytes(&w, header, header_len)) != HS_OK) goto fail;
-  if ((st = write_floats(&w, m->params, n)) != HS_OK) goto fail;
-  if ((st = write_floats(&w, m->m, n)) != HS_OK) goto fail;
-  if ((st = write_floats(&w, m->v, n)) != HS_OK) goto fail;
-  put_u32(tail, (uint32_t)w.crc);
-  if ((st = write_bytes(&w, tail, sizeof tail)) != HS_OK) goto fail;
-  if (fsync(w.fd) != 0) {
-    st = hs__fail(HS_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
-    goto fail;
+  hs__afile_write(&a, header, header_len);
+  hs__afile_f32(&a, m->params, n);
+  hs__afile_f32(&a, m->m, n);
+  hs__afile_f32(&a, m->v, n);
+  hs__afile_crc(&a);
+  if (tail && a.st == HS_OK && (st = tail(ctx, &a)) != HS_OK) {
+    hs__afile_abort(&a);
+    return st;
   }
-  int fd = w.fd;
-  w.fd = -1;
-  if (close(fd) != 0) {
-    st = hs__fail(HS_ERR_IO, "%s: close failed: %s", path, strerror(errno));
-    goto fail;
-  }
-  if (rename(tmp, path) != 0) {
-    st = hs__fail(HS_ERR_IO, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
-    goto fail;
-  }
-  /* Make the rename itself durable. */
-  hs__sync_parent_dir(path);
-  free(tmp);
+  if ((st = hs__afile_commit(&a)) != HS_OK) return st;
   hs__log(HS_LOG_TRAIN, "checkpoint %s: step %llu, %zu parameters", path,
           (unsigned long long)m->step, n);
   return HS_OK;
-fail:
-  if (w.fd >= 0) close(w.fd);
-  unlink(tmp);
-  free(tmp);
-  return st;
 }
 
 /* ---- reading ---------------------------------------------------------------- */
@@ -250,6 +217,11 @@ fail:
 
 static const char *optim_name(uint32_t kind) {
   return kind == HS_OPTIM_ADAM ? "adam" : kind == HS_OPTIM_SGD ? "sgd" : "unknown";
+}
+
+/* A finite float within [lo, hi) (lo excluded too when lo_open). */
+static bool in_range(float x, double lo, bool lo_open, double hi) {
+  return isfinite(x) && (lo_open ? x > lo : x >= lo) && x < hi;
 }
 
 /* A record's body, checked against what its tag holds. */
@@ -299,6 +271,18 @@ static hs_status read_record(const char *path, size_t at, uint32_t tag, const un
                    (unsigned long long)run->n_vertices, (unsigned long long)run->n_edges,
                    (unsigned long long)run->n_train);
       return HS_OK;
+    case TAG_NODE_EMBED: {
+      if (len != 12) return BAD("node embedding record of %u bytes (need 12)", len);
+      int32_t d = (int32_t)get_u32(b);
+      float lr = get_f32(b + 4);
+      if (d < 1 || d > HS_CKPT_MAX_NODE_EMBED || !in_range(lr, 0, true, HS_MAX_LR))
+        return BAD("node embeddings %d wide (need 1..%d) with learning rate %g", d,
+                   HS_CKPT_MAX_NODE_EMBED, (double)lr);
+      run->node_embedding = d;
+      run->node_embedding_lr = lr;
+      run->node_embedding_tick = get_u32(b + 8);
+      return HS_OK;
+    }
     default:
       break;
   }
@@ -314,6 +298,7 @@ static hs_status read_record(const char *path, size_t at, uint32_t tag, const un
 static hs_status check_records(const char *path, const unsigned char *buf, size_t from,
                                size_t to, int n_layers, hs_ckpt_run *run) {
   static const uint32_t run_tags[] = {TAG_FANOUTS, TAG_BATCH, TAG_ORDER, TAG_DATA};
+  bool node_embed = false;
   unsigned seen = 0;
   memset(run, 0, sizeof *run);
   size_t at = from;
@@ -332,6 +317,11 @@ static hs_status check_records(const char *path, const unsigned char *buf, size_
           return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: record %08x repeated", path, at, tag);
         seen |= 1u << k;
       }
+    if (tag == TAG_NODE_EMBED) {
+      if (node_embed)
+        return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: record %08x repeated", path, at, tag);
+      node_embed = true;
+    }
     hs_status st = read_record(path, at, tag, buf + at + 8, len, n_layers, run);
     if (st != HS_OK) return st;
     at += 8 + body;
@@ -340,12 +330,9 @@ static hs_status check_records(const char *path, const unsigned char *buf, size_
     return hs__fail(HS_ERR_FORMAT, "%s: the run's records are incomplete (fanouts, batch, "
                     "order and dataset go together)", path);
   run->set = seen != 0;
+  if (node_embed && !run->set)
+    return hs__fail(HS_ERR_FORMAT, "%s: node embeddings without the run's records", path);
   return HS_OK;
-}
-
-/* A finite float within [lo, hi) (lo excluded too when lo_open). */
-static bool in_range(float x, double lo, bool lo_open, double hi) {
-  return isfinite(x) && (lo_open ? x > lo : x >= lo) && x < hi;
 }
 
 /* Every check that needs no model: magic, version, sizes, header
@@ -464,9 +451,6 @@ static hs_status parse(const char *path, const unsigned char *buf, size_t size, 
   if (size < want)
     return hs__fail(HS_ERR_FORMAT, "%s: truncated: %zu bytes, the header says %zu", path, size,
                     want);
-  if (size > want)
-    return hs__fail(HS_ERR_FORMAT, "%s: %zu bytes after the end of the checkpoint", path,
-                    size - want);
   uint32_t stored = get_u32(buf + want - 4);
   uint32_t computed = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), buf, want - 4);
   if (stored != computed)
@@ -474,6 +458,15 @@ static hs_status parse(const char *path, const unsigned char *buf, size_t size, 
                     stored, computed);
   hs_status st = check_records(path, buf, (size_t)f->records, header, cfg->n_layers, run);
   if (st != HS_OK) return st;
+  /* Only the node embeddings' store may follow the parameters (the
+   * store's reader checks it); it must then be there. */
+  if (size > want && run->node_embedding <= 0)
+    return hs__fail(HS_ERR_FORMAT, "%s: %zu bytes after the end of the checkpoint", path,
+                    size - want);
+  if (run->node_embedding > 0 && size == want)
+    return hs__fail(HS_ERR_FORMAT, "%s: truncated: the node embeddings' store that the header "
+                    "announces is missing after byte %zu", path, want);
+  run->tail_at = run->node_embedding > 0 ? (uint64_t)want : 0;
   if (run->set) {
     /* One optimizer step per batch: the position must add up. */
     uint64_t batches = (run->n_train + (uint64_t)run->batch_size - 1) / (uint64_t)run->batch_size;

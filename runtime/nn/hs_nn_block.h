@@ -64,6 +64,11 @@ typedef struct hs_nn_sparse {
   const int32_t *t_mid; /* in_dim */
   const int32_t *t_row; /* ptr[n_rows] */
   const float *t_val;
+  /* Entries assembled on the trainer (by the trainer cache): col and val
+   * NULL, no column lists, and the caller writes the ptr[n_rows] column ids
+   * and, when `valued`, the values into hs__trainer_sparse_entries' buffers
+   * on the trainer's queue before the step. Unused when col is set. */
+  bool valued;
 } hs_nn_sparse;
 
 /* Fill the column lists of `x` (in_dim d) for a block 0 of n_dst dst into

@@ -55,6 +55,7 @@ hs_status hs__sparse_first_upload(hs_trainer *t, const hs_nn_sparse *x) {
     return hs__fail(HS_ERR_FORMAT, "trainer: %d sparse rows for %d src of block 0", x->n_rows,
                     n_src);
   size_t nnz = (size_t)hs__nn_sparse_nnz(x), rows = (size_t)n_src;
+  bool valued = x->col ? x->val != NULL : x->valued;
   if ((st = hs__trainer_reserve(t, &t->x_ptr, rows + 1, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->x_col, nnz + 1, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->x_erow, nnz + 1, 4)) != HS_OK ||
@@ -63,12 +64,14 @@ hs_status hs__sparse_first_upload(hs_trainer *t, const hs_nn_sparse *x) {
       (st = hs__trainer_reserve(t, &t->x_tptr, (size_t)d_in + 1, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->x_cursor, (size_t)d_in + 1, 4)) != HS_OK ||
       (st = hs__trainer_reserve(t, &t->x_sums, hs__scan_chunks((size_t)d_in) + 1, 4)) != HS_OK ||
-      (x->val && (st = hs__trainer_reserve(t, &t->x_val, nnz + 1, 4)) != HS_OK))
+      (valued && (st = hs__trainer_reserve(t, &t->x_val, nnz + 1, 4)) != HS_OK))
     return st;
+  /* Without col the caller assembles the entries on the device
+   * (hs__trainer_sparse_entries): only the offsets cross here. */
   if ((st = hs__mem_write(t->q, t->x_ptr.m, true, 0, (rows + 1) * 4, x->ptr, 0, NULL, NULL)) !=
           HS_OK ||
-      (nnz && (st = hs__mem_write(t->q, t->x_col.m, true, 0, nnz * 4, x->col, 0, NULL, NULL)) !=
-                  HS_OK) ||
+      (nnz && x->col &&
+       (st = hs__mem_write(t->q, t->x_col.m, true, 0, nnz * 4, x->col, 0, NULL, NULL)) != HS_OK) ||
       (nnz && x->val &&
        (st = hs__mem_write(t->q, t->x_val.m, true, 0, nnz * 4, x->val, 0, NULL, NULL)) != HS_OK))
     return st;
@@ -89,11 +92,20 @@ hs_status hs__sparse_first_upload(hs_trainer *t, const hs_nn_sparse *x) {
             HS_OK)))
     return st;
   t->x_sparse = true;
-  t->x_has_val = x->val != NULL;
+  t->x_has_val = valued;
   t->x_nnz = (int32_t)nnz;
   t->x_order = x->order != HS_SPARSE_AUTO
                    ? x->order
                    : hs__sparse_first_choose(t->n_dst[0], n_src, t->n_edges[0], (int64_t)nnz);
+  return HS_OK;
+}
+
+hs_status hs__trainer_sparse_entries(hs_trainer *t, cl_mem *ptr, cl_mem *col, cl_mem *val) {
+  if (!t->uploaded || !t->x_sparse)
+    return hs__fail(HS_ERR_STATE, "trainer: no batch of sparse rows uploaded");
+  *ptr = t->x_ptr.m;
+  *col = t->x_col.m;
+  *val = t->x_has_val ? t->x_val.m : NULL;
   return HS_OK;
 }
 

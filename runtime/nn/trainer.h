@@ -111,6 +111,13 @@ hs_status hs__trainer_upload_dev(hs_trainer *t, const hs_nn_dev_batch *b, cl_uin
  * Commands that write it must go to the trainer's (in-order) queue. */
 hs_status hs__trainer_feat_buffer(hs_trainer *t, size_t n_rows, cl_mem *out);
 
+/* After an upload of sparse rows: the device arrays the first layer reads,
+ * offsets (n_src[0] + 1, as uploaded), column ids and values (NULL for
+ * binary rows), each sized for the batch's entries. With an hs_nn_sparse
+ * whose col is NULL the caller writes the entries there, on the trainer's
+ * (in-order) queue, before the step. HS_ERR_STATE without such a batch. */
+hs_status hs__trainer_sparse_entries(hs_trainer *t, cl_mem *ptr, cl_mem *col, cl_mem *val);
+
 /* ---- the step, whole or in parts ------------------------------------------
  *
  * hs__trainer_step(t, e, b) is exactly hs__trainer_gradients(t, e, b, true)

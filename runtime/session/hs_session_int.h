@@ -40,6 +40,10 @@ typedef struct hs_slot_data {
    * device side; `feat` then stages only the miss rows (plan order). */
   hs_coo_plan plan;
   hs_coo_slot *cs;
+  /* ... and with sparse features: sx_ptr/col/val stage the misses' rows
+   * (plan order) while sx_bptr holds the whole batch's offsets, which the
+   * trainer reads; the entries are assembled on the trainer. */
+  int32_t *sx_bptr;
   /* Device-to-device transfer: the blocks (trainer order) copied from the
    * sampler's buffers on the sampler's queue, the event of the last copy
    * (the trainer waits for it), and the bytes copied. */

@@ -77,6 +77,18 @@ static hs_status prefill_read(void *ctx, const int32_t *ids, int32_t n, void *ou
   return st;
 }
 
+/* Sparse rows for the cache's prefill, widened to float32 as a batch's. */
+static hs_status prefill_read_sparse(void *ctx, const int32_t *ids, int32_t n, int32_t *ptr,
+                                     int32_t *col, float *val, int64_t cap) {
+  hs_session *s = ctx;
+  const hs_graph *g = s->g;
+  hs_gather_sparse_req req = {.ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val,
+                              .val_half = g->feat_dtype == HS_DTYPE_FLOAT16, .n_rows = g->n,
+                              .ids = ids, .n = n, .out_ptr = ptr, .out_col = col,
+                              .out_val = val, .cap = cap};
+  return hs__gather_sparse(s->pool, &req);
+}
+
 static hs_status prefill(hs_session *s, hs_cache_fill fill) {
   if (fill == HS_CACHE_FILL_FIRST) return HS_OK;
   uint64_t *score = calloc((size_t)s->g->n, sizeof *score);
@@ -110,36 +122,71 @@ static hs_status open_trainer_tier(hs_session *s, const hs_session_config *cfg) 
             " rows asked)", rows);
     return HS_OK;
   }
-  if (s->g->feat_sparse) {
-    hs__log(HS_LOG_CACHE, "session: no trainer cache for sparse features (%" PRId64
-            " rows asked): every batch's rows cross as CSR", rows);
-    return HS_OK;
-  }
   if (rows > s->g->n) rows = s->g->n;
-  /* The cache holds the rows the model reads: float32, whatever the file. */
-  size_t row_bytes = (size_t)s->g->f * sizeof(float);
-  int64_t max = hs__coo_dev_max_rows(&s->tdev, row_bytes);
-  if (rows > max) {
-    hs__log(HS_LOG_CACHE, "session: trainer cache cut from %" PRId64 " to %" PRId64
-                          " rows (one device allocation)", rows, max);
-    rows = max;
+  if (rows <= 0) return HS_OK;
+  const hs_graph *g = s->g;
+  hs_coo_cfg cc = {.n_vertices = g->n, .fill = fill};
+  if (g->feat_sparse) {
+    /* The budget in CSR bytes: `rows` rows of the mean length, as the plan
+     * counts them (every row when rows = N). The pool holds float32
+     * values, whatever the file, beside the column ids. */
+    cc.row_ptr = g->feat_ptr;
+    cc.entry_bytes = g->feat_val ? 2 * sizeof(float) : sizeof(int32_t);
+    /* ceil(rows x nnz / N) without overflow: rows, N < 2^31 */
+    int64_t q = g->feat_nnz / g->n, r = g->feat_nnz % g->n;
+    int64_t ent = rows * q + (rows * r + g->n - 1) / g->n;
+    if (ent > g->feat_nnz) ent = g->feat_nnz;
+    int64_t max = hs__coo_dev_max_entries(&s->tdev);
+    if (ent > max) {
+      hs__log(HS_LOG_CACHE, "session: trainer cache cut from %" PRId64 " to %" PRId64
+                            " entries (one device allocation)", ent, max);
+      ent = max;
+    }
+    cc.entry_capacity = ent;
+  } else {
+    /* The cache holds the rows the model reads: float32, whatever the file. */
+    cc.row_bytes = (size_t)g->f * sizeof(float);
+    int64_t max = hs__coo_dev_max_rows(&s->tdev, cc.row_bytes);
+    if (rows > max) {
+      hs__log(HS_LOG_CACHE, "session: trainer cache cut from %" PRId64 " to %" PRId64
+                            " rows (one device allocation)", rows, max);
+      rows = max;
+    }
   }
   if (rows <= 0) return HS_OK;
+  cc.capacity = rows;
   s->coo_fill = fill;
-  hs_coo_cfg cc = {.n_vertices = s->g->n, .capacity = rows, .row_bytes = row_bytes, .fill = fill};
   hs_status st = hs__coo_create(&cc, &s->coo);
   if (st != HS_OK) return st;
   if ((st = prefill(s, fill)) != HS_OK) return st;
   if ((st = hs__coo_dev_create(&s->tctx, &s->tdev, s->coo, &s->coo_dev)) != HS_OK) return st;
-  hs_row_source src = {.read = prefill_read, .ctx = s};
-  if ((st = hs__coo_dev_prefill(s->coo_dev, s->tq, src, 0)) != HS_OK) return st;
+  if (g->feat_sparse) {
+    hs_sparse_source src = {.read = prefill_read_sparse, .ctx = s};
+    st = hs__coo_dev_prefill_sparse(s->coo_dev, s->tq, src, 0);
+  } else {
+    hs_row_source src = {.read = prefill_read, .ctx = s};
+    st = hs__coo_dev_prefill(s->coo_dev, s->tq, src, 0);
+  }
+  if (st != HS_OK) return st;
   int32_t cap = hs__sampler_caps(s->sampler)->vertices;
   for (int i = 0; i < s->depth; i++) {
     hs_slot_data *d = &s->slots[i];
-    if ((st = hs__coo_plan_alloc(cap, &d->plan)) != HS_OK ||
-        (st = hs__coo_slot_create(s->coo_dev, cap, &d->cs)) != HS_OK)
-      return st;
+    if ((st = hs__coo_plan_alloc(cap, &d->plan)) != HS_OK) return st;
+    if (g->feat_sparse) {
+      /* Staging for the misses: as many entries as the slot's host CSR. */
+      if (!(d->sx_bptr = malloc(((size_t)cap + 1) * sizeof *d->sx_bptr)))
+        return hs__fail(HS_ERR_NOMEM, "out of memory for %d sparse row offsets", cap);
+      st = hs__coo_slot_create_sparse(s->coo_dev, cap, d->sx_cap, &d->cs);
+    } else {
+      st = hs__coo_slot_create(s->coo_dev, cap, &d->cs);
+    }
+    if (st != HS_OK) return st;
   }
+  if (g->feat_sparse)
+    hs__log(HS_LOG_CACHE, "session: trainer cache of %" PRId64 " sparse rows, %" PRId64
+            " entries (%s fill), %" PRId64 " rows and %" PRId64 " entries held", rows,
+            hs__coo_entry_capacity(s->coo), hs_cache_fill_name(fill), hs__coo_rows(s->coo),
+            hs__coo_entries(s->coo));
   hs__log(HS_LOG_CACHE, "session: trainer cache of %" PRId64 " rows (%s fill), %" PRId64 " held",
           rows, hs_cache_fill_name(fill), hs__coo_rows(s->coo));
   return HS_OK;
@@ -154,6 +201,8 @@ void hs__session_cache_close(hs_session *s) {
   for (int i = 0; s->slots && i < s->depth; i++) {
     hs__coo_slot_destroy(s->slots[i].cs);
     s->slots[i].cs = NULL;
+    free(s->slots[i].sx_bptr);
+    s->slots[i].sx_bptr = NULL;
     hs__coo_plan_free(&s->slots[i].plan);
   }
   hs__coo_dev_destroy(s->coo_dev);

@@ -205,6 +205,32 @@ hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, 
   return st;
 }
 
+/* With the trainer cache: the batch's offsets (every row's length is in
+ * the features' offsets) into sx_bptr, the misses' rows as CSR in plan
+ * order into sx_ptr/col/val (the staging), and a batch whose entries the
+ * cache assembles on the trainer. No column lists: the trainer builds them
+ * from the assembled entries, in the same order as the host would. */
+static hs_status rows_sparse_cached(hs_session *s, hs_slot_data *d) {
+  const hs_graph *g = s->g;
+  const hs_batch *b = &d->batch;
+  hs_status st = hs__coo_classify(s->coo, b->ids, b->n_vertices, &d->plan);
+  if (st != HS_OK) return st;
+  int64_t at = 0;
+  d->sx_bptr[0] = 0;
+  for (int32_t i = 0; i < b->n_vertices; i++) {
+    at += g->feat_ptr[b->ids[i] + 1] - g->feat_ptr[b->ids[i]];
+    if (at > INT32_MAX)
+      return hs__fail(HS_ERR_RANGE, "a batch of %d sparse rows holds more than 2^31 - 1 "
+                      "entries", b->n_vertices);
+    d->sx_bptr[i + 1] = (int32_t)at;
+  }
+  if ((st = hs__session_rows_sparse(s, d->plan.miss_ids, d->plan.n_miss, -1, d)) != HS_OK)
+    return st;
+  d->sx = (hs_nn_sparse){.n_rows = b->n_vertices, .ptr = d->sx_bptr,
+                         .order = HS_SPARSE_AUTO, .valued = g->feat_val != NULL};
+  return HS_OK;
+}
+
 hs_status hs__session_rows_in(hs_session *s, const int32_t *ids, int32_t n, float *out) {
   const size_t f = (size_t)s->g->f, in = (size_t)s->in_dim;
   if (s->emb_dim <= 0) {
@@ -321,7 +347,8 @@ static hs_status gather_into(hs_session *s, hs_slot_data *d, bool cached, bool t
     return st == HS_OK ? lookup_rows(s, d) : st;
   }
   if (s->g->feat_sparse)
-    return hs__session_rows_sparse(s, b->ids, b->n_vertices, b->blocks[0].n_dst, d);
+    return cached ? rows_sparse_cached(s, d)
+                  : hs__session_rows_sparse(s, b->ids, b->n_vertices, b->blocks[0].n_dst, d);
   if (!cached) return hs__session_rows_f32(s, b->ids, b->n_vertices, d->feat, d->raw);
   hs_status st = hs__coo_classify(s->coo, b->ids, b->n_vertices, &d->plan);
   if (st != HS_OK) return st;
@@ -411,7 +438,24 @@ static hs_status gather_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
 /* The batch's feature matrix from the trainer cache and the staged misses.
  * The trainer's queue is in order, so the step enqueued next reads X only
  * once it is complete, and the slot's marker event covers the staging. */
+static hs_status assemble_sparse(hs_session *s, hs_slot_data *d) {
+  cl_mem ptr, col, val;
+  hs_status st = hs__trainer_sparse_entries(s->trainer, &ptr, &col, &val);
+  if (st != HS_OK) return st;
+  cl_event up = NULL, evs[3];
+  int n_evs = 0;
+  st = hs__coo_dev_upload_sparse(d->cs, s->tq, &d->plan, d->sx_ptr, d->sx_col,
+                                 s->g->feat_val ? d->sx_val : NULL, NULL, 0, &up);
+  if (st == HS_OK)
+    st = hs__coo_dev_assemble_sparse(d->cs, s->tq, &d->plan, ptr, col, val, up ? &up : NULL,
+                                     up ? 1 : 0, evs, &n_evs);
+  if (up) hs__events_release(&up, 1);
+  hs__events_release(evs, n_evs);
+  return st;
+}
+
 static hs_status assemble(hs_session *s, hs_slot_data *d) {
+  if (s->g->feat_sparse) return assemble_sparse(s, d);
   cl_mem x;
   hs_status st = hs__trainer_feat_buffer(s->trainer, (size_t)d->batch.n_vertices, &x);
   if (st != HS_OK) return st;
@@ -500,7 +544,16 @@ static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   s->batch_pos = slot->batch + 1;
   s->acc_edges += d->edges;
   s->acc_rows += (uint64_t)d->batch.n_vertices;
-  if (s->g->feat_sparse) {
+  if (s->g->feat_sparse && s->coo) {
+    /* The batch's offsets, the misses' entries (and their offsets, on the
+     * host only) and each row's source (8 bytes): the hits' entries stay
+     * on the trainer. */
+    uint64_t nnz = (uint64_t)hs__nn_sparse_nnz(&d->sx), eb = s->g->feat_val ? 8u : 4u;
+    uint64_t miss = (uint64_t)d->sx_ptr[d->plan.n_miss];
+    s->acc_gather_bytes += 4u * ((uint64_t)d->plan.n_miss + 1) + miss * eb;
+    s->acc_upload_bytes += 4u * ((uint64_t)d->sx.n_rows + 1) + miss * eb + 8u * (uint64_t)d->plan.n;
+    s->acc_feat_nnz += nnz;
+  } else if (s->g->feat_sparse) {
     /* Offsets, column ids and (unless binary) values: what was copied on
      * the host and what crossed to the trainer. */
     uint64_t nnz = (uint64_t)hs__nn_sparse_nnz(&d->sx);

@@ -104,7 +104,9 @@ typedef struct hs_session_config {
   /* Trainer-side feature cache (cache-once-only, docs/architecture.md, "The idea"): rows -1
    * the plan's, 0 none, else that many (cut to the vertices there are and
    * to one device allocation). The fill policy is cache_fill when
-   * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. The cache
+   * cache_rows >= 0 or cache_fill is not FIRST, else the plan's. Sparse
+   * features: the cache holds CSR rows, its budget that many rows of the
+   * mean length in entries (every row when cache_rows >= N). The cache
    * changes only what crosses the link: results are bit-identical. */
   int64_t cache_rows;
   hs_cache_fill cache_fill;
@@ -177,8 +179,12 @@ typedef struct hs_session_config {
    * completes; a batch reads the rows as every earlier batch's update left
    * them, whatever the pipeline. Evaluation, prediction and embeddings read
    * the rows as they stand (zeros for a vertex no batch has touched). The
-   * trainer cache is off under this option; sparse features are refused;
-   * checkpoints of such sessions are not written yet (HS_ERR_UNSUPPORTED). */
+   * trainer cache is off under this option; sparse features are refused.
+   * Checkpoints hold the rows (with their optimizer state) after the
+   * model, in the same atomic file; hs_session_config_from_checkpoint
+   * restores both fields, and a file without rows is refused
+   * (HS_ERR_INVALID_ARG, naming it) by a session that learns them, as a
+   * file with rows is by one that does not. */
   int32_t node_embedding;
   float node_embedding_lr;
   /* Distributed training (hetsage/dist.h): the world this session is one
