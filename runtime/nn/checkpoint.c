@@ -37,8 +37,10 @@ enum {
 /* Records a reader may skip carry this bit in their tag. */
 #define RECORD_OPTIONAL 0x80000000u
 
-/* Record tags, with what their bytes hold (a training session writes all
- * four; a model saved alone none). New ones are added here. */
+/* Record tags, with what their bytes hold (a training session writes them
+ * all; a model saved alone none; files written before SMPL and GEMM were
+ * added lack those two, which then read as "not recorded"). New ones are
+ * added here. */
 #define TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 enum {
   TAG_FANOUTS = TAG('F', 'A', 'N', 'O'), /* u32 n (= n_layers), i32 fanout[n] */
@@ -46,13 +48,20 @@ enum {
   TAG_ORDER = TAG('O', 'R', 'D', 'R'),   /* u32 order (0 shuffle, 1 blocks), u64 rows per
                                             block, u64 memory budget (0: the plan's) */
   TAG_DATA = TAG('D', 'A', 'T', 'A'),    /* u64 vertices, edges, training seeds */
+  TAG_SAMPLING = TAG('S', 'M', 'P', 'L'), /* u32 mode (hs_sampling), u32 replace (0, 1),
+                                             i64 vertex budget (0: none), u32 n (= n_layers),
+                                             f32 threshold[n] (0 outside threshold mode) */
+  TAG_GEMM = TAG('G', 'E', 'M', 'M'),     /* u32 OpenBLAS threads (0: compute units) */
   TAG_NODE_EMBED = TAG('N', 'E', 'M', 'B'), /* i32 width D, f32 learning rate, u32 next
                                                batch number of the store: the session's
                                                node embeddings, whose store follows the
                                                parameters' CRC */
 };
 enum {
-  RUN_RECORDS_BYTES = (8 + 4 + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 20) + (8 + 24) + (8 + 12)
+  SMPL_FIXED = 20,
+  RUN_RECORDS_BYTES = (8 + 4 + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 20) + (8 + 24) +
+                      (8 + SMPL_FIXED + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 12),
+  MAX_GEMM_THREADS = 4096, /* as hs_session_config.gemm_threads */
 };
 
 /* ---- little-endian encoding ------------------------------------------------ */
@@ -117,6 +126,19 @@ static size_t encode_records(const hs_ckpt_run *run, unsigned char *h, size_t at
   put_u64(d + 8, run->n_edges);
   put_u64(d + 16, run->n_train);
   put_record(h, &at, TAG_DATA, d, 24);
+  if (run->sampling_set) {
+    unsigned char sm[SMPL_FIXED + 4 * HS_NN_MAX_LAYERS];
+    put_u32(sm, run->sampling);
+    put_u32(sm + 4, run->replace ? 1u : 0u);
+    put_u64(sm + 8, (uint64_t)run->vertex_budget);
+    put_u32(sm + 16, (uint32_t)run->n_layers);
+    for (int l = 0; l < run->n_layers; l++) put_f32(sm + SMPL_FIXED + 4 * l, run->thresholds[l]);
+    put_record(h, &at, TAG_SAMPLING, sm, SMPL_FIXED + 4 * (uint32_t)run->n_layers);
+  }
+  if (run->gemm_set) {
+    put_u32(b, run->gemm_threads);
+    put_record(h, &at, TAG_GEMM, b, 4);
+  }
   if (run->node_embedding > 0) {
     put_u32(b, (uint32_t)run->node_embedding);
     put_f32(b + 4, run->node_embedding_lr);
@@ -271,6 +293,43 @@ static hs_status read_record(const char *path, size_t at, uint32_t tag, const un
                    (unsigned long long)run->n_vertices, (unsigned long long)run->n_edges,
                    (unsigned long long)run->n_train);
       return HS_OK;
+    case TAG_SAMPLING: {
+      uint32_t n = len >= SMPL_FIXED ? get_u32(b + 16) : 0;
+      if (len < SMPL_FIXED || n != (uint32_t)n_layers || len != SMPL_FIXED + 4 * n)
+        return BAD("sampling record of %u bytes for %u thresholds (the model has %d layers)",
+                   len, n, n_layers);
+      uint32_t mode = get_u32(b), replace = get_u32(b + 4);
+      int64_t budget = (int64_t)get_u64(b + 8);
+      /* The session's own rules (hs_session_config): a mode it knows, no
+       * replacement under thresholds, a budget of a batch at least (checked
+       * against the batch once every record is read). */
+      if (mode > HS_SAMPLING_THRESHOLD || replace > 1 ||
+          (replace && mode == HS_SAMPLING_THRESHOLD) || budget < 0)
+        return BAD("sampling mode %u, replace %u, vertex budget %lld (need a mode 0..%d, "
+                   "replace 0 or 1 and 0 under threshold sampling, a budget >= 0)",
+                   mode, replace, (long long)budget, HS_SAMPLING_THRESHOLD);
+      for (uint32_t l = 0; l < n; l++) {
+        float t = get_f32(b + SMPL_FIXED + 4 * l);
+        if (!isfinite(t) || (mode != HS_SAMPLING_THRESHOLD && t != 0))
+          return BAD("threshold %g of layer %u under sampling mode %u (need a finite number, "
+                     "0 outside threshold mode)", (double)t, l, mode);
+        run->thresholds[l] = t;
+      }
+      run->sampling = mode;
+      run->replace = replace != 0;
+      run->vertex_budget = budget;
+      run->sampling_set = true;
+      return HS_OK;
+    }
+    case TAG_GEMM: {
+      uint32_t v = len == 4 ? get_u32(b) : UINT32_MAX;
+      if (v > MAX_GEMM_THREADS)
+        return BAD("GEMM record of %u bytes, %u threads (need 4 bytes, 0..%d threads)", len,
+                   len == 4 ? v : 0, MAX_GEMM_THREADS);
+      run->gemm_threads = v;
+      run->gemm_set = true;
+      return HS_OK;
+    }
     case TAG_NODE_EMBED: {
       if (len != 12) return BAD("node embedding record of %u bytes (need 12)", len);
       int32_t d = (int32_t)get_u32(b);
@@ -294,10 +353,15 @@ static hs_status read_record(const char *path, size_t at, uint32_t tag, const un
 }
 
 /* Walk the records between `from` and `to`: every tag known (its body
- * checked, once) or optional. A run is complete with all four or none. */
+ * checked, once) or optional. A run is complete with the first four or
+ * none; sampling and GEMM threads belong to a run (and may be absent from
+ * one written before they were recorded). */
 static hs_status check_records(const char *path, const unsigned char *buf, size_t from,
                                size_t to, int n_layers, hs_ckpt_run *run) {
-  static const uint32_t run_tags[] = {TAG_FANOUTS, TAG_BATCH, TAG_ORDER, TAG_DATA};
+  static const uint32_t run_tags[] = {TAG_FANOUTS, TAG_BATCH,    TAG_ORDER,
+                                      TAG_DATA,    TAG_SAMPLING, TAG_GEMM};
+  enum { CORE = 0xf }; /* fanouts, batch, order, dataset */
+  size_t sampling_at = 0;
   bool node_embed = false;
   unsigned seen = 0;
   memset(run, 0, sizeof *run);
@@ -316,6 +380,7 @@ static hs_status check_records(const char *path, const unsigned char *buf, size_
         if (seen & (1u << k))
           return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: record %08x repeated", path, at, tag);
         seen |= 1u << k;
+        if (tag == TAG_SAMPLING) sampling_at = at;
       }
     if (tag == TAG_NODE_EMBED) {
       if (node_embed)
@@ -326,9 +391,14 @@ static hs_status check_records(const char *path, const unsigned char *buf, size_
     if (st != HS_OK) return st;
     at += 8 + body;
   }
-  if (seen && seen != (1u << HS_ARRAY_LEN(run_tags)) - 1)
+  if (seen && (seen & CORE) != CORE)
     return hs__fail(HS_ERR_FORMAT, "%s: the run's records are incomplete (fanouts, batch, "
-                    "order and dataset go together)", path);
+                    "order and dataset go together, and sampling and GEMM threads need them)",
+                    path);
+  if (run->sampling_set && run->vertex_budget != 0 && run->vertex_budget < run->batch_size)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: vertex budget %lld below the batch of %d "
+                    "seeds (a budget holds a whole batch)", path, sampling_at + 16,
+                    (long long)run->vertex_budget, run->batch_size);
   run->set = seen != 0;
   if (node_embed && !run->set)
     return hs__fail(HS_ERR_FORMAT, "%s: node embeddings without the run's records", path);

@@ -22,8 +22,9 @@
  *       a record that may be skipped without changing results. Training
  *       sessions write the run's records (hs_ckpt_run): what else decides
  *       the result of resuming it (fanouts, batch, seed order, dataset;
- *       and the node embeddings' width, learning rate and batch counter
- *       where the session learns them).
+ *       sampling and GEMM threads, files written before they were recorded
+ *       reading as "not recorded"; and the node embeddings' width, learning
+ *       rate and batch counter where the session learns them).
  *   H   f32 params[n_params], m[n_params], v[n_params]
  *   +   u32 CRC-32 (zlib) of every byte before it
  *   then, only when the node embedding record is present: the store of
@@ -68,6 +69,22 @@ typedef struct hs_ckpt_run {
   uint64_t memory_budget; /* the session's memory_budget (0: the plan's) */
   /* The dataset trained on: vertices, edges, training seeds. */
   uint64_t n_vertices, n_edges, n_train;
+  /* How neighbours are drawn (hs_session_config's sampling fields; the
+   * SMPL record). Files written before it was recorded have none:
+   * sampling_set false, "not recorded". Thresholds are 0 outside the
+   * threshold mode. */
+  bool sampling_set;
+  uint32_t sampling; /* hs_sampling */
+  bool replace;
+  int64_t vertex_budget; /* 0: none */
+  float thresholds[HS_NN_MAX_LAYERS];
+  /* The OpenBLAS thread count of a CPU trainer's GEMM, which its sums'
+   * order follows (the GEMM record; gemm_set false where the file has
+   * none): the count asked for by hs_session_config.gemm_threads or the
+   * gemm_threads setting, 0 when neither gave one (the trainer device's
+   * compute units). */
+  bool gemm_set;
+  uint32_t gemm_threads;
   /* Learnable node embeddings: width (0: none), learning rate, and the
    * batch number the store's next training lookup takes. */
   int32_t node_embedding;

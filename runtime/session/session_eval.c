@@ -245,6 +245,16 @@ void hs__session_run(const hs_session *s, hs_ckpt_run *r) {
   r->n_vertices = (uint64_t)s->g->n;
   r->n_edges = (uint64_t)s->g->e;
   r->n_train = (uint64_t)s->g->split_n[HS_SPLIT_TRAIN];
+  r->sampling_set = true;
+  r->sampling = (uint32_t)s->cfg.sampling;
+  r->replace = s->cfg.replace;
+  r->vertex_budget = s->cfg.vertex_budget;
+  /* Thresholds mean something in threshold mode only. */
+  for (int l = 0; l < s->cfg.n_layers && s->cfg.sampling == HS_SAMPLING_THRESHOLD; l++)
+    r->thresholds[l] = s->cfg.thresholds[l];
+  r->gemm_set = true;
+  int t = s->cfg.gemm_threads > 0 ? s->cfg.gemm_threads : s->rt->settings.gemm_threads;
+  r->gemm_threads = t > 0 ? (uint32_t)t : 0;
   if (s->emb_dim > 0) {
     r->node_embedding = s->emb_dim;
     r->node_embedding_lr = s->cfg.node_embedding_lr;
@@ -352,6 +362,30 @@ static hs_status check_resume(const hs_session *s, const char *path, unsigned fl
     }
     return differs(path, "seed order", x, y);
   }
+  /* Files written before these were recorded are resumed without them. */
+  if (run.sampling_set) {
+    if (run.sampling != now.sampling || run.replace != now.replace) {
+      snprintf(x, sizeof x, "%s%s", hs_sampling_name((hs_sampling)run.sampling),
+               run.replace ? " with replacement" : "");
+      snprintf(y, sizeof y, "%s%s", hs_sampling_name((hs_sampling)now.sampling),
+               now.replace ? " with replacement" : "");
+      return differs(path, "sampling", x, y);
+    }
+    if (run.vertex_budget != now.vertex_budget)
+      return differs_f(path, "vertex budget", (double)run.vertex_budget,
+                       (double)now.vertex_budget);
+    for (int l = 0; l < run.n_layers; l++)
+      if (run.thresholds[l] != now.thresholds[l]) {
+        snprintf(x, sizeof x, "%g at layer %d", (double)run.thresholds[l], l);
+        snprintf(y, sizeof y, "%g", (double)now.thresholds[l]);
+        return differs(path, "threshold", x, y);
+      }
+  }
+  if (run.gemm_set && run.gemm_threads != now.gemm_threads) {
+    snprintf(x, sizeof x, "%u", run.gemm_threads);
+    snprintf(y, sizeof y, "%u", now.gemm_threads);
+    return differs(path, "GEMM threads (0: the trainer's compute units)", x, y);
+  }
   return HS_OK;
 }
 
@@ -450,6 +484,13 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
     cfg->node_embedding = run.node_embedding;
     if (run.node_embedding > 0) cfg->node_embedding_lr = run.node_embedding_lr;
   }
+  if (run.sampling_set) {
+    cfg->sampling = (hs_sampling)run.sampling;
+    cfg->replace = run.replace;
+    cfg->vertex_budget = run.vertex_budget;
+    for (int l = 0; l < run.n_layers; l++) cfg->thresholds[l] = run.thresholds[l];
+  }
+  if (run.gemm_set) cfg->gemm_threads = (int)run.gemm_threads;
   cfg->model = (hs_model_kind)mc.kind;
   if (mc.kind == HS_NN_GAT) cfg->heads = mc.heads;
   cfg->n_layers = mc.n_layers;
