@@ -4,7 +4,8 @@
  * and test AUC side by side, beside the Bayes AUC the generator recorded.
  *
  * usage: bench_ctr run --data DIR [--model deepfm|dlrm|lr] [--epochs N]
- *                      [--repeat R] [--peer] [--python PY] [model options]
+ *                      [--repeat R] [--peer] [--python PY]
+ *                      [--peer-sparse-optimizer NAME] [model options]
  *        bench_ctr dump --out PREFIX FILE...
  *
  * `dump` writes PREFIX_label.npy (int32), PREFIX_dense.npy (float32
@@ -152,8 +153,8 @@ static int widths(char *b, size_t n, const int32_t *w, int k) {
 
 /* Run the peer; its last stdout line is a JSON object, parsed for the
  * figures. */
-static int run_peer(const char *py, const char *dir, const hs_ctr_config *c, int epochs,
-                    int threads, side *out, char *version, size_t vlen) {
+static int run_peer(const char *py, const char *dir, const hs_ctr_config *c, const char *sparse,
+                    int epochs, int threads, side *out, char *version, size_t vlen) {
   char hid[64], bot[64], cmd[8192];
   widths(hid, sizeof hid, c->hidden, c->n_hidden);
   widths(bot, sizeof bot, c->bottom, c->n_bottom);
@@ -162,8 +163,7 @@ static int run_peer(const char *py, const char *dir, const hs_ctr_config *c, int
            "--hidden '%s' --bottom '%s' --batch %d --lr %g --sparse-optimizer %s --sparse-lr %g "
            "--init-range %g --epochs %d --threads %d --seed %llu",
            py, HS_BENCH_DIR, dir, dir, hs_ctr_model_name(c->model), c->dim, hid, bot,
-           c->batch_size, (double)c->lr, hs_sparse_optimizer_name(c->sparse_optimizer),
-           (double)c->sparse_lr, (double)c->init_range, epochs, threads,
+           c->batch_size, (double)c->lr, sparse, (double)c->sparse_lr, (double)c->init_range, epochs, threads,
            (unsigned long long)c->seed);
   fprintf(stderr, "bench_ctr: %s\n", cmd);
   FILE *p = popen(cmd, "r");
@@ -236,6 +236,9 @@ int main(int argc, char **argv) {
   if (!py || !*py) py = "python3";
   int epochs = 1, repeat = 1, peer_threads = 0;
   bool peer = false;
+  /* The peer runs the sparse optimizer of the same name (its "adagrad" is
+   * row-wise, as ours) unless told otherwise, e.g. elementwise-adagrad. */
+  const char *peer_sparse = NULL;
   for (int i = 2; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(o, "--peer")) {
@@ -267,6 +270,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(o, "--threads")) c.threads = atoi(v);
     else if (!strcmp(o, "--gemm-threads")) c.gemm_threads = atoi(v);
     else if (!strcmp(o, "--peer-threads")) peer_threads = atoi(v);
+    else if (!strcmp(o, "--peer-sparse-optimizer")) peer_sparse = v;
     else if (!strcmp(o, "--admit-after")) c.admit_after = (uint32_t)atoi(v);
     else if (!strcmp(o, "--embed-budget")) c.embed_budget = strtoull(v, NULL, 10);
     else if (!strcmp(o, "--pipeline")) {
@@ -282,6 +286,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_ctr: --data DIR needed; --epochs 1..16, --repeat 1..8\n");
     return 2;
   }
+  if (!peer_sparse) peer_sparse = hs_sparse_optimizer_name(c.sparse_optimizer);
   char train[4200], test[4200];
   snprintf(train, sizeof train, "%s/train.txt", dir);
   snprintf(test, sizeof test, "%s/test.txt", dir);
@@ -314,7 +319,9 @@ int main(int argc, char **argv) {
     load[r][0] = load_avg();
     rc = run_hetsage(rt, &c, train, test, epochs, &hs[r]);
     load[r][1] = load_avg();
-    if (rc == 0 && peer) rc = run_peer(py, dir, &c, epochs, peer_threads, &pe[r], version, sizeof version);
+    if (rc == 0 && peer)
+      rc = run_peer(py, dir, &c, peer_sparse, epochs, peer_threads, &pe[r], version,
+                    sizeof version);
   }
   hs_runtime_close(rt);
   if (rc) return rc;
@@ -339,9 +346,10 @@ int main(int argc, char **argv) {
       ex = 0;
       for (int e = 0; e < pe[r].epochs; e++) ex += pe[r].ex_s[e] > 0 ? 1.0 / pe[r].ex_s[e] : 0;
       pex[r] = ex > 0 ? pe[r].epochs / ex : 0;
-      printf(", \"peer\": {\"name\": \"pytorch %s\", \"threads\": %d, \"examples_per_s\": %.1f, "
-             "\"test_auc\": %.6f, \"test_logloss\": %.6f}, \"examples_per_s_ratio\": %.3f",
-             version, peer_threads, pex[r], pe[r].auc, pe[r].logloss,
+      printf(", \"peer\": {\"name\": \"pytorch %s\", \"threads\": %d, \"sparse_optimizer\": "
+             "\"%s\", \"examples_per_s\": %.1f, \"test_auc\": %.6f, \"test_logloss\": %.6f}, "
+             "\"examples_per_s_ratio\": %.3f",
+             version, peer_threads, peer_sparse, pex[r], pe[r].auc, pe[r].logloss,
              pex[r] > 0 ? hsx[r] / pex[r] : 0);
     }
     printf("}%s\n", r + 1 < repeat ? "," : "");

@@ -5,7 +5,7 @@ with the same hyper-parameters, on the same machine.
 
 usage: peer_ctr.py --train PREFIX --test PREFIX --model deepfm|dlrm|lr
                    [--dim D] [--hidden 256,128] [--bottom 64] [--batch B]
-                   [--lr X] [--sparse-optimizer adagrad|sgd|adam]
+                   [--lr X] [--sparse-optimizer adagrad|elementwise-adagrad|sgd|adam]
                    [--sparse-lr X] [--init-range R] [--epochs N]
                    [--threads T] [--seed S]
 
@@ -23,9 +23,12 @@ c + x.w + sum_f e_f[D] + FM(e) + MLP([e, x]); DLRM is a bottom MLP (ReLU
 throughout) to D, the dot products of every pair among (z, e_1..e_26)
 (i > j, row by row) next to z, and a top MLP; MLPs have ReLU after every
 layer but the last, Glorot-uniform weights and zero biases; rows start
-U(-R, R). Dense parameters train with Adam; rows with the sparse optimizer
-(torch's Adagrad is element-wise where hetsage's is row-wise; its
-SparseAdam counts steps per table where hetsage counts them per row).
+U(-R, R). Dense parameters train with Adam; rows with the sparse optimizer.
+'adagrad' is hetsage's row-wise Adagrad (one accumulator per row, of the
+mean squared gradient; eps 1e-8), written here on the sparse gradient since
+torch has none; 'elementwise-adagrad' is torch's own (one accumulator per
+coordinate). torch's SparseAdam counts steps per table where hetsage counts
+them per row.
 
 Each epoch is timed by wall clock from the first batch to the last
 optimizer step. The last line printed is one JSON object; anything else
@@ -81,6 +84,29 @@ def auc(scores, labels):
     return float((ranks[y == 1].sum() - pos * (pos + 1) / 2) / (pos * neg))
 
 
+class RowwiseAdagrad:
+    """hetsage's row-wise Adagrad (runtime/embed/embed_optim.c) on a sparse
+    gradient: acc[r] += mean_k g[r, k]^2; w[r] -= lr / (sqrt(acc[r]) + eps) g[r]."""
+
+    def __init__(self, weight, lr, eps):
+        import torch
+        self.w, self.lr, self.eps = weight, lr, eps
+        self.acc = torch.zeros(weight.shape[0], dtype=weight.dtype)
+
+    def zero_grad(self, set_to_none=True):
+        self.w.grad = None
+
+    def step(self):
+        import torch
+        if self.w.grad is None:
+            return
+        g = self.w.grad.coalesce()
+        rows, vals = g.indices()[0], g.values()
+        with torch.no_grad():
+            acc = self.acc.index_add_(0, rows, (vals * vals).mean(1))[rows]
+            self.w.index_add_(0, rows, -(self.lr / (acc.sqrt() + self.eps)).unsqueeze(1) * vals)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument('--train', required=True)
@@ -91,7 +117,8 @@ def main():
     p.add_argument('--bottom', default='64')
     p.add_argument('--batch', type=int, default=4096)
     p.add_argument('--lr', type=float, default=1e-3)
-    p.add_argument('--sparse-optimizer', choices=['adagrad', 'sgd', 'adam'], default='adagrad')
+    p.add_argument('--sparse-optimizer',
+                   choices=['adagrad', 'elementwise-adagrad', 'sgd', 'adam'], default='adagrad')
     p.add_argument('--sparse-lr', type=float, default=0.05)
     p.add_argument('--init-range', type=float, default=0.05)
     p.add_argument('--epochs', type=int, default=1)
@@ -179,6 +206,8 @@ def main():
     dense_params = [p_ for n_, p_ in model.named_parameters() if not n_.startswith('emb.')]
     dense_opt = torch.optim.Adam(dense_params, lr=a.lr) if dense_params else None
     if a.sparse_optimizer == 'adagrad':
+        sparse_opt = RowwiseAdagrad(model.emb.weight, a.sparse_lr, 1e-8)
+    elif a.sparse_optimizer == 'elementwise-adagrad':
         sparse_opt = torch.optim.Adagrad([model.emb.weight], lr=a.sparse_lr)
     elif a.sparse_optimizer == 'sgd':
         sparse_opt = torch.optim.SGD([model.emb.weight], lr=a.sparse_lr)

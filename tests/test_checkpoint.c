@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "hetsage/session.h"
 #include "nn/checkpoint.h"
 #include "nn/model_ops.h"
 #include "nn/ref_nn.h"
@@ -438,10 +439,14 @@ static void poke_f32(unsigned char *p, float f) {
   poke_u32(p, v);
 }
 
-/* A training run's records: 3 epochs of 4 batches (7 seeds in batches of 2). */
+/* A training run's records: 3 epochs of 4 batches (7 seeds in batches of
+ * 2), threshold sampling with a budget of 4 vertices, 2 GEMM threads. */
 static hs_ckpt_run sample_run(void) {
   hs_ckpt_run r = {.set = true, .n_layers = 2, .fanouts = {3, -1}, .batch_size = 2,
-                   .order = 0, .n_vertices = 10, .n_edges = 30, .n_train = 7};
+                   .order = 0, .n_vertices = 10, .n_edges = 30, .n_train = 7,
+                   .sampling_set = true, .sampling = HS_SAMPLING_THRESHOLD, .replace = false,
+                   .vertex_budget = 4, .thresholds = {0.25f, 0.5f},
+                   .gemm_set = true, .gemm_threads = 2};
   return r;
 }
 
@@ -500,6 +505,23 @@ static void train_over_n(unsigned char *b) {
 static void record_dropped(unsigned char *b) { /* BTCH becomes an optional unknown record */
   poke_u32(b + AT_RECORDS + 20, 0x80000001u);
 }
+/* SMPL (8 + 28 bytes: mode, replace, budget, n, two thresholds) after
+ * DATA, then GEMM (8 + 4). */
+enum { AT_SMPL = AT_RECORDS + 20 + 12 + 28 + 32 + 8, AT_GEMM = AT_SMPL + 28 + 8 };
+static void mode_3(unsigned char *b) { poke_u32(b + AT_SMPL, 3); }
+static void replace_2(unsigned char *b) { poke_u32(b + AT_SMPL + 4, 2); }
+static void replace_threshold(unsigned char *b) { poke_u32(b + AT_SMPL + 4, 1); }
+static void budget_neg(unsigned char *b) { poke_u64(b + AT_SMPL + 8, UINT64_MAX); }
+static void budget_below_batch(unsigned char *b) { poke_u64(b + AT_SMPL + 8, 1); }
+static void thresholds_3(unsigned char *b) { poke_u32(b + AT_SMPL + 16, 3); }
+static void threshold_nan(unsigned char *b) { poke_f32(b + AT_SMPL + 24, NAN); }
+static void weighted_with_thresholds(unsigned char *b) {
+  poke_u32(b + AT_SMPL, HS_SAMPLING_WEIGHTED);
+}
+static void gemm_5000(unsigned char *b) { poke_u32(b + AT_GEMM, 5000); }
+static void smpl_repeated(unsigned char *b) { /* GEMM's tag becomes SMPL's */
+  memcpy(b + AT_GEMM - 8, b + AT_SMPL - 8, 4);
+}
 
 Test(checkpoint, every_header_field_is_range_checked) {
   expect_crafted_refused(epoch_huge, "epoch 4611686018427387904");
@@ -521,6 +543,42 @@ Test(checkpoint, every_header_field_is_range_checked) {
   expect_crafted_refused(record_dropped, "incomplete");
 }
 
+/* The sampling and GEMM records follow the session's own rules. */
+Test(checkpoint, the_sampling_record_is_range_checked) {
+  expect_crafted_refused(mode_3, "sampling mode 3,");
+  expect_crafted_refused(replace_2, "replace 2,");
+  expect_crafted_refused(replace_threshold, "sampling mode 2, replace 1,");
+  expect_crafted_refused(budget_neg, "vertex budget -1 ");
+  expect_crafted_refused(budget_below_batch, "vertex budget 1 below the batch of 2 seeds");
+  expect_crafted_refused(thresholds_3, "sampling record of 28 bytes for 3 thresholds");
+  expect_crafted_refused(threshold_nan, "threshold nan of layer 1");
+  expect_crafted_refused(weighted_with_thresholds, "threshold 0.25 of layer 0 under sampling mode 1");
+  expect_crafted_refused(gemm_5000, "5000 threads");
+  expect_crafted_refused(smpl_repeated, "repeated");
+}
+
+/* A file written before the sampling and GEMM records existed (the same
+ * run without them) still loads; they read as not recorded. */
+Test(checkpoint, a_run_without_the_sampling_record_reads_as_not_recorded) {
+  hs_model a;
+  make_model(&a, 4, HS_OPTIM_ADAM, 3);
+  a.epoch = 1;
+  a.rng_counter = 1;
+  a.step = 5;
+  hs_ckpt_run r = sample_run();
+  r.sampling_set = r.gemm_set = false;
+  cr_assert_eq(hs__checkpoint_save_run(&a, &r, path), HS_OK, "%s", hs_last_error());
+  hs_model_cfg cfg;
+  hs_ckpt_run back;
+  uint64_t pos[3];
+  cr_assert_eq(hs__checkpoint_read_run(path, &cfg, &back, pos), HS_OK, "%s", hs_last_error());
+  cr_expect(back.set);
+  cr_expect_not(back.sampling_set);
+  cr_expect_not(back.gemm_set);
+  cr_expect_eq(hs__checkpoint_load(path, &a), HS_OK, "%s", hs_last_error());
+  hs__model_destroy(&a);
+}
+
 Test(checkpoint, a_run_round_trips_its_options) {
   size_t size;
   free(saved_run(&size));
@@ -537,6 +595,14 @@ Test(checkpoint, a_run_round_trips_its_options) {
   cr_expect_eq(r.n_train, want.n_train);
   cr_expect_eq(r.n_vertices, want.n_vertices);
   cr_expect_eq(r.n_edges, want.n_edges);
+  cr_expect(r.sampling_set);
+  cr_expect_eq(r.sampling, (uint32_t)HS_SAMPLING_THRESHOLD);
+  cr_expect_not(r.replace);
+  cr_expect_eq(r.vertex_budget, 4);
+  cr_expect_eq(r.thresholds[0], 0.25f);
+  cr_expect_eq(r.thresholds[1], 0.5f);
+  cr_expect(r.gemm_set);
+  cr_expect_eq(r.gemm_threads, 2u);
   cr_expect_eq(pos[0], 5u);
   cr_expect_eq(pos[1], 1u);
   cr_expect_eq(pos[2], 1u);

@@ -2,7 +2,8 @@
  * the devices (info, place) as a user meets them: outputs checked, strict
  * JSON, checkpoints that are not overwritten by accident, splits checked at
  * the start, the printed plan is the plan that runs, bad features and a
- * diverging loss stop the run, small graphs train with the default batch. */
+ * diverging loss stop the run, small graphs train with the default batch,
+ * a resumed run keeps its sampling. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -347,4 +348,270 @@ Test(cli_train, resume_restores_the_runs_options_and_refuses_conflicts) {
   free(other);
   free(pa);
   free(pb);
+}
+
+/* A dataset of `name` with weights.npy: each edge's weight a fixed
+ * function of its position, in (0, 1]. */
+static char *make_weighted_dataset(const char *name) {
+  char *dir = make_dataset(name, NULL);
+  hs_dataset *d;
+  cr_assert_eq(hs_dataset_open(dir, &d), HS_OK, "%s", hs_last_error());
+  hs_dataset_info info;
+  hs_dataset_info_init(&info);
+  cr_assert_eq(hs_dataset_get_info(d, &info), HS_OK, "%s", hs_last_error());
+  hs_dataset_close(d);
+  uint64_t e = (uint64_t)info.num_edges;
+  float *w = malloc(sizeof(float) * (e ? e : 1));
+  cr_assert(w);
+  for (uint64_t k = 0; k < e; k++) w[k] = (float)((k * 2654435761u) % 1000u + 1u) / 1000.0f;
+  char *path = tu_path(dir, "weights.npy");
+  cr_assert_eq(hs__npy_write(path, HS_DTYPE_FLOAT32, 1, &e, w), HS_OK, "%s", hs_last_error());
+  free(path);
+  free(w);
+  return dir;
+}
+
+/* `opts` for 2 epochs into DIR/a; 1 epoch into DIR/b, resumed to 2 with
+ * --checkpoint and --resume alone: both last.ckpt the same bytes. */
+static void expect_resume_equals_uninterrupted(const char *data, const char *opts,
+                                               const char *a_dir, const char *b_dir) {
+  char args[2048];
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 2 --checkpoint %s", data, opts,
+           a_dir);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 1 --checkpoint %s", data, opts,
+           b_dir);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train --dataset %s --epochs 2 -q --checkpoint %s --resume", data,
+           b_dir);
+  run_ok(args, NULL, 0);
+  char *pa = tu_path(a_dir, "last.ckpt"), *pb = tu_path(b_dir, "last.ckpt");
+  struct stat sa, sb;
+  cr_assert_eq(stat(pa, &sa), 0);
+  cr_assert_eq(stat(pb, &sb), 0);
+  char *ca = tool_slurp(pa), *cb = tool_slurp(pb);
+  cr_assert_eq(sa.st_size, sb.st_size, "%s", opts);
+  cr_expect_arr_eq(ca, cb, (size_t)sa.st_size,
+                   "%s: 1 epoch + resume to 2 differs from 2 epochs uninterrupted", opts);
+  free(ca);
+  free(cb);
+  free(pa);
+  free(pb);
+}
+
+/* Resume `dir` with `extra`: refused as bad usage (or by the library,
+ * status 1, when `library`), the message naming `name`. */
+static void expect_resume_refused(const char *data, const char *dir, const char *extra,
+                                  const char *env, int status, const char *name) {
+  char args[2048], err[16384];
+  snprintf(args, sizeof args, "train --dataset %s --epochs 3 -q --checkpoint %s --resume %s", data,
+           dir, extra);
+  int rc = tool_run2(env, args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, status, "%s %s: %s", env, extra, err);
+  cr_expect(strstr(err, name), "%s %s: %s", env, extra, err);
+}
+
+Test(cli_train, resume_keeps_the_sampling_mode_and_refuses_another) {
+  char *wds = make_weighted_dataset("w");
+  char a_dir[512], b_dir[512], c_dir[512], d_dir[512];
+  snprintf(a_dir, sizeof a_dir, "%s/wa", scratch);
+  snprintf(b_dir, sizeof b_dir, "%s/wb", scratch);
+  snprintf(c_dir, sizeof c_dir, "%s/ta", scratch);
+  snprintf(d_dir, sizeof d_dir, "%s/tb", scratch);
+  /* Weighted with replacement, a vertex budget and a GEMM thread count;
+   * threshold sampling: each resumed without its options is the
+   * uninterrupted run. */
+  expect_resume_equals_uninterrupted(wds, "--batch 64 --hidden 16 --fanouts 5,5 --seed 2 "
+                                     "--sampling weighted --replace --vertex-budget 200 "
+                                     "--gemm-threads 2 -q", a_dir, b_dir);
+  expect_resume_equals_uninterrupted(wds, "--batch 64 --hidden 16 --fanouts 5,5 --seed 2 "
+                                     "--sampling threshold --threshold 0.3,0.6 -q",
+                                     c_dir, d_dir);
+  /* Another way of drawing is refused, naming the option. */
+  static const char *const conflicts[][2] = {
+      {"--sampling uniform", "--sampling"},
+      {"--sampling threshold --threshold 0.3", "--sampling"},
+      {"--vertex-budget 100", "--vertex-budget"},
+      {"--gemm-threads 3", "--gemm-threads"},
+  };
+  for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++)
+    expect_resume_refused(wds, b_dir, conflicts[i][0], "", 2, conflicts[i][1]);
+  expect_resume_refused(wds, d_dir, "--threshold 0.3", "", 2, "--threshold");
+  expect_resume_refused(wds, d_dir, "--replace", "", 2, "--replace");
+  /* The same options again are no conflict. */
+  char args[2048], err[16384];
+  snprintf(args, sizeof args, "train --dataset %s --epochs 3 -q --checkpoint %s --resume "
+           "--sampling threshold --threshold 0.3,0.6", wds, d_dir);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 0, "%s", err);
+  /* The library compares what the session resolves: a thread count from
+   * the setting where the run had none. */
+  expect_resume_refused(wds, d_dir, "", "HETSAGE_GEMM_THREADS=3", 1, "GEMM threads");
+  free(wds);
+}
+
+/* ---- click-through-rate training ------------------------------------------------ */
+
+/* A small CTR dataset (1600 training, 200 validation, 200 test examples). */
+static char *make_ctr_dataset(const char *name) {
+  char *dst = tu_path(scratch, name);
+  char args[1024], out[4096];
+  snprintf(args, sizeof args, "generate --kind ctr --rows 2000 --big-vocab 500 --quiet %s", dst);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  return dst;
+}
+
+#define CTR_SMALL "--task ctr -q"
+
+/* The GNN path's rules: an earlier run's checkpoints are not replaced
+ * without --resume or --force; --resume takes the run's options from its
+ * checkpoint (one given that differs is refused by name) and continues it
+ * bit for bit; a resumed run keeps a better best.ckpt. */
+Test(cli_train, ctr_checkpoints_are_kept_and_resume_continues_the_run) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], a_dir[512], b_dir[512];
+  snprintf(a_dir, sizeof a_dir, "%s/ca", scratch);
+  snprintf(b_dir, sizeof b_dir, "%s/cb", scratch);
+  static const char opts[] = "--model lr --lr 0.01 --sparse-lr 0.1 --seed 4 --batch-size 128 "
+                             "--sparse-init-acc 0.1 --expire-after 9 --gemm-threads 1";
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s %s --epochs 2 --checkpoint %s", data,
+           opts, a_dir);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s %s --epochs 1 --checkpoint %s", data,
+           opts, b_dir);
+  run_ok(args, NULL, 0);
+  /* Again into the same folder: refused, the models kept. */
+  char *best = tu_path(b_dir, "best.ckpt");
+  char *before = tool_slurp(best);
+  struct stat sb;
+  cr_assert_eq(stat(best, &sb), 0);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 2, "%s", err);
+  cr_expect(strstr(err, "--resume") && strstr(err, "--force"), "%s", err);
+  char *after = tool_slurp(best);
+  cr_expect_arr_eq(before, after, (size_t)sb.st_size, "best.ckpt was replaced");
+  free(before);
+  free(after);
+  /* --resume alone continues the run: the same bytes as 2 epochs at once. */
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --epochs 2 --checkpoint %s --resume",
+           data, b_dir);
+  run_ok(args, NULL, 0);
+  char *pa = tu_path(a_dir, "last.ckpt"), *pb = tu_path(b_dir, "last.ckpt");
+  struct stat sa;
+  cr_assert_eq(stat(pa, &sa), 0);
+  cr_assert_eq(stat(pb, &sb), 0);
+  cr_assert_eq(sa.st_size, sb.st_size);
+  char *ca = tool_slurp(pa), *cb = tool_slurp(pb);
+  cr_expect_arr_eq(ca, cb, (size_t)sa.st_size,
+                   "1 epoch + resume to 2 differs from 2 epochs uninterrupted");
+  free(ca);
+  free(cb);
+  /* An option the checkpoint records, given otherwise: refused by name. */
+  static const char *const conflicts[][2] = {
+      {"--lr 0.02", "--lr"},       {"--seed 5", "--seed"},     {"--model deepfm", "--model"},
+      {"--sparse-lr 0.2", "--sparse-lr"}, {"--init-range 0.1", "--init-range"},
+      {"--batch-size 256", "--batch-size"}, {"--expire-after 5", "--expire-after"},
+      {"--sparse-init-acc 0", "--sparse-init-acc"}, {"--gemm-threads 2", "--gemm-threads"},
+  };
+  for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --epochs 3 --checkpoint %s "
+             "--resume %s", data, b_dir, conflicts[i][0]);
+    rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s: %s", conflicts[i][0], err);
+    cr_expect(strstr(err, conflicts[i][1]) && strstr(err, "conflicts with the checkpoint"),
+              "%s: %s", conflicts[i][0], err);
+  }
+  /* --force trains afresh into it. */
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --epochs 1 --checkpoint "
+           "%s --force", data, b_dir);
+  run_ok(args, NULL, 0);
+  /* A resumed run's best so far is its checkpoint's: best.json says it. */
+  char *bj = tu_path(b_dir, "best.json");
+  char *text = tool_slurp(bj);
+  cr_expect(text && strstr(text, "\"valid_auc\": "), "%s", text ? text : "(no best.json)");
+  free(text);
+  free(bj);
+  free(pa);
+  free(pb);
+  free(best);
+  free(data);
+}
+
+/* Every output checked and every JSON strict: stats and log files on a
+ * full disk fail naming the path; without validation files the AUC is
+ * null, not nan. */
+Test(cli_train, ctr_outputs_are_checked_and_strict_json) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384];
+  static const char *const outs[] = {"--stats-json /dev/full", "--log-json /dev/full"};
+  for (size_t i = 0; i < 2; i++) {
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr --epochs 1 %s",
+             data, outs[i]);
+    int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 1, "%s: %s", outs[i], err);
+    cr_expect(strstr(err, "writing /dev/full"), "%s: %s", outs[i], err);
+  }
+  /* Training files alone: no validation, no test. */
+  char *stats = tu_path(scratch, "ctr-stats.json"), *log = tu_path(scratch, "ctr-log.json");
+  char out[16384];
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr --epochs 1 "
+           "--json --stats-json %s --log-json %s", data, stats, log);
+  run_ok(args, out, sizeof out);
+  hs_json *v = json_doc(out, "train --task ctr --json");
+  hs__json_free(v);
+  char *text = tool_slurp(stats);
+  cr_expect_eq(json_lines(text, "--stats-json"), 1);
+  free(text);
+  text = tool_slurp(log);
+  cr_expect(strstr(text, "\"valid_auc\": null"), "%s", text);
+  cr_expect_eq(json_lines(text, "--log-json"), 1);
+  free(text);
+  /* eval --json of a model on its own files. */
+  char ck[512];
+  snprintf(ck, sizeof ck, "%s/ctr-ck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --epochs 1 --checkpoint %s",
+           data, ck);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s --json", ck, data);
+  run_ok(args, out, sizeof out);
+  v = json_doc(out, "eval --task ctr --json");
+  hs__json_free(v);
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s/test.txt --output "
+           "/dev/full", ck, data);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, "/dev/full"), "%s", err);
+  free(stats);
+  free(log);
+  free(data);
+}
+
+/* SIGTERM stops a CTR run as Ctrl-C does: last.ckpt saved, status 130, no
+ * temporary left in the checkpoint folder. */
+Test(cli_train, ctr_sigterm_saves_and_leaves_no_temporaries) {
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE is not set");
+  char *data = make_ctr_dataset("ctr");
+  char cmd[4096], out[8192];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { %s train " CTR_SMALL " --data %s --model lr --epochs 100000 "
+           "--checkpoint ck & pid=$!; i=0; while [ $i -lt 600 ] && [ ! -e ck/last.ckpt ]; "
+           "do sleep 0.1; i=$((i+1)); done; [ -e ck/last.ckpt ] && echo started; "
+           "kill -TERM $pid; wait $pid; echo status $?; } 2>&1",
+           scratch, exe, data);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  cr_assert(strstr(out, "started"), "no checkpoint appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "SIGTERM: %s", out);
+  cr_expect(strstr(out, "interrupted"), "%s", out);
+  char *ck = tu_path(scratch, "ck");
+  static const char *const tmp[] = {"last.ckpt.tmp", "best.ckpt.tmp", "best.json.tmp"};
+  for (size_t i = 0; i < 3; i++)
+    cr_expect_eq(tu_count_prefix(ck, tmp[i]), 0, "%s* left behind: %s", tmp[i], out);
+  cr_expect_eq(tu_count_prefix(ck, "last.ckpt"), 1, "%s", out);
+  free(ck);
+  free(data);
 }

@@ -1,6 +1,7 @@
 /* CTR sessions end to end on generated data: the same bits whatever the
  * pipeline driver and the thread count, an interrupted epoch resumed from
- * a checkpoint as if never stopped, learning, evaluation and prediction
+ * a checkpoint as if never stopped, a checkpoint recording the run's
+ * options (older files still read), learning, evaluation and prediction
  * agreeing, a memory budget kept by eviction, bad input refused. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "hetsage.h"
 #include "hs_test_util.h"
@@ -298,4 +300,87 @@ Test(ctr_session, initial_accumulator_damps_new_rows) {
   hs_ctr_session *s;
   cr_assert_eq(hs_ctr_session_create(rt, &c, &s), HS_ERR_INVALID_ARG);
   cr_assert(strstr(hs_last_error(), "sparse_initial_accumulator"), "%s", hs_last_error());
+}
+
+/* Offsets of a CTR checkpoint (ctr_session.c): the version after the
+ * magic, n_params among the u64s, version 2's run options after them. */
+enum { CK_VERSION = 8, CK_NPARAMS = 8 + 23 * 4 + 12 + 32, CK_RUN = CK_NPARAMS + 16,
+       CK_RUN_BYTES = 24 };
+
+static void put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Seal the first section (header and dense state) ending at `end`. */
+static void reseal(unsigned char *b, size_t end) {
+  put32(b + end, (uint32_t)crc32(crc32(0L, Z_NULL, 0), b, (uInt)end));
+}
+
+static void spill(const char *path, const unsigned char *b, size_t len) {
+  FILE *f = fopen(path, "wb");
+  cr_assert(f);
+  cr_assert_eq(fwrite(b, 1, len, f), len);
+  fclose(f);
+}
+
+Test(ctr_session, a_checkpoint_records_the_runs_options_and_older_files_load) {
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_LR);
+  c.batch_size = 128;
+  c.sparse_initial_accumulator = 0.1f;
+  c.expire_after = 7;
+  c.embed_budget = (uint64_t)1 << 26;
+  c.gemm_threads = 1;
+  hs_ctr_session *s = make(&c);
+  char *p = tu_path(dir, "opts.ckpt");
+  cr_assert_eq(hs_ctr_session_save(s, p), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+  hs_ctr_config back;
+  hs_ctr_config_init(&back);
+  cr_assert_eq(hs_ctr_config_from_checkpoint(p, &back), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(back.model, HS_CTR_LR);
+  cr_expect_eq(back.batch_size, 128);
+  cr_expect_eq(back.sparse_initial_accumulator, 0.1f);
+  cr_expect_eq(back.expire_after, 7u);
+  cr_expect_eq(back.embed_budget, (uint64_t)1 << 26);
+  cr_expect_eq(back.gemm_threads, 1);
+  size_t len;
+  unsigned char *b = slurp(p, &len);
+  uint64_t n = 0;
+  for (int i = 0; i < 8; i++) n |= (uint64_t)b[CK_NPARAMS + i] << (8 * i);
+  size_t end2 = CK_RUN + CK_RUN_BYTES + 12 * (size_t)n; /* where version 2's CRC sits */
+  cr_assert_lt(end2 + 4, len);
+  /* Out of range: refused naming it. */
+  unsigned char *bad = malloc(len);
+  memcpy(bad, b, len);
+  put32(bad + CK_RUN, 0);
+  reseal(bad, end2);
+  spill(p, bad, len);
+  hs_ctr_config_init(&back);
+  TU_EXPECT_FAIL(hs_ctr_config_from_checkpoint(p, &back), HS_ERR_FORMAT, "opts.ckpt", "batch 0",
+                 "");
+  memcpy(bad, b, len);
+  put32(bad + CK_RUN + 20, 999);
+  reseal(bad, end2);
+  spill(p, bad, len);
+  TU_EXPECT_FAIL(hs_ctr_config_from_checkpoint(p, &back), HS_ERR_FORMAT, "opts.ckpt",
+                 "999 GEMM threads", "");
+  /* The same file as version 1 wrote it (no run options): still read,
+   * and loads; the options it lacks stay as the caller has them. */
+  size_t len1 = len - CK_RUN_BYTES;
+  memcpy(bad, b, CK_RUN);
+  memcpy(bad + CK_RUN, b + CK_RUN + CK_RUN_BYTES, len - CK_RUN - CK_RUN_BYTES);
+  put32(bad + CK_VERSION, 1);
+  reseal(bad, end2 - CK_RUN_BYTES);
+  spill(p, bad, len1);
+  hs_ctr_config_init(&back);
+  cr_assert_eq(hs_ctr_config_from_checkpoint(p, &back), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(back.model, HS_CTR_LR);
+  cr_expect_eq(back.batch_size, 4096, "not recorded: the caller's");
+  s = make(&c);
+  cr_expect_eq(hs_ctr_session_load(s, p), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+  free(bad);
+  free(b);
+  free(p);
 }

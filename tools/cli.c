@@ -263,3 +263,38 @@ bool cli_parse_id_list(const char *s, int64_t **ids, int64_t *n) {
   *n = l.n;
   return true;
 }
+
+bool cli_best_write(const char *cmd, const char *dir, const char *key, double valid,
+                    int64_t epoch) {
+  char path[4200], tmp[4220];
+  snprintf(path, sizeof path, "%s/best.json", dir);
+  snprintf(tmp, sizeof tmp, "%s/best.json.tmp", dir);
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, tmp, strerror(errno));
+    return false;
+  }
+  fprintf(f, "{\"%s\": ", key);
+  cli_json_number(f, valid, 6);
+  fprintf(f, ", \"epoch\": %lld}\n", (long long)epoch + 1);
+  if (!cli_file_close(cmd, f, tmp)) return false;
+  if (rename(tmp, path) != 0) {
+    fprintf(stderr, "hetsage %s: cannot rename %s: %s\n", cmd, tmp, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+double cli_best_read(const char *dir, const char *key) {
+  char path[4200], text[256] = "", want[64];
+  snprintf(path, sizeof path, "%s/best.json", dir);
+  snprintf(want, sizeof want, "\"%s\": ", key);
+  FILE *f = cli_fopen_regular(path);
+  if (!f) return -1;
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  double v;
+  const char *at = strstr(text, want);
+  return at && sscanf(at + strlen(want), "%lf", &v) == 1 && isfinite(v) ? v : -1;
+}

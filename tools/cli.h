@@ -85,6 +85,13 @@ FILE *cli_fopen_regular(const char *path);
  * failure. */
 bool cli_file_check(const char *cmd, FILE *f, const char *path);
 bool cli_file_close(const char *cmd, FILE *f, const char *path);
+/* DIR/best.json: the validation figure `key` (accuracy, AUC) and epoch of
+ * DIR/best.ckpt, so that a resumed run replaces best.ckpt only with a
+ * better model. Written beside it (temporary, then renamed; false after
+ * saying why); read back on --resume (-1 when absent or unreadable). */
+bool cli_best_write(const char *cmd, const char *dir, const char *key, double valid,
+                    int64_t epoch);
+double cli_best_read(const char *dir, const char *key);
 /* The exit status of a command after flushing and closing standard
  * output: `rc`, or 1 when rc was 0 and standard output could not be
  * written. */

@@ -143,12 +143,15 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
                                         HS_SAMPLING_THRESHOLD};
     if (!cli_opt_choice(cmd, o, v, names, 3, &k)) return -1;
     c->sampling = modes[k];
+    a->set |= CLI_SET_SAMPLING;
   } else if (strcmp(o, "--replace") == 0) {
     c->replace = true;
+    a->set |= CLI_SET_REPLACE;
   } else if (strcmp(o, "--vertex-budget") == 0) {
     VAL();
     if (!cli_opt_u64(cmd, o, v, 1, INT32_MAX, &u)) return -1;
     c->vertex_budget = (int64_t)u;
+    a->set |= CLI_SET_VERTEX_BUDGET;
   } else if (strcmp(o, "--threshold") == 0) {
     VAL();
     threshold_ctx t = {c->thresholds, HS_MAX_LAYERS};
@@ -160,6 +163,7 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
       return bad(cmd, o, v, what);
     }
     a->thresholds_set = n;
+    a->set |= CLI_SET_THRESHOLD;
   } else if (strcmp(o, "--batch") == 0) {
     VAL();
     if (!cli_opt_u64(cmd, o, v, 1, HS_MAX_BATCH, &u)) return -1;
@@ -236,6 +240,7 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
     VAL();
     if (!cli_parse_u64(v, &u) || u < 1 || u > 4096) return bad(cmd, o, v, "expected 1..4096");
     c->gemm_threads = (int)u;
+    a->set |= CLI_SET_GEMM_THREADS;
   } else if (strcmp(o, "--memory-budget") == 0) {
     VAL();
     if (!cli_parse_size(v, &u) || u == 0)
@@ -250,15 +255,19 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
   return 1;
 }
 
+/* One --threshold value stands for every layer. */
+static void spread_threshold(cli_session_args *a) {
+  if (a->thresholds_set == 1)
+    for (int l = 1; l < HS_MAX_LAYERS; l++) a->cfg.thresholds[l] = a->cfg.thresholds[0];
+}
+
 int cli_session_open(const char *cmd, cli_session_args *a, hs_runtime **rt, hs_dataset **ds,
                      hs_session **s) {
   *rt = NULL;
   *ds = NULL;
   *s = NULL;
-  /* One threshold stands for every layer. */
-  if (a->thresholds_set == 1)
-    for (int l = 1; l < HS_MAX_LAYERS; l++) a->cfg.thresholds[l] = a->cfg.thresholds[0];
-  else if (a->thresholds_set > 1 && a->thresholds_set != a->cfg.n_layers)
+  spread_threshold(a);
+  if (a->thresholds_set > 1 && a->thresholds_set != a->cfg.n_layers)
     return cli_usage_error(cmd, "--threshold has %d values for %d layers (give one, or one "
                            "per layer)", a->thresholds_set, a->cfg.n_layers);
   if (a->thresholds_set && a->cfg.sampling != HS_SAMPLING_THRESHOLD)
@@ -347,6 +356,27 @@ static void opt_text(const hs_session_config *c, unsigned bit, char *buf, size_t
     case CLI_SET_MEMORY_BUDGET:
       snprintf(buf, len, "%llu bytes", (unsigned long long)c->memory_budget);
       return;
+    case CLI_SET_SAMPLING: snprintf(buf, len, "%s", hs_sampling_name(c->sampling)); return;
+    case CLI_SET_REPLACE: snprintf(buf, len, "%s", c->replace ? "on" : "off"); return;
+    case CLI_SET_VERTEX_BUDGET:
+      if (c->vertex_budget > 0)
+        snprintf(buf, len, "%lld", (long long)c->vertex_budget);
+      else
+        snprintf(buf, len, "none");
+      return;
+    case CLI_SET_THRESHOLD: {
+      size_t at = 0;
+      buf[0] = '\0';
+      for (int l = 0; l < c->n_layers && at < len; l++)
+        at += (size_t)snprintf(buf + at, len - at, l ? ",%g" : "%g", (double)c->thresholds[l]);
+      return;
+    }
+    case CLI_SET_GEMM_THREADS:
+      if (c->gemm_threads > 0)
+        snprintf(buf, len, "%d", c->gemm_threads);
+      else
+        snprintf(buf, len, "the trainer's compute units");
+      return;
     default: buf[0] = '\0';
   }
 }
@@ -368,6 +398,11 @@ static void opt_copy(hs_session_config *to, const hs_session_config *from, unsig
     case CLI_SET_MODEL: to->model = from->model; break;
     case CLI_SET_HEADS: to->heads = from->heads; break;
     case CLI_SET_MEMORY_BUDGET: to->memory_budget = from->memory_budget; break;
+    case CLI_SET_SAMPLING: to->sampling = from->sampling; break;
+    case CLI_SET_REPLACE: to->replace = from->replace; break;
+    case CLI_SET_VERTEX_BUDGET: to->vertex_budget = from->vertex_budget; break;
+    case CLI_SET_THRESHOLD: memcpy(to->thresholds, from->thresholds, sizeof to->thresholds); break;
+    case CLI_SET_GEMM_THREADS: to->gemm_threads = from->gemm_threads; break;
     default: break;
   }
 }
@@ -381,12 +416,24 @@ int cli_session_from_checkpoint(const char *cmd, cli_session_args *a, const char
       {CLI_SET_WEIGHT_DECAY, "--weight-decay"}, {CLI_SET_SEED, "--seed"},
       {CLI_SET_MODEL, "--model"},       {CLI_SET_HEADS, "--heads"},
       {CLI_SET_MEMORY_BUDGET, "--memory-budget"},
+      {CLI_SET_SAMPLING, "--sampling"}, {CLI_SET_REPLACE, "--replace"},
+      {CLI_SET_VERTEX_BUDGET, "--vertex-budget"}, {CLI_SET_THRESHOLD, "--threshold"},
+      {CLI_SET_GEMM_THREADS, "--gemm-threads"},
   };
+  spread_threshold(a);
   hs_session_config given = a->cfg, ck = a->cfg;
   hs_status st = hs_session_config_from_checkpoint(path, &ck);
   if (st != HS_OK) {
     cli_report(cmd, path, st);
     return 1;
+  }
+  /* Evaluating a model (eval, predict, embed), the command line chooses
+   * how neighbours are drawn and the GEMM's threads: the dataset may have
+   * no edge weights, and the bits of an evaluation are its own. */
+  if (!resume) {
+    static const unsigned own[] = {CLI_SET_SAMPLING, CLI_SET_REPLACE, CLI_SET_VERTEX_BUDGET,
+                                   CLI_SET_THRESHOLD, CLI_SET_GEMM_THREADS};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) opt_copy(&ck, &given, own[i]);
   }
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
     unsigned bit = opts[i].bit;
@@ -398,7 +445,11 @@ int cli_session_from_checkpoint(const char *cmd, cli_session_args *a, const char
       continue;
     }
     char mine[160], theirs[160];
-    opt_text(&given, bit, mine, sizeof mine);
+    /* Thresholds compare over the checkpoint's layers (one value given
+     * stands for each). */
+    hs_session_config as_given = given;
+    if (bit == CLI_SET_THRESHOLD) as_given.n_layers = ck.n_layers;
+    opt_text(&as_given, bit, mine, sizeof mine);
     opt_text(&ck, bit, theirs, sizeof theirs);
     if (strcmp(mine, theirs) == 0) continue;
     if (!resume) {

@@ -28,6 +28,11 @@ enum {
   CLI_SET_MODEL = 1u << 8,
   CLI_SET_HEADS = 1u << 9,
   CLI_SET_MEMORY_BUDGET = 1u << 10,
+  CLI_SET_SAMPLING = 1u << 11,
+  CLI_SET_REPLACE = 1u << 12,
+  CLI_SET_VERTEX_BUDGET = 1u << 13,
+  CLI_SET_THRESHOLD = 1u << 14,
+  CLI_SET_GEMM_THREADS = 1u << 15,
 };
 
 void cli_session_args_init(cli_session_args *a);

@@ -83,8 +83,29 @@ typedef struct ctr_args {
   const char *ckpt;     /* train: folder; eval/predict: file or folder */
   const char *stats_path, *log_path, *output;
   int64_t epochs;
-  bool resume, json, quiet, labelled;
+  bool resume, force, json, quiet, labelled;
+  unsigned set; /* CTR_SET_* bits: the recorded options given on the command line */
 } ctr_args;
+
+/* Options a CTR checkpoint records (hs_ctr_config_from_checkpoint): a
+ * resumed run takes them from it and refuses one given that differs. */
+enum {
+  CTR_SET_MODEL = 1u << 0,
+  CTR_SET_DIM = 1u << 1,
+  CTR_SET_HIDDEN = 1u << 2,
+  CTR_SET_BOTTOM = 1u << 3,
+  CTR_SET_LR = 1u << 4,
+  CTR_SET_SPARSE_OPTIMIZER = 1u << 5,
+  CTR_SET_SPARSE_LR = 1u << 6,
+  CTR_SET_INIT_RANGE = 1u << 7,
+  CTR_SET_ADMIT_AFTER = 1u << 8,
+  CTR_SET_SEED = 1u << 9,
+  CTR_SET_BATCH = 1u << 10,
+  CTR_SET_INITIAL_ACC = 1u << 11,
+  CTR_SET_EXPIRE_AFTER = 1u << 12,
+  CTR_SET_EMBED_BUDGET = 1u << 13,
+  CTR_SET_GEMM_THREADS = 1u << 14,
+};
 
 static bool parse_widths(const char *v, int32_t *w, int *n) {
   int k = 0;
@@ -142,6 +163,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.batch_size = (int32_t)x;
+    a->set |= CTR_SET_BATCH;
   } else if (strcmp(o, "--threads") == 0 && has) {
     if (!cli_parse_i64(v, &x) || x < 1 || x > 256)
       {
@@ -155,6 +177,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.gemm_threads = (int)x;
+    a->set |= CTR_SET_GEMM_THREADS;
   } else if (strcmp(o, "--pipeline") == 0 && has) {
     if (strcmp(v, "off") == 0) a->cfg.pipeline = HS_PIPELINE_OFF;
     else if (strcmp(v, "threads") == 0) a->cfg.pipeline = HS_PIPELINE_THREADS;
@@ -180,6 +203,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.embed_budget = u;
+    a->set |= CTR_SET_EMBED_BUDGET;
   } else if (strcmp(o, "--json") == 0) {
     a->json = true;
     return 1;
@@ -258,10 +282,17 @@ static void train_usage(FILE *f) {
           "  --epochs N           passes over the training files (default 1)\n"
           "  --checkpoint DIR     DIR/last.ckpt after each epoch, DIR/best.ckpt on a\n"
           "                       better validation AUC; Ctrl-C saves DIR/last.ckpt\n"
-          "  --resume             continue from DIR/last.ckpt\n"
+          "  --resume             continue from DIR/last.ckpt: the options it records\n"
+          "                       (model, widths, rates, optimizers, seed, admission,\n"
+          "                       batch, expiry, budget, GEMM threads) come from it;\n"
+          "                       one given that differs is refused\n"
+          "  --force              train afresh into a --checkpoint DIR that holds the\n"
+          "                       checkpoints of an earlier run (they are replaced)\n"
           "  --stats-json F       one JSON object per epoch: stage times, rates,\n"
           "                       bytes, the store's rows and memory\n"
-          "  --log-json F         one JSON object per epoch: loss, validation AUC\n");
+          "  --log-json F         one JSON object per epoch: loss, validation AUC\n"
+          "                       (JSON outputs write null for a figure that is not a\n"
+          "                       finite number, e.g. AUC without validation files)\n");
   common_usage(f);
   fprintf(f, "\nExit status: 0 done, 1 failure, 2 bad usage, 130 interrupted (a\n"
              "checkpoint was saved).\n");
@@ -274,28 +305,112 @@ static void on_progress(void *user, int64_t examples, double loss) {
   fflush(stderr);
 }
 
+/* JSON member `key` (after a comma): null where x is not finite. */
+static void jnum(FILE *f, const char *key, double x, int digits) {
+  fprintf(f, ", \"%s\": ", key);
+  cli_json_number(f, x, digits);
+}
+
 static void write_stats(FILE *f, const hs_ctr_epoch_stats *st) {
-  fprintf(f, "{\"epoch\": %lld, \"examples\": %lld, \"batches\": %lld, \"loss\": %.6f, "
-             "\"wall_s\": %.4f, \"examples_per_s\": %.1f, \"pipeline\": \"%s\", \"depth\": %d, "
-             "\"stages\": {",
-          (long long)st->epoch, (long long)st->examples, (long long)st->batches, st->loss,
-          st->wall_s, st->examples_per_s, hs_pipeline_mode_name(st->pipeline), st->depth);
-  for (int i = 0; i < HS_CTR_STAGE_COUNT_; i++)
-    fprintf(f, "%s\"%s\": {\"busy_s\": %.4f, \"wait_s\": %.4f}", i ? ", " : "",
-            hs_ctr_stage_name((hs_ctr_stage)i), st->stage_busy_s[i], st->stage_wait_s[i]);
-  fprintf(f, "}, \"lookup_s\": %.4f, \"update_s\": %.4f, \"unique_rows\": %llu, "
+  fprintf(f, "{\"epoch\": %lld, \"examples\": %lld, \"batches\": %lld", (long long)st->epoch,
+          (long long)st->examples, (long long)st->batches);
+  jnum(f, "loss", st->loss, 6);
+  jnum(f, "wall_s", st->wall_s, 4);
+  jnum(f, "examples_per_s", st->examples_per_s, 1);
+  fprintf(f, ", \"pipeline\": \"%s\", \"depth\": %d, \"stages\": {",
+          hs_pipeline_mode_name(st->pipeline), st->depth);
+  for (int i = 0; i < HS_CTR_STAGE_COUNT_; i++) {
+    fprintf(f, "%s\"%s\": {\"busy_s\": ", i ? ", " : "", hs_ctr_stage_name((hs_ctr_stage)i));
+    cli_json_number(f, st->stage_busy_s[i], 4);
+    jnum(f, "wait_s", st->stage_wait_s[i], 4);
+    fputc('}', f);
+  }
+  fputc('}', f);
+  jnum(f, "lookup_s", st->lookup_s, 4);
+  jnum(f, "update_s", st->update_s, 4);
+  fprintf(f, ", \"unique_rows\": %llu, "
              "\"deferred_rows\": %llu, \"bytes_uploaded\": %llu, \"bytes_to_host\": %llu, "
              "\"embed_rows\": %llu, \"embed_bytes\": %llu, \"embed_row_bytes\": %llu, "
              "\"embed_created\": %llu, \"embed_evicted\": %llu, \"embed_expired\": %llu, "
              "\"embed_pending\": %llu, \"peak_rss_bytes\": %llu, \"interrupted\": %s}\n",
-          st->lookup_s, st->update_s, (unsigned long long)st->unique_rows,
+          (unsigned long long)st->unique_rows,
           (unsigned long long)st->deferred_rows, (unsigned long long)st->bytes_uploaded,
           (unsigned long long)st->bytes_to_host, (unsigned long long)st->embed_rows,
           (unsigned long long)st->embed_bytes, (unsigned long long)st->embed_row_bytes,
           (unsigned long long)st->embed_created, (unsigned long long)st->embed_evicted,
           (unsigned long long)st->embed_expired, (unsigned long long)st->embed_pending,
           (unsigned long long)st->peak_rss_bytes, st->interrupted ? "true" : "false");
-  fflush(f);
+}
+
+/* The value of recorded option `bit` in `c`, as text, for comparison and
+ * messages. */
+static void ctr_opt_text(const hs_ctr_config *c, unsigned bit, char *buf, size_t len) {
+  const int32_t *w = NULL;
+  int n = 0;
+  buf[0] = '\0';
+  switch (bit) {
+    case CTR_SET_MODEL: snprintf(buf, len, "%s", hs_ctr_model_name(c->model)); return;
+    case CTR_SET_DIM: snprintf(buf, len, "%d", (int)c->dim); return;
+    case CTR_SET_HIDDEN: w = c->hidden, n = c->n_hidden; break;
+    case CTR_SET_BOTTOM: w = c->bottom, n = c->n_bottom; break;
+    case CTR_SET_LR: snprintf(buf, len, "%g", (double)c->lr); return;
+    case CTR_SET_SPARSE_OPTIMIZER:
+      snprintf(buf, len, "%s", hs_sparse_optimizer_name(c->sparse_optimizer));
+      return;
+    case CTR_SET_SPARSE_LR: snprintf(buf, len, "%g", (double)c->sparse_lr); return;
+    case CTR_SET_INIT_RANGE: snprintf(buf, len, "%g", (double)c->init_range); return;
+    case CTR_SET_ADMIT_AFTER: snprintf(buf, len, "%u", (unsigned)c->admit_after); return;
+    case CTR_SET_SEED: snprintf(buf, len, "%llu", (unsigned long long)c->seed); return;
+    case CTR_SET_BATCH: snprintf(buf, len, "%d", (int)c->batch_size); return;
+    case CTR_SET_INITIAL_ACC:
+      snprintf(buf, len, "%g", (double)c->sparse_initial_accumulator);
+      return;
+    case CTR_SET_EXPIRE_AFTER: snprintf(buf, len, "%u", (unsigned)c->expire_after); return;
+    case CTR_SET_EMBED_BUDGET:
+      snprintf(buf, len, "%llu bytes", (unsigned long long)c->embed_budget);
+      return;
+    case CTR_SET_GEMM_THREADS: snprintf(buf, len, "%d", c->gemm_threads); return;
+    default: return;
+  }
+  size_t at = 0;
+  for (int i = 0; i < n && at < len; i++)
+    at += (size_t)snprintf(buf + at, len - at, i ? ",%d" : "%d", (int)w[i]);
+}
+
+/* --resume: the options the checkpoint records replace the defaults; one
+ * given on the command line that differs is refused, naming it (2). */
+static int resume_config(const char *cmd, ctr_args *a, const char *path) {
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } opts[] = {
+      {CTR_SET_MODEL, "--model"},   {CTR_SET_DIM, "--dim"},
+      {CTR_SET_HIDDEN, "--hidden"}, {CTR_SET_BOTTOM, "--bottom"},
+      {CTR_SET_LR, "--lr"},         {CTR_SET_SPARSE_OPTIMIZER, "--sparse-optimizer"},
+      {CTR_SET_SPARSE_LR, "--sparse-lr"}, {CTR_SET_INIT_RANGE, "--init-range"},
+      {CTR_SET_ADMIT_AFTER, "--admit-after"}, {CTR_SET_SEED, "--seed"},
+      {CTR_SET_BATCH, "--batch-size"}, {CTR_SET_INITIAL_ACC, "--sparse-init-acc"},
+      {CTR_SET_EXPIRE_AFTER, "--expire-after"}, {CTR_SET_EMBED_BUDGET, "--embed-budget"},
+      {CTR_SET_GEMM_THREADS, "--gemm-threads"},
+  };
+  hs_ctr_config ck = a->cfg;
+  hs_status st = hs_ctr_config_from_checkpoint(path, &ck);
+  if (st != HS_OK) {
+    cli_report(cmd, path, st);
+    return 1;
+  }
+  for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+    if (!(a->set & opts[i].bit)) continue;
+    char mine[160], theirs[160];
+    ctr_opt_text(&a->cfg, opts[i].bit, mine, sizeof mine);
+    ctr_opt_text(&ck, opts[i].bit, theirs, sizeof theirs);
+    if (strcmp(mine, theirs) != 0)
+      return cli_usage_error(cmd, "%s %s conflicts with the checkpoint %s, whose run used %s: "
+                             "--resume continues that run with its options (leave %s out)",
+                             opts[i].name, mine, path, theirs, opts[i].name);
+  }
+  a->cfg = ck;
+  return 0;
 }
 
 int cmd_train_ctr(int argc, char **argv) {
@@ -320,65 +435,76 @@ int cmd_train_ctr(int argc, char **argv) {
         cli_usage_error(cmd, "--model '%s': expected lr, deepfm or dlrm", v);
         goto usage_fail;
       }
+      a.set |= CTR_SET_MODEL;
     } else if (!strcmp(o, "--dim") && v) {
       if (!cli_parse_i64(v, &x) || x < 1 || x > 1024) {
         cli_usage_error(cmd, "--dim '%s': expected 1..1024", v);
         goto usage_fail;
       }
       a.cfg.dim = (int32_t)x;
+      a.set |= CTR_SET_DIM;
     } else if (!strcmp(o, "--hidden") && v) {
       if (!parse_widths(v, a.cfg.hidden, &a.cfg.n_hidden)) {
         cli_usage_error(cmd, "--hidden '%s': expected up to %d widths such as 256,128", v,
                         HS_CTR_MAX_HIDDEN);
         goto usage_fail;
       }
+      a.set |= CTR_SET_HIDDEN;
     } else if (!strcmp(o, "--bottom") && v) {
       if (!parse_widths(v, a.cfg.bottom, &a.cfg.n_bottom)) {
         cli_usage_error(cmd, "--bottom '%s': expected up to %d widths such as 64", v,
                         HS_CTR_MAX_HIDDEN);
         goto usage_fail;
       }
+      a.set |= CTR_SET_BOTTOM;
     } else if (!strcmp(o, "--lr") && v) {
       if (!cli_parse_double(v, &d) || !(d > 0)) {
         cli_usage_error(cmd, "--lr '%s': expected a positive number", v);
         goto usage_fail;
       }
       a.cfg.lr = (float)d;
+      a.set |= CTR_SET_LR;
     } else if (!strcmp(o, "--sparse-lr") && v) {
       if (!cli_parse_double(v, &d) || !(d > 0)) {
         cli_usage_error(cmd, "--sparse-lr '%s': expected a positive number", v);
         goto usage_fail;
       }
       a.cfg.sparse_lr = (float)d;
+      a.set |= CTR_SET_SPARSE_LR;
     } else if (!strcmp(o, "--sparse-init-acc") && v) {
       if (!cli_parse_double(v, &d) || !(d >= 0)) {
         cli_usage_error(cmd, "--sparse-init-acc '%s': expected a number >= 0", v);
         goto usage_fail;
       }
       a.cfg.sparse_initial_accumulator = (float)d;
+      a.set |= CTR_SET_INITIAL_ACC;
     } else if (!strcmp(o, "--init-range") && v) {
       if (!cli_parse_double(v, &d) || !(d >= 0)) {
         cli_usage_error(cmd, "--init-range '%s': expected a number >= 0", v);
         goto usage_fail;
       }
       a.cfg.init_range = (float)d;
+      a.set |= CTR_SET_INIT_RANGE;
     } else if (!strcmp(o, "--sparse-optimizer") && v) {
       if (hs_sparse_optimizer_parse(v, &a.cfg.sparse_optimizer) != HS_OK) {
         cli_usage_error(cmd, "--sparse-optimizer '%s': expected adagrad, sgd, adam or ftrl", v);
         goto usage_fail;
       }
+      a.set |= CTR_SET_SPARSE_OPTIMIZER;
     } else if (!strcmp(o, "--admit-after") && v) {
       if (!cli_parse_i64(v, &x) || x < 1 || x > 1000000) {
         cli_usage_error(cmd, "--admit-after '%s': expected 1..1000000", v);
         goto usage_fail;
       }
       a.cfg.admit_after = (uint32_t)x;
+      a.set |= CTR_SET_ADMIT_AFTER;
     } else if (!strcmp(o, "--expire-after") && v) {
       if (!cli_parse_i64(v, &x) || x < 1 || x > 1000000000) {
         cli_usage_error(cmd, "--expire-after '%s': expected 1..1e9 batches", v);
         goto usage_fail;
       }
       a.cfg.expire_after = (uint32_t)x;
+      a.set |= CTR_SET_EXPIRE_AFTER;
     } else if (!strcmp(o, "--seed") && v) {
       uint64_t u;
       if (!cli_parse_u64(v, &u)) {
@@ -386,6 +512,7 @@ int cmd_train_ctr(int argc, char **argv) {
         goto usage_fail;
       }
       a.cfg.seed = u;
+      a.set |= CTR_SET_SEED;
     } else if (!strcmp(o, "--epochs") && v) {
       if (!cli_parse_i64(v, &a.epochs) || a.epochs < 1 || a.epochs > 100000) {
         cli_usage_error(cmd, "--epochs '%s': expected 1..100000", v);
@@ -399,6 +526,9 @@ int cmd_train_ctr(int argc, char **argv) {
       a.log_path = v;
     } else if (!strcmp(o, "--resume")) {
       a.resume = true;
+      continue;
+    } else if (!strcmp(o, "--force")) {
+      a.force = true;
       continue;
     } else {
       cli_usage_error(cmd, v ? "unknown option '%s'" : "unknown option '%s' (or it needs a value)", o);
@@ -414,6 +544,11 @@ int cmd_train_ctr(int argc, char **argv) {
     cli_usage_error(cmd, "--resume needs --checkpoint DIR");
     goto usage_fail;
   }
+  if (a.force && (!a.ckpt || a.resume)) {
+    cli_usage_error(cmd, a.resume ? "--force and --resume exclude each other"
+                                  : "--force needs --checkpoint DIR");
+    goto usage_fail;
+  }
   char last[4200] = "", best[4200] = "";
   if (a.ckpt) {
     if (mkdir(a.ckpt, 0755) != 0 && errno != EEXIST) {
@@ -422,6 +557,21 @@ int cmd_train_ctr(int argc, char **argv) {
     }
     snprintf(last, sizeof last, "%s/last.ckpt", a.ckpt);
     snprintf(best, sizeof best, "%s/best.ckpt", a.ckpt);
+    if (a.resume && access(last, R_OK) != 0) {
+      fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
+      goto fail;
+    }
+    /* A fresh run would replace an earlier run's models, maybe better ones. */
+    const char *held = access(best, F_OK) == 0 ? best : access(last, F_OK) == 0 ? last : NULL;
+    if (held && !a.resume && !a.force) {
+      cli_usage_error(cmd, "--checkpoint %s holds the checkpoints of an earlier run (%s): "
+                      "--resume continues that run, --force replaces them", a.ckpt, held);
+      goto usage_fail;
+    }
+    /* The run's options come from its checkpoint. */
+    int r = a.resume ? resume_config(cmd, &a, last) : 0;
+    if (r == 2) goto usage_fail;
+    if (r != 0) goto fail;
   }
   FILE *stats_f = NULL, *log_f = NULL;
   if (a.stats_path && !(stats_f = fopen(a.stats_path, "w"))) {
@@ -455,8 +605,13 @@ int cmd_train_ctr(int argc, char **argv) {
     hs_ctr_session_set_progress(s, on_progress, NULL);
   }
   hs_ctr_session_set_stop_flag(s, &interrupted);
-  signal(SIGINT, on_sigint);
-  double best_auc = -1, train_s = 0;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  /* A resumed run's best so far is its checkpoint's (DIR/best.json). */
+  double best_auc = a.resume && a.valid.n ? cli_best_read(a.ckpt, "valid_auc") : -1, train_s = 0;
   hs_ctr_epoch_stats es;
   hs_ctr_epoch_stats_init(&es);
   hs_ctr_eval ve;
@@ -470,7 +625,15 @@ int cmd_train_ctr(int argc, char **argv) {
       break;
     }
     train_s += es.wall_s;
-    if (stats_f) write_stats(stats_f, &es);
+    if (stats_f) {
+      write_stats(stats_f, &es);
+      if (!cli_file_check(cmd, stats_f, a.stats_path)) {
+        fclose(stats_f); /* said once */
+        stats_f = NULL;
+        rc = 1;
+        break;
+      }
+    }
     if (es.interrupted) {
       if (!a.quiet) fputc('\n', stderr);
       if (a.ckpt && (st = hs_ctr_session_save(s, last)) != HS_OK) cli_report(cmd, last, st);
@@ -490,9 +653,19 @@ int cmd_train_ctr(int argc, char **argv) {
               "logloss %.4f; %llu rows (%.1f MB)\n", (long long)es.epoch + 1,
               (long long)es.examples, es.loss, es.examples_per_s, ve.auc, ve.logloss,
               (unsigned long long)es.embed_rows, (double)es.embed_bytes / 1e6);
-    if (log_f)
-      fprintf(log_f, "{\"epoch\": %lld, \"loss\": %.6f, \"valid_auc\": %.6f, \"valid_logloss\": %.6f}\n",
-              (long long)es.epoch, es.loss, ve.auc, ve.logloss), fflush(log_f);
+    if (log_f) {
+      fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
+      jnum(log_f, "loss", es.loss, 6);
+      jnum(log_f, "valid_auc", ve.auc, 6);
+      jnum(log_f, "valid_logloss", ve.logloss, 6);
+      fputs("}\n", log_f);
+      if (!cli_file_check(cmd, log_f, a.log_path)) {
+        fclose(log_f); /* said once */
+        log_f = NULL;
+        rc = 1;
+        break;
+      }
+    }
     if (a.ckpt) {
       if ((st = hs_ctr_session_save(s, last)) != HS_OK) {
         cli_report(cmd, last, st);
@@ -501,6 +674,11 @@ int cmd_train_ctr(int argc, char **argv) {
       }
       if (a.valid.n && ve.auc > best_auc && (st = hs_ctr_session_save(s, best)) != HS_OK) {
         cli_report(cmd, best, st);
+        rc = 1;
+        break;
+      }
+      if (a.valid.n && ve.auc > best_auc &&
+          !cli_best_write(cmd, a.ckpt, "valid_auc", ve.auc, es.epoch)) {
         rc = 1;
         break;
       }
@@ -518,14 +696,28 @@ int cmd_train_ctr(int argc, char **argv) {
     }
     double bayes = recorded_bayes(a.data_dir);
     if (a.json) {
-      printf("{\n  \"task\": \"ctr\",\n  \"model\": \"%s\",\n  \"epochs\": %lld,\n"
-             "  \"train_examples_per_s\": %.1f,\n  \"train_s\": %.3f,\n  \"loss\": %.6f,\n"
-             "  \"valid_auc\": %.6f,\n  \"valid_logloss\": %.6f,\n  \"test_examples\": %lld,\n"
-             "  \"test_auc\": %.6f,\n  \"test_logloss\": %.6f,\n",
-             hs_ctr_model_name(a.cfg.model), (long long)hs_ctr_session_epoch(s),
-             es.examples_per_s, train_s, es.loss, ve.auc, ve.logloss, (long long)te.examples,
-             te.auc, te.logloss);
-      if (isfinite(bayes)) printf("  \"bayes_auc\": %.6f,\n  \"gap_to_bayes\": %.6f,\n", bayes, bayes - te.auc);
+      /* No epoch run here (resumed at the end): no rate, loss or
+       * validation of this run. */
+      printf("{\n  \"task\": \"ctr\",\n  \"model\": \"%s\",\n  \"epochs\": %lld",
+             hs_ctr_model_name(a.cfg.model), (long long)hs_ctr_session_epoch(s));
+      static const char *const keys[] = {"train_examples_per_s", "train_s", "loss",
+                                         "valid_auc", "valid_logloss"};
+      const double vals[] = {es.examples_per_s, train_s, es.loss, ve.auc, ve.logloss};
+      const int digits[] = {1, 3, 6, 6, 6};
+      for (int k = 0; k < 5; k++) {
+        printf(",\n  \"%s\": ", keys[k]);
+        cli_json_number(stdout, vals[k], digits[k]);
+      }
+      printf(",\n  \"test_examples\": %lld,\n  \"test_auc\": ", (long long)te.examples);
+      cli_json_number(stdout, te.auc, 6);
+      printf(",\n  \"test_logloss\": ");
+      cli_json_number(stdout, te.logloss, 6);
+      printf(",\n");
+      if (isfinite(bayes)) {
+        printf("  \"bayes_auc\": %.6f,\n  \"gap_to_bayes\": ", bayes);
+        cli_json_number(stdout, bayes - te.auc, 6);
+        printf(",\n");
+      }
       printf("  \"embed_rows\": %llu,\n  \"embed_bytes\": %llu,\n  \"embed_evicted\": %llu\n}\n",
              (unsigned long long)es.embed_rows, (unsigned long long)es.embed_bytes,
              (unsigned long long)es.embed_evicted);
@@ -537,8 +729,8 @@ int cmd_train_ctr(int argc, char **argv) {
     }
   }
 done:
-  if (stats_f) fclose(stats_f);
-  if (log_f) fclose(log_f);
+  if (stats_f && !cli_file_close(cmd, stats_f, a.stats_path) && rc == 0) rc = 1;
+  if (log_f && !cli_file_close(cmd, log_f, a.log_path) && rc == 0) rc = 1;
   hs_ctr_session_destroy(s);
   hs_runtime_close(rt);
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
@@ -566,11 +758,16 @@ static const char *resolve(const char *arg, char *buf, size_t len) {
 static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr_session **s) {
   char buf[4200];
   const char *path = resolve(a->ckpt, buf, sizeof buf);
+  hs_ctr_config given = a->cfg;
   hs_status st = hs_ctr_config_from_checkpoint(path, &a->cfg);
   if (st != HS_OK) {
     cli_report(cmd, path, st);
     return 1;
   }
+  /* Evaluating, what the command line asks for wins. */
+  if (a->set & CTR_SET_BATCH) a->cfg.batch_size = given.batch_size;
+  if (a->set & CTR_SET_EMBED_BUDGET) a->cfg.embed_budget = given.embed_budget;
+  if (a->set & CTR_SET_GEMM_THREADS) a->cfg.gemm_threads = given.gemm_threads;
   int rc = open_session(cmd, a, rt, s);
   if (rc) return rc;
   if ((st = hs_ctr_session_load(*s, path)) != HS_OK) {
@@ -636,9 +833,13 @@ int cmd_eval_ctr(int argc, char **argv) {
       cli_report(cmd, "evaluation", st);
       rc = 1;
     } else if (a.json) {
-      printf("{\"examples\": %lld, \"auc\": %.6f, \"logloss\": %.6f, \"positive_rate\": %.6f, "
-             "\"mean_prob\": %.6f, \"seconds\": %.3f}\n", (long long)e.examples, e.auc,
-             e.logloss, e.positive_rate, e.mean_prob, e.seconds);
+      printf("{\"examples\": %lld", (long long)e.examples);
+      jnum(stdout, "auc", e.auc, 6);
+      jnum(stdout, "logloss", e.logloss, 6);
+      jnum(stdout, "positive_rate", e.positive_rate, 6);
+      jnum(stdout, "mean_prob", e.mean_prob, 6);
+      jnum(stdout, "seconds", e.seconds, 3);
+      printf("}\n");
     } else {
       printf("AUC %.4f, logloss %.4f on %lld examples (click rate %.4f, mean prediction %.4f)\n",
              e.auc, e.logloss, (long long)e.examples, e.positive_rate, e.mean_prob);
@@ -709,7 +910,7 @@ int cmd_predict_ctr(int argc, char **argv) {
     hs_ctr_session_destroy(s);
     hs_runtime_close(rt);
   }
-  if (out && out != stdout) fclose(out);
+  if (out && out != stdout && !cli_file_close(cmd, out, a.output) && rc == 0) rc = 1;
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return rc < 0 ? 0 : rc;
 }

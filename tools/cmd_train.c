@@ -44,8 +44,9 @@ static void usage(FILE *f) {
           "  --checkpoint DIR     save DIR/last.ckpt each epoch, DIR/best.ckpt on a\n"
           "                       better validation; Ctrl-C saves DIR/last.ckpt\n"
           "  --resume             continue from DIR/last.ckpt: the run's options (model,\n"
-          "                       fanouts, batch, seed, learning rate, dropout, ...) come\n"
-          "                       from the checkpoint; one given that differs is refused\n"
+          "                       fanouts, batch, seed, learning rate, dropout, sampling,\n"
+          "                       ...) come from the checkpoint; one given that differs\n"
+          "                       is refused\n"
           "  --new-lr X           with --resume: continue with learning rate X\n"
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
           "                       checkpoints of an earlier run (they are replaced)\n"
@@ -91,42 +92,6 @@ static void on_batch(void *user, int64_t batch, int64_t n_batches, double loss) 
 
 static hs_status evaluate(hs_session *s, hs_split split, bool full, double *acc) {
   return full ? hs_session_evaluate_full(s, split, acc) : hs_session_evaluate(s, split, acc);
-}
-
-/* DIR/best.json: the validation accuracy and epoch of DIR/best.ckpt, so
- * that a resumed run replaces best.ckpt only with a better model. Written
- * beside it (temporary, then renamed); read back on --resume. */
-static bool write_best(const char *dir, double valid, int64_t epoch) {
-  char path[1100], tmp[1120];
-  snprintf(path, sizeof path, "%s/best.json", dir);
-  snprintf(tmp, sizeof tmp, "%s/best.json.tmp", dir);
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", tmp, strerror(errno));
-    return false;
-  }
-  fprintf(f, "{\"valid_acc\": ");
-  cli_json_number(f, valid, 6);
-  fprintf(f, ", \"epoch\": %lld}\n", (long long)epoch + 1);
-  if (!cli_file_close("train", f, tmp)) return false;
-  if (rename(tmp, path) != 0) {
-    fprintf(stderr, "hetsage train: cannot rename %s: %s\n", tmp, strerror(errno));
-    return false;
-  }
-  return true;
-}
-
-static double read_best(const char *dir) {
-  char path[1100], text[256] = "";
-  snprintf(path, sizeof path, "%s/best.json", dir);
-  FILE *f = cli_fopen_regular(path);
-  if (!f) return -1;
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = '\0';
-  double v;
-  const char *at = strstr(text, "\"valid_acc\": ");
-  return at && sscanf(at + 13, "%lf", &v) == 1 && isfinite(v) ? v : -1;
 }
 
 static bool path_join(char *buf, size_t len, const char *dir, const char *name) {
@@ -282,13 +247,6 @@ static int train(int argc, char **argv, hs_world **world) {
   if (new_lr && !resume) return cli_usage_error("train", "--new-lr changes a resumed run: it needs --resume");
   if (new_lr && a.cfg.lr != new_lr_value)
     return cli_usage_error("train", "--new-lr and --lr exclude each other");
-  if (ckpt_dir && a.cfg.node_embedding > 0)
-    return cli_usage_error("train", "--checkpoint: checkpoints of node embeddings are not "
-                           "written yet");
-  /* Evaluation draws neighbourhoods the way training does unless told: a
-   * full neighbourhood holds the edges weighted and threshold sampling
-   * would rarely or never pick. */
-  if (!eval_set && a.cfg.sampling != HS_SAMPLING_UNIFORM) full_eval = false;
   /* Full-neighbour evaluation walks the host topology, which the option
    * releases: sampled evaluation runs on the sampler instead. */
   if (a.cfg.free_host_topology) {
@@ -327,9 +285,24 @@ static int train(int argc, char **argv, hs_world **world) {
                              "(%s): --resume continues that run, --force replaces them",
                              ckpt_dir, held);
     /* The run's options come from its checkpoint. */
+    int32_t emb_asked = a.cfg.node_embedding;
     int r = resume ? cli_session_from_checkpoint("train", &a, last, true, new_lr) : 0;
     if (r != 0) return r;
+    if (resume && emb_asked > 0 && a.cfg.node_embedding != emb_asked) {
+      if (a.cfg.node_embedding <= 0)
+        return cli_usage_error("train", "--node-embedding %d: the checkpoint %s holds no node "
+                               "embeddings (its run had none, or an older hetsage did not keep "
+                               "them): --resume cannot continue it with them", (int)emb_asked,
+                               last);
+      return cli_usage_error("train", "--node-embedding %d conflicts with the checkpoint %s, "
+                             "whose run used %d: --resume continues that run with its options",
+                             (int)emb_asked, last, (int)a.cfg.node_embedding);
+    }
   }
+  /* Evaluation draws neighbourhoods the way training does unless told (a
+   * resumed run's sampling is its checkpoint's): a full neighbourhood holds
+   * the edges weighted and threshold sampling would rarely or never pick. */
+  if (!eval_set && a.cfg.sampling != HS_SAMPLING_UNIFORM) full_eval = false;
   FILE *stats_f = NULL, *log_f = NULL;
   if (stats_path && !(stats_f = fopen(stats_path, "w"))) {
     fprintf(stderr, "hetsage train: cannot write %s: %s\n", stats_path, strerror(errno));
@@ -393,7 +366,7 @@ static int train(int argc, char **argv, hs_world **world) {
   hs_session_set_progress(s, on_batch, &pc);
 
   /* A resumed run's best so far is its checkpoint's. */
-  double best_valid = resume && has_valid ? read_best(ckpt_dir) : -1;
+  double best_valid = resume && has_valid ? cli_best_read(ckpt_dir, "valid_acc") : -1;
   double test_at_best = NAN, total_s = 0, last_loss = NAN;
   int64_t best_epoch = -1, since_best = 0, done = 0;
   const char *stop_reason = "max epochs";
@@ -461,7 +434,7 @@ static int train(int argc, char **argv, hs_world **world) {
         goto out;
       }
       /* One writer of the directory: rank 0 (it also writes the checkpoints). */
-      if (better && root && !write_best(ckpt_dir, valid, es.epoch)) {
+      if (better && root && !cli_best_write("train", ckpt_dir, "valid_acc", valid, es.epoch)) {
         rc = 1;
         goto out;
       }

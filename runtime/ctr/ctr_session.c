@@ -287,21 +287,29 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
 
 /* Format, every field little-endian:
  *   char[8] "HSCTRCK1"
- *   u32 version 1, model, dim, n_fields, n_dense, n_hidden, hidden[7],
+ *   u32 version 2, model, dim, n_fields, n_dense, n_hidden, hidden[7],
  *       n_bottom, bottom[7], sparse optimizer, admit_after
  *   f32 lr, sparse_lr, init_range
  *   u64 seed, epoch, examples done in it, next tick, n_params, dense step
+ *   version 2: the rest of the run's options that decide its result:
+ *     u32 batch size, f32 sparse initial accumulator, u32 expire_after,
+ *     u64 embed_budget, u32 GEMM threads asked for (0: compute units)
  *   f32 params[n_params], m[n_params], v[n_params]
  *   u32 CRC-32 of the above
  *   the embedding store's section (embed_io.c), with its own CRC */
 static const char ckpt_magic[8] = {'H', 'S', 'C', 'T', 'R', 'C', 'K', '1'};
-#define CTR_CKPT_VERSION 1u
+#define CTR_CKPT_VERSION 2u /* version 1 (without the run's options) is still read */
 #define N_U32 (6 + HS_CTR_MAX_HIDDEN + 1 + HS_CTR_MAX_HIDDEN + 2)
 
 typedef struct ckpt_head {
   uint32_t u[N_U32];
   float f[3];
   uint64_t q[6];
+  /* Version 2's run options (run false in a version 1 file). */
+  bool run;
+  uint32_t batch, expire_after, gemm_threads;
+  float initial_accumulator;
+  uint64_t embed_budget;
 } ckpt_head;
 
 static void encode(const hs_ctr_session *s, uint64_t step, ckpt_head *h) {
@@ -329,6 +337,12 @@ static void encode(const hs_ctr_session *s, uint64_t step, ckpt_head *h) {
   h->q[3] = s->next_tick;
   h->q[4] = s->lay.n_params;
   h->q[5] = step;
+  h->run = true;
+  h->batch = (uint32_t)c->batch_size;
+  h->initial_accumulator = c->sparse_initial_accumulator;
+  h->expire_after = c->expire_after;
+  h->embed_budget = c->embed_budget;
+  h->gemm_threads = (uint32_t)c->gemm_threads;
 }
 
 static void decode_cfg(const ckpt_head *h, hs_ctr_config *c) {
@@ -347,6 +361,13 @@ static void decode_cfg(const ckpt_head *h, hs_ctr_config *c) {
   c->sparse_lr = h->f[1];
   c->init_range = h->f[2];
   c->seed = h->q[0];
+  if (h->run) {
+    c->batch_size = (int32_t)h->batch;
+    c->sparse_initial_accumulator = h->initial_accumulator;
+    c->expire_after = h->expire_after;
+    c->embed_budget = h->embed_budget;
+    c->gemm_threads = (int)h->gemm_threads;
+  }
 }
 
 hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path) {
@@ -371,6 +392,11 @@ hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path) {
   for (int i = 0; i < N_U32; i++) hs__afile_u32(&a, h.u[i]);
   hs__afile_f32(&a, h.f, 3);
   for (int i = 0; i < 6; i++) hs__afile_u64(&a, h.q[i]);
+  hs__afile_u32(&a, h.batch);
+  hs__afile_f32(&a, &h.initial_accumulator, 1);
+  hs__afile_u32(&a, h.expire_after);
+  hs__afile_u64(&a, h.embed_budget);
+  hs__afile_u32(&a, h.gemm_threads);
   hs__afile_f32(&a, p, 3 * n);
   hs__afile_crc(&a);
   free(p);
@@ -389,12 +415,27 @@ static hs_status read_head(hs_rfile *r, ckpt_head *h) {
     return hs__fail(HS_ERR_FORMAT, "%s: not a hetsage CTR checkpoint", r->name);
   for (int i = 0; i < N_U32; i++)
     if (!hs__rfile_u32(r, &h->u[i])) return r->st;
-  if (h->u[0] != CTR_CKPT_VERSION)
-    return hs__fail(HS_ERR_UNSUPPORTED, "%s: CTR checkpoint version %u (this build reads %u)",
-                    r->name, h->u[0], CTR_CKPT_VERSION);
+  if (h->u[0] != CTR_CKPT_VERSION && h->u[0] != 1)
+    return hs__fail(HS_ERR_UNSUPPORTED, "%s: CTR checkpoint version %u (this build reads 1 "
+                    "and %u)", r->name, h->u[0], CTR_CKPT_VERSION);
   if (!hs__rfile_f32(r, h->f, 3)) return r->st;
   for (int i = 0; i < 6; i++)
     if (!hs__rfile_u64(r, &h->q[i])) return r->st;
+  h->run = h->u[0] >= 2;
+  if (h->run) {
+    if (!hs__rfile_u32(r, &h->batch) || !hs__rfile_f32(r, &h->initial_accumulator, 1) ||
+        !hs__rfile_u32(r, &h->expire_after) || !hs__rfile_u64(r, &h->embed_budget) ||
+        !hs__rfile_u32(r, &h->gemm_threads))
+      return r->st;
+    /* The session's own ranges (check_config). */
+    if (h->batch < 1 || h->batch > (1u << 20) ||
+        !(h->initial_accumulator >= 0 && h->initial_accumulator < 1e30f) ||
+        h->gemm_threads > 256)
+      return hs__fail(HS_ERR_FORMAT, "%s: CTR checkpoint run options out of range: batch %u "
+                      "(1..2^20), sparse initial accumulator %g (finite, >= 0), %u GEMM "
+                      "threads (0..256)", r->name, h->batch, (double)h->initial_accumulator,
+                      h->gemm_threads);
+  }
   hs_ctr_config c;
   hs_ctr_config_init(&c);
   decode_cfg(h, &c);
@@ -436,7 +477,9 @@ hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path) {
   if (st != HS_OK) goto done;
   encode(s, 0, &mine);
   /* Everything that shapes the model and the rows must agree. */
-  if (memcmp(h.u, mine.u, sizeof h.u) != 0 || h.q[4] != s->lay.n_params) {
+  /* (The version aside: a version 1 file loads too.) */
+  if (memcmp(h.u + 1, mine.u + 1, sizeof h.u - sizeof h.u[0]) != 0 ||
+      h.q[4] != s->lay.n_params) {
     hs_ctr_config c;
     hs_ctr_config_init(&c);
     decode_cfg(&h, &c);

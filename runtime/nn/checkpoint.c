@@ -10,6 +10,7 @@
 
 #include <math.h>
 
+#include "core/hs_afile.h"
 #include "hetsage/session.h"
 #include "nn/checkpoint.h"
 #include "nn/model_ops.h"
@@ -36,8 +37,10 @@ enum {
 /* Records a reader may skip carry this bit in their tag. */
 #define RECORD_OPTIONAL 0x80000000u
 
-/* Record tags, with what their bytes hold (a training session writes all
- * four; a model saved alone none). New ones are added here. */
+/* Record tags, with what their bytes hold (a training session writes them
+ * all; a model saved alone none; files written before SMPL and GEMM were
+ * added lack those two, which then read as "not recorded"). New ones are
+ * added here. */
 #define TAG(a, b, c, d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
 enum {
   TAG_FANOUTS = TAG('F', 'A', 'N', 'O'), /* u32 n (= n_layers), i32 fanout[n] */
@@ -45,8 +48,21 @@ enum {
   TAG_ORDER = TAG('O', 'R', 'D', 'R'),   /* u32 order (0 shuffle, 1 blocks), u64 rows per
                                             block, u64 memory budget (0: the plan's) */
   TAG_DATA = TAG('D', 'A', 'T', 'A'),    /* u64 vertices, edges, training seeds */
+  TAG_SAMPLING = TAG('S', 'M', 'P', 'L'), /* u32 mode (hs_sampling), u32 replace (0, 1),
+                                             i64 vertex budget (0: none), u32 n (= n_layers),
+                                             f32 threshold[n] (0 outside threshold mode) */
+  TAG_GEMM = TAG('G', 'E', 'M', 'M'),     /* u32 OpenBLAS threads (0: compute units) */
+  TAG_NODE_EMBED = TAG('N', 'E', 'M', 'B'), /* i32 width D, f32 learning rate, u32 next
+                                               batch number of the store: the session's
+                                               node embeddings, whose store follows the
+                                               parameters' CRC */
 };
-enum { RUN_RECORDS_BYTES = (8 + 4 + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 20) + (8 + 24) };
+enum {
+  SMPL_FIXED = 20,
+  RUN_RECORDS_BYTES = (8 + 4 + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 20) + (8 + 24) +
+                      (8 + SMPL_FIXED + 4 * HS_NN_MAX_LAYERS) + (8 + 4) + (8 + 12),
+  MAX_GEMM_THREADS = 4096, /* as hs_session_config.gemm_threads */
+};
 
 /* ---- little-endian encoding ------------------------------------------------ */
 
@@ -80,37 +96,6 @@ static float get_f32(const unsigned char *p) {
 
 /* ---- writing ------------------------------------------------------------------ */
 
-typedef struct writer {
-  int fd;
-  uLong crc;
-  const char *path;
-} writer;
-
-static hs_status write_bytes(writer *w, const unsigned char *p, size_t n) {
-  w->crc = crc32_z(w->crc, p, n);
-  while (n > 0) {
-    ssize_t k = write(w->fd, p, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) return hs__fail(HS_ERR_IO, "%s: write failed: %s", w->path, strerror(errno));
-    p += k;
-    n -= (size_t)k;
-  }
-  return HS_OK;
-}
-
-static hs_status write_floats(writer *w, const float *x, size_t n) {
-  unsigned char buf[16384];
-  while (n > 0) {
-    size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
-    for (size_t i = 0; i < k; i++) put_f32(buf + 4 * i, x[i]);
-    hs_status st = write_bytes(w, buf, 4 * k);
-    if (st != HS_OK) return st;
-    x += k;
-    n -= k;
-  }
-  return HS_OK;
-}
-
 enum { FIXED_BYTES = 144 }; /* the fixed part; the run's records follow */
 
 /* Append a record at h + *at: tag, length, body (padded to 4). */
@@ -141,6 +126,25 @@ static size_t encode_records(const hs_ckpt_run *run, unsigned char *h, size_t at
   put_u64(d + 8, run->n_edges);
   put_u64(d + 16, run->n_train);
   put_record(h, &at, TAG_DATA, d, 24);
+  if (run->sampling_set) {
+    unsigned char sm[SMPL_FIXED + 4 * HS_NN_MAX_LAYERS];
+    put_u32(sm, run->sampling);
+    put_u32(sm + 4, run->replace ? 1u : 0u);
+    put_u64(sm + 8, (uint64_t)run->vertex_budget);
+    put_u32(sm + 16, (uint32_t)run->n_layers);
+    for (int l = 0; l < run->n_layers; l++) put_f32(sm + SMPL_FIXED + 4 * l, run->thresholds[l]);
+    put_record(h, &at, TAG_SAMPLING, sm, SMPL_FIXED + 4 * (uint32_t)run->n_layers);
+  }
+  if (run->gemm_set) {
+    put_u32(b, run->gemm_threads);
+    put_record(h, &at, TAG_GEMM, b, 4);
+  }
+  if (run->node_embedding > 0) {
+    put_u32(b, (uint32_t)run->node_embedding);
+    put_f32(b + 4, run->node_embedding_lr);
+    put_u32(b + 8, run->node_embedding_tick);
+    put_record(h, &at, TAG_NODE_EMBED, b, 12);
+  }
   return at;
 }
 
@@ -174,47 +178,32 @@ hs_status hs__checkpoint_save(const hs_model *m, const char *path) {
 }
 
 hs_status hs__checkpoint_save_run(const hs_model *m, const hs_ckpt_run *run, const char *path) {
-  /* Temporaries of saves that were killed go first (a save in progress
-   * holds its lock and stays). */
-  hs__temp_sweep(path, ".tmp.", false);
-  char *tmp;
-  writer w = {.fd = -1, .crc = crc32(0L, Z_NULL, 0), .path = path};
-  hs_status st = hs__temp_create(path, ".tmp.", false, &tmp, &w.fd);
+  return hs__checkpoint_save_tail(m, run, path, NULL, NULL);
+}
+
+hs_status hs__checkpoint_save_tail(const hs_model *m, const hs_ckpt_run *run, const char *path,
+                                   hs_ckpt_tail_fn tail, void *ctx) {
+  /* The temporary is one of ours (hs_afile): a killed save's is swept by
+   * the next one, a save in progress holds its lock. */
+  hs_afile a;
+  hs_status st = hs__afile_open(&a, path);
   if (st != HS_OK) return st;
-  unsigned char header[FIXED_BYTES + RUN_RECORDS_BYTES], tail[4];
+  unsigned char header[FIXED_BYTES + RUN_RECORDS_BYTES];
   size_t header_len = encode_header(m, run, header);
   size_t n = m->shape.n_params;
-  if ((st = write_bytes(&w, header, header_len)) != HS_OK) goto fail;
-  if ((st = write_floats(&w, m->params, n)) != HS_OK) goto fail;
-  if ((st = write_floats(&w, m->m, n)) != HS_OK) goto fail;
-  if ((st = write_floats(&w, m->v, n)) != HS_OK) goto fail;
-  put_u32(tail, (uint32_t)w.crc);
-  if ((st = write_bytes(&w, tail, sizeof tail)) != HS_OK) goto fail;
-  if (fsync(w.fd) != 0) {
-    st = hs__fail(HS_ERR_IO, "%s: fsync failed: %s", path, strerror(errno));
-    goto fail;
+  hs__afile_write(&a, header, header_len);
+  hs__afile_f32(&a, m->params, n);
+  hs__afile_f32(&a, m->m, n);
+  hs__afile_f32(&a, m->v, n);
+  hs__afile_crc(&a);
+  if (tail && a.st == HS_OK && (st = tail(ctx, &a)) != HS_OK) {
+    hs__afile_abort(&a);
+    return st;
   }
-  int fd = w.fd;
-  w.fd = -1;
-  if (close(fd) != 0) {
-    st = hs__fail(HS_ERR_IO, "%s: close failed: %s", path, strerror(errno));
-    goto fail;
-  }
-  if (rename(tmp, path) != 0) {
-    st = hs__fail(HS_ERR_IO, "%s: rename from %s failed: %s", path, tmp, strerror(errno));
-    goto fail;
-  }
-  /* Make the rename itself durable. */
-  hs__sync_parent_dir(path);
-  free(tmp);
+  if ((st = hs__afile_commit(&a)) != HS_OK) return st;
   hs__log(HS_LOG_TRAIN, "checkpoint %s: step %llu, %zu parameters", path,
           (unsigned long long)m->step, n);
   return HS_OK;
-fail:
-  if (w.fd >= 0) close(w.fd);
-  unlink(tmp);
-  free(tmp);
-  return st;
 }
 
 /* ---- reading ---------------------------------------------------------------- */
@@ -250,6 +239,11 @@ fail:
 
 static const char *optim_name(uint32_t kind) {
   return kind == HS_OPTIM_ADAM ? "adam" : kind == HS_OPTIM_SGD ? "sgd" : "unknown";
+}
+
+/* A finite float within [lo, hi) (lo excluded too when lo_open). */
+static bool in_range(float x, double lo, bool lo_open, double hi) {
+  return isfinite(x) && (lo_open ? x > lo : x >= lo) && x < hi;
 }
 
 /* A record's body, checked against what its tag holds. */
@@ -299,6 +293,55 @@ static hs_status read_record(const char *path, size_t at, uint32_t tag, const un
                    (unsigned long long)run->n_vertices, (unsigned long long)run->n_edges,
                    (unsigned long long)run->n_train);
       return HS_OK;
+    case TAG_SAMPLING: {
+      uint32_t n = len >= SMPL_FIXED ? get_u32(b + 16) : 0;
+      if (len < SMPL_FIXED || n != (uint32_t)n_layers || len != SMPL_FIXED + 4 * n)
+        return BAD("sampling record of %u bytes for %u thresholds (the model has %d layers)",
+                   len, n, n_layers);
+      uint32_t mode = get_u32(b), replace = get_u32(b + 4);
+      int64_t budget = (int64_t)get_u64(b + 8);
+      /* The session's own rules (hs_session_config): a mode it knows, no
+       * replacement under thresholds, a budget of a batch at least (checked
+       * against the batch once every record is read). */
+      if (mode > HS_SAMPLING_THRESHOLD || replace > 1 ||
+          (replace && mode == HS_SAMPLING_THRESHOLD) || budget < 0)
+        return BAD("sampling mode %u, replace %u, vertex budget %lld (need a mode 0..%d, "
+                   "replace 0 or 1 and 0 under threshold sampling, a budget >= 0)",
+                   mode, replace, (long long)budget, HS_SAMPLING_THRESHOLD);
+      for (uint32_t l = 0; l < n; l++) {
+        float t = get_f32(b + SMPL_FIXED + 4 * l);
+        if (!isfinite(t) || (mode != HS_SAMPLING_THRESHOLD && t != 0))
+          return BAD("threshold %g of layer %u under sampling mode %u (need a finite number, "
+                     "0 outside threshold mode)", (double)t, l, mode);
+        run->thresholds[l] = t;
+      }
+      run->sampling = mode;
+      run->replace = replace != 0;
+      run->vertex_budget = budget;
+      run->sampling_set = true;
+      return HS_OK;
+    }
+    case TAG_GEMM: {
+      uint32_t v = len == 4 ? get_u32(b) : UINT32_MAX;
+      if (v > MAX_GEMM_THREADS)
+        return BAD("GEMM record of %u bytes, %u threads (need 4 bytes, 0..%d threads)", len,
+                   len == 4 ? v : 0, MAX_GEMM_THREADS);
+      run->gemm_threads = v;
+      run->gemm_set = true;
+      return HS_OK;
+    }
+    case TAG_NODE_EMBED: {
+      if (len != 12) return BAD("node embedding record of %u bytes (need 12)", len);
+      int32_t d = (int32_t)get_u32(b);
+      float lr = get_f32(b + 4);
+      if (d < 1 || d > HS_CKPT_MAX_NODE_EMBED || !in_range(lr, 0, true, HS_MAX_LR))
+        return BAD("node embeddings %d wide (need 1..%d) with learning rate %g", d,
+                   HS_CKPT_MAX_NODE_EMBED, (double)lr);
+      run->node_embedding = d;
+      run->node_embedding_lr = lr;
+      run->node_embedding_tick = get_u32(b + 8);
+      return HS_OK;
+    }
     default:
       break;
   }
@@ -310,10 +353,16 @@ static hs_status read_record(const char *path, size_t at, uint32_t tag, const un
 }
 
 /* Walk the records between `from` and `to`: every tag known (its body
- * checked, once) or optional. A run is complete with all four or none. */
+ * checked, once) or optional. A run is complete with the first four or
+ * none; sampling and GEMM threads belong to a run (and may be absent from
+ * one written before they were recorded). */
 static hs_status check_records(const char *path, const unsigned char *buf, size_t from,
                                size_t to, int n_layers, hs_ckpt_run *run) {
-  static const uint32_t run_tags[] = {TAG_FANOUTS, TAG_BATCH, TAG_ORDER, TAG_DATA};
+  static const uint32_t run_tags[] = {TAG_FANOUTS, TAG_BATCH,    TAG_ORDER,
+                                      TAG_DATA,    TAG_SAMPLING, TAG_GEMM};
+  enum { CORE = 0xf }; /* fanouts, batch, order, dataset */
+  size_t sampling_at = 0;
+  bool node_embed = false;
   unsigned seen = 0;
   memset(run, 0, sizeof *run);
   size_t at = from;
@@ -331,21 +380,29 @@ static hs_status check_records(const char *path, const unsigned char *buf, size_
         if (seen & (1u << k))
           return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: record %08x repeated", path, at, tag);
         seen |= 1u << k;
+        if (tag == TAG_SAMPLING) sampling_at = at;
       }
+    if (tag == TAG_NODE_EMBED) {
+      if (node_embed)
+        return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: record %08x repeated", path, at, tag);
+      node_embed = true;
+    }
     hs_status st = read_record(path, at, tag, buf + at + 8, len, n_layers, run);
     if (st != HS_OK) return st;
     at += 8 + body;
   }
-  if (seen && seen != (1u << HS_ARRAY_LEN(run_tags)) - 1)
+  if (seen && (seen & CORE) != CORE)
     return hs__fail(HS_ERR_FORMAT, "%s: the run's records are incomplete (fanouts, batch, "
-                    "order and dataset go together)", path);
+                    "order and dataset go together, and sampling and GEMM threads need them)",
+                    path);
+  if (run->sampling_set && run->vertex_budget != 0 && run->vertex_budget < run->batch_size)
+    return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: vertex budget %lld below the batch of %d "
+                    "seeds (a budget holds a whole batch)", path, sampling_at + 16,
+                    (long long)run->vertex_budget, run->batch_size);
   run->set = seen != 0;
+  if (node_embed && !run->set)
+    return hs__fail(HS_ERR_FORMAT, "%s: node embeddings without the run's records", path);
   return HS_OK;
-}
-
-/* A finite float within [lo, hi) (lo excluded too when lo_open). */
-static bool in_range(float x, double lo, bool lo_open, double hi) {
-  return isfinite(x) && (lo_open ? x > lo : x >= lo) && x < hi;
 }
 
 /* Every check that needs no model: magic, version, sizes, header
@@ -464,9 +521,6 @@ static hs_status parse(const char *path, const unsigned char *buf, size_t size, 
   if (size < want)
     return hs__fail(HS_ERR_FORMAT, "%s: truncated: %zu bytes, the header says %zu", path, size,
                     want);
-  if (size > want)
-    return hs__fail(HS_ERR_FORMAT, "%s: %zu bytes after the end of the checkpoint", path,
-                    size - want);
   uint32_t stored = get_u32(buf + want - 4);
   uint32_t computed = (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), buf, want - 4);
   if (stored != computed)
@@ -474,6 +528,15 @@ static hs_status parse(const char *path, const unsigned char *buf, size_t size, 
                     stored, computed);
   hs_status st = check_records(path, buf, (size_t)f->records, header, cfg->n_layers, run);
   if (st != HS_OK) return st;
+  /* Only the node embeddings' store may follow the parameters (the
+   * store's reader checks it); it must then be there. */
+  if (size > want && run->node_embedding <= 0)
+    return hs__fail(HS_ERR_FORMAT, "%s: %zu bytes after the end of the checkpoint", path,
+                    size - want);
+  if (run->node_embedding > 0 && size == want)
+    return hs__fail(HS_ERR_FORMAT, "%s: truncated: the node embeddings' store that the header "
+                    "announces is missing after byte %zu", path, want);
+  run->tail_at = run->node_embedding > 0 ? (uint64_t)want : 0;
   if (run->set) {
     /* One optimizer step per batch: the position must add up. */
     uint64_t batches = (run->n_train + (uint64_t)run->batch_size - 1) / (uint64_t)run->batch_size;

@@ -21,9 +21,16 @@
  *       know refuses the file, unless bit 31 of the tag is set, which marks
  *       a record that may be skipped without changing results. Training
  *       sessions write the run's records (hs_ckpt_run): what else decides
- *       the result of resuming it (fanouts, batch, seed order, dataset).
+ *       the result of resuming it (fanouts, batch, seed order, dataset;
+ *       sampling and GEMM threads, files written before they were recorded
+ *       reading as "not recorded"; and the node embeddings' width, learning
+ *       rate and batch counter where the session learns them).
  *   H   f32 params[n_params], m[n_params], v[n_params]
- *   end u32 CRC-32 (zlib) of every byte before it
+ *   +   u32 CRC-32 (zlib) of every byte before it
+ *   then, only when the node embedding record is present: the store of
+ *       the node embeddings, one section of the embedding store's format
+ *       (runtime/embed/embed_io.c, with its own CRC) to the end of the file.
+ *       Without that record the file ends at the CRC.
  * n_params must be what the kind's layout gives for the header's widths and
  * heads. Adding a field: a new record tag (older readers then refuse the
  * file by name rather than misread it); a change to the fixed part bumps
@@ -36,6 +43,7 @@
 #ifndef HS_NN_CHECKPOINT_H
 #define HS_NN_CHECKPOINT_H
 
+#include "core/hs_afile.h"
 #include "nn/model.h"
 
 #define HS_CHECKPOINT_VERSION 2u
@@ -61,7 +69,34 @@ typedef struct hs_ckpt_run {
   uint64_t memory_budget; /* the session's memory_budget (0: the plan's) */
   /* The dataset trained on: vertices, edges, training seeds. */
   uint64_t n_vertices, n_edges, n_train;
+  /* How neighbours are drawn (hs_session_config's sampling fields; the
+   * SMPL record). Files written before it was recorded have none:
+   * sampling_set false, "not recorded". Thresholds are 0 outside the
+   * threshold mode. */
+  bool sampling_set;
+  uint32_t sampling; /* hs_sampling */
+  bool replace;
+  int64_t vertex_budget; /* 0: none */
+  float thresholds[HS_NN_MAX_LAYERS];
+  /* The OpenBLAS thread count of a CPU trainer's GEMM, which its sums'
+   * order follows (the GEMM record; gemm_set false where the file has
+   * none): the count asked for by hs_session_config.gemm_threads or the
+   * gemm_threads setting, 0 when neither gave one (the trainer device's
+   * compute units). */
+  bool gemm_set;
+  uint32_t gemm_threads;
+  /* Learnable node embeddings: width (0: none), learning rate, and the
+   * batch number the store's next training lookup takes. */
+  int32_t node_embedding;
+  float node_embedding_lr;
+  uint32_t node_embedding_tick;
+  /* Read only: where the node embeddings' store starts in the file (0: the
+   * file has none). */
+  uint64_t tail_at;
 } hs_ckpt_run;
+
+/* The widest node embedding a file may record (the session's bound). */
+#define HS_CKPT_MAX_NODE_EMBED 4096
 
 /* Save `m` to `path` atomically. HS_ERR_IO (with the path and errno text)
  * when the directory is not writable or the disk fills; the target is then
@@ -69,6 +104,12 @@ typedef struct hs_ckpt_run {
 hs_status hs__checkpoint_save(const hs_model *m, const char *path);
 /* The same with the run's records (`run` may be NULL: none). */
 hs_status hs__checkpoint_save_run(const hs_model *m, const hs_ckpt_run *run, const char *path);
+/* The same, then `tail` writes what follows the parameters' CRC (the node
+ * embeddings' store where run->node_embedding > 0) into the same atomic
+ * file; its error abandons the file, leaving the target untouched. */
+typedef hs_status (*hs_ckpt_tail_fn)(void *ctx, hs_afile *a);
+hs_status hs__checkpoint_save_tail(const hs_model *m, const hs_ckpt_run *run, const char *path,
+                                   hs_ckpt_tail_fn tail, void *ctx);
 
 /* Restore a checkpoint into `m`, which was created with the same model
  * kind (and heads), layer sizes and optimizer kind: parameters, moments,

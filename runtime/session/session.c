@@ -221,7 +221,8 @@ static hs_status check_dataset(const hs_graph *g, int32_t node_embedding) {
   if (!has_feat && node_embedding <= 0)
     return hs__fail(HS_ERR_FORMAT, "the dataset has no features (feat.npy, or the sparse "
                     "feat_indptr.npy and its kin); learnable node embeddings "
-                    "(node_embedding, --node-embedding D) can stand in for them");
+                    "(node_embedding, --node-embedding D) can stand in for them, and a model "
+                    "trained so needs them (a checkpoint saved with them restores them)");
   if (g->feat_sparse && node_embedding > 0)
     return hs__fail(HS_ERR_UNSUPPORTED, "node embeddings beside sparse features: convert them "
                     "to dense (hetsage convert --from native --feat-format dense)");

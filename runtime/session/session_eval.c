@@ -245,21 +245,40 @@ void hs__session_run(const hs_session *s, hs_ckpt_run *r) {
   r->n_vertices = (uint64_t)s->g->n;
   r->n_edges = (uint64_t)s->g->e;
   r->n_train = (uint64_t)s->g->split_n[HS_SPLIT_TRAIN];
+  r->sampling_set = true;
+  r->sampling = (uint32_t)s->cfg.sampling;
+  r->replace = s->cfg.replace;
+  r->vertex_budget = s->cfg.vertex_budget;
+  /* Thresholds mean something in threshold mode only. */
+  for (int l = 0; l < s->cfg.n_layers && s->cfg.sampling == HS_SAMPLING_THRESHOLD; l++)
+    r->thresholds[l] = s->cfg.thresholds[l];
+  r->gemm_set = true;
+  int t = s->cfg.gemm_threads > 0 ? s->cfg.gemm_threads : s->rt->settings.gemm_threads;
+  r->gemm_threads = t > 0 ? (uint32_t)t : 0;
+  if (s->emb_dim > 0) {
+    r->node_embedding = s->emb_dim;
+    r->node_embedding_lr = s->cfg.node_embedding_lr;
+    r->node_embedding_tick = s->emb_tick;
+  }
+}
+
+/* The node embeddings' store, after the parameters in the same file. */
+static hs_status write_store(void *ctx, hs_afile *a) {
+  return hs__embed_write((const hs_embed *)ctx, a);
 }
 
 hs_status hs_session_save(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_save: NULL argument");
   if (s->comm) return hs__session_dist_save(s, path);
-  if (s->emb)
-    return hs__fail(HS_ERR_UNSUPPORTED, "%s: checkpoints of a session with node embeddings "
-                    "are not written yet (the store's rows would be lost)", path);
   hs_status st = hs__trainer_sync_model(s->trainer, &s->model);
   if (st != HS_OK) return st;
   s->model.epoch = (uint64_t)s->epoch;
   s->model.rng_counter = (uint64_t)s->batch_pos;
   hs_ckpt_run run;
   hs__session_run(s, &run);
-  return hs__checkpoint_save_run(&s->model, &run, path);
+  /* Between epochs every looked-up batch was applied or released, so the
+   * store holds what the next batch would read. */
+  return hs__checkpoint_save_tail(&s->model, &run, path, s->emb ? write_store : NULL, s->emb);
 }
 
 static void fanouts_text(const int32_t *f, int n, char *buf, size_t len) {
@@ -309,6 +328,10 @@ static hs_status check_resume(const hs_session *s, const char *path, unsigned fl
   if (!run.set) return HS_OK;
   hs_ckpt_run now;
   hs__session_run(s, &now);
+  if (run.node_embedding > 0 && now.node_embedding == run.node_embedding &&
+      run.node_embedding_lr != now.node_embedding_lr && !(flags & HS_RESUME_NEW_LR))
+    return differs_f(path, "node embedding learning rate", run.node_embedding_lr,
+                     now.node_embedding_lr);
   bool same = run.n_layers == now.n_layers;
   for (int l = 0; same && l < run.n_layers; l++) same = run.fanouts[l] == now.fanouts[l];
   if (!same) {
@@ -339,6 +362,30 @@ static hs_status check_resume(const hs_session *s, const char *path, unsigned fl
     }
     return differs(path, "seed order", x, y);
   }
+  /* Files written before these were recorded are resumed without them. */
+  if (run.sampling_set) {
+    if (run.sampling != now.sampling || run.replace != now.replace) {
+      snprintf(x, sizeof x, "%s%s", hs_sampling_name((hs_sampling)run.sampling),
+               run.replace ? " with replacement" : "");
+      snprintf(y, sizeof y, "%s%s", hs_sampling_name((hs_sampling)now.sampling),
+               now.replace ? " with replacement" : "");
+      return differs(path, "sampling", x, y);
+    }
+    if (run.vertex_budget != now.vertex_budget)
+      return differs_f(path, "vertex budget", (double)run.vertex_budget,
+                       (double)now.vertex_budget);
+    for (int l = 0; l < run.n_layers; l++)
+      if (run.thresholds[l] != now.thresholds[l]) {
+        snprintf(x, sizeof x, "%g at layer %d", (double)run.thresholds[l], l);
+        snprintf(y, sizeof y, "%g", (double)now.thresholds[l]);
+        return differs(path, "threshold", x, y);
+      }
+  }
+  if (run.gemm_set && run.gemm_threads != now.gemm_threads) {
+    snprintf(x, sizeof x, "%u", run.gemm_threads);
+    snprintf(y, sizeof y, "%u", now.gemm_threads);
+    return differs(path, "GEMM threads (0: the trainer's compute units)", x, y);
+  }
   return HS_OK;
 }
 
@@ -348,12 +395,53 @@ hs_status hs_session_resume(hs_session *s, const char *path, unsigned flags) {
   return st == HS_OK ? hs_session_load(s, path) : st;
 }
 
+/* The node embeddings a file holds against the session's own: both or
+ * neither, of one width. */
+static hs_status check_node_embed(const hs_session *s, const char *path, const hs_ckpt_run *run) {
+  if (run->node_embedding == s->emb_dim) return HS_OK;
+  if (s->emb_dim > 0 && run->node_embedding <= 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "%s holds no node embeddings (saved by a session "
+                    "without them, or by a hetsage that did not keep them in checkpoints); "
+                    "this session needs its %d-wide rows per vertex: train anew", path,
+                    (int)s->emb_dim);
+  if (s->emb_dim <= 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "%s holds node embeddings of %d per vertex, which this "
+                    "session does not learn (create it from the checkpoint, or set "
+                    "node_embedding / --node-embedding %d)", path, (int)run->node_embedding,
+                    (int)run->node_embedding);
+  return hs__fail(HS_ERR_INVALID_ARG, "%s holds node embeddings of %d per vertex, this session "
+                  "learns %d", path, (int)run->node_embedding, (int)s->emb_dim);
+}
+
+/* The node embeddings' store from where it starts in the file; the store
+ * checks the whole section before it changes. */
+static hs_status load_store(hs_session *s, const char *path, uint64_t at) {
+  hs_status st;
+  FILE *f = hs__fopen_regular(path, "checkpoint", &st);
+  if (!f) return st;
+  if (fseeko(f, (off_t)at, SEEK_SET) != 0) {
+    st = hs__fail(HS_ERR_IO, "%s: seek to byte %llu failed: %s", path, (unsigned long long)at,
+                  strerror(errno));
+  } else {
+    hs_rfile r;
+    hs__rfile_init(&r, f, path);
+    st = hs__embed_read_section(s->emb, &r, true);
+  }
+  fclose(f);
+  return st;
+}
+
 hs_status hs_session_load(hs_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_session_load: NULL argument");
   if (s->comm) return hs__session_dist_load(s, path);
-  hs_model m;
-  hs_status st = hs__model_create(&s->model.cfg, &m);
+  hs_model_cfg mc;
+  hs_ckpt_run run;
+  uint64_t pos[3];
+  hs_status st = hs__checkpoint_read_run(path, &mc, &run, pos);
   if (st != HS_OK) return st;
+  if ((st = check_node_embed(s, path, &run)) != HS_OK) return st;
+  hs_model m;
+  if ((st = hs__model_create(&s->model.cfg, &m)) != HS_OK) return st;
   /* Refuses a file of another shape or optimizer, naming it. */
   if ((st = hs__checkpoint_load(path, &m)) != HS_OK) goto fail;
   if (m.rng_counter > (uint64_t)s->n_batches) {
@@ -361,11 +449,13 @@ hs_status hs_session_load(hs_session *s, const char *path) {
                   (unsigned long long)m.rng_counter, (long long)s->n_batches);
     goto fail;
   }
+  if (s->emb && (st = load_store(s, path, run.tail_at)) != HS_OK) goto fail;
   if ((st = hs__trainer_load_model(s->trainer, &m)) != HS_OK) goto fail;
   hs__model_destroy(&s->model);
   s->model = m;
   s->epoch = (int64_t)m.epoch;
   s->batch_pos = (int64_t)m.rng_counter;
+  if (s->emb) s->emb_tick = run.node_embedding_tick;
   return HS_OK;
 fail:
   hs__model_destroy(&m);
@@ -391,7 +481,16 @@ hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config 
     for (int l = 0; l < run.n_layers; l++) cfg->fanouts[l] = run.fanouts[l];
     cfg->batch_size = run.batch_size;
     cfg->memory_budget = run.memory_budget;
+    cfg->node_embedding = run.node_embedding;
+    if (run.node_embedding > 0) cfg->node_embedding_lr = run.node_embedding_lr;
   }
+  if (run.sampling_set) {
+    cfg->sampling = (hs_sampling)run.sampling;
+    cfg->replace = run.replace;
+    cfg->vertex_budget = run.vertex_budget;
+    for (int l = 0; l < run.n_layers; l++) cfg->thresholds[l] = run.thresholds[l];
+  }
+  if (run.gemm_set) cfg->gemm_threads = (int)run.gemm_threads;
   cfg->model = (hs_model_kind)mc.kind;
   if (mc.kind == HS_NN_GAT) cfg->heads = mc.heads;
   cfg->n_layers = mc.n_layers;

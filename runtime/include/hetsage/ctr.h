@@ -268,8 +268,12 @@ HS_API hs_status hs_ctr_session_predict(hs_ctr_session *s, const char *const *fi
  * layout. */
 HS_API hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path);
 HS_API hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path);
-/* The model part of `cfg` (model, widths, dense and sparse optimizers and
- * their rates, seed, admission) from a checkpoint. */
+/* The options a checkpoint records into `cfg`: the model part (model,
+ * widths, dense and sparse optimizers and their rates, seed, admission)
+ * and, from files that record them (version 2 on), the rest of the run's
+ * options that decide its result: batch size, sparse initial accumulator,
+ * expire_after, embed_budget and gemm_threads (an older file leaves those
+ * as `cfg` has them). */
 HS_API hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *cfg);
 
 /* ---- metrics ----------------------------------------------------------- */

@@ -179,8 +179,12 @@ typedef struct hs_session_config {
    * completes; a batch reads the rows as every earlier batch's update left
    * them, whatever the pipeline. Evaluation, prediction and embeddings read
    * the rows as they stand (zeros for a vertex no batch has touched). The
-   * trainer cache is off under this option; sparse features are refused;
-   * checkpoints of such sessions are not written yet (HS_ERR_UNSUPPORTED). */
+   * trainer cache is off under this option; sparse features are refused.
+   * Checkpoints hold the rows (with their optimizer state) after the
+   * model, in the same atomic file; hs_session_config_from_checkpoint
+   * restores both fields, and a file without rows is refused
+   * (HS_ERR_INVALID_ARG, naming it) by a session that learns them, as a
+   * file with rows is by one that does not. */
   int32_t node_embedding;
   float node_embedding_lr;
   /* Distributed training (hetsage/dist.h): the world this session is one
@@ -370,8 +374,10 @@ HS_API hs_status hs_session_embed_save(hs_session *s, int layer, const char *pat
  * every option of the run that decides its result: the model part (kind,
  * heads, layers, widths, dropout, optimizer and its settings, learning
  * rate, weight decay, seed), the fanouts, the batch size, the order of
- * the seeds (a full shuffle, or block order through the host tier) and the
- * dataset's size (vertices, edges, training seeds).
+ * the seeds (a full shuffle, or block order through the host tier), the
+ * dataset's size (vertices, edges, training seeds), the sampling (mode,
+ * replace, vertex budget, thresholds) and the GEMM thread count asked for
+ * (gemm_threads, or the setting; 0 when neither gave one).
  * hs_session_load restores the model and the position, for evaluation or
  * prediction: it refuses a file of another model shape, and otherwise
  * leaves the session's options as they are. To continue training, use
@@ -394,13 +400,15 @@ HS_API hs_status hs_session_load(hs_session *s, const char *path);
  * difference is HS_ERR_INVALID_ARG naming the option and both values,
  * except the learning rate with HS_RESUME_NEW_LR. A file without the run's
  * options (written before they were recorded) is resumed on the model
- * part alone. */
+ * part alone, and one written before sampling and GEMM threads were
+ * recorded without checking those. */
 HS_API hs_status hs_session_resume(hs_session *s, const char *path, unsigned flags);
 
 /* Fill `cfg` from a checkpoint with every option it records (see
- * hs_session_save): the model part, and the fanouts, batch size and
- * memory budget when the file has them; the rest of `cfg` (placement,
- * pipeline, caches) is left as it is. */
+ * hs_session_save): the model part, and the fanouts, batch size, memory
+ * budget, sampling fields and gemm_threads when the file has them (an
+ * older file lacks the last two: `cfg` keeps its own); the rest of `cfg`
+ * (placement, pipeline, caches) is left as it is. */
 HS_API hs_status hs_session_config_from_checkpoint(const char *path, hs_session_config *cfg);
 
 /* The model's parameters (flat, layer by layer: W then b), for tests and
