@@ -77,6 +77,17 @@ Test(comm, world_without_launcher_is_one_rank) {
   hs__comm_destroy(w);
 }
 
+/* The library's version line goes into JSON strings and one-line output
+ * (bench_dist, placement): MPICH's has a tab after "Version:". */
+Test(comm, library_line_is_printable) {
+  const char *v = hs__comm_library();
+  cr_assert_not_null(v);
+  cr_assert_eq(hs__comm_have_mpi(), v[0] != '\0', "library line \"%s\"", v);
+  for (const char *p = v; *p; p++)
+    cr_assert((unsigned char)*p >= 0x20 && *p != 0x7f, "control character %d at %d in \"%s\"",
+              *p, (int)(p - v), v);
+}
+
 Test(comm, bad_arguments) {
   hs_comm *c[2];
   cr_assert_eq(hs__comm_open_local(2, c), HS_OK);

@@ -253,9 +253,13 @@ const char *hs__comm_library(void) {
   if (!version[0]) {
     int len = 0;
     if (MPI_Get_library_version(version, &len) != MPI_SUCCESS) version[0] = '\0';
-    /* The first line is the name and version; the rest is build detail. */
+    /* The first line is the name and version; the rest is build detail.
+     * MPICH separates them with a tab: the result is printed inside JSON
+     * strings and on one line, so control characters become spaces. */
     char *nl = strchr(version, '\n');
     if (nl) *nl = '\0';
+    for (char *p = version; *p; p++)
+      if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = ' ';
   }
   return version;
 }

@@ -194,6 +194,10 @@ static hs_status average(hs_dist *d, const hs_dist_trainer *t, int64_t step, boo
   bool cmp = hs__dist_compress_now(d, step) && d->anchor;
   uint32_t flags = d->stop_pending ? 1u : 0u;
   hs_status st = t->get_params(t->ctx, d->vec);
+  /* Reading the parameters waits for the local steps still queued on the
+   * trainer (a step only enqueues): compute, not exchange. */
+  double t1 = hs__now();
+  d->st.compute_s += t1 - t0;
   if (st == HS_OK && cmp)
     for (size_t i = 0; i < d->n; i++) d->vec[i] -= d->anchor[i];
   if (st == HS_OK) st = hs__ar_begin(d->ar, d->vec, d->local_count, cmp, flags);
@@ -205,7 +209,7 @@ static hs_status average(hs_dist *d, const hs_dist_trainer *t, int64_t step, boo
   d->local_count = 0;
   d->local_fresh = true;
   d->stop_pending = false;
-  d->st.comm_s += hs__now() - t0;
+  d->st.comm_s += hs__now() - t1;
   if (cmp) d->st.compressed_steps++;
   if (stop_after) *stop_after = flags & 1u;
   return st;
