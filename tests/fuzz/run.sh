@@ -36,7 +36,7 @@ flags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address,undefined
 srcs=(devices/*.c
       runtime/data/*.c runtime/nn/*.c runtime/board/profile.c
       runtime/board/values.c runtime/util/*.c runtime/bench/results.c
-      runtime/harness/harness.c
+      runtime/harness/harness.c runtime/core/afile.c
       tools/cli.c tools/cli_data.c)
 rm -f "$out"/lib-*.o "$out"/libhs-fuzz.a
 # The board profile parser checks program names against the registry,
