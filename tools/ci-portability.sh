@@ -13,7 +13,13 @@
 #     inputs); any report fails the step. Bring-up at the standard level
 #     under the race checks was measured past 80 minutes (over 1400 s of
 #     CPU, unfinished) and does not fit the run's budget: run it by hand
-#     when a kernel changes (the same command with --level standard);
+#     when a kernel changes (the same command with --level standard).
+#     The training suites under the same checks do not fit either (nn_cl
+#     alone ran 33 minutes on a shared 2-core box): run them by hand when a
+#     training kernel changes, and grep the log for oclgrind's reports:
+#       tools/with-opencl.sh --only oclgrind --checks meson test -C build \
+#         nn_cl gemm sparse_cl gcn gat ctr_cl cache --timeout-multiplier 3 \
+#         "--test-args=--filter=!(nn_cl/cora_full*|gemm/clblast*|sparse_session/*)"
 #  3. an epoch of Cora with the sampler on oclgrind (a GPU with separate
 #     memory) and the trainer on PoCL, under the same checks.
 # An implementation that is not installed skips its steps, saying so.
