@@ -169,6 +169,13 @@ hs_status hs__device_query(cl_platform_id platform, cl_device_id d,
     info->queue_out_of_order = (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
     info->queue_profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
   }
+  /* oclgrind accepts out-of-order queues but its barrier
+   * (clEnqueueBarrierWithWaitList) orders nothing enqueued after it on
+   * them: the cache's gather, the trainer's step and the CLBlast GEMM,
+   * which wait for their inputs behind a barrier, then read data not yet
+   * written (coo_dev::degree_prefill_uploaded_in_chunks under oclgrind).
+   * Its queues are taken as in-order only. */
+  if (strcasestr(info->platform_name, "oclgrind")) info->queue_out_of_order = false;
   cl_device_exec_capabilities ec = 0;
   if (QUERY(d, CL_DEVICE_EXECUTION_CAPABILITIES, ec))
     info->native_kernels = (ec & CL_EXEC_NATIVE_KERNEL) != 0;

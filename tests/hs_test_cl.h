@@ -1,5 +1,7 @@
 /* Helpers shared by tests that need an OpenCL device: find the first CPU
- * device (PoCL here) or skip the test when there is none. */
+ * device (PoCL here), or the first device of any type where a test runs
+ * on whatever implementation it is given, or skip the test when there is
+ * none. */
 #ifndef HS_TEST_CL_H
 #define HS_TEST_CL_H
 
@@ -38,6 +40,22 @@ static inline const hs_dev *hs_test_pick_device(hs_inventory *inv, hs_device_typ
     if (inv->devs[i].info.type == type) return &inv->devs[i];
   hs__inventory_release(inv);
   cr_skip_test("no %s OpenCL device on this machine", hs_device_type_name(type));
+  return NULL;
+}
+
+/* Discover and pick the first device of `type`, else the first device of
+ * any type (a simulator such as oclgrind presents itself as a GPU); skips
+ * the test if there is none. The caller releases `inv`. */
+static inline const hs_dev *hs_test_pick_device_or_any(hs_inventory *inv, hs_device_type type) {
+  if (hs_test_discover(inv) != HS_OK) {
+    cr_skip_test("no OpenCL platform: %s", hs_last_error());
+    return NULL;
+  }
+  for (int i = 0; i < inv->n_devs; i++)
+    if (inv->devs[i].info.type == type) return &inv->devs[i];
+  if (inv->n_devs > 0) return &inv->devs[0];
+  hs__inventory_release(inv);
+  cr_skip_test("no OpenCL device on this machine");
   return NULL;
 }
 

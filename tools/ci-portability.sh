@@ -8,9 +8,10 @@
 #     quick`;
 #  2. oclgrind with --data-races --check-api: bring-up at the quick level
 #     on the gpu-single board (uniform sampling, gather, the default GEMM,
-#     every work-group size), and the sampling and gather suites (every
-#     sampling mode, both reindexes, several work-group sizes, small
-#     inputs); any report fails the step. Bring-up at the standard level
+#     every work-group size), and the sampling, gather and cache suites
+#     (every sampling mode, both reindexes, several work-group sizes, small
+#     inputs; the trainer cache's kernels, pipelined batches); any report
+#     fails the step. Bring-up at the standard level
 #     under the race checks was measured past 80 minutes (over 1400 s of
 #     CPU, unfinished) and does not fit the run's budget: run it by hand
 #     when a kernel changes (the same command with --level standard).
@@ -18,7 +19,7 @@
 #     alone ran 33 minutes on a shared 2-core box): run them by hand when a
 #     training kernel changes, and grep the log for oclgrind's reports:
 #       tools/with-opencl.sh --only oclgrind --checks meson test -C build \
-#         nn_cl gemm sparse_cl gcn gat ctr_cl cache --timeout-multiplier 3 \
+#         nn_cl gemm sparse_cl gcn gat ctr_cl --timeout-multiplier 3 \
 #         "--test-args=--filter=!(nn_cl/cora_full*|gemm/clblast*|sparse_session/*)"
 #  3. an epoch of Cora with the sampler on oclgrind (a GPU with separate
 #     memory) and the trainer on PoCL, under the same checks.
@@ -86,8 +87,8 @@ if installed oclgrind; then
   # The simulator interprets every kernel with the race checks on: the
   # sampling suite ran past its 300 s bound on a 2-core box with another
   # job beside it, so the suites get three times their bounds here.
-  step "sampling and gather suites on oclgrind, --data-races --check-api" \
-    $with --only oclgrind --checks meson test -C "$build" sample_cl gather_cl --timeout-multiplier 3 \
+  step "sampling, gather and cache suites on oclgrind, --data-races --check-api" \
+    $with --only oclgrind --checks meson test -C "$build" sample_cl gather_cl cache --timeout-multiplier 3 \
       "--test-args=--filter=!(sample_cl/@(facebook|cora))" --logbase testlog-oclgrind
   clean_log "$logs/testlog-oclgrind.txt" meson
   if installed pocl; then
