@@ -237,7 +237,8 @@ int main(int argc, char **argv) {
   int epochs = 1, repeat = 1, peer_threads = 0;
   bool peer = false;
   /* The peer runs the sparse optimizer of the same name (its "adagrad" is
-   * row-wise, as ours) unless told otherwise, e.g. elementwise-adagrad. */
+   * row-wise, as ours; its "elementwise-adagrad" torch's Adagrad, the rule
+   * of ours of that name) unless told otherwise. */
   const char *peer_sparse = NULL;
   for (int i = 2; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -225,6 +225,55 @@ Test(ctr_session, learns_and_evaluation_agrees_with_prediction) {
   }
 }
 
+/* Element-wise Adagrad (an accumulator per coordinate) on DLRM, whose
+ * dot-product interactions read each coordinate on its own: it learns in
+ * one epoch, and its checkpoint names it and restores it: a session made
+ * from the file alone evaluates to the same bits. */
+Test(ctr_session, elementwise_adagrad_learns_and_its_checkpoint_restores_it) {
+  hs_sparse_optimizer o;
+  cr_assert_eq(hs_sparse_optimizer_parse("elementwise-adagrad", &o), HS_OK);
+  cr_assert_eq(o, HS_SPARSE_ELEMENTWISE_ADAGRAD);
+  cr_assert_str_eq(hs_sparse_optimizer_name(o), "elementwise-adagrad");
+  const char *files[1] = {train_f}, *tests[1] = {test_f};
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_DLRM);
+  c.batch_size = 128;
+  c.sparse_optimizer = HS_SPARSE_ELEMENTWISE_ADAGRAD;
+  c.sparse_initial_accumulator = 0.01f;
+  hs_ctr_session *s = make(&c);
+  hs_ctr_eval before, after, again;
+  hs_ctr_eval_init(&before);
+  hs_ctr_eval_init(&after);
+  hs_ctr_eval_init(&again);
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &before), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &after), HS_OK, "%s", hs_last_error());
+  cr_assert_gt(after.auc, 0.62, "test AUC %.4f after an epoch (%.4f before)", after.auc, before.auc);
+  cr_assert_lt(after.logloss, before.logloss - 0.1, "logloss %.4f after, %.4f before",
+               after.logloss, before.logloss);
+  char *p = tu_path(dir, "ew.ckpt");
+  cr_assert_eq(hs_ctr_session_save(s, p), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+  hs_ctr_config c2;
+  hs_ctr_config_init(&c2);
+  cr_assert_eq(hs_ctr_config_from_checkpoint(p, &c2), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(c2.sparse_optimizer, HS_SPARSE_ELEMENTWISE_ADAGRAD);
+  cr_assert_eq(c2.sparse_initial_accumulator, 0.01f);
+  s = make(&c2);
+  cr_assert_eq(hs_ctr_session_load(s, p), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &again), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(again.auc, after.auc);
+  cr_assert_eq(again.logloss, after.logloss);
+  hs_ctr_session_destroy(s);
+  /* A row-wise session refuses the file (its rows carry D accumulators). */
+  c2.sparse_optimizer = HS_SPARSE_ADAGRAD;
+  s = make(&c2);
+  cr_assert_neq(hs_ctr_session_load(s, p), HS_OK);
+  cr_assert(strstr(hs_last_error(), "elementwise-adagrad"), "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+  free(p);
+}
+
 Test(ctr_session, budget_kept_by_eviction) {
   hs_ctr_config c;
   small_cfg(&c, HS_CTR_DLRM);

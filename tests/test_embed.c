@@ -158,7 +158,7 @@ Test(embed, optimizers_match_their_formulas) {
     float w[4];
     cr_assert(hs__embed_read(e, 0, id, w));
     /* The same two updates in double. */
-    double x[4], s1 = 0.1, m[4] = {0}, v[4] = {0}, z[4] = {0}, nn[4] = {0};
+    double x[4], s1 = 0.1, ew[4] = {0.1, 0.1, 0.1, 0.1}, m[4] = {0}, v[4] = {0}, z[4] = {0}, nn[4] = {0};
     for (int k = 0; k < d; k++) x[k] = w0[k];
     const float *gs[2] = {g1, g2};
     for (int t = 1; t <= 2; t++) {
@@ -184,6 +184,12 @@ Test(embed, optimizers_match_their_formulas) {
             x[k] -= lr * mh / (sqrt(vh) + 1e-8);
           }
           break;
+        case HS_EMBED_ADAGRAD_EW:
+          for (int k = 0; k < d; k++) {
+            ew[k] += gk[k] * gk[k];
+            x[k] -= lr * gk[k] / (sqrt(ew[k]) + 1e-8);
+          }
+          break;
         case HS_EMBED_FTRL:
           for (int k = 0; k < d; k++) {
             double n2 = nn[k] + (double)g[k] * g[k];
@@ -204,6 +210,12 @@ Test(embed, optimizers_match_their_formulas) {
     if (kind == HS_EMBED_ADAGRAD) {
       cr_assert(hs__embed_read_state(e, 0, id, state));
       cr_assert(fabs(state[0] - s1) < 1e-5 * s1);
+    }
+    if (kind == HS_EMBED_ADAGRAD_EW) {
+      cr_assert(hs__embed_read_state(e, 0, id, state));
+      for (int k = 0; k < d; k++)
+        cr_assert(fabs(state[k] - ew[k]) < 1e-5 * ew[k], "accumulator %d: %.8g vs %.8g", k,
+                  (double)state[k], ew[k]);
     }
     if (kind == HS_EMBED_ADAM) {
       cr_assert(hs__embed_read_state(e, 0, id, state));
@@ -389,6 +401,173 @@ Test(embed, same_bits_whatever_the_thread_count_and_overlap) {
   expect_same(&a, &b, 60);
 }
 
+/* Element-wise Adagrad against a plain-C reference, bit for bit: the
+ * reference keeps its own rows and accumulators for every (table, id) in
+ * a table of its own and steps them one unique at a time, in float, in
+ * the order the formula reads; the store steps them on 3 update threads
+ * while the next batch's lookup (3 threads) runs ahead of each update.
+ * Every batch's rows (after refresh) must be the reference's, and so must
+ * every row and accumulator at the end. A new row's initial values are
+ * taken from the store (their derivation is tested above). */
+typedef struct ref_row {
+  uint64_t id;
+  int32_t table; /* -1: empty */
+  float w[8], s[8];
+} ref_row;
+
+static ref_row *ref_find(ref_row *t, uint32_t cap, int32_t table, uint64_t id) {
+  uint32_t h = (uint32_t)(mix(id ^ (uint64_t)table << 56) & (cap - 1));
+  while (t[h].table >= 0 && !(t[h].table == table && t[h].id == id)) h = (h + 1) & (cap - 1);
+  return &t[h];
+}
+
+Test(embed, elementwise_adagrad_matches_a_plain_c_reference_bit_for_bit) {
+  const int d = 8, fields = 4, n = 64 * fields, n_batches = 40;
+  const uint32_t cap = 1u << 15; /* > 4 fields x 3000 ids */
+  const float lr = 0.07f, wd = 0.01f, eps = 1e-8f, acc0 = 0.1f;
+  hs_embed_cfg c;
+  hs__embed_cfg_defaults(&c);
+  c.dim = d;
+  c.n_tables = fields;
+  c.optim.kind = HS_EMBED_ADAGRAD_EW;
+  c.optim.lr = lr;
+  c.optim.weight_decay = wd;
+  c.optim.eps = eps;
+  c.optim.initial_accumulator = acc0;
+  c.threads = 3;
+  c.seed = 5;
+  hs_embed *e = make_cfg(&c);
+  cr_assert_eq(hs__embed_state_width(HS_EMBED_ADAGRAD_EW, d), d);
+  ref_row *ref = malloc(cap * sizeof *ref);
+  for (uint32_t i = 0; i < cap; i++) ref[i].table = -1;
+  hs_embed_batch b[2];
+  uint64_t ids[2][256];
+  float *g = malloc((size_t)n * d * sizeof *g);
+  for (int k = 0; k < 2; k++) cr_assert_eq(hs__embed_batch_init(&b[k], n, d), HS_OK);
+  hs_embed_query q = {.n = n, .n_fields = fields};
+  batch_ids(ids[0], n, 0, 3000);
+  q.ids = ids[0];
+  cr_assert_eq(hs__embed_lookup(e, &q, 0, true, &b[0]), HS_OK, "%s", hs_last_error());
+  int64_t n_new = 0, n_seen = 0;
+  for (int t = 0; t < n_batches; t++) {
+    hs_embed_batch *cur = &b[t & 1];
+    if (t + 1 < n_batches) {
+      batch_ids(ids[(t + 1) & 1], n, (uint32_t)t + 1, 3000);
+      q.ids = ids[(t + 1) & 1];
+      cr_assert_eq(hs__embed_lookup(e, &q, (uint32_t)t + 1, true, &b[(t + 1) & 1]), HS_OK, "%s",
+                   hs_last_error());
+    }
+    hs__embed_refresh(e, cur);
+    for (int u = 0; u < cur->n_unique; u++) {
+      int32_t first = cur->occ[cur->occ_ptr[u]];
+      int32_t table = first % fields;
+      uint64_t id = ids[t & 1][first];
+      ref_row *r = ref_find(ref, cap, table, id);
+      const float *row = cur->rows + (size_t)u * d;
+      if (r->table < 0) {
+        r->table = table;
+        r->id = id;
+        memcpy(r->w, row, (size_t)d * sizeof *row);
+        for (int k = 0; k < d; k++) r->s[k] = acc0;
+        n_new++;
+      } else {
+        cr_assert_eq(memcmp(r->w, row, (size_t)d * sizeof *row), 0,
+                     "batch %d: the row of id %llu in table %d is not the reference's", t,
+                     (unsigned long long)id, table);
+        n_seen++;
+      }
+    }
+    batch_grads(cur, ids[t & 1], d, g);
+    for (int u = 0; u < cur->n_unique; u++) {
+      int32_t first = cur->occ[cur->occ_ptr[u]];
+      ref_row *r = ref_find(ref, cap, first % fields, ids[t & 1][first]);
+      const float *gu = g + (size_t)u * d;
+      for (int k = 0; k < d; k++) {
+        float gk = gu[k] + wd * r->w[k];
+        r->s[k] += gk * gk;
+        r->w[k] -= lr * gk / (sqrtf(r->s[k]) + eps);
+      }
+    }
+    hs__embed_apply(e, cur, g);
+  }
+  cr_assert_gt(n_seen, 1000, "rows seen again: %lld", (long long)n_seen);
+  hs_embed_stats st;
+  hs__embed_stats(e, &st);
+  cr_assert_eq(st.rows, (uint64_t)n_new);
+  /* Memory accounting: D floats of state per row. */
+  cr_assert_eq(st.row_bytes, (uint64_t)n_new * (uint64_t)(2 * d) * 4u);
+  cr_assert_eq(hs__embed_record_bytes(e), (size_t)(3 + 2 * d) * 4u);
+  for (uint32_t i = 0; i < cap; i++) {
+    if (ref[i].table < 0) continue;
+    float w[8], s[8];
+    cr_assert(hs__embed_read(e, ref[i].table, ref[i].id, w));
+    cr_assert(hs__embed_read_state(e, ref[i].table, ref[i].id, s));
+    cr_assert_eq(memcmp(w, ref[i].w, sizeof w), 0, "row of id %llu", (unsigned long long)ref[i].id);
+    cr_assert_eq(memcmp(s, ref[i].s, sizeof s), 0, "accumulators of id %llu",
+                 (unsigned long long)ref[i].id);
+  }
+  for (int k = 0; k < 2; k++) hs__embed_batch_free(&b[k]);
+  free(g);
+  free(ref);
+  hs__embed_destroy(e);
+}
+
+/* Files carry their optimizer: a row-wise Adagrad store refuses an
+ * element-wise one's file and the reverse (same dim, other state width),
+ * naming both, and leaves its rows as they were. */
+Test(embed, files_of_the_other_adagrad_are_refused) {
+  hs_embed *a = make(8, 2, HS_EMBED_ADAGRAD, 1), *b = make(8, 2, HS_EMBED_ADAGRAD_EW, 1);
+  hs_embed_batch bt;
+  cr_assert_eq(hs__embed_batch_init(&bt, 4, 8), HS_OK);
+  uint64_t ids[2] = {7, 9};
+  float g[16];
+  for (int k = 0; k < 16; k++) g[k] = 0.1f * (float)(k - 8);
+  hs_embed *both[2] = {a, b};
+  for (int i = 0; i < 2; i++) {
+    hs_embed_query q = {.n = 2, .ids = ids, .n_fields = 2};
+    cr_assert_eq(hs__embed_lookup(both[i], &q, 0, true, &bt), HS_OK, "%s", hs_last_error());
+    hs__embed_apply(both[i], &bt, g);
+  }
+  char *dir = tu_mkdtemp(), *pa = tu_path(dir, "row.emb"), *pb = tu_path(dir, "ew.emb");
+  cr_assert_eq(hs__embed_save(a, pa), HS_OK);
+  cr_assert_eq(hs__embed_save(b, pb), HS_OK);
+  /* The header's optimizer and state width (embed_io.c): words 3 and 4
+   * after the magic. */
+  size_t lb;
+  FILE *f = fopen(pb, "rb");
+  unsigned char hdr[32];
+  cr_assert_eq(fread(hdr, 1, sizeof hdr, f), sizeof hdr);
+  fseek(f, 0, SEEK_END);
+  lb = (size_t)ftell(f);
+  fclose(f);
+  cr_assert_eq(hdr[8 + 12], 4, "elementwise-adagrad is optimizer 4");
+  cr_assert_eq(hdr[8 + 16], 8, "state width D");
+  cr_assert_gt(lb, 0);
+  float before[8], after[8];
+  cr_assert(hs__embed_read(a, 0, 7, before));
+  cr_assert_eq(hs__embed_load(a, pb), HS_ERR_INVALID_ARG);
+  cr_assert(strstr(hs_last_error(), "elementwise-adagrad") && strstr(hs_last_error(), "adagrad"),
+            "%s", hs_last_error());
+  cr_assert(hs__embed_read(a, 0, 7, after));
+  cr_assert_eq(memcmp(before, after, sizeof before), 0);
+  cr_assert_eq(hs__embed_load(b, pa), HS_ERR_INVALID_ARG);
+  cr_assert(strstr(hs_last_error(), "row.emb"), "%s", hs_last_error());
+  /* Each loads into a store of its own kind. */
+  hs_embed *b2 = make(8, 2, HS_EMBED_ADAGRAD_EW, 2);
+  cr_assert_eq(hs__embed_load(b2, pb), HS_OK, "%s", hs_last_error());
+  float s1[8], s2[8];
+  cr_assert(hs__embed_read_state(b, 1, 9, s1));
+  cr_assert(hs__embed_read_state(b2, 1, 9, s2));
+  cr_assert_eq(memcmp(s1, s2, sizeof s1), 0);
+  free(pa);
+  free(pb);
+  tu_rmtree(dir);
+  hs__embed_batch_free(&bt);
+  hs__embed_destroy(a);
+  hs__embed_destroy(b);
+  hs__embed_destroy(b2);
+}
+
 Test(embed, overlapped_lookup_defers_rows_in_flight) {
   hs_embed *e = make(2, 1, HS_EMBED_SGD, 2);
   hs_embed_batch b0, b1;
@@ -559,9 +738,10 @@ Test(embed, save_load_round_trip_and_bad_files) {
   tu_rmtree(dir);
 }
 
-Test(embed, resumed_store_continues_bit_identically) {
-  /* 20 batches straight, or 10, save, load into a fresh store, 10 more. */
-  run_opts o = {.threads = 1, .kind = HS_EMBED_ADAGRAD, .shards_log2 = 4};
+/* 20 batches straight, or 10, save, load into a fresh store, 10 more:
+ * the same bytes saved at the end. */
+static void resume_case(hs_embed_optim kind) {
+  run_opts o = {.threads = 1, .kind = kind, .shards_log2 = 4};
   size_t la;
   unsigned char *straight = run(&o, 20, &la, NULL);
   const int d = 8, fields = 4, n = 256;
@@ -570,6 +750,7 @@ Test(embed, resumed_store_continues_bit_identically) {
   c.dim = d;
   c.n_tables = fields;
   c.seed = 3;
+  c.optim.kind = kind;
   hs_embed *e = make_cfg(&c);
   hs_embed_batch b;
   cr_assert_eq(hs__embed_batch_init(&b, n, d), HS_OK);
@@ -594,7 +775,8 @@ Test(embed, resumed_store_continues_bit_identically) {
   unsigned char *resumed = malloc(la);
   cr_assert_eq(fread(resumed, 1, la, f), la);
   fclose(f);
-  cr_assert_eq(memcmp(straight, resumed, la), 0);
+  cr_assert_eq(memcmp(straight, resumed, la), 0, "%s: the resumed store differs",
+               hs__embed_optim_name(kind));
   free(straight);
   free(resumed);
   free(g);
@@ -603,6 +785,11 @@ Test(embed, resumed_store_continues_bit_identically) {
   tu_rmtree(dir);
   hs__embed_batch_free(&b);
   hs__embed_destroy(e);
+}
+
+Test(embed, resumed_store_continues_bit_identically) {
+  resume_case(HS_EMBED_ADAGRAD);
+  resume_case(HS_EMBED_ADAGRAD_EW);
 }
 
 /* The layout's overhead, at a size the test suite can afford (the bench

@@ -271,9 +271,11 @@ static void train_usage(FILE *f) {
           "  --hidden W,W,..      DeepFM's deep part / DLRM's top MLP (default 256,128)\n"
           "  --bottom W,..        DLRM's bottom MLP before its D outputs (default 64)\n"
           "  --lr X               dense parameters, Adam (default 0.001)\n"
-          "  --sparse-optimizer adagrad|sgd|adam|ftrl   embedding rows (default adagrad)\n"
+          "  --sparse-optimizer adagrad|sgd|adam|ftrl|elementwise-adagrad\n"
+          "                       embedding rows (default adagrad: one accumulator per row;\n"
+          "                       elementwise-adagrad: one per coordinate, D floats per row)\n"
           "  --sparse-lr X        (default 0.05)\n"
-          "  --sparse-init-acc A  Adagrad's accumulator of a new row (default 0)\n"
+          "  --sparse-init-acc A  Adagrad's accumulator(s) of a new row (default 0)\n"
           "  --init-range R       new rows draw U(-R, R) (default 0.05)\n"
           "  --admit-after K      create a row once its id was seen K times (default 1)\n"
           "  --expire-after N     drop rows unused for N batches (default never)\n"
@@ -487,7 +489,8 @@ int cmd_train_ctr(int argc, char **argv) {
       a.set |= CTR_SET_INIT_RANGE;
     } else if (!strcmp(o, "--sparse-optimizer") && v) {
       if (hs_sparse_optimizer_parse(v, &a.cfg.sparse_optimizer) != HS_OK) {
-        cli_usage_error(cmd, "--sparse-optimizer '%s': expected adagrad, sgd, adam or ftrl", v);
+        cli_usage_error(cmd, "--sparse-optimizer '%s': expected adagrad, sgd, adam, ftrl or "
+                        "elementwise-adagrad", v);
         goto usage_fail;
       }
       a.set |= CTR_SET_SPARSE_OPTIMIZER;

@@ -11,10 +11,12 @@
 
 /* ---- names and defaults --------------------------------------------------------- */
 
-static const char *const sparse_names[] = {"adagrad", "sgd", "adam", "ftrl"};
+static const char *const sparse_names[] = {"adagrad", "sgd", "adam", "ftrl",
+                                           "elementwise-adagrad"};
 /* Public order -> the store's. */
 static const hs_embed_optim sparse_kinds[] = {HS_EMBED_ADAGRAD, HS_EMBED_SGD, HS_EMBED_ADAM,
-                                              HS_EMBED_FTRL};
+                                              HS_EMBED_FTRL, HS_EMBED_ADAGRAD_EW};
+_Static_assert(HS_ARRAY_LEN(sparse_names) == HS_ARRAY_LEN(sparse_kinds), "one store kind per name");
 
 const char *hs_sparse_optimizer_name(hs_sparse_optimizer o) {
   return (unsigned)o < HS_ARRAY_LEN(sparse_names) ? sparse_names[o] : NULL;
@@ -26,7 +28,8 @@ hs_status hs_sparse_optimizer_parse(const char *name, hs_sparse_optimizer *out) 
       *out = (hs_sparse_optimizer)i;
       return HS_OK;
     }
-  return hs__fail(HS_ERR_INVALID_ARG, "sparse optimizer '%s': expected adagrad, sgd, adam or ftrl",
+  return hs__fail(HS_ERR_INVALID_ARG, "sparse optimizer '%s': expected adagrad, sgd, adam, ftrl "
+                  "or elementwise-adagrad",
                   name ? name : "(null)");
 }
 

@@ -3,6 +3,8 @@
  * Section format, every field little-endian:
  *   char[8] "HSEMBED1"
  *   u32 version (1), dim, n_tables, optimizer, state width, admit_after
+ *       (optimizer: hs_embed_optim's number, 0 sgd .. 4 elementwise-adagrad;
+ *       a store loads only a section of its own optimizer and width)
  *   u64 seed, last training tick + 1 (0: none)
  *   per table: u64 rows, u64 counts,
  *              rows by increasing id: u64 id, u32 tick, f32 row[dim],

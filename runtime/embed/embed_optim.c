@@ -30,6 +30,8 @@ void hs__embed_init_row(const hs_embed *e, int32_t table, uint64_t id, uint32_t 
   int32_t sw = e->state_w;
   for (int32_t k = 0; k < sw; k++) state[k] = 0.0f;
   if (o->kind == HS_EMBED_ADAGRAD) state[0] = o->initial_accumulator;
+  if (o->kind == HS_EMBED_ADAGRAD_EW)
+    for (int32_t k = 0; k < sw; k++) state[k] = o->initial_accumulator;
 }
 
 static void sgd(const hs_embed_optim_cfg *o, int32_t d, float *w, const float *g) {
@@ -48,6 +50,18 @@ static void adagrad(const hs_embed_optim_cfg *o, int32_t d, float *w, float *s, 
   s[0] += sq / (float)d;
   float step = o->lr / (sqrtf(s[0]) + o->eps);
   for (int32_t k = 0; k < d; k++) w[k] -= step * (g[k] + o->weight_decay * w[k]);
+}
+
+/* Element-wise Adagrad: an accumulator per coordinate, so a coordinate
+ * whose gradients are small keeps larger steps than its row's others
+ * (what dot-product interactions, which read each coordinate on its own,
+ * learn better with). */
+static void adagrad_ew(const hs_embed_optim_cfg *o, int32_t d, float *w, float *s, const float *g) {
+  for (int32_t k = 0; k < d; k++) {
+    float gk = g[k] + o->weight_decay * w[k];
+    s[k] += gk * gk;
+    w[k] -= o->lr * gk / (sqrtf(s[k]) + o->eps);
+  }
 }
 
 /* Lazy Adam: moments of touched rows only, each row with its own step
@@ -97,6 +111,7 @@ void hs__embed_update_row(const hs_embed_optim_cfg *o, int32_t dim, float *w, fl
     case HS_EMBED_ADAGRAD: adagrad(o, dim, w, state, g); break;
     case HS_EMBED_ADAM: adam(o, dim, w, state, g); break;
     case HS_EMBED_FTRL: ftrl(o, dim, w, state, g); break;
+    case HS_EMBED_ADAGRAD_EW: adagrad_ew(o, dim, w, state, g); break;
     default: break;
   }
 }

@@ -13,7 +13,8 @@
  * ones share one bucket. */
 #define HIST_TICKS 65536u
 
-static const char *const optim_names[HS_EMBED_OPTIM_COUNT_] = {"sgd", "adagrad", "adam", "ftrl"};
+static const char *const optim_names[HS_EMBED_OPTIM_COUNT_] = {"sgd", "adagrad", "adam", "ftrl",
+                                                                "elementwise-adagrad"};
 
 const char *hs__embed_optim_name(hs_embed_optim o) {
   return (unsigned)o < HS_EMBED_OPTIM_COUNT_ ? optim_names[o] : NULL;
@@ -25,7 +26,8 @@ hs_status hs__embed_optim_parse(const char *name, hs_embed_optim *out) {
       *out = (hs_embed_optim)i;
       return HS_OK;
     }
-  return hs__fail(HS_ERR_INVALID_ARG, "sparse optimizer '%s': expected sgd, adagrad, adam or ftrl",
+  return hs__fail(HS_ERR_INVALID_ARG, "sparse optimizer '%s': expected sgd, adagrad, adam, "
+                  "ftrl or elementwise-adagrad",
                   name ? name : "(null)");
 }
 
@@ -47,6 +49,7 @@ int32_t hs__embed_state_width(hs_embed_optim kind, int32_t dim) {
     case HS_EMBED_ADAGRAD: return 1;
     case HS_EMBED_ADAM: return 2 * dim + 1;
     case HS_EMBED_FTRL: return 2 * dim;
+    case HS_EMBED_ADAGRAD_EW: return dim;
     default: return 0;
   }
 }

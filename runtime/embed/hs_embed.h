@@ -27,8 +27,10 @@
  *                record has tick HS_EMBED_FREE and chains the free list
  *                through id_lo)
  *
- * With dim 16 and row-wise Adagrad a record is 80 bytes for 68 bytes of
- * row and state; the index adds 5 to 6.25 bytes per row.
+ * State widths: SGD 0, row-wise Adagrad 1, element-wise Adagrad dim,
+ * FTRL 2 dim, Adam 2 dim + 1. With dim 16 and row-wise Adagrad a record
+ * is 80 bytes for 68 bytes of row and state, with element-wise Adagrad 140
+ * for 128; the index adds 5 to 6.25 bytes per row.
  *
  * Admission counts live in a second index per shard (16-byte entries: id,
  * sightings, tick), charged to the same budget and evicted by the same
@@ -68,10 +70,15 @@ typedef enum hs_embed_optim {
   HS_EMBED_ADAGRAD = 1, /* row-wise: s += mean(g^2); w -= lr g / (sqrt(s) + eps) */
   HS_EMBED_ADAM = 2,    /* lazy: m, v and a step count per row, touched rows only */
   HS_EMBED_FTRL = 3,    /* FTRL-Proximal per coordinate: z, n; rows start at 0 */
+  /* Per coordinate: s[k] += g[k]^2; w[k] -= lr g[k] / (sqrt(s[k]) + eps)
+   * (dim floats of state; what torch.optim.Adagrad computes) */
+  HS_EMBED_ADAGRAD_EW = 4,
   HS_EMBED_OPTIM_COUNT_
 } hs_embed_optim;
 
-/* "sgd", "adagrad", "adam", "ftrl"; NULL for anything else. */
+/* "sgd", "adagrad", "adam", "ftrl", "elementwise-adagrad"; NULL for
+ * anything else. The numbers are the ids saved files carry: never
+ * renumbered, new ones appended. */
 const char *hs__embed_optim_name(hs_embed_optim o);
 hs_status hs__embed_optim_parse(const char *name, hs_embed_optim *out);
 
@@ -81,7 +88,7 @@ typedef struct hs_embed_optim_cfg {
   float weight_decay; /* SGD, Adagrad, Adam: L2 added to the gradient */
   float eps;          /* Adagrad, Adam */
   float beta1, beta2; /* Adam */
-  float initial_accumulator; /* Adagrad: s starts here */
+  float initial_accumulator; /* both Adagrads: s (every s[k]) starts here */
   float ftrl_alpha, ftrl_beta, ftrl_l1, ftrl_l2;
 } hs_embed_optim_cfg;
 

@@ -113,9 +113,13 @@ typedef enum hs_sparse_optimizer {
   HS_SPARSE_SGD = 1,
   HS_SPARSE_ADAM = 2,    /* lazy: moments and a step count per row */
   HS_SPARSE_FTRL = 3,    /* FTRL-Proximal; rows start at zero */
+  /* Adagrad with one accumulator per coordinate (D floats of state per
+   * row, against row-wise Adagrad's one): torch.optim.Adagrad's rule. */
+  HS_SPARSE_ELEMENTWISE_ADAGRAD = 4,
 } hs_sparse_optimizer;
 
-/* "adagrad", "sgd", "adam", "ftrl"; NULL for anything else. */
+/* "adagrad", "sgd", "adam", "ftrl", "elementwise-adagrad"; NULL for
+ * anything else. */
 HS_API const char *hs_sparse_optimizer_name(hs_sparse_optimizer o);
 HS_API hs_status hs_sparse_optimizer_parse(const char *name, hs_sparse_optimizer *out);
 
@@ -158,7 +162,8 @@ typedef struct hs_ctr_config {
    * (threads, or async on boards of 2 cores or fewer); depth 0: 3. */
   hs_pipeline_mode pipeline;
   int depth;
-  /* Adagrad's accumulator of a new row: damps the first steps of rows
+  /* Adagrad's accumulator of a new row (element-wise Adagrad: each of its
+   * D accumulators' start): damps the first steps of rows
    * seen rarely (0: the first step has the size of the learning rate
    * whatever the gradient's). */
   float sparse_initial_accumulator;
