@@ -29,34 +29,32 @@ static inline hs_status hs_test_discover(hs_inventory *inv) {
   return st;
 }
 
-/* Discover and pick the first device of `type`; skips the test if absent.
- * The caller releases `inv` with hs__inventory_release. */
-static inline const hs_dev *hs_test_pick_device(hs_inventory *inv, hs_device_type type) {
+/* Discover and pick the first device of `type`, else (when `any`) the
+ * first device of any type; skips the test when there is none. The caller
+ * releases `inv` with hs__inventory_release. */
+static inline const hs_dev *hs_test_pick(hs_inventory *inv, hs_device_type type, bool any) {
   if (hs_test_discover(inv) != HS_OK) {
     cr_skip_test("no OpenCL platform: %s", hs_last_error());
     return NULL;
   }
   for (int i = 0; i < inv->n_devs; i++)
     if (inv->devs[i].info.type == type) return &inv->devs[i];
+  if (any && inv->n_devs > 0) return &inv->devs[0];
   hs__inventory_release(inv);
+  if (any) cr_skip_test("no OpenCL device on this machine");
   cr_skip_test("no %s OpenCL device on this machine", hs_device_type_name(type));
   return NULL;
 }
 
-/* Discover and pick the first device of `type`, else the first device of
- * any type (a simulator such as oclgrind presents itself as a GPU); skips
- * the test if there is none. The caller releases `inv`. */
+/* The first device of `type`; skips the test if absent. */
+static inline const hs_dev *hs_test_pick_device(hs_inventory *inv, hs_device_type type) {
+  return hs_test_pick(inv, type, false);
+}
+
+/* The first device of `type`, else the first device of any type (a
+ * simulator such as oclgrind presents itself as a GPU). */
 static inline const hs_dev *hs_test_pick_device_or_any(hs_inventory *inv, hs_device_type type) {
-  if (hs_test_discover(inv) != HS_OK) {
-    cr_skip_test("no OpenCL platform: %s", hs_last_error());
-    return NULL;
-  }
-  for (int i = 0; i < inv->n_devs; i++)
-    if (inv->devs[i].info.type == type) return &inv->devs[i];
-  if (inv->n_devs > 0) return &inv->devs[0];
-  hs__inventory_release(inv);
-  cr_skip_test("no OpenCL device on this machine");
-  return NULL;
+  return hs_test_pick(inv, type, true);
 }
 
 #endif

@@ -501,6 +501,15 @@ static unsigned char *make_table(int64_t n, size_t rb) {
   return t;
 }
 
+/* Batch `b` of a device run: 300..1999 ids (at most `n`) from `s` into
+ * `ids`; returns the count. */
+static int32_t draw_batch(stream *s, int b, int64_t n, int32_t *ids) {
+  s->size = 300 + (int32_t)((b * 577) % 1700);
+  if (s->size > n) s->size = (int32_t)n;
+  memcpy(ids, stream_next(s), sizeof(int32_t) * (size_t)s->size);
+  return s->size;
+}
+
 /* One pipeline slot as a trainer would hold it. */
 typedef struct pslot {
   hs_coo_plan plan;
@@ -586,10 +595,7 @@ static void device_run(int queue_flags, int64_t n, int64_t cap, size_t rb, hs_ca
   pslot *prev = NULL;
   for (int b = 0; b < 24; b++) {
     pslot *cur = &ps[b % 2];
-    s.size = 300 + (int32_t)((b * 577) % 1700);
-    if (s.size > n) s.size = (int32_t)n;
-    memcpy(cur->ids, stream_next(&s), sizeof(int32_t) * (size_t)s.size);
-    cur->n = s.size;
+    cur->n = draw_batch(&s, b, n, cur->ids);
     cr_assert_eq(hs__coo_classify(c, cur->ids, cur->n, &cur->plan), HS_OK, "%s", hs_last_error());
     hits += cur->plan.n_hit;
     cr_assert_eq(rows.read(rows.ctx, cur->plan.miss_ids, cur->plan.n_miss, cur->stage), HS_OK,
@@ -839,10 +845,7 @@ static void sparse_device_run(int queue_flags, int64_t n, int64_t cap, int64_t e
   sp_slot *prev = NULL;
   for (int b = 0; b < 24; b++) {
     sp_slot *cur = &ps[b % 2];
-    s.size = 300 + (int32_t)((b * 577) % 1700);
-    if (s.size > n) s.size = (int32_t)n;
-    memcpy(cur->ids, stream_next(&s), sizeof(int32_t) * (size_t)s.size);
-    cur->n = s.size;
+    cur->n = draw_batch(&s, b, n, cur->ids);
     cr_assert_eq(hs__coo_classify(c, cur->ids, cur->n, &cur->plan), HS_OK, "%s", hs_last_error());
     hits += cur->plan.n_hit;
     cr_assert_eq(cur->plan.insert_entry_first, inserted_entries);

@@ -269,6 +269,20 @@ uint64_t hs__coo_slot_device_bytes(const hs_coo_slot *s) {
   return (uint64_t)s->cap * (hs__coo_row_bytes(s->d->core) + 2 * sizeof(int32_t));
 }
 
+/* The end of an upload (dense or sparse): a marker over the slot's writes
+ * when the caller wants one event, then the slot remembers the plan its
+ * assembly must be given. */
+static hs_status upload_finish(hs_coo_slot *s, cl_command_queue q, const hs_coo_plan *plan,
+                               hs_status st, cl_event *ev) {
+  if (st == HS_OK && ev && s->n_up > 0) st = hs__queue_marker(q, (cl_uint)s->n_up, s->up, ev);
+  if (st != HS_OK) return hs__fail_context(st, "cache upload on %s", s->d->dev.info.name);
+  s->plan = plan;
+  s->plan_n = plan->n;
+  s->plan_miss = plan->n_miss;
+  s->assembled = false;
+  return HS_OK;
+}
+
 hs_status hs__coo_dev_upload(hs_coo_slot *s, cl_command_queue q, const hs_coo_plan *plan,
                              const void *miss_rows, const cl_event *wait, int n_wait,
                              cl_event *ev) {
@@ -300,13 +314,7 @@ hs_status hs__coo_dev_upload(hs_coo_slot *s, cl_command_queue q, const hs_coo_pl
                          &s->ev_stage);
     if (st == HS_OK) s->up[s->n_up++] = s->ev_stage;
   }
-  if (st == HS_OK && ev && s->n_up > 0) st = hs__queue_marker(q, (cl_uint)s->n_up, s->up, ev);
-  if (st != HS_OK) return hs__fail_context(st, "cache upload on %s", s->d->dev.info.name);
-  s->plan = plan;
-  s->plan_n = plan->n;
-  s->plan_miss = plan->n_miss;
-  s->assembled = false;
-  return HS_OK;
+  return upload_finish(s, q, plan, st, ev);
 }
 
 /* The NDRange of a row copy: dimension 0 along a row, dimension 1 over the
@@ -552,13 +560,7 @@ hs_status hs__coo_dev_upload_sparse(hs_coo_slot *s, cl_command_queue q, const hs
                          &s->ev_sval);
     if (st == HS_OK && d->valued) s->up[s->n_up++] = s->ev_sval;
   }
-  if (st == HS_OK && ev && s->n_up > 0) st = hs__queue_marker(q, (cl_uint)s->n_up, s->up, ev);
-  if (st != HS_OK) return hs__fail_context(st, "cache upload on %s", d->dev.info.name);
-  s->plan = plan;
-  s->plan_n = plan->n;
-  s->plan_miss = plan->n_miss;
-  s->assembled = false;
-  return HS_OK;
+  return upload_finish(s, q, plan, st, ev);
 }
 
 /* Copy the first `k` staged entries of one array into the pool at `at`,
