@@ -419,6 +419,10 @@ static inline int32_t occ_table(const hs_embed_query *q, int32_t i) {
   return q->tables ? (int32_t)q->tables[i] : i % q->n_fields;
 }
 
+static inline int32_t occ_count(const hs_embed_query *q, int32_t i) {
+  return q->count ? (int32_t)(q->count[i] > INT32_MAX ? INT32_MAX : q->count[i]) : 1;
+}
+
 static inline int32_t shard_gid(const hs_embed *e, int32_t table, uint64_t h) {
   return table * e->n_shards + hs__embed_shard_of(e, h);
 }
@@ -471,11 +475,12 @@ static void pass_find(void *arg, int t, int n_threads) {
     }
     if (f >= 0) {
       b->first[i] = f;
-      e->mult[f]++;
+      int32_t c = occ_count(q, i);
+      e->mult[f] = e->mult[f] > INT32_MAX - c ? INT32_MAX : e->mult[f] + c;
       continue;
     }
     b->first[i] = i;
-    e->mult[i] = 1;
+    e->mult[i] = occ_count(q, i);
     shard *s = &e->shards[shard_gid(e, tb, h)];
     int64_t r = hs__embed_find(e, s, id, h);
     b->occ_flag[i] = 0;

@@ -131,6 +131,10 @@ typedef struct hs_embed_query {
   const uint64_t *ids;
   const uint16_t *tables;
   int32_t n_fields;
+  /* Sightings each occurrence stands for (admission counts them); NULL:
+   * one each. A sharded store's owner looks up the requesters' uniques
+   * with their multiplicities, so admission sees what one store would. */
+  const uint32_t *count;
 } hs_embed_query;
 
 /* What a lookup returns, in arrays the batch owns (hs__embed_batch_*):
