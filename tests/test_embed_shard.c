@@ -338,7 +338,7 @@ static void *silent_main(void *p) {
   hs_embed_batch b;
   hs__embed_batch_init(&b, EXAMPLES * FIELDS, DIM);
   ids_of(j->r, 0, ids);
-  hs_embed_query q = {.n = EXAMPLES * FIELDS, .ids = ids, .n_fields = FIELDS};
+  hs_embed_query q = {.n = examples_of(j->r) * FIELDS, .ids = ids, .n_fields = FIELDS};
   double t0 = hs__now();
   j->st = hs__embed_shard_lookup(j->sh, &q, 1, true, &b);
   j->took = hs__now() - t0;
