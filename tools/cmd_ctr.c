@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "cli_ctr.h"
+#include "cli_dist.h"
 
 #define MAX_FILES 64
 
@@ -294,7 +295,21 @@ static void train_usage(FILE *f) {
           "                       bytes, the store's rows and memory\n"
           "  --log-json F         one JSON object per epoch: loss, validation AUC\n"
           "                       (JSON outputs write null for a figure that is not a\n"
-          "                       finite number, e.g. AUC without validation files)\n");
+          "                       finite number, e.g. AUC without validation files)\n"
+          "distributed (mpiexec -n N hetsage train --task ctr --distributed ...):\n"
+          "  --distributed        one rank of an MPI job: the embedding tables shard over\n"
+          "                       the ranks by id hash (each rank serves its shard's\n"
+          "                       rows); in each step rank r trains on the r-th of N\n"
+          "                       consecutive batches, its rows' gradients summed at\n"
+          "                       their owners in rank order, the dense gradients\n"
+          "                       all-reduced; the same bits for a given N and seed;\n"
+          "                       rank 0 prints. Every rank needs the same files.\n"
+          "                       Not with --checkpoint.\n"
+          "  --sync allreduce     how dense gradients combine (the only mode for CTR)\n"
+          "  --bucket-kb N        all-reduce bucket size (default 1024)\n"
+          "  --dist-timeout S     a rank silent this long during training is named and\n"
+          "                       the run ends (default 60)\n"
+          "  --dist-start-timeout S  the same at start-up (default 900)\n");
   common_usage(f);
   fprintf(f, "\nExit status: 0 done, 1 failure, 2 bad usage, 130 interrupted (a\n"
              "checkpoint was saved).\n");
@@ -415,15 +430,29 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
   return 0;
 }
 
+static int train_ctr(int argc, char **argv, hs_world **world);
+
 int cmd_train_ctr(int argc, char **argv) {
+  hs_world *world = NULL;
+  int rc = train_ctr(argc, argv, &world);
+  /* A rank that fails leaves the others waiting for it: end them all. */
+  if (rc != 0 && rc != 130) cli_dist_fail(world);
+  hs_world_destroy(world);
+  return rc;
+}
+
+static int train_ctr(int argc, char **argv, hs_world **world) {
   const char *cmd = "train";
   ctr_args a;
   memset(&a, 0, sizeof a);
   hs_ctr_config_init(&a.cfg);
   a.epochs = 1;
+  cli_dist_args da;
+  cli_dist_args_init(&da);
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int r = common_arg(cmd, &a, argc, argv, &i);
+    if (r == 0) r = cli_dist_arg(cmd, &da, argc, argv, &i);
     if (r < 0) goto usage_fail;
     if (r > 0) continue;
     double d;
@@ -552,6 +581,37 @@ int cmd_train_ctr(int argc, char **argv) {
                                   : "--force needs --checkpoint DIR");
     goto usage_fail;
   }
+  if (da.mode_options && !da.distributed) {
+    cli_usage_error(cmd, "the distributed options (--sync, --compress, ...) need --distributed");
+    goto usage_fail;
+  }
+  if (da.distributed && (da.cfg.sync != HS_SYNC_ALLREDUCE || da.cfg.compress != HS_COMPRESS_NONE)) {
+    cli_usage_error(cmd, "--sync %s%s: distributed CTR training all-reduces its dense gradients "
+                    "uncompressed (--sync allreduce --compress none) only",
+                    hs_sync_mode_name(da.cfg.sync),
+                    da.cfg.compress != HS_COMPRESS_NONE ? " --compress 1bit" : "");
+    goto usage_fail;
+  }
+  if (da.distributed && a.ckpt) {
+    cli_usage_error(cmd, "--checkpoint is not supported with --distributed for CTR models (the "
+                    "embedding tables are sharded over the ranks); train without it");
+    goto usage_fail;
+  }
+  if (da.distributed) {
+    hs_status ws = hs_world_init(&argc, &argv, world);
+    if (ws != HS_OK) {
+      cli_report(cmd, "joining the distributed run", ws);
+      goto fail;
+    }
+    a.cfg.world = *world;
+    a.cfg.dist = &da.cfg;
+  }
+  /* Rank 0 prints and writes the files; the others train beside it. */
+  bool root = cli_dist_root(*world);
+  if (!root) {
+    a.quiet = true;
+    a.stats_path = a.log_path = NULL;
+  }
   char last[4200] = "", best[4200] = "";
   if (a.ckpt) {
     if (mkdir(a.ckpt, 0755) != 0 && errno != EEXIST) {
@@ -607,12 +667,16 @@ int cmd_train_ctr(int argc, char **argv) {
     fprintf(stderr, "%s", desc);
     hs_ctr_session_set_progress(s, on_progress, NULL);
   }
-  hs_ctr_session_set_stop_flag(s, &interrupted);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  /* (Distributed: the launcher ends every rank on Ctrl-C; a stop would
+   * need every rank's agreement, and there is no checkpoint to save.) */
+  if (!*world) {
+    hs_ctr_session_set_stop_flag(s, &interrupted);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+  }
   /* A resumed run's best so far is its checkpoint's (DIR/best.json). */
   double best_auc = a.resume && a.valid.n ? cli_best_read(a.ckpt, "valid_auc") : -1, train_s = 0;
   hs_ctr_epoch_stats es;
@@ -698,7 +762,7 @@ int cmd_train_ctr(int argc, char **argv) {
       goto done;
     }
     double bayes = recorded_bayes(a.data_dir);
-    if (a.json) {
+    if (root && a.json) {
       /* No epoch run here (resumed at the end): no rate, loss or
        * validation of this run. */
       printf("{\n  \"task\": \"ctr\",\n  \"model\": \"%s\",\n  \"epochs\": %lld",
@@ -724,7 +788,7 @@ int cmd_train_ctr(int argc, char **argv) {
       printf("  \"embed_rows\": %llu,\n  \"embed_bytes\": %llu,\n  \"embed_evicted\": %llu\n}\n",
              (unsigned long long)es.embed_rows, (unsigned long long)es.embed_bytes,
              (unsigned long long)es.embed_evicted);
-    } else {
+    } else if (root) {
       printf("%s: test AUC %.4f, logloss %.4f on %lld examples", hs_ctr_model_name(a.cfg.model),
              te.auc, te.logloss, (long long)te.examples);
       if (isfinite(bayes)) printf(" (Bayes AUC %.4f, gap %.4f)", bayes, bayes - te.auc);

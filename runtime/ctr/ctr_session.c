@@ -202,7 +202,13 @@ hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *user, hs_ct
   ec.expire_after = cfg->expire_after;
   int cores = hs_runtime_host_cores(rt);
   ec.threads = cfg->threads > 0 ? cfg->threads : cores > 0 ? cores : 1;
-  if ((st = hs__embed_create(&ec, &s->store)) != HS_OK) goto fail;
+  if (cfg->world) {
+    /* This rank's shard of the tables; the dense model all-reduced. */
+    if ((st = hs__ctr_dist_open(s, cfg, &ec)) != HS_OK) goto fail;
+  } else if ((st = hs__embed_create(&ec, &s->store)) != HS_OK) {
+    goto fail;
+  }
+  s->cfg.dist = NULL; /* borrowed during creation only (taken into s->dist) */
   if ((st = make_slots(s)) != HS_OK) goto fail;
   *out = s;
   return HS_OK;
@@ -226,6 +232,7 @@ void hs_ctr_session_destroy(hs_ctr_session *s) {
   }
   free(s->slots);
   free(s->pslots);
+  hs__ctr_dist_close(s);
   hs__embed_destroy(s->store);
   hs__board_prog_files_free(&s->tprogs);
   hs_placement_free(s->plan);
@@ -263,6 +270,10 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
     if (strcmp(s->plan->reasons[i].topic, "trainer") == 0)
       at += (size_t)snprintf(reasons + at, sizeof reasons - at, "  %s\n", s->plan->reasons[i].text);
   const hs_embed_cfg *ec = hs__embed_cfg(s->store);
+  char dist[160] = "";
+  if (s->comm)
+    snprintf(dist, sizeof dist, " per rank\ndistributed: rank %d of %d, tables sharded by id hash, "
+             "dense gradients all-reduced", s->rank, s->world_size);
   return (size_t)snprintf(
       buf, len,
       "trainer: %s '%s' (index %d), whole device; GEMM %s\n%s"
@@ -270,7 +281,7 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
       "Adam lr %g\n"
       "embedding store: %d tables, %s lr %g, rows start U(-%g, %g), admitted after %u "
       "sighting(s), budget %llu bytes%s, expiry after %u batches, %d threads per pool\n"
-      "pipeline: %s, depth %d, batches of %d\n",
+      "pipeline: %s, depth %d, batches of %d%s\n",
       hs_device_type_name(d->type), d->name, s->plan->trainer.device,
       hs__gemm_kind_name(hs__ctr_trainer_gemm_kind(s->trainer)), reasons,
       hs_ctr_model_name(c->model), c->dim, s->lay.row,
@@ -283,7 +294,7 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
       (unsigned long long)ec->memory_budget, ec->memory_budget ? "" : " (none)",
       ec->expire_after, ec->threads,
       s->mode == HS_PIPE_THREADS ? "threads" : s->mode == HS_PIPE_OFF ? "off" : "async",
-      s->depth, c->batch_size);
+      s->depth, c->batch_size, dist);
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------- */
@@ -375,6 +386,9 @@ static void decode_cfg(const ckpt_head *h, hs_ctr_config *c) {
 
 hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_save: NULL argument");
+  if (s->comm)
+    return hs__fail(HS_ERR_UNSUPPORTED, "%s: checkpoints of distributed CTR training are not "
+                    "supported (the tables are sharded over the ranks)", path);
   size_t n = s->lay.n_params;
   float *p = malloc((n ? n : 1) * 3 * sizeof *p);
   if (!p) return hs__fail(HS_ERR_NOMEM, "%s", path);
@@ -469,6 +483,9 @@ hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *user) {
 
 hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path) {
   if (!s || !path) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_load: NULL argument");
+  if (s->comm)
+    return hs__fail(HS_ERR_UNSUPPORTED, "%s: checkpoints of distributed CTR training are not "
+                    "supported (the tables are sharded over the ranks)", path);
   hs_status st;
   FILE *f = hs__fopen_regular(path, "CTR checkpoint", &st);
   if (!f) return st;

@@ -7,7 +7,9 @@
 #include "core/hs_runtime.h"
 #include "ctr/ctr_trainer.h"
 #include "ctr/hs_ctr.h"
+#include "dist/hs_allreduce.h"
 #include "embed/hs_embed.h"
+#include "embed/hs_embed_shard.h"
 #include "hs_programs.h"
 #include "pipeline/hs_pipe.h"
 
@@ -18,6 +20,7 @@ typedef struct ctr_slot {
   hs_embed_batch eb;   /* its rows: uniques, occurrence lists */
   float *row_grads;    /* the uniques' gradients, read back by the step */
   double t_lookup;
+  int32_t step_n;      /* distributed: the step's examples over every rank */
 } ctr_slot;
 
 struct hs_ctr_session {
@@ -54,9 +57,30 @@ struct hs_ctr_session {
   int64_t acc_steps;
   int64_t last_progress;
 
+  /* Distributed (ctr_dist.c; comm NULL: a single process). The store is
+   * then this rank's shard of the tables (owned by `shard`). */
+  hs_comm *comm;
+  int rank, world_size;
+  hs_dist_config dist;
+  hs_embed_shard *shard;
+  hs_ar *ar;
+  float *dense_grads;
+  hs_ctr_rows skip; /* the other ranks' batches, read past */
+
   hs_ctr_progress_fn progress;
   void *progress_user;
   volatile sig_atomic_t *stop;
 };
+
+/* ctr_dist.c: distributed training (hs_ctr_config.world). */
+hs_status hs__ctr_dist_open(hs_ctr_session *s, const hs_ctr_config *cfg, const hs_embed_cfg *ec);
+void hs__ctr_dist_close(hs_ctr_session *s);
+/* Read the step's batch of every rank, keeping this rank's in d->rows
+ * and the step's example count in d->step_n; s->halt at the end. */
+hs_status hs__ctr_dist_read(hs_ctr_session *s, ctr_slot *d);
+/* The whole training step of slot d (collective). */
+hs_status hs__ctr_dist_step(hs_ctr_session *s, ctr_slot *d, uint32_t tick);
+/* The store's figures summed over the ranks (collective). */
+hs_status hs__ctr_dist_store_stats(hs_ctr_session *s, hs_embed_stats *out);
 
 #endif

@@ -22,11 +22,15 @@ static hs_status read_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_
   hs_ctr_session *s = ctx;
   ctr_slot *d = slot->user;
   d->rows.n = 0;
+  d->step_n = 0;
   if (s->halt) return HS_OK;
-  if (s->stop && *s->stop) {
+  /* (Distributed: a stop would have to be agreed by every rank; the run
+   * goes on to the epoch's end.) */
+  if (!s->comm && s->stop && *s->stop) {
     s->halt = 1;
     return HS_OK;
   }
+  if (s->comm) return hs__ctr_dist_read(s, d);
   hs_status st = hs__ctr_reader_next(s->reader, s->cfg.batch_size, &d->rows);
   if (st != HS_OK) return st;
   if (d->rows.n < s->cfg.batch_size) s->halt = 1; /* the end of the data */
@@ -41,6 +45,7 @@ static hs_status lookup_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   int32_t n = d->rows.n;
   if (!n) return HS_OK;
   for (int32_t i = 0; i < n; i++) d->labels[i] = (float)d->rows.labels[i];
+  if (s->comm) return HS_OK; /* looked up at the owners in the step */
   hs_embed_query q = {.n = n * s->mcfg.n_fields, .ids = d->rows.ids, .n_fields = s->mcfg.n_fields};
   double t0 = hs__now();
   hs_status st = hs__embed_lookup(s->store, &q, s->next_tick + (uint32_t)slot->batch, true, &d->eb);
@@ -59,6 +64,7 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   *n_ev = 0;
   hs_ctr_session *s = ctx;
   ctr_slot *d = slot->user;
+  if (s->comm) return d->step_n ? hs__ctr_dist_step(s, d, s->next_tick + (uint32_t)slot->batch) : HS_OK;
   if (!d->rows.n) return HS_OK;
   /* Every earlier batch's update is applied (train_finish runs in batch
    * order, before this): rows the lookup had to defer are current now. */
@@ -74,10 +80,12 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
 static hs_status train_finish(void *ctx, hs_pipe_slot *slot) {
   hs_ctr_session *s = ctx;
   ctr_slot *d = slot->user;
-  if (!d->rows.n) return HS_OK;
-  double t0 = hs__now();
-  hs__embed_apply(s->store, &d->eb, d->row_grads);
-  s->acc_update_s += hs__now() - t0;
+  if (s->comm ? !d->step_n : !d->rows.n) return HS_OK;
+  if (!s->comm) { /* (distributed: applied by the step) */
+    double t0 = hs__now();
+    hs__embed_apply(s->store, &d->eb, d->row_grads);
+    s->acc_update_s += hs__now() - t0;
+  }
   s->acc_lookup_s += d->t_lookup;
   s->acc_examples += d->rows.n;
   s->acc_batches++;
@@ -124,9 +132,14 @@ static hs_status open_reader(hs_ctr_session *s, const char *const *files, int n,
   return st;
 }
 
-static void store_stats(hs_ctr_session *s, hs_ctr_epoch_stats *st) {
+static hs_status store_stats(hs_ctr_session *s, hs_ctr_epoch_stats *st) {
   hs_embed_stats es;
-  hs__embed_stats(s->store, &es);
+  if (s->comm) {
+    hs_status e = hs__ctr_dist_store_stats(s, &es);
+    if (e != HS_OK) return e;
+  } else {
+    hs__embed_stats(s->store, &es);
+  }
   st->embed_rows = es.rows;
   st->embed_bytes = es.bytes;
   st->embed_row_bytes = es.row_bytes;
@@ -134,6 +147,7 @@ static void store_stats(hs_ctr_session *s, hs_ctr_epoch_stats *st) {
   st->embed_evicted = es.evicted;
   st->embed_expired = es.expired;
   st->embed_pending = es.pending;
+  return HS_OK;
 }
 
 void hs_ctr_epoch_stats_init_sized(hs_ctr_epoch_stats *stats, size_t struct_size) {
@@ -201,7 +215,9 @@ static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_
   stats->deferred_rows = s->acc_deferred;
   stats->bytes_uploaded = s->acc_up;
   stats->bytes_to_host = s->acc_down;
-  store_stats(s, stats);
+  /* (Distributed: collective, so not after a failure, which the other
+   * ranks may not share.) */
+  if (st == HS_OK) st = store_stats(s, stats);
   struct rusage ru;
   if (getrusage(RUSAGE_SELF, &ru) == 0) stats->peak_rss_bytes = (uint64_t)ru.ru_maxrss * 1024u;
   stats->pipeline = s->mode == HS_PIPE_THREADS ? HS_PIPELINE_THREADS
@@ -225,7 +241,8 @@ static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_
 static hs_status predict_batch(hs_ctr_session *s, ctr_slot *d, float *prob) {
   hs_embed_query q = {.n = d->rows.n * s->mcfg.n_fields, .ids = d->rows.ids,
                       .n_fields = s->mcfg.n_fields};
-  hs_status st = hs__embed_lookup(s->store, &q, 0, false, &d->eb);
+  hs_status st = s->comm ? hs__embed_shard_lookup(s->shard, &q, 0, false, &d->eb)
+                         : hs__embed_lookup(s->store, &q, 0, false, &d->eb);
   if (st != HS_OK) return st;
   hs_ctr_batch b;
   batch_of(s, d, false, &b);

@@ -458,6 +458,23 @@ hs_status hs__ctr_trainer_step(hs_ctr_trainer *t, float *row_grads, cl_event *ev
   return st;
 }
 
+hs_status hs__ctr_trainer_backward(hs_ctr_trainer *t, float *grads, float *row_grads) {
+  hs_status st = gradients(t);
+  if (st == HS_OK)
+    st = hs__mem_read(t->q, t->grads.m, false, 0, t->lay.n_params * 4, grads, 0, NULL, NULL);
+  if (st == HS_OK)
+    st = hs__mem_read(t->q, t->dU.m, true, 0, (size_t)t->n_unique * (size_t)t->lay.row * 4,
+                      row_grads, 0, NULL, NULL);
+  return st;
+}
+
+hs_status hs__ctr_trainer_apply(hs_ctr_trainer *t, const float *grads) {
+  hs_status st = hs__mem_write(t->q, t->grads.m, true, 0, t->lay.n_params * 4, grads, 0, NULL, NULL);
+  if (st == HS_OK) st = optimizer(t);
+  if (st == HS_OK) st = hs__queue_flush(t->q);
+  return st;
+}
+
 hs_status hs__ctr_trainer_gradients(hs_ctr_trainer *t, float *grads, float *row_grads,
                                     float *loss_out) {
   hs_status st = gradients(t);

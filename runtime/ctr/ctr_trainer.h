@@ -42,6 +42,16 @@ hs_status hs__ctr_trainer_upload(hs_ctr_trainer *t, const hs_ctr_batch *b);
  * it has. */
 hs_status hs__ctr_trainer_step(hs_ctr_trainer *t, float *row_grads, cl_event *ev);
 
+/* The step in two halves, for distributed training (the dense gradients
+ * are combined over the ranks in between). backward: forward, loss (it
+ * joins those drain_loss adds up) and backward on the uploaded batch; the
+ * dense gradients (n_params) and the rows' gradients (U x R) read back.
+ * Waits. apply: the dense optimizer's step t + 1 with `grads` (written to
+ * the device first; no batch needed). backward then apply with the
+ * gradients unchanged is hs__ctr_trainer_step, bit for bit. */
+hs_status hs__ctr_trainer_backward(hs_ctr_trainer *t, float *grads, float *row_grads);
+hs_status hs__ctr_trainer_apply(hs_ctr_trainer *t, const float *grads);
+
 /* Forward only: click probabilities (B) of the uploaded batch. Waits. */
 hs_status hs__ctr_trainer_predict(hs_ctr_trainer *t, float *prob);
 

@@ -20,6 +20,7 @@
 
 #include "hetsage/board.h"
 #include "hetsage/dataset.h"
+#include "hetsage/dist.h"
 #include "hetsage/runtime.h"
 #include "hetsage/status.h"
 
@@ -167,6 +168,24 @@ typedef struct hs_ctr_config {
    * seen rarely (0: the first step has the size of the learning rate
    * whatever the gradient's). */
   float sparse_initial_accumulator;
+  /* Distributed training (hetsage/dist.h): the world this session is one
+   * rank of (NULL: a single process) and the distributed options (NULL:
+   * hs_dist_config_init's). Every rank creates its session with the same
+   * options (checked: a rank that differs is named) and makes the same
+   * calls with the same files; training and evaluation are collective.
+   * The embedding tables shard over the ranks by id hash, each rank the
+   * owner of its shard; in each step rank r trains on batch r of the
+   * step's `size` consecutive batches of the files (batch_size examples
+   * each), its rows looked up at their owners, their gradients sent back
+   * and summed per row in rank order, each rank's weighted by its share
+   * of the step's examples; dense gradients are all-reduced, weighted
+   * alike. Only HS_SYNC_ALLREDUCE without compression is supported
+   * (HS_ERR_UNSUPPORTED otherwise), and checkpoints are not (save and load
+   * refuse). For a world size and seed the result is the same bits run to
+   * run; a world of one rank trains exactly as a session without one.
+   * Epoch statistics count the store of every rank (rows, bytes). */
+  hs_world *world;
+  const hs_dist_config *dist;
 } hs_ctr_config;
 
 HS_API void hs_ctr_config_init_sized(hs_ctr_config *cfg, size_t struct_size);
