@@ -5,7 +5,7 @@
  *
  * usage: bench_ctr run --data DIR [--model deepfm|dlrm|lr] [--epochs N]
  *                      [--repeat R] [--peer] [--python PY]
- *                      [--peer-sparse-optimizer NAME] [model options]
+ *                      [--peer-sparse-optimizer NAME] [--seed S] [model options]
  *        bench_ctr dump --out PREFIX FILE...
  *
  * `dump` writes PREFIX_label.npy (int32), PREFIX_dense.npy (float32
@@ -238,7 +238,11 @@ int main(int argc, char **argv) {
   bool peer = false;
   /* The peer runs the sparse optimizer of the same name (its "adagrad" is
    * row-wise, as ours; its "elementwise-adagrad" torch's Adagrad, the rule
-   * of ours of that name) unless told otherwise. */
+   * of ours of that name; both with our eps, 1e-8) unless told otherwise.
+   * The seed is passed on, but the two sides draw their initial values from
+   * different generators: DLRM under element-wise Adagrad moves by ~0.03
+   * test AUC from one seed to another at 10^6 rows, so compare its AUC over
+   * several seeds (bench/ctr_step_check.py checks the steps themselves). */
   const char *peer_sparse = NULL;
   for (int i = 2; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -262,6 +266,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--lr")) c.lr = strtof(v, NULL);
     else if (!strcmp(o, "--sparse-lr")) c.sparse_lr = strtof(v, NULL);
     else if (!strcmp(o, "--init-range")) c.init_range = strtof(v, NULL);
+    else if (!strcmp(o, "--seed")) c.seed = strtoull(v, NULL, 10);
     else if (!strcmp(o, "--sparse-optimizer")) {
       if (hs_sparse_optimizer_parse(v, &c.sparse_optimizer) != HS_OK) return 2;
     } else if (!strcmp(o, "--hidden")) {
@@ -333,9 +338,10 @@ int main(int argc, char **argv) {
   printf("{\n  \"bench\": \"ctr\",\n  \"data\": \"%s\",\n  \"model\": \"%s\",\n  \"dim\": %d,\n"
          "  \"hidden\": \"%s\",\n  \"bottom\": \"%s\",\n  \"batch\": %d,\n  \"lr\": %g,\n"
          "  \"sparse_optimizer\": \"%s\",\n  \"sparse_lr\": %g,\n  \"epochs\": %d,\n"
-         "  \"bayes_auc\": %.6f,\n  \"runs\": [\n",
+         "  \"seed\": %llu,\n  \"bayes_auc\": %.6f,\n  \"runs\": [\n",
          dir, hs_ctr_model_name(c.model), c.dim, hid, bot, c.batch_size, (double)c.lr,
-         hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr, epochs, bayes);
+         hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr, epochs,
+         (unsigned long long)c.seed, bayes);
   for (int r = 0; r < repeat; r++) {
     double ex = 0;
     for (int e = 0; e < hs[r].epochs; e++) ex += hs[r].ex_s[e] > 0 ? 1.0 / hs[r].ex_s[e] : 0;

@@ -6,7 +6,7 @@ with the same hyper-parameters, on the same machine.
 usage: peer_ctr.py --train PREFIX --test PREFIX --model deepfm|dlrm|lr
                    [--dim D] [--hidden 256,128] [--bottom 64] [--batch B]
                    [--lr X] [--sparse-optimizer adagrad|elementwise-adagrad|sgd|adam]
-                   [--sparse-lr X] [--init-range R] [--epochs N]
+                   [--sparse-lr X] [--sparse-eps X] [--init-range R] [--epochs N]
                    [--threads T] [--seed S]
 
 PREFIX_label.npy (int32 [N]), PREFIX_dense.npy (float32 [N, 13], already
@@ -27,8 +27,9 @@ U(-R, R). Dense parameters train with Adam; rows with the sparse optimizer.
 'adagrad' is hetsage's row-wise Adagrad (one accumulator per row, of the
 mean squared gradient; eps 1e-8), written here on the sparse gradient since
 torch has none; 'elementwise-adagrad' is torch's own (one accumulator per
-coordinate). torch's SparseAdam counts steps per table where hetsage counts
-them per row.
+coordinate). Both take hetsage's eps, 1e-8 (torch's Adagrad defaults to
+1e-10), unless --sparse-eps says otherwise. torch's SparseAdam counts steps
+per table where hetsage counts them per row.
 
 Each epoch is timed by wall clock from the first batch to the last
 optimizer step. The last line printed is one JSON object; anything else
@@ -120,6 +121,7 @@ def main():
     p.add_argument('--sparse-optimizer',
                    choices=['adagrad', 'elementwise-adagrad', 'sgd', 'adam'], default='adagrad')
     p.add_argument('--sparse-lr', type=float, default=0.05)
+    p.add_argument('--sparse-eps', type=float, default=1e-8)
     p.add_argument('--init-range', type=float, default=0.05)
     p.add_argument('--epochs', type=int, default=1)
     p.add_argument('--threads', type=int, default=2)
@@ -206,9 +208,9 @@ def main():
     dense_params = [p_ for n_, p_ in model.named_parameters() if not n_.startswith('emb.')]
     dense_opt = torch.optim.Adam(dense_params, lr=a.lr) if dense_params else None
     if a.sparse_optimizer == 'adagrad':
-        sparse_opt = RowwiseAdagrad(model.emb.weight, a.sparse_lr, 1e-8)
+        sparse_opt = RowwiseAdagrad(model.emb.weight, a.sparse_lr, a.sparse_eps)
     elif a.sparse_optimizer == 'elementwise-adagrad':
-        sparse_opt = torch.optim.Adagrad([model.emb.weight], lr=a.sparse_lr)
+        sparse_opt = torch.optim.Adagrad([model.emb.weight], lr=a.sparse_lr, eps=a.sparse_eps)
     elif a.sparse_optimizer == 'sgd':
         sparse_opt = torch.optim.SGD([model.emb.weight], lr=a.sparse_lr)
     else:
