@@ -3,6 +3,10 @@
  * process prints, two ranks repeat their results and learn as one process
  * of twice the batch does, options not built are refused. */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,4 +144,115 @@ Test(ctr_dist_cli, what_is_not_built_is_refused) {
   free(err);
   cr_assert_eq(run(0, "train " MODEL " --sync allreduce", "nodist", &out), 2);
   free(out);
+}
+
+/* The process of the run whose command line holds `marker` and whose
+ * launcher made it rank `rank` (MPICH: PMI_RANK; Open MPI:
+ * OMPI_COMM_WORLD_RANK); 0 when there is none yet. */
+static pid_t rank_pid(const char *marker, int rank) {
+  char want[2][64];
+  snprintf(want[0], sizeof want[0], "PMI_RANK=%d", rank);
+  snprintf(want[1], sizeof want[1], "OMPI_COMM_WORLD_RANK=%d", rank);
+  DIR *d = opendir("/proc");
+  if (!d) return 0;
+  pid_t found = 0;
+  for (struct dirent *e; !found && (e = readdir(d));) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0) continue;
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "rb");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    bool mine = false, hetsage = false;
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+      buf[n] = '\0';
+      mine = mine || strcmp(buf + i, marker) == 0;
+      hetsage = hetsage || strcmp(buf + i, "train") == 0;
+    }
+    if (!mine || !hetsage || strstr(buf, "mpiexec") || strstr(buf, "timeout")) continue;
+    snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+    if (!(f = fopen(path, "rb"))) continue;
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    for (size_t i = 0; i < n && !found; i += strlen(buf + i) + 1)
+      if (strcmp(buf + i, want[0]) == 0 || strcmp(buf + i, want[1]) == 0) found = (pid_t)pid;
+  }
+  closedir(d);
+  return found;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+Test(ctr_dist_cli, a_stalled_rank_is_named_within_the_timeout) {
+  const char *hs = env_or_skip("HS_HETSAGE");
+  const char *mpiexec = env_or_skip("HS_MPIEXEC");
+  char data[1100], cmd[4096], err_path[1200];
+  snprintf(data, sizeof data, "%s/big", dir);
+  /* Long enough (small batches) that the stall comes during training. */
+  snprintf(cmd, sizeof cmd, "%s generate --kind ctr --rows 60000 --quiet %s > /dev/null", hs, data);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
+  snprintf(err_path, sizeof err_path, "%s/stall.err", dir);
+  snprintf(cmd, sizeof cmd, "exec %s -n 2 %s train --task ctr --data %s "
+           "--model lr --batch-size 16 --distributed --dist-timeout 3 --dist-start-timeout 60 "
+           "> %s/stall.out 2> %s", mpiexec, hs, data, dir, err_path);
+  pid_t sh = fork();
+  cr_assert(sh >= 0);
+  if (sh == 0) {
+    setpgid(0, 0);
+    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+    _exit(127);
+  }
+  setpgid(sh, sh);
+  /* Rank 0 describes its session once both are up (the option check is
+   * collective); then rank 1 is stopped. */
+  pid_t victim = 0;
+  double t0 = now_s();
+  while (now_s() - t0 < 90) {
+    char *err = slurp(err_path);
+    bool up = strstr(err, "distributed: rank 0 of 2") != NULL;
+    free(err);
+    if (up && (victim = rank_pid(data, 1)) > 0) break;
+    usleep(100 * 1000);
+  }
+  if (victim > 0) kill(victim, SIGSTOP);
+  /* Rank 0 names rank 1, waiting to receive from it or on sends it never
+   * took, once the timeout has passed. */
+  double stalled = now_s(), took = 0;
+  char *err = NULL;
+  bool named = false;
+  while (victim > 0 && !named && (took = now_s() - stalled) < 60) {
+    free(err);
+    err = slurp(err_path);
+    named = strstr(err, "rank 1 sent nothing for 3 s") || strstr(err, "rank 1 received nothing for 3 s");
+    if (!named) usleep(50 * 1000);
+  }
+  /* A stopped process outlives the launcher's end of the run (MPICH's
+   * hydra waits for it): ended here. */
+  if (victim > 0) {
+    kill(victim, SIGKILL);
+    kill(victim, SIGCONT);
+  }
+  int status = 0;
+  pid_t r = 0;
+  double t1 = now_s();
+  while ((r = waitpid(sh, &status, WNOHANG)) == 0 && now_s() - t1 < 30) usleep(50 * 1000);
+  if (r == 0) {
+    kill(-sh, SIGKILL);
+    waitpid(sh, &status, 0);
+  }
+  free(err);
+  err = slurp(err_path);
+  cr_assert_gt(victim, 0, "rank 1 of the run was not found: %s", err);
+  cr_assert(named, "rank 0 does not name rank 1 within 60 s of the stall: %s", err);
+  cr_assert(took >= 3 && took < 3 + 30, "rank 1 was named %.1f s after the stall", took);
+  cr_assert(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the run succeeded: %s", err);
+  free(err);
 }
