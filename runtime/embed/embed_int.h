@@ -148,4 +148,20 @@ hs_status hs__embed_reserve(hs_embed *e, shard *s, uint32_t rows, uint32_t pend)
 /* Add an admission count entry (room reserved). */
 void hs__embed_pend_put(shard *s, uint64_t id, uint64_t h, uint32_t count, uint32_t tick);
 
+/* The table of occurrence i of a query (its own, or i mod n_fields). */
+static inline int32_t hs__embed_occ_table(const hs_embed_query *q, int32_t i) {
+  return q->tables ? (int32_t)q->tables[i] : i % q->n_fields;
+}
+
+/* Occurrences of each of a batch's U uniques, in increasing order (CSR
+ * in b->occ_ptr, b->occ), from b->unique_of[0..n). */
+static inline void hs__embed_index_occ(hs_embed_batch *b, int32_t n, int32_t U) {
+  memset(b->occ_ptr, 0, ((size_t)U + 1) * sizeof *b->occ_ptr);
+  for (int32_t i = 0; i < n; i++) b->occ_ptr[b->unique_of[i] + 1]++;
+  for (int32_t u = 0; u < U; u++) b->occ_ptr[u + 1] += b->occ_ptr[u];
+  for (int32_t i = 0; i < n; i++) b->occ[b->occ_ptr[b->unique_of[i]]++] = i;
+  for (int32_t u = U; u > 0; u--) b->occ_ptr[u] = b->occ_ptr[u - 1];
+  b->occ_ptr[0] = 0;
+}
+
 #endif

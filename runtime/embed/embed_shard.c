@@ -48,8 +48,6 @@ struct hs_embed_shard {
   uint32_t map_cap;
   uint32_t *mult;         /* per unique */
   size_t mult_cap;
-  int32_t *cur;           /* per unique: a fill cursor */
-  size_t cur_cap;
   /* The training lookup whose apply is due. */
   bool pending;
   uint32_t pending_tick;
@@ -129,16 +127,11 @@ void hs__embed_shard_destroy(hs_embed_shard *s) {
   free(s->sum);
   free(s->map);
   free(s->mult);
-  free(s->cur);
   hs__embed_destroy(s->store);
   free(s);
 }
 
 hs_embed *hs__embed_shard_store(hs_embed_shard *s) { return s->store; }
-
-static inline int32_t occ_table_of(const hs_embed_query *q, int32_t i) {
-  return q->tables ? (int32_t)q->tables[i] : i % q->n_fields;
-}
 
 /* This rank's uniques in first-occurrence order: b->unique_of, occ_ptr,
  * occ, n_unique, and s->mult (occurrences per unique). */
@@ -153,7 +146,6 @@ static hs_status dedup(hs_embed_shard *s, const hs_embed_query *q, hs_embed_batc
     s->map_cap = need;
   }
   hs_status st = grow((void **)&s->mult, &s->mult_cap, (size_t)n + 1, sizeof *s->mult, "counts");
-  if (st == HS_OK) st = grow((void **)&s->cur, &s->cur_cap, (size_t)n + 1, sizeof *s->cur, "counts");
   if (st != HS_OK) return st;
   uint32_t mask = need - 1;
   memset(s->map, 0, (size_t)need * sizeof *s->map);
@@ -162,7 +154,7 @@ static hs_status dedup(hs_embed_shard *s, const hs_embed_query *q, hs_embed_batc
   int32_t *first = b->first; /* per unique: its first occurrence */
   for (int32_t i = 0; i < n; i++) {
     uint64_t id = q->ids[i];
-    int32_t tb = occ_table_of(q, i);
+    int32_t tb = hs__embed_occ_table(q, i);
     uint32_t k = (uint32_t)(hs__embed_mix(id, tb) >> 32) & mask;
     for (;;) {
       int32_t en = s->map[k];
@@ -174,7 +166,7 @@ static hs_status dedup(hs_embed_shard *s, const hs_embed_query *q, hs_embed_batc
         break;
       }
       int32_t f = first[en - 1];
-      if (q->ids[f] == id && occ_table_of(q, f) == tb) {
+      if (q->ids[f] == id && hs__embed_occ_table(q, f) == tb) {
         b->unique_of[i] = en - 1;
         break;
       }
@@ -184,12 +176,7 @@ static hs_status dedup(hs_embed_shard *s, const hs_embed_query *q, hs_embed_batc
     uint32_t *m = &s->mult[b->unique_of[i]];
     *m = *m > UINT32_MAX - c ? UINT32_MAX : *m + c;
   }
-  /* occurrences of each unique, in increasing order (CSR) */
-  memset(b->occ_ptr, 0, ((size_t)U + 1) * sizeof *b->occ_ptr);
-  for (int32_t i = 0; i < n; i++) b->occ_ptr[b->unique_of[i] + 1]++;
-  for (int32_t u = 0; u < U; u++) b->occ_ptr[u + 1] += b->occ_ptr[u];
-  memcpy(s->cur, b->occ_ptr, (size_t)U * sizeof *s->cur);
-  for (int32_t i = 0; i < n; i++) b->occ[s->cur[b->unique_of[i]]++] = i;
+  hs__embed_index_occ(b, n, U);
   b->n = n;
   b->n_unique = U;
   return HS_OK;
@@ -241,7 +228,7 @@ hs_status hs__embed_shard_lookup(hs_embed_shard *s, const hs_embed_query *q, uin
   memset(r->send_n, 0, (size_t)P * sizeof *r->send_n);
   for (size_t u = 0; u < U; u++) {
     int32_t i = b->first[u];
-    r->send_n[hs__embed_owner(occ_table_of(q, i), q->ids[i], P)]++;
+    r->send_n[hs__embed_owner(hs__embed_occ_table(q, i), q->ids[i], P)]++;
   }
   size_t o = 0;
   for (int p = 0; p < P; p++) {
@@ -251,7 +238,7 @@ hs_status hs__embed_shard_lookup(hs_embed_shard *s, const hs_embed_query *q, uin
   /* cursors: recv_off is free until the counts arrive */
   for (int p = 0; p < P; p++) r->recv_off[p] = r->send_off[p];
   for (size_t u = 0; u < U; u++) {
-    int32_t i = b->first[u], tb = occ_table_of(q, i);
+    int32_t i = b->first[u], tb = hs__embed_occ_table(q, i);
     size_t j = r->recv_off[hs__embed_owner(tb, q->ids[i], P)]++;
     r->perm[j] = (int32_t)u;
     r->keys_s[j] = (shard_key){.id = q->ids[i], .table = (uint32_t)tb, .count = s->mult[u]};

@@ -415,10 +415,6 @@ typedef struct lk_job {
   uint64_t evicted[256];
 } lk_job;
 
-static inline int32_t occ_table(const hs_embed_query *q, int32_t i) {
-  return q->tables ? (int32_t)q->tables[i] : i % q->n_fields;
-}
-
 static inline int32_t occ_count(const hs_embed_query *q, int32_t i) {
   return q->count ? (int32_t)(q->count[i] > INT32_MAX ? INT32_MAX : q->count[i]) : 1;
 }
@@ -433,7 +429,7 @@ static void pass_hash(void *arg, int t, int n_threads) {
   int32_t n = j->q->n, lo = (int32_t)((int64_t)n * t / n_threads),
           hi = (int32_t)((int64_t)n * (t + 1) / n_threads);
   for (int32_t i = lo; i < hi; i++) {
-    int32_t tb = occ_table(j->q, i);
+    int32_t tb = hs__embed_occ_table(j->q, i);
     uint64_t h = hs__embed_mix(j->q->ids[i], tb);
     e->hash[i] = h;
     e->owner[i] = (uint8_t)((uint32_t)shard_gid(e, tb, h) % (uint32_t)n_threads);
@@ -456,7 +452,7 @@ static void pass_find(void *arg, int t, int n_threads) {
   for (int32_t i = 0; i < q->n; i++) {
     if (e->owner[i] != t) continue;
     uint64_t h = e->hash[i], id = q->ids[i];
-    int32_t tb = occ_table(q, i);
+    int32_t tb = hs__embed_occ_table(q, i);
     /* Batch-local dedup on the hash's high bits (the shard bits vary
      * least within a thread). */
     uint32_t k = (uint32_t)(h >> 20) & mask;
@@ -467,7 +463,7 @@ static void pass_find(void *arg, int t, int n_threads) {
         sc->map[k] = i + 1;
         break;
       }
-      if (q->ids[en - 1] == id && occ_table(q, en - 1) == tb) {
+      if (q->ids[en - 1] == id && hs__embed_occ_table(q, en - 1) == tb) {
         f = en - 1;
         break;
       }
@@ -785,7 +781,7 @@ static hs_status size_todo(hs_embed *e, const hs_embed_query *q) {
   int32_t n_sh = e->cfg.n_tables * e->n_shards;
   for (int32_t g = 0; g < n_sh; g++) e->shards[g].n_create = e->shards[g].n_todo = 0;
   for (int32_t i = 0; i < q->n; i++) {
-    int32_t tb = occ_table(q, i);
+    int32_t tb = hs__embed_occ_table(q, i);
     e->shards[shard_gid(e, tb, e->hash[i])].n_create++;
   }
   for (int32_t g = 0; g < n_sh; g++) {
@@ -886,13 +882,7 @@ hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, 
   b->n_unique = U;
   b->n_absent = absent;
   b->n_deferred = deferred;
-  /* Occurrences of each unique, in increasing order. */
-  memset(b->occ_ptr, 0, ((size_t)U + 1) * sizeof *b->occ_ptr);
-  for (int32_t i = 0; i < q->n; i++) b->occ_ptr[b->unique_of[i] + 1]++;
-  for (int32_t u = 0; u < U; u++) b->occ_ptr[u + 1] += b->occ_ptr[u];
-  for (int32_t i = 0; i < q->n; i++) b->occ[b->occ_ptr[b->unique_of[i]]++] = i;
-  for (int32_t u = U; u > 0; u--) b->occ_ptr[u] = b->occ_ptr[u - 1];
-  b->occ_ptr[0] = 0;
+  hs__embed_index_occ(b, q->n, U);
   copy_job c = {.e = e, .b = b};
   hs__gather_pool_run(e->lk_pool, pass_copy, &c);
   return HS_OK;
