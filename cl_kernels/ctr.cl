@@ -159,7 +159,10 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
 
 /* Its gradient, work-item (i, b): dv_i = sum over j != i, increasing, of
  * dT(max, min) v_j; v_0's goes to dz plus the direct part, the others to
- * dE[b, i - 1]. */
+ * dE[b, i - 1]. The columns k run in chunks of IBWD_CHUNK accumulators
+ * (each column's sum keeps its order over j: the same bits as one column
+ * at a time), so that a chunk's products are contiguous vector work. */
+#define IBWD_CHUNK 16
 __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float *rows,
                                   __global const int *idx, int n_fields, int dim,
                                   __global const float *dout, int n, __global float *dz,
@@ -171,25 +174,47 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
   __global const float *zb = z + (size_t)b * dim;
   __global const int *ib = idx + (size_t)b * n_fields;
   __global float *out = i == 0 ? dz + (size_t)b * dim : dE + ((size_t)b * n_fields + i - 1) * dim;
-  for (int k = 0; k < dim; k++) {
-    float acc = 0.0f;
+  for (int k0 = 0; k0 < dim; k0 += IBWD_CHUNK) {
+    int m = min(IBWD_CHUNK, dim - k0);
+    float acc[IBWD_CHUNK];
+    for (int kk = 0; kk < IBWD_CHUNK; kk++) acc[kk] = 0.0f;
     for (int j = 0; j < N; j++) {
       if (j == i) continue;
       int hi = max(i, j), lo = min(i, j);
-      float vj = j == 0 ? zb[k] : rows[(size_t)ib[j - 1] * dim + k];
-      acc += dt[hi * (hi - 1) / 2 + lo] * vj;
+      float c = dt[hi * (hi - 1) / 2 + lo];
+      __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0;
+      if (m == IBWD_CHUNK) {
+        for (int kk = 0; kk < IBWD_CHUNK; kk++) acc[kk] += c * vj[kk];
+      } else {
+        for (int kk = 0; kk < m; kk++) acc[kk] += c * vj[kk];
+      }
     }
-    out[k] = i == 0 ? d[k] + acc : acc;
+    for (int kk = 0; kk < m; kk++) out[k0 + kk] = i == 0 ? d[k0 + kk] + acc[kk] : acc[kk];
   }
 }
 
 /* out[u, k] = sum of dE[o, k] over the occurrences o of unique u, in list
- * order; work-item (k, u). */
+ * order; work-item u, its columns in chunks of SEG_CHUNK accumulators
+ * (each column's sum in list order: the same bits as one column at a
+ * time). */
+#define SEG_CHUNK 16
 __kernel void hs_ctr_segment_sum(__global const float *dE, int row, __global const int *occ_ptr,
                                  __global const int *occ, int n_unique, __global float *out) {
-  int k = (int)get_global_id(0), u = (int)get_global_id(1);
-  if (k >= row || u >= n_unique) return;
-  float acc = 0.0f;
-  for (int o = occ_ptr[u]; o < occ_ptr[u + 1]; o++) acc += dE[(size_t)occ[o] * row + k];
-  out[(size_t)u * row + k] = acc;
+  int u = (int)get_global_id(0);
+  if (u >= n_unique) return;
+  int o0 = occ_ptr[u], o1 = occ_ptr[u + 1];
+  for (int k0 = 0; k0 < row; k0 += SEG_CHUNK) {
+    int m = min(SEG_CHUNK, row - k0);
+    float acc[SEG_CHUNK];
+    for (int kk = 0; kk < SEG_CHUNK; kk++) acc[kk] = 0.0f;
+    for (int o = o0; o < o1; o++) {
+      __global const float *g = dE + (size_t)occ[o] * row + k0;
+      if (m == SEG_CHUNK) {
+        for (int kk = 0; kk < SEG_CHUNK; kk++) acc[kk] += g[kk];
+      } else {
+        for (int kk = 0; kk < m; kk++) acc[kk] += g[kk];
+      }
+    }
+    for (int kk = 0; kk < m; kk++) out[(size_t)u * row + k0 + kk] = acc[kk];
+  }
 }

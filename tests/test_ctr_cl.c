@@ -111,3 +111,6 @@ Test(ctr_cl, bad_batch_refused) {
   hs__ctr_trainer_destroy(t);
   cf_free(&f);
 }
+/* Rows wider than one chunk of the interaction gradient's accumulators
+ * (16): a full chunk and a partial one. */
+Test(ctr_cl, dlrm_rows_wider_than_a_chunk) { compare(HS_CTR_DLRM, 200, 5, 20, 400); }

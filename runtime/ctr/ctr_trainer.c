@@ -156,7 +156,7 @@ static hs_status k_segment_sum(hs_ctr_trainer *t) {
   cl_int R = t->lay.row, U = t->n_unique;
   hs_karg a[] = {HS_KARG(t->dE.m), HS_KARG(R), HS_KARG(t->occ_ptr.m), HS_KARG(t->occ.m),
                  HS_KARG(U), HS_KARG(t->dU.m)};
-  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_SEGMENT_SUM, (size_t)R, (size_t)U, a, 6);
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_SEGMENT_SUM, (size_t)U, 0, a, 6);
 }
 
 /* Column sums of x (n x d) into grads[off..off + d) (hs__ref_colsum's
