@@ -389,6 +389,24 @@ static inline hs_status dc_toy_set(void *ctx, const float *p) {
   return HS_OK;
 }
 
+static inline hs_status dc_toy_get_state(void *ctx, float *p, float *mo, float *v,
+                                         uint64_t *step) {
+  dc_toy *m = ctx;
+  memcpy(p, m->p, m->n * sizeof *p);
+  memcpy(mo, m->m, m->n * sizeof *mo);
+  memcpy(v, m->v, m->n * sizeof *v);
+  *step = m->t;
+  return HS_OK;
+}
+static inline hs_status dc_toy_set_state(void *ctx, const float *p, const float *mo,
+                                         uint64_t step) {
+  dc_toy *m = ctx;
+  memcpy(m->p, p, m->n * sizeof *p);
+  memcpy(m->m, mo, m->n * sizeof *mo);
+  m->t = step;
+  return HS_OK;
+}
+
 static inline void dc_toy_init(dc_toy *m, int rank, hs_optim_kind kind) {
   memset(m, 0, sizeof *m);
   m->n = DC_TOTAL;
@@ -416,6 +434,7 @@ static inline int64_t dc_seeds(int r, int64_t s) { return (r * 7 + s) % 5 == 4 ?
 typedef struct dc_run {
   hs_dist_config cfg;
   hs_optim_kind kind;
+  hs_wd_mode wd_mode;
   int epochs, steps;
   int stop_rank;        /* -1: nobody asks to stop */
   int64_t stop_from;    /* the step from which stop_rank asks */
@@ -429,6 +448,7 @@ static inline hs_status dc_train(hs_comm *c, dc_run *run, float *params) {
   dc_toy m;
   int r = hs__comm_rank(c);
   dc_toy_init(&m, r, run->kind);
+  m.oc.wd_mode = run->wd_mode;
   hs_dist_model dm = {.n_params = m.n, .tensors = dc_tensors,
                       .n_tensors = (int)HS_ARRAY_LEN(dc_tensors), .optim = m.oc, .params = m.p};
   hs_dist *d;
@@ -439,7 +459,8 @@ static inline hs_status dc_train(hs_comm *c, dc_run *run, float *params) {
   }
   hs_dist_trainer t = {.ctx = &m, .grads_begin = dc_toy_begin, .grads_poll = dc_toy_poll,
                        .apply = dc_toy_apply_cb, .step = dc_toy_step, .get_params = dc_toy_get,
-                       .set_params = dc_toy_set};
+                       .set_params = dc_toy_set, .get_state = dc_toy_get_state,
+                       .set_state = dc_toy_set_state};
   run->stopped_after = -1;
   memset(&run->stats, 0, sizeof run->stats);
   for (int e = 0; e < run->epochs && st == HS_OK && run->stopped_after < 0; e++) {
@@ -481,7 +502,10 @@ static inline void dc_reference(int workers, const dc_run *run, int period, floa
   memset(m, 0, sizeof m);
   if (workers < 1 || workers > 64) return;
   float *g = malloc(DC_TOTAL * sizeof *g), *acc = malloc(DC_TOTAL * sizeof *acc);
-  for (int r = 0; r < workers; r++) dc_toy_init(&m[r], r, run->kind);
+  for (int r = 0; r < workers; r++) {
+    dc_toy_init(&m[r], r, run->kind);
+    m[r].oc.wd_mode = run->wd_mode;
+  }
   int64_t since[64] = {0};
   for (int64_t step = 0; step < (int64_t)run->epochs * run->steps; step++) {
     if (period == 0) { /* allreduce: one shared model in m[0] */
@@ -648,6 +672,190 @@ static inline int dc_modes_1bit(hs_comm *c, char *why) {
   }
   free(p);
   free(want);
+  return fails;
+}
+
+/* ---- 1-bit Adam (allreduce, 1bit, Adam), simulated in one process ----------
+ * The reference of the whole step, written from the algorithm: Adam on the
+ * weighted gradient sum for `warmup` steps; then v frozen; each worker r
+ * with seeds forms its first moment m_r = b1 m + (1 - b1)(g_r + l2 p) from
+ * the shared m; the moments go through the two-phase compressed all-reduce
+ * (chunk o of each tensor to owner o: worker residual added, sign code,
+ * decoded, weighted sum in rank order, owner residual added, sign code
+ * again, decoded by all); every worker takes m = that result and
+ * p = p decay - lr_t m / (sqrt(v) / sqrt(1 - b2^t_freeze) + eps). Tensors
+ * of fewer than min_compress values travel exactly. */
+
+static inline void dc_chunk(size_t n, int p, int size, size_t *lo, size_t *len) {
+  *lo = (size_t)((uint64_t)n * (uint64_t)p / (uint64_t)size);
+  *len = (size_t)((uint64_t)n * (uint64_t)(p + 1) / (uint64_t)size) - *lo;
+}
+
+static inline void dc_reference_onebit_adam(int workers, const dc_run *run, float *out) {
+  if (workers < 1 || workers > 64) return;
+  if (workers == 1) { /* nothing travels: plain Adam */
+    dc_reference(1, run, 0, out);
+    return;
+  }
+  const size_t N = DC_TOTAL;
+  int64_t warmup = run->cfg.compress_warmup == HS_COMPRESS_WARMUP_AUTO ? HS_ONEBIT_ADAM_WARMUP
+                                                                       : run->cfg.compress_warmup;
+  dc_toy m;
+  dc_toy_init(&m, 0, HS_OPTIM_ADAM);
+  m.oc.wd_mode = run->wd_mode;
+  float *g = malloc(N * sizeof *g), *acc = malloc(N * sizeof *acc);
+  float *mr = malloc((size_t)workers * N * sizeof *mr);
+  float *ew = calloc((size_t)workers * N, sizeof *ew), *eo = calloc(N, sizeof *eo);
+  float *tmp = malloc(N * sizeof *tmp), *dec = malloc(N * sizeof *dec);
+  uint8_t *code = malloc(hs__onebit_bytes(N));
+  uint64_t t_freeze = 0;
+  hs_optim_coef k1;
+  hs__optim_coef(&m.oc, 1, &k1); /* b1, 1 - b1, l2: the same at every step */
+  for (int64_t step = 0; step < (int64_t)run->epochs * run->steps; step++) {
+    int64_t tot = 0;
+    for (int r = 0; r < workers; r++) tot += dc_seeds(r, step);
+    if (step < warmup) { /* Adam on the exact weighted sum */
+      bool any = false;
+      for (int r = 0; r < workers; r++) {
+        if (!dc_seeds(r, step)) continue;
+        float w = (float)((double)dc_seeds(r, step) / (double)tot);
+        dc_toy_grad(&m, r, step, m.p, g);
+        for (size_t i = 0; i < N; i++) acc[i] = any ? acc[i] + w * g[i] : w * g[i];
+        any = true;
+      }
+      if (!any) memset(acc, 0, N * sizeof *acc);
+      dc_toy_apply(&m, acc);
+      continue;
+    }
+    if (!t_freeze) t_freeze = m.t;
+    for (int r = 0; r < workers; r++) {
+      if (!dc_seeds(r, step)) continue;
+      float *x = mr + (size_t)r * N;
+      dc_toy_grad(&m, r, step, m.p, g);
+      for (size_t i = 0; i < N; i++)
+        x[i] = k1.beta1 * m.m[i] + k1.one_minus_beta1 * (g[i] + k1.l2 * m.p[i]);
+    }
+    for (size_t ti = 0; ti < HS_ARRAY_LEN(dc_tensors); ti++) {
+      const hs_dist_tensor *t = &dc_tensors[ti];
+      for (int o = 0; o < workers; o++) {
+        size_t lo, len;
+        dc_chunk(t->n, o, workers, &lo, &len);
+        if (!len) continue;
+        size_t at = t->off + lo;
+        bool cmp = t->n >= (size_t)run->cfg.compress_min;
+        bool any = false;
+        for (int r = 0; r < workers; r++) {
+          if (!dc_seeds(r, step)) continue;
+          const float *x = mr + (size_t)r * N + at;
+          float *e = ew + (size_t)r * N + at;
+          if (cmp) {
+            for (size_t i = 0; i < len; i++) tmp[i] = x[i] + e[i];
+            hs__onebit_encode(tmp, len, code, e);
+            hs__onebit_decode(code, len, dec);
+          } else {
+            memcpy(dec, x, len * sizeof *dec);
+          }
+          float w = (float)((double)dc_seeds(r, step) / (double)tot);
+          for (size_t i = 0; i < len; i++) acc[at + i] = any ? acc[at + i] + w * dec[i] : w * dec[i];
+          any = true;
+        }
+        if (!any) memset(acc + at, 0, len * sizeof *acc);
+        if (cmp) {
+          for (size_t i = 0; i < len; i++) acc[at + i] += eo[at + i];
+          hs__onebit_encode(acc + at, len, code, eo + at);
+          hs__onebit_decode(code, len, acc + at);
+        }
+      }
+    }
+    if (tot == 0)
+      for (size_t i = 0; i < N; i++)
+        acc[i] = k1.beta1 * m.m[i] + k1.one_minus_beta1 * (0.0f + k1.l2 * m.p[i]);
+    memcpy(m.m, acc, N * sizeof *acc);
+    m.t++;
+    hs_optim_coef k, kf;
+    hs__optim_coef(&m.oc, m.t, &k);
+    hs__optim_coef(&m.oc, t_freeze, &kf);
+    for (size_t i = 0; i < N; i++)
+      m.p[i] = m.p[i] * k.decay - k.lr * m.m[i] / (sqrtf(m.v[i]) * kf.inv_sqrt_bc2 + k.eps);
+  }
+  memcpy(out, m.p, N * sizeof *out);
+  dc_toy_free(&m);
+  free(g);
+  free(acc);
+  free(mr);
+  free(ew);
+  free(eo);
+  free(tmp);
+  free(dec);
+  free(code);
+}
+
+/* 1-bit Adam: every rank equals the simulation above bit for bit (one
+ * rank: plain Adam, nothing compressed), lands near uncompressed Adam, and
+ * compresses every step after the warm-up; a warm-up of 0 is refused. */
+static inline int dc_onebit_adam(hs_comm *c, char *why) {
+  int fails = 0, r = hs__comm_rank(c), n = hs__comm_size(c);
+  float *p = malloc(DC_TOTAL * sizeof *p), *want = malloc(DC_TOTAL * sizeof *want);
+  float *exact = malloc(DC_TOTAL * sizeof *exact);
+  static const struct {
+    int64_t warmup;
+    hs_wd_mode wd;
+    double bound;
+  } cases[] = {{7, HS_WD_L2, 0.2},
+               {25, HS_WD_DECOUPLED, 0.2},
+               {HS_COMPRESS_WARMUP_AUTO, HS_WD_L2, 0.08}};
+  /* The bounds: about twice the most measured on 2..4 ranks (0.120,
+   * 0.104, 0.037, all on 2 ranks) after 12 epochs of 20 steps. The toy's sharp
+   * optimum shows what compressing the momentum costs: its errors return
+   * through the momentum (1 / (1 - b1) = 10 steps of them), and the
+   * parameters swing about the uncompressed path before they settle
+   * (0.52, 0.62, 0.40, 0.13 of the way left after 2, 3, 6, 12 epochs with
+   * warm-up 7); the frozen v alone, moments sent exact, leaves 0.015. */
+  for (size_t k = 0; k < HS_ARRAY_LEN(cases); k++) {
+    dc_run run = dc_run_cfg(HS_SYNC_ALLREDUCE);
+    run.cfg.compress = HS_COMPRESS_1BIT;
+    run.cfg.compress_warmup = cases[k].warmup;
+    run.wd_mode = cases[k].wd;
+    run.epochs = 12;
+    hs_status st = dc_train(c, &run, p);
+    DC_OK(st, why, "1-bit Adam");
+    fails += dc_same_on_workers(c, p, n, why);
+    dc_reference_onebit_adam(n, &run, want);
+    int i = dc_first_diff(p, want);
+    if (i >= 0)
+      DC_FAIL(why, "1-bit Adam, warm-up %lld, rank %d of %d: value %d is %.9g, the simulation "
+              "%.9g", (long long)cases[k].warmup, r, n, i, p[i], want[i]);
+    int64_t w = cases[k].warmup < 0 ? HS_ONEBIT_ADAM_WARMUP : cases[k].warmup;
+    int64_t want_cmp = n > 1 ? (int64_t)run.epochs * run.steps - w : 0;
+    if (run.stats.compressed_steps != want_cmp)
+      DC_FAIL(why, "1-bit Adam, rank %d: %lld compressed steps, %lld expected", r,
+              (long long)run.stats.compressed_steps, (long long)want_cmp);
+    dc_run plain = run;
+    plain.cfg.compress = HS_COMPRESS_NONE;
+    dc_reference(n, &plain, 0, exact);
+    double left = dc_remaining(p, exact);
+    if (!(left < cases[k].bound))
+      DC_FAIL(why, "1-bit Adam, warm-up %lld, rank %d: %.4f of the way to uncompressed Adam "
+              "left", (long long)cases[k].warmup, r, left);
+  }
+  /* The frozen second moment needs a warm-up to estimate it. */
+  dc_run run = dc_run_cfg(HS_SYNC_ALLREDUCE);
+  run.cfg.compress = HS_COMPRESS_1BIT;
+  run.cfg.compress_warmup = 0;
+  hs_status st = dc_train(c, &run, p);
+  if (st != HS_ERR_INVALID_ARG || !strstr(hs_last_error(), "warm-up of 0 steps"))
+    DC_FAIL(why, "1-bit Adam with no warm-up: status %d, '%s'", st, hs_last_error());
+  /* SGD keeps the compressed gradient path, without a warm-up. */
+  run.kind = HS_OPTIM_SGD;
+  run.epochs = 1;
+  st = dc_train(c, &run, p);
+  DC_OK(st, why, "1-bit SGD without warm-up");
+  if (run.stats.compressed_steps != (n > 1 ? run.steps : 0))
+    DC_FAIL(why, "1-bit SGD, rank %d: %lld compressed steps", r,
+            (long long)run.stats.compressed_steps);
+  free(p);
+  free(want);
+  free(exact);
   return fails;
 }
 

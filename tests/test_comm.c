@@ -193,6 +193,10 @@ static int modes_1bit(hs_comm *c, char *why, void *arg) {
   (void)arg;
   return dc_modes_1bit(c, why);
 }
+static int onebit_adam(hs_comm *c, char *why, void *arg) {
+  (void)arg;
+  return dc_onebit_adam(c, why);
+}
 static int ps_async(hs_comm *c, char *why, void *arg) {
   (void)arg;
   return dc_ps_async(c, why);
@@ -208,6 +212,12 @@ Test(dist, uncompressed_modes_equal_the_simulation) {
 
 Test(dist, one_bit_modes_stay_near_uncompressed) {
   for (int n = 1; n <= 4; n++) run_group(n, modes_1bit, NULL);
+}
+
+/* 1-bit Adam replays its plain-C simulation bit for bit on 2..4 ranks;
+ * on one rank it is plain Adam. */
+Test(dist, one_bit_adam_equals_the_simulation) {
+  for (int n = 1; n <= 4; n++) run_group(n, onebit_adam, NULL);
 }
 
 Test(dist, asynchronous_parameter_server) {

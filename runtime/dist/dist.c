@@ -1,5 +1,6 @@
 /* The distributed step (hs_dist.h): configuration, the allreduce and
  * local modes, statistics and the state a checkpoint keeps. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +31,7 @@ static void defaults(hs_dist_config *cfg) {
   cfg->servers = 1;
   cfg->period = 8;
   cfg->compress = HS_COMPRESS_NONE;
+  cfg->compress_warmup = HS_COMPRESS_WARMUP_AUTO;
   cfg->compress_min = 1024;
   cfg->bucket_bytes = (size_t)1 << 20;
   cfg->timeout_s = 60;
@@ -54,9 +56,12 @@ static hs_status check_cfg(const hs_dist_config *cfg, int size) {
   if ((unsigned)cfg->compress > HS_COMPRESS_1BIT)
     return hs__fail(HS_ERR_INVALID_ARG, "compression %d: expected none or 1bit",
                     (int)cfg->compress);
-  if (cfg->compress_warmup < 0 || cfg->compress_min < 0)
-    return hs__fail(HS_ERR_INVALID_ARG, "compression warm-up %lld and minimum %lld: must be >= 0",
-                    (long long)cfg->compress_warmup, (long long)cfg->compress_min);
+  if ((cfg->compress_warmup < 0 && cfg->compress_warmup != HS_COMPRESS_WARMUP_AUTO) ||
+      cfg->compress_min < 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "compression warm-up %lld and minimum %lld: must be >= 0 "
+                    "(the warm-up may also be %d, automatic)",
+                    (long long)cfg->compress_warmup, (long long)cfg->compress_min,
+                    HS_COMPRESS_WARMUP_AUTO);
   if (!(cfg->timeout_s > 0) || !(cfg->start_timeout_s > 0))
     return hs__fail(HS_ERR_INVALID_ARG, "timeouts %g s and %g s: must be > 0", cfg->timeout_s,
                     cfg->start_timeout_s);
@@ -83,6 +88,9 @@ void hs__dist_destroy(hs_dist *d) {
   free(d->t);
   free(d->vec);
   free(d->anchor);
+  free(d->op);
+  free(d->om);
+  free(d->ov);
   free(d);
 }
 
@@ -93,6 +101,12 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
   if (st != HS_OK) return st;
   if (m->n_params == 0 || m->n_tensors < 1 || !m->params)
     return hs__fail(HS_ERR_INVALID_ARG, "distributed model without parameters");
+  bool onebit_adam = cfg->sync == HS_SYNC_ALLREDUCE && cfg->compress == HS_COMPRESS_1BIT &&
+                     m->optim.kind == HS_OPTIM_ADAM;
+  if (onebit_adam && cfg->compress_warmup == 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "1-bit Adam (allreduce, 1bit, Adam) with a compression "
+                    "warm-up of 0 steps: it needs at least 1 (the second moment it freezes is "
+                    "estimated during the warm-up; default %d)", HS_ONEBIT_ADAM_WARMUP);
   hs_dist *d = calloc(1, sizeof *d);
   if (!d) return hs__fail(HS_ERR_NOMEM, "distributed state");
   d->c = c;
@@ -104,6 +118,11 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
   d->n = m->n_params;
   d->nt = m->n_tensors;
   d->optim = m->optim;
+  d->warmup = cfg->compress_warmup != HS_COMPRESS_WARMUP_AUTO ? cfg->compress_warmup
+              : onebit_adam                                 ? HS_ONEBIT_ADAM_WARMUP
+                                                            : 0;
+  /* A lone rank sends nothing, so compresses nothing: plain Adam. */
+  d->oba = onebit_adam && d->size > 1;
   d->t = malloc((size_t)m->n_tensors * sizeof *d->t);
   d->vec = malloc(d->n * sizeof *d->vec);
   if (!d->t || !d->vec) {
@@ -118,6 +137,12 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
                     .bucket_bytes = cfg->bucket_bytes, .min_compress = (size_t)cfg->compress_min,
                     .tag_base = TAG_AR_BASE};
     st = hs__ar_create(c, &ac, &d->ar);
+    if (st == HS_OK && d->oba) {
+      d->op = malloc(d->n * sizeof *d->op);
+      d->om = malloc(d->n * sizeof *d->om);
+      d->ov = malloc(d->n * sizeof *d->ov);
+      if (!d->op || !d->om || !d->ov) st = hs__fail(HS_ERR_NOMEM, "1-bit Adam state");
+    }
     /* Local mode with compression sends the change since the last
      * average: every rank starts from the same parameters. */
     if (st == HS_OK && cfg->sync == HS_SYNC_LOCAL && cfg->compress == HS_COMPRESS_1BIT) {
@@ -129,10 +154,11 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
   if (st != HS_OK) goto fail;
   d->local_fresh = true;
   hs__comm_counters(c, &d->c0);
-  hs__log(HS_LOG_DIST, "rank %d of %d (%s, %s): %s, %zu parameters in %d tensors, compression %s "
+  hs__log(HS_LOG_DIST, "rank %d of %d (%s, %s): %s, %zu parameters in %d tensors, compression %s%s "
           "from step %lld for tensors of %lld values and more", d->rank, d->size,
           hs__comm_backend(c), d->server ? "server" : "worker", hs_sync_mode_name(cfg->sync), d->n,
-          d->nt, hs_compress_name(cfg->compress), (long long)cfg->compress_warmup,
+          d->nt, hs_compress_name(cfg->compress), d->oba ? " (1-bit Adam)" : "",
+          (long long)d->warmup,
           (long long)cfg->compress_min);
   *out = d;
   return HS_OK;
@@ -183,6 +209,99 @@ static hs_status step_allreduce(hs_dist *d, const hs_dist_trainer *t, int64_t st
   d->st.compute_s += t_ready - t0 - polled_comm;
   d->st.comm_s += t_end - t_ready + polled_comm;
   if (cmp) d->st.compressed_steps++;
+  *stop_after = flags & 1u;
+  return st;
+}
+
+/* 1-bit Adam's update of every rank: m is the averaged first moment, v
+ * the frozen second moment, t the step (1-based) of this update, t_freeze
+ * the steps taken when v froze. Weight decay as Adam's (ref_optim.c): L2
+ * is in the moment already; decoupled decay multiplies p. */
+static void onebit_adam_update(const hs_optim_cfg *oc, uint64_t t, uint64_t t_freeze, size_t n,
+                               float *p, const float *m, const float *v) {
+  hs_optim_coef k, kf;
+  hs__optim_coef(oc, t, &k);
+  hs__optim_coef(oc, t_freeze, &kf);
+  for (size_t i = 0; i < n; i++)
+    p[i] = p[i] * k.decay - k.lr * m[i] / (sqrtf(v[i]) * kf.inv_sqrt_bc2 + k.eps);
+}
+
+/* This rank's first moment over tensors [first, first + count): the
+ * shared one with its own gradient folded in, in place of the gradient. */
+static void onebit_adam_local(const hs_dist *d, float *g, int first, int count) {
+  hs_optim_coef k;
+  hs__optim_coef(&d->optim, 1, &k);
+  for (int i = first; i < first + count; i++)
+    for (size_t j = d->t[i].off; j < d->t[i].off + d->t[i].n; j++)
+      g[j] = k.beta1 * d->om[j] + k.one_minus_beta1 * (g[j] + k.l2 * d->op[j]);
+}
+
+/* allreduce, 1-bit, Adam, after the warm-up: the ranks' first moments
+ * all-reduced compressed (gradients bucket by bucket as they are ready,
+ * each turned into this rank's moment), the same update everywhere. */
+static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t step,
+                                  int64_t count, bool stop_request, bool *stop_after) {
+  double t0 = hs__now(), t_ready = t0;
+  hs_status st = HS_OK;
+  if (!d->oba_loaded) {
+    if (!t->get_state || !t->set_state)
+      return hs__fail(HS_ERR_UNSUPPORTED, "1-bit Adam: this trainer gives no access to its "
+                      "optimizer state");
+    uint64_t taken = 0;
+    st = t->get_state(t->ctx, d->op, d->om, d->ov, &taken);
+    if (st != HS_OK) return st;
+    /* One optimizer step per training step: v froze `step - warmup`
+     * steps ago (0 at the first compressed step, more after a resume). */
+    uint64_t since = (uint64_t)(step - d->warmup);
+    if (taken < since || taken - since < 1)
+      return hs__fail(HS_ERR_STATE, "1-bit Adam at step %lld: the optimizer took %llu steps, "
+                      "fewer than the %lld warm-up steps and %llu compressed ones it needs",
+                      (long long)step, (unsigned long long)taken, (long long)d->warmup,
+                      (unsigned long long)since);
+    d->ot = taken;
+    d->ot_freeze = taken - since;
+    d->oba_loaded = true;
+  }
+  if (count > 0) st = t->grads_begin(t->ctx, d->vec);
+  if (st == HS_OK) st = hs__ar_begin(d->ar, d->vec, count, true, stop_request ? 1u : 0u);
+  double polled_comm = 0;
+  for (int b = 0; count > 0 && st == HS_OK && b < hs__ar_buckets(d->ar); b++) {
+    int first, n;
+    hs__ar_bucket_tensors(d->ar, b, &first, &n);
+    for (int i = first; i < first + n && st == HS_OK; i++) {
+      bool ready = false;
+      while (st == HS_OK && (st = t->grads_poll(t->ctx, i, &ready)) == HS_OK && !ready) {
+        double c0 = hs__now();
+        st = hs__ar_progress(d->ar);
+        polled_comm += hs__now() - c0;
+        if (st == HS_OK) nap();
+      }
+    }
+    if (st == HS_OK) {
+      onebit_adam_local(d, d->vec, first, n);
+      st = hs__ar_ready(d->ar, b);
+    }
+  }
+  t_ready = hs__now();
+  uint32_t flags = 0;
+  int64_t total = 0;
+  if (st == HS_OK) st = hs__ar_end(d->ar, &flags, &total);
+  double t_end = hs__now();
+  if (st == HS_OK) {
+    /* No seeds anywhere: the moment decays as Adam's would on a zero
+     * gradient (the same on every rank). */
+    if (total == 0) {
+      memset(d->vec, 0, d->n * sizeof *d->vec);
+      onebit_adam_local(d, d->vec, 0, d->nt);
+    }
+    memcpy(d->om, d->vec, d->n * sizeof *d->om);
+    d->ot++;
+    onebit_adam_update(&d->optim, d->ot, d->ot_freeze, d->n, d->op, d->om, d->ov);
+    st = t->set_state(t->ctx, d->op, d->om, d->ot);
+  }
+  d->st.compute_s += t_ready - t0 - polled_comm + (hs__now() - t_end);
+  d->st.comm_s += t_end - t_ready + polled_comm;
+  d->st.compressed_steps++;
   *stop_after = flags & 1u;
   return st;
 }
@@ -245,7 +364,12 @@ hs_status hs__dist_step(hs_dist *d, const hs_dist_trainer *t, int64_t step, int6
   switch (d->cfg.sync) {
     case HS_SYNC_PS: st = hs__ps_step(d, t, step, count, stop_request, stop_after); break;
     case HS_SYNC_LOCAL: st = step_local(d, t, step, count, stop_request, stop_after); break;
-    default: st = step_allreduce(d, t, step, count, stop_request, stop_after); break;
+    default:
+      if (d->oba && hs__dist_compress_now(d, step)) {
+        st = step_onebit_adam(d, t, step, count, stop_request, stop_after);
+        break;
+      }
+      st = step_allreduce(d, t, step, count, stop_request, stop_after); break;
   }
   d->st.steps++;
   return st;
@@ -286,6 +410,7 @@ hs_status hs__dist_gather_state(hs_dist *d, float *params, float *m, float *v, u
 hs_status hs__dist_scatter_state(hs_dist *d, const hs_dist_model *m) {
   if (d->cfg.sync != HS_SYNC_PS) {
     if (d->anchor) memcpy(d->anchor, m->params, d->n * sizeof *d->anchor);
+    d->oba_loaded = false; /* 1-bit Adam reads the new state at its next step */
     return HS_OK;
   }
   return hs__ps_scatter_state(d, m);

@@ -32,6 +32,16 @@ struct hs_dist {
   int64_t local_count; /* local: seeds trained since the last average */
   bool local_fresh;    /* local: the last step averaged */
   bool stop_pending;   /* local: a stop request waiting for the next average */
+  /* allreduce, 1-bit, Adam: 1-bit Adam. Its state after the warm-up,
+   * the same on every rank: parameters, shared first moment, frozen second
+   * moment, optimizer steps, and the step count at which v froze (its bias
+   * correction stays that step's). Loaded from the trainer at the first
+   * compressed step of this process (after a resume too). */
+  bool oba;
+  int64_t warmup; /* compress_warmup resolved */
+  float *op, *om, *ov;
+  bool oba_loaded;
+  uint64_t ot, ot_freeze;
   hs_ps *ps;
   hs_dist_stats st;
   hs_comm_counters c0; /* counters at the last stats_take */
@@ -40,7 +50,7 @@ struct hs_dist {
 /* Whether step `step` travels compressed (the world has more than one
  * rank, 1-bit is on and the warm-up is over). */
 static inline bool hs__dist_compress_now(const hs_dist *d, int64_t step) {
-  return d->size > 1 && d->cfg.compress == HS_COMPRESS_1BIT && step >= d->cfg.compress_warmup;
+  return d->size > 1 && d->cfg.compress == HS_COMPRESS_1BIT && step >= d->warmup;
 }
 
 /* ps.c */

@@ -30,6 +30,13 @@ typedef struct hs_dist_trainer {
   hs_status (*step)(void *ctx);
   hs_status (*get_params)(void *ctx, float *params);
   hs_status (*set_params)(void *ctx, const float *params);
+  /* 1-bit Adam only (allreduce, 1-bit, Adam; NULL elsewhere): the
+   * optimizer's state, parameters, first and second moments (n_params
+   * floats each) and the optimizer steps taken ... */
+  hs_status (*get_state)(void *ctx, float *params, float *m, float *v, uint64_t *step);
+  /* ... and its replacement after a compressed step: parameters, first
+   * moment and steps (the second moment stays as it is: frozen). */
+  hs_status (*set_state)(void *ctx, const float *params, const float *m, uint64_t step);
 } hs_dist_trainer;
 
 /* The model as the distributed step sees it. */

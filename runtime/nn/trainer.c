@@ -176,6 +176,29 @@ hs_status hs__trainer_sync_model(hs_trainer *t, hs_model *m) {
   return HS_OK;
 }
 
+hs_status hs__trainer_read_state(hs_trainer *t, float *params, float *m, float *v,
+                                 uint64_t *step) {
+  size_t n = t->shape.n_params;
+  hs_status st;
+  if ((st = hs__mem_read(t->q, t->params.m, true, 0, n * 4, params, 0, NULL, NULL)) != HS_OK ||
+      (st = hs__mem_read(t->q, t->mom1.m, true, 0, n * 4, m, 0, NULL, NULL)) != HS_OK ||
+      (st = hs__mem_read(t->q, t->mom2.m, true, 0, n * 4, v, 0, NULL, NULL)) != HS_OK)
+    return st;
+  *step = t->step;
+  return HS_OK;
+}
+
+hs_status hs__trainer_write_state(hs_trainer *t, const float *params, const float *m,
+                                  uint64_t step) {
+  size_t n = t->shape.n_params;
+  hs_status st;
+  if ((st = hs__mem_write(t->q, t->params.m, true, 0, n * 4, params, 0, NULL, NULL)) != HS_OK ||
+      (st = hs__mem_write(t->q, t->mom1.m, true, 0, n * 4, m, 0, NULL, NULL)) != HS_OK)
+    return st;
+  t->step = step;
+  return HS_OK;
+}
+
 /* ---- batch ------------------------------------------------------------------ */
 
 /* Shapes of one layer's block. */

@@ -209,6 +209,14 @@ hs_status hs__trainer_drain_stats(hs_trainer *t, hs_train_stats *acc);
 hs_status hs__trainer_sync_model(hs_trainer *t, hs_model *m);
 /* Replace the device state by `m`'s (e.g. after loading a checkpoint). */
 hs_status hs__trainer_load_model(hs_trainer *t, const hs_model *m);
+/* The optimizer state as arrays of n_params floats (parameters, first and
+ * second moments) and the steps taken; waits. */
+hs_status hs__trainer_read_state(hs_trainer *t, float *params, float *m, float *v,
+                                 uint64_t *step);
+/* Replace parameters, first moment and steps (the second moment kept);
+ * waits. */
+hs_status hs__trainer_write_state(hs_trainer *t, const float *params, const float *m,
+                                  uint64_t step);
 
 /* Inference forward (no dropout) on the uploaded batch: logits with bias
  * of the output dst, n_dst x n_classes. Waits. */

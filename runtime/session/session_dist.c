@@ -245,10 +245,21 @@ static hs_status tr_set_params(void *ctx, const float *params) {
                        0, s->model.shape.n_params * sizeof *params, params, 0, NULL, NULL);
 }
 
+static hs_status tr_get_state(void *ctx, float *params, float *m, float *v, uint64_t *step) {
+  hs_session *s = ctx;
+  return hs__trainer_read_state(s->trainer, params, m, v, step);
+}
+
+static hs_status tr_set_state(void *ctx, const float *params, const float *m, uint64_t step) {
+  hs_session *s = ctx;
+  return hs__trainer_write_state(s->trainer, params, m, step);
+}
+
 static const hs_dist_trainer *trainer_iface(hs_session *s, hs_dist_trainer *t) {
   *t = (hs_dist_trainer){.ctx = s, .grads_begin = tr_grads_begin, .grads_poll = tr_grads_poll,
                          .apply = tr_apply, .step = tr_step, .get_params = tr_get_params,
-                         .set_params = tr_set_params};
+                         .set_params = tr_set_params, .get_state = tr_get_state,
+                         .set_state = tr_set_state};
   return t;
 }
 

@@ -77,12 +77,24 @@ typedef enum hs_compress {
    * chunks and the reduced chunks; ps the pushed gradients and the pulled
    * parameter changes; local the parameter changes since the last
    * average. Tensors smaller than compress_min and the first
-   * compress_warmup steps travel as floats. */
+   * compress_warmup steps travel as floats.
+   *
+   * allreduce with Adam is 1-bit Adam (Tang et al., 2021): the warm-up
+   * steps are ordinary Adam on the all-reduced gradient; then the second
+   * moment v is frozen, each rank folds its own gradient into the shared
+   * first moment m, the ranks' moments travel compressed (as above) and
+   * every rank applies the same update, the averaged m over the frozen v.
+   * It needs a warm-up of at least one step (v estimated from it). */
   HS_COMPRESS_1BIT = 1,
 } hs_compress;
 
 /* "none", "1bit"; never NULL. */
 HS_API const char *hs_compress_name(hs_compress c);
+
+/* compress_warmup's default: chosen by the mode and the optimizer. */
+#define HS_COMPRESS_WARMUP_AUTO (-1)
+/* The automatic warm-up of 1-bit Adam, in steps. */
+#define HS_ONEBIT_ADAM_WARMUP 60
 
 typedef struct hs_dist_config {
   size_t struct_size; /* set by hs_dist_config_init (hetsage/version.h) */
@@ -92,7 +104,10 @@ typedef struct hs_dist_config {
   int quorum;    /* ps: gradients per update (0: all workers) */
   int period;    /* local: steps between averages (8) */
   hs_compress compress;
-  int64_t compress_warmup; /* steps trained uncompressed first (0) */
+  /* Steps trained uncompressed first; HS_COMPRESS_WARMUP_AUTO (the
+   * default): HS_ONEBIT_ADAM_WARMUP for 1-bit Adam (allreduce, Adam), 0
+   * otherwise. */
+  int64_t compress_warmup;
   int64_t compress_min;    /* smaller tensors are never compressed (1024) */
   size_t bucket_bytes;     /* allreduce bucket size (1 MiB) */
   /* A peer silent this long during training steps is reported dead or
