@@ -133,9 +133,11 @@ Test(dist_cli, one_rank_equals_one_process) {
   cr_assert_eq(finish(start(cmd, log), 240, cmd, NULL), 0);
   ckpt(&d, "single", a, sizeof a);
   /* Every mode reduces to the plain step on one rank, compression too
-   * (a lone rank sends nothing, so compresses nothing). */
+   * (a lone rank sends nothing, so compresses nothing): 1-bit Adam on one
+   * rank is plain Adam, its second moment never frozen. */
   const char *modes[] = {"--sync allreduce", "--sync local --period 2",
-                         "--sync allreduce --compress 1bit --compress-min 1"};
+                         "--sync allreduce --compress 1bit --compress-min 1",
+                         "--sync allreduce --compress 1bit --compress-min 1 --compress-warmup 1"};
   for (size_t i = 0; i < HS_ARRAY_LEN(modes); i++) {
     char args[512], name[32];
     snprintf(name, sizeof name, "one%zu", i);
@@ -168,6 +170,46 @@ Test(dist_cli, two_and_four_ranks_are_deterministic) {
   tu_rmtree(d.dir);
 }
 
+/* 1-bit Adam (the default optimizer, compressed after a warm-up of 3 of
+ * the 8 steps): two runs give the same bits, the second with another
+ * pipeline driver; every step after the warm-up was compressed (4 in
+ * epoch 2), and the result differs from the uncompressed run's. */
+Test(dist_cli, two_ranks_one_bit_adam_is_deterministic) {
+  run_dir d = scratch();
+  char a[600], b[600], out[8192], path[600];
+  const char *oba = SMALL "--compress 1bit --compress-min 64 --compress-warmup 3";
+  char args[512];
+  snprintf(args, sizeof args, "%s --stats-json sa.json --checkpoint oa", oba);
+  cr_assert_eq(mpi_train(&d, 2, args, "a", out, sizeof out), 0, "%s", out);
+  snprintf(args, sizeof args, "%s --mode threads --checkpoint ob", oba);
+  cr_assert_eq(mpi_train(&d, 2, args, "b", out, sizeof out), 0, "%s", out);
+  ckpt(&d, "oa", a, sizeof a);
+  ckpt(&d, "ob", b, sizeof b);
+  cr_assert(same_file(a, b), "1-bit Adam on 2 ranks: two runs differ");
+  snprintf(path, sizeof path, "%s/sa.json", d.dir);
+  char *stats = tool_slurp_or_empty(path);
+  const char *e1 = strstr(stats, "{\"epoch\": 1,");
+  cr_assert(strstr(stats, "\"compressed_steps\": 1,") && e1 &&
+                strstr(e1, "\"compressed_steps\": 4,"),
+            "1 compressed step in epoch 1 and 4 in epoch 2: %s", stats);
+  free(stats);
+  cr_assert_eq(mpi_train(&d, 2, SMALL "--checkpoint plain", "c", out, sizeof out), 0, "%s", out);
+  ckpt(&d, "plain", b, sizeof b);
+  cr_assert(!same_file(a, b), "1-bit Adam gave the uncompressed run's bits");
+  tu_rmtree(d.dir);
+}
+
+/* 1-bit Adam freezes the second moment it estimated in the warm-up: no
+ * warm-up is refused, with the reason. */
+Test(dist_cli, one_bit_adam_without_warmup_is_refused) {
+  run_dir d = scratch();
+  char out[8192];
+  int rc = mpi_train(&d, 2, SMALL "--compress 1bit --compress-warmup 0", "w", out, sizeof out);
+  cr_assert_neq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "warm-up of 0 steps"), "the refusal gives the reason: %s", out);
+  tu_rmtree(d.dir);
+}
+
 /* Three epochs straight, against one epoch then a resume to three. */
 static void resume_case(int n, const char *mode) {
   run_dir d = scratch();
@@ -184,8 +226,11 @@ static void resume_case(int n, const char *mode) {
   tu_rmtree(d.dir);
 }
 
+/* 1-bit Adam: the resumed processes take the frozen state from the
+ * checkpoint in the middle of the compressed phase (warm-up 3 of the
+ * first epoch's 7 steps). */
 Test(dist_cli, resume_continues_exactly_allreduce_1bit) {
-  resume_case(2, "--compress 1bit --compress-min 64");
+  resume_case(2, "--compress 1bit --compress-min 64 --compress-warmup 3");
 }
 
 Test(dist_cli, resume_continues_exactly_parameter_server) {
@@ -324,7 +369,7 @@ Test(dist_cli, every_mode_learns) {
       {3, "--sync ps --staleness 2"},
       {3, "--sync ps --servers 2 --compress 1bit --compress-min 64"},
       {2, "--sync local --period 4"},
-      {4, "--compress 1bit --compress-min 64"},
+      {4, "--compress 1bit --compress-min 64 --compress-warmup 4"},
   };
   /* Cora reaches about 0.8 test accuracy in a few epochs; a mode that
    * does not learn stays near 0.3. */

@@ -40,7 +40,7 @@ fi
 # machine: the reductions do not depend on the network or its timing.
 work=$(mktemp -d)
 args=(train --distributed -q --eval sampled --batch 256 --epochs 2 --compress 1bit
-      --compress-min 64)
+      --compress-min 64 --compress-warmup 2)
 (cd "$work" && timeout 300 "$ns" mpirun "$tag" 3 -- "$HS_HETSAGE" "${args[@]}" \
    --checkpoint hosts >"$work/hosts.log" 2>&1)
 rc2=$?
