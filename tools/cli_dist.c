@@ -24,15 +24,19 @@ void cli_dist_usage(FILE *f) {
           "                       synchronous: late ones join the next update\n"
           "  --period K           local: steps between model averages (default 8)\n"
           "  --compress none|1bit gradient compression: sign bits and an L2-norm\n"
-          "                       scale per chunk, with error feedback (default none)\n"
-          "  --compress-warmup N  first N steps uncompressed (default 0)\n"
+          "                       scale per chunk, with error feedback (default none);\n"
+          "                       allreduce with Adam: 1-bit Adam (v frozen after the\n"
+          "                       warm-up, the momenta compressed)\n"
+          "  --compress-warmup N  first N steps uncompressed (default %d for 1-bit\n"
+          "                       Adam, which needs N >= 1; 0 otherwise)\n"
           "  --compress-min N     tensors of fewer values stay uncompressed (1024)\n"
           "  --bucket-kb N        all-reduce bucket size (default 1024)\n"
           "  --dist-timeout S     a rank silent this long during training is reported\n"
           "                       dead or stalled and the run ends (default 60)\n"
           "  --dist-start-timeout S\n"
           "                       the same for start-up, evaluation and checkpoints,\n"
-          "                       when ranks wait for one another (default 900)\n");
+          "                       when ranks wait for one another (default 900)\n",
+          HS_ONEBIT_ADAM_WARMUP);
 }
 
 static int bad(const char *cmd, const char *opt, const char *v, const char *what) {

@@ -254,10 +254,10 @@ static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t 
      * steps ago (0 at the first compressed step, more after a resume). */
     uint64_t since = (uint64_t)(step - d->warmup);
     if (taken < since || taken - since < 1)
-      return hs__fail(HS_ERR_STATE, "1-bit Adam at step %lld: the optimizer took %llu steps, "
-                      "fewer than the %lld warm-up steps and %llu compressed ones it needs",
-                      (long long)step, (unsigned long long)taken, (long long)d->warmup,
-                      (unsigned long long)since);
+      return hs__fail(HS_ERR_STATE, "1-bit Adam at step %lld (warm-up %lld): the optimizer "
+                      "took %llu steps, not the at least %llu it needs (1 or more uncompressed, "
+                      "then one per compressed step)", (long long)step, (long long)d->warmup,
+                      (unsigned long long)taken, (unsigned long long)since + 1);
     d->ot = taken;
     d->ot_freeze = taken - since;
     d->oba_loaded = true;
