@@ -90,7 +90,7 @@ void hs__dist_destroy(hs_dist *d) {
   free(d->anchor);
   free(d->op);
   free(d->om);
-  free(d->ov);
+  free(d->oden);
   free(d);
 }
 
@@ -140,8 +140,8 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
     if (st == HS_OK && d->oba) {
       d->op = malloc(d->n * sizeof *d->op);
       d->om = malloc(d->n * sizeof *d->om);
-      d->ov = malloc(d->n * sizeof *d->ov);
-      if (!d->op || !d->om || !d->ov) st = hs__fail(HS_ERR_NOMEM, "1-bit Adam state");
+      d->oden = malloc(d->n * sizeof *d->oden);
+      if (!d->op || !d->om || !d->oden) st = hs__fail(HS_ERR_NOMEM, "1-bit Adam state");
     }
     /* Local mode with compression sends the change since the last
      * average: every rank starts from the same parameters. */
@@ -213,27 +213,20 @@ static hs_status step_allreduce(hs_dist *d, const hs_dist_trainer *t, int64_t st
   return st;
 }
 
-/* 1-bit Adam's update of every rank: m is the averaged first moment, v
- * the frozen second moment, t the step (1-based) of this update, t_freeze
- * the steps taken when v froze. Weight decay as Adam's (ref_optim.c): L2
- * is in the moment already; decoupled decay multiplies p. */
-static void onebit_adam_update(const hs_optim_cfg *oc, uint64_t t, uint64_t t_freeze, size_t n,
-                               float *p, const float *m, const float *v) {
-  hs_optim_coef k, kf;
-  hs__optim_coef(oc, t, &k);
-  hs__optim_coef(oc, t_freeze, &kf);
-  for (size_t i = 0; i < n; i++)
-    p[i] = p[i] * k.decay - k.lr * m[i] / (sqrtf(v[i]) * kf.inv_sqrt_bc2 + k.eps);
-}
-
-/* This rank's first moment over tensors [first, first + count): the
- * shared one with its own gradient folded in, in place of the gradient. */
+/* This rank's contribution over tensors [first, first + count), in place
+ * of its gradient g: its first moment, the shared one with g folded in,
+ * divided by the frozen denominator sqrt(v / (1 - b2^t_freeze)) + eps:
+ * the moment in units of Adam's step. The denominator is the same on
+ * every rank, so the average of these is the averaged moment's step; and
+ * sign codes suit it: steps are of one size whatever the gradients', where
+ * a moment's block mixes coordinates whose v differ by decades (rare
+ * features), and +-(block scale) / sqrt(small v) would be a huge step. */
 static void onebit_adam_local(const hs_dist *d, float *g, int first, int count) {
   hs_optim_coef k;
   hs__optim_coef(&d->optim, 1, &k);
   for (int i = first; i < first + count; i++)
     for (size_t j = d->t[i].off; j < d->t[i].off + d->t[i].n; j++)
-      g[j] = k.beta1 * d->om[j] + k.one_minus_beta1 * (g[j] + k.l2 * d->op[j]);
+      g[j] = (k.beta1 * d->om[j] + k.one_minus_beta1 * (g[j] + k.l2 * d->op[j])) / d->oden[j];
 }
 
 /* allreduce, 1-bit, Adam, after the warm-up: the ranks' first moments
@@ -248,7 +241,7 @@ static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t 
       return hs__fail(HS_ERR_UNSUPPORTED, "1-bit Adam: this trainer gives no access to its "
                       "optimizer state");
     uint64_t taken = 0;
-    st = t->get_state(t->ctx, d->op, d->om, d->ov, &taken);
+    st = t->get_state(t->ctx, d->op, d->om, d->oden, &taken);
     if (st != HS_OK) return st;
     /* One optimizer step per training step: v froze `step - warmup`
      * steps ago (0 at the first compressed step, more after a resume). */
@@ -259,7 +252,10 @@ static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t 
                       "then one per compressed step)", (long long)step, (long long)d->warmup,
                       (unsigned long long)taken, (unsigned long long)since + 1);
     d->ot = taken;
-    d->ot_freeze = taken - since;
+    hs_optim_coef kf;
+    hs__optim_coef(&d->optim, taken - since, &kf);
+    for (size_t j = 0; j < d->n; j++)
+      d->oden[j] = sqrtf(d->oden[j]) * kf.inv_sqrt_bc2 + kf.eps;
     d->oba_loaded = true;
   }
   if (count > 0) st = t->grads_begin(t->ctx, d->vec);
@@ -294,9 +290,15 @@ static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t 
       memset(d->vec, 0, d->n * sizeof *d->vec);
       onebit_adam_local(d, d->vec, 0, d->nt);
     }
-    memcpy(d->om, d->vec, d->n * sizeof *d->om);
+    /* vec: the averaged step direction u = m / den, the same bits on
+     * every rank. Adam's update with v frozen: p = p decay - lr_t u. */
+    hs_optim_coef k;
     d->ot++;
-    onebit_adam_update(&d->optim, d->ot, d->ot_freeze, d->n, d->op, d->om, d->ov);
+    hs__optim_coef(&d->optim, d->ot, &k);
+    for (size_t j = 0; j < d->n; j++) {
+      d->om[j] = d->vec[j] * d->oden[j];
+      d->op[j] = d->op[j] * k.decay - k.lr * d->vec[j];
+    }
     st = t->set_state(t->ctx, d->op, d->om, d->ot);
   }
   d->st.compute_s += t_ready - t0 - polled_comm + (hs__now() - t_end);

@@ -33,15 +33,16 @@ struct hs_dist {
   bool local_fresh;    /* local: the last step averaged */
   bool stop_pending;   /* local: a stop request waiting for the next average */
   /* allreduce, 1-bit, Adam: 1-bit Adam. Its state after the warm-up,
-   * the same on every rank: parameters, shared first moment, frozen second
-   * moment, optimizer steps, and the step count at which v froze (its bias
-   * correction stays that step's). Loaded from the trainer at the first
-   * compressed step of this process (after a resume too). */
+   * the same on every rank: parameters, shared first moment, the frozen
+   * denominator sqrt(v / (1 - b2^t_freeze)) + eps (v and its bias
+   * correction as they were when the warm-up ended), optimizer steps.
+   * Loaded from the trainer at the first compressed step of this process
+   * (after a resume too). */
   bool oba;
   int64_t warmup; /* compress_warmup resolved */
-  float *op, *om, *ov;
+  float *op, *om, *oden;
   bool oba_loaded;
-  uint64_t ot, ot_freeze;
+  uint64_t ot;
   hs_ps *ps;
   hs_dist_stats st;
   hs_comm_counters c0; /* counters at the last stats_take */
