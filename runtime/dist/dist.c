@@ -229,6 +229,31 @@ static void onebit_adam_local(const hs_dist *d, float *g, int first, int count) 
       g[j] = (k.beta1 * d->om[j] + k.one_minus_beta1 * (g[j] + k.l2 * d->op[j])) / d->oden[j];
 }
 
+/* The frozen denominators from v (in oden) and the steps taken when it
+ * froze: den = max(sqrt(v / (1 - b2^t_freeze)), floor) + eps, the floor
+ * HS_ONEBIT_ADAM_FLOOR x the tensor's mean of sqrt(v / (1 - b2^t_freeze))
+ * (summed in double, index order). Without the floor, a coordinate whose
+ * gradients were rare or tiny in the warm-up (the weight row of a rare
+ * feature) keeps a denominator near eps for good: where exact Adam's v
+ * would grow with the first large gradient, the frozen one turns it, and
+ * the compression error of its block, into steps thousands of times
+ * Adam's, which error feedback returns and momentum amplifies (Facebook:
+ * the first layer's step direction grew from RMS 1 to 5,000 within 230
+ * steps and the run diverged). */
+static void onebit_adam_denominators(hs_dist *d, uint64_t t_freeze) {
+  hs_optim_coef kf;
+  hs__optim_coef(&d->optim, t_freeze, &kf);
+  for (size_t j = 0; j < d->n; j++) d->oden[j] = sqrtf(d->oden[j]) * kf.inv_sqrt_bc2;
+  for (int i = 0; i < d->nt; i++) {
+    size_t lo = d->t[i].off, hi = lo + d->t[i].n;
+    double sum = 0;
+    for (size_t j = lo; j < hi; j++) sum += d->oden[j];
+    float floor_v = hi > lo ? (float)(HS_ONEBIT_ADAM_FLOOR * sum / (double)(hi - lo)) : 0.0f;
+    for (size_t j = lo; j < hi; j++)
+      d->oden[j] = (d->oden[j] > floor_v ? d->oden[j] : floor_v) + kf.eps;
+  }
+}
+
 /* allreduce, 1-bit, Adam, after the warm-up: the ranks' first moments
  * all-reduced compressed (gradients bucket by bucket as they are ready,
  * each turned into this rank's moment), the same update everywhere. */
@@ -252,10 +277,7 @@ static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t 
                       "then one per compressed step)", (long long)step, (long long)d->warmup,
                       (unsigned long long)taken, (unsigned long long)since + 1);
     d->ot = taken;
-    hs_optim_coef kf;
-    hs__optim_coef(&d->optim, taken - since, &kf);
-    for (size_t j = 0; j < d->n; j++)
-      d->oden[j] = sqrtf(d->oden[j]) * kf.inv_sqrt_bc2 + kf.eps;
+    onebit_adam_denominators(d, taken - since);
     d->oba_loaded = true;
   }
   if (count > 0) st = t->grads_begin(t->ctx, d->vec);

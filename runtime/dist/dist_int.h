@@ -35,7 +35,8 @@ struct hs_dist {
   /* allreduce, 1-bit, Adam: 1-bit Adam. Its state after the warm-up,
    * the same on every rank: parameters, shared first moment, the frozen
    * denominator sqrt(v / (1 - b2^t_freeze)) + eps (v and its bias
-   * correction as they were when the warm-up ended), optimizer steps.
+   * correction as they were when the warm-up ended, floored: dist.c),
+   * optimizer steps.
    * Loaded from the trainer at the first compressed step of this process
    * (after a resume too). */
   bool oba;
@@ -53,6 +54,10 @@ struct hs_dist {
 static inline bool hs__dist_compress_now(const hs_dist *d, int64_t step) {
   return d->size > 1 && d->cfg.compress == HS_COMPRESS_1BIT && step >= d->warmup;
 }
+
+/* 1-bit Adam's floor on each frozen denominator, as a fraction of its
+ * tensor's mean (dist.c). */
+#define HS_ONEBIT_ADAM_FLOOR 0.1
 
 /* ps.c */
 hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m);
