@@ -81,10 +81,11 @@ typedef enum hs_compress {
    *
    * allreduce with Adam is 1-bit Adam (Tang et al., 2021): the warm-up
    * steps are ordinary Adam on the all-reduced gradient; then the second
-   * moment v is frozen, each rank folds its own gradient into the shared
-   * first moment m, the ranks' moments travel compressed (as above) and
-   * every rank applies the same update, the averaged m over the frozen v.
-   * It needs a warm-up of at least one step (v estimated from it). */
+   * moment v is frozen (its bias-corrected root floored at 0.1 x its
+   * tensor's mean), each rank folds its own gradient into the shared first
+   * moment m, the ranks' m / (sqrt(v) + eps) travel compressed (as above)
+   * and every rank applies the same update from their average. It needs a
+   * warm-up of at least one step (v estimated from it). */
   HS_COMPRESS_1BIT = 1,
 } hs_compress;
 
