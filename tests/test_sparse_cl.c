@@ -406,3 +406,93 @@ Test(sparse_session, trainer_cache_serves_sparse_rows_with_the_same_bits) {
   free(dir);
   tu_rmtree(root);
 }
+
+/* ---- the sparse host tier ------------------------------------------------- */
+
+/* Sparse features over the memory budget: their column ids and values are
+ * read from disk through the sparse host tier (the offsets stay in
+ * memory), and the seeds keep their full shuffle, so parameters, logits,
+ * predictions and the loss are bit-identical to the session without a
+ * budget, with and without the trainer cache (whose prefill reads through
+ * the tier too). */
+static void tier_same_bits(hs_dataset *d, const char *what) {
+  const hs_graph *g = hs__dataset_graph(d);
+  cr_assert(g->feat_sparse);
+  run_out ref;
+  hs_session_config c;
+  hs_session_config_init(&c);
+  run_cfg(d, &c, 2, &ref);
+  cr_expect_eq(ref.st.host_lookups, 0, "%s: no tier without a budget", what);
+  static const struct {
+    int div;
+    int64_t rows;
+    hs_cache_fill fill;
+  } cases[] = {{2, 0, HS_CACHE_FILL_FIRST}, {5, CORA_N / 4, HS_CACHE_FILL_DEGREE}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    hs_session_config_init(&c);
+    c.memory_budget = g->feature_bytes / (uint64_t)cases[k].div;
+    c.cache_rows = cases[k].rows;
+    c.cache_fill = cases[k].fill;
+    run_out a;
+    run_cfg(d, &c, 2, &a);
+    cr_assert_eq(a.n, ref.n);
+    cr_expect_eq(memcmp(a.params, ref.params, a.n * sizeof *a.params), 0,
+                 "%s, budget %llu: the tier changed the parameters", what,
+                 (unsigned long long)c.memory_budget);
+    size_t nl = (size_t)g->split_n[HS_SPLIT_TEST] * (size_t)g->num_classes;
+    cr_expect_eq(memcmp(a.logits, ref.logits, nl * sizeof *a.logits), 0, "%s: logits", what);
+    cr_expect_eq(memcmp(a.pred, ref.pred, (size_t)g->split_n[HS_SPLIT_TEST] * sizeof *a.pred), 0,
+                 "%s: predictions", what);
+    cr_expect_eq(a.acc, ref.acc);
+    cr_expect_eq(a.st.loss, ref.st.loss);
+    const hs_epoch_stats *st = &a.st;
+    cr_expect_gt(st->host_lookups, 0, "%s: nothing read through the tier", what);
+    cr_expect_gt(st->host_hits, 0, "%s: no kept block hit in epoch 2", what);
+    cr_expect_lt(st->host_hits, st->host_lookups, "%s: every row kept", what);
+    cr_expect_gt(st->host_bytes_read, 0);
+    cr_expect_gt(st->host_memory_bytes, 0);
+    if (cases[k].rows > 0) cr_expect_gt(st->cache_hits, 0, "%s: trainer cache unused", what);
+    cr_log_info("sparse tier (%s, budget %llu of %llu B): host hit rate %.4f, %llu B read in "
+                "epoch 2, %llu B held", what, (unsigned long long)c.memory_budget,
+                (unsigned long long)g->feature_bytes,
+                (double)st->host_hits / (double)st->host_lookups,
+                (unsigned long long)st->host_bytes_read,
+                (unsigned long long)st->host_memory_bytes);
+    run_free(&a);
+  }
+  run_free(&ref);
+}
+
+Test(sparse_session, features_over_the_budget_train_through_the_tier_with_the_same_bits) {
+  char *root;
+  char *dir = sparse_copy(&root);
+  hs_dataset *sp;
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  tier_same_bits(sp, "binary");
+  int64_t nnz = hs__dataset_graph(sp)->feat_nnz;
+  hs_dataset_close(sp);
+  /* the same rows with float32 values, then float16 ones */
+  float *val = malloc(sizeof *val * (size_t)nnz);
+  uint16_t *half = malloc(sizeof *half * (size_t)nnz);
+  cr_assert(val && half);
+  for (int64_t e = 0; e < nnz; e++) {
+    val[e] = 0.25f * (float)((e * 7) % 11) - 1.0f;
+    half[e] = (uint16_t)(0x3400 + (e * 13) % 1024);
+  }
+  char *p = tu_path(dir, "feat_values.npy");
+  uint64_t shape[1] = {(uint64_t)nnz};
+  cr_assert_eq(hs__npy_write(p, HS_DTYPE_FLOAT32, 1, shape, val), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  tier_same_bits(sp, "float32 values");
+  hs_dataset_close(sp);
+  unlink(p);
+  cr_assert_eq(hs__npy_write(p, HS_DTYPE_FLOAT16, 1, shape, half), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  tier_same_bits(sp, "float16 values");
+  hs_dataset_close(sp);
+  free(p);
+  free(val);
+  free(half);
+  free(dir);
+  tu_rmtree(root);
+}
