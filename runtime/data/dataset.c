@@ -599,6 +599,19 @@ hs_status hs__graph_topology(const hs_graph *g, const char *what) {
 
 const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
 
+uint64_t hs__dataset_sparse_drop_pages(hs_dataset *ds) {
+  uint64_t bytes = 0;
+  static const int slots[] = {MAP_FCOL, MAP_FVAL};
+  for (size_t i = 0; i < HS_ARRAY_LEN(slots); i++) {
+    const hs__map *m = &ds->maps[slots[i]];
+    if (m->base && madvise(m->base, m->len, MADV_DONTNEED) == 0) bytes += m->len;
+  }
+  if (bytes)
+    hs__log(HS_LOG_DATA, "%s: %" PRIu64 " bytes of sparse feature pages dropped from the "
+            "process (read through the sparse tier)", ds->dir, bytes);
+  return bytes;
+}
+
 void hs_dataset_info_init_sized(hs_dataset_info *info, size_t struct_size) {
   hs_dataset_info z;
   memset(&z, 0, sizeof z);

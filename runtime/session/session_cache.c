@@ -32,6 +32,9 @@ static hs_status open_sparse_tier(hs_session *s, uint64_t budget, uint64_t keep)
                              .pool = s->pool};
     st = hs__sparse_tier_open(&tc, &s->stier);
     s->tier_keep_bytes = keep;
+    /* The dataset read the arrays in full to check them at open: their
+     * pages leave the resident set, the tier reads the files. */
+    if (st == HS_OK) hs__dataset_sparse_drop_pages(s->ds);
     if (st == HS_OK)
       hs__log(HS_LOG_CACHE,
               "session: sparse features (%" PRIu64 " B) exceed the memory budget %" PRIu64
