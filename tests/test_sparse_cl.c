@@ -2,6 +2,7 @@
  * kernels against their plain-C references, the device step against the
  * reference step, and whole sessions on Cora stored sparse against the
  * same Cora stored dense. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -493,6 +494,52 @@ Test(sparse_session, features_over_the_budget_train_through_the_tier_with_the_sa
   free(p);
   free(val);
   free(half);
+  free(dir);
+  tu_rmtree(root);
+}
+
+/* A file changed on disk after the dataset opened (every rule met then):
+ * the tier checks each row it reads, so a training seed's row whose column
+ * id left [0, F) fails the epoch naming the file and the row. */
+Test(sparse_session, a_row_corrupted_on_disk_fails_naming_the_file_and_row) {
+  char *root;
+  char *dir = sparse_copy(&root);
+  hs_dataset *sp;
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  const hs_graph *g = hs__dataset_graph(sp);
+  int32_t v = -1;
+  for (int64_t i = 0; i < g->split_n[HS_SPLIT_TRAIN] && v < 0; i++) {
+    int32_t u = g->split[HS_SPLIT_TRAIN][i];
+    if (g->feat_ptr[u + 1] > g->feat_ptr[u]) v = u;
+  }
+  cr_assert_geq(v, 0);
+  char *p = tu_path(dir, "feat_indices.npy");
+  hs__npy_header h;
+  int fd;
+  cr_assert_eq(hs__npy_open(p, &h, &fd), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(h.dtype, HS_DTYPE_INT32);
+  close(fd);
+  cr_assert_geq(fd = open(p, O_RDWR), 0);
+  int32_t bad = (int32_t)g->f;
+  cr_assert_eq(pwrite(fd, &bad, 4, (off_t)(h.data_offset + (size_t)g->feat_ptr[v] * 4)), 4);
+  close(fd);
+  hs_session_config c;
+  hs_session_config_init(&c);
+  c.memory_budget = g->feature_bytes / 2;
+  hs_session *s = NULL;
+  hs_status st = hs_session_create(rt, sp, &c, &s);
+  hs_epoch_stats es;
+  hs_epoch_stats_init(&es);
+  if (st == HS_OK) st = hs_session_train_epoch(s, &es);
+  cr_expect_eq(st, HS_ERR_FORMAT, "status %d: %s", st, hs_last_error());
+  char row[32];
+  snprintf(row, sizeof row, "row %d,", v);
+  cr_expect(strstr(hs_last_error(), p) != NULL, "no file named: %s", hs_last_error());
+  cr_expect(strstr(hs_last_error(), row) != NULL, "row %d not named: %s", v, hs_last_error());
+  cr_log_info("%s", hs_last_error());
+  hs_session_destroy(s);
+  hs_dataset_close(sp);
+  free(p);
   free(dir);
   tu_rmtree(root);
 }
