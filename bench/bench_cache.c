@@ -14,7 +14,10 @@
  * Then the host tier on the graph's feat.npy, with a budget of a quarter
  * of the features, seeds in random and in block order: hit rate beside the
  * kept fraction, disk bytes beside the bytes of the missed rows, memory
- * beside the budget.
+ * beside the budget. With sparse features, the sparse host tier instead
+ * (budget a quarter of the entries, seeds in random order): hit rate beside
+ * the kept share, bytes read, and the measured epoch's gather time beside
+ * the in-memory sparse gather's over the same batches.
  *
  * usage: bench_cache [--scale S] [--dataset DIR] [--no-facebook]
  *                    [--batch B] [--presample-epochs P] [--seed X]
@@ -182,6 +185,77 @@ static void host_tier_run(sampler *s, const char *dir, const opts *o, int32_t ma
   hs__gather_pool_destroy(pool);
 }
 
+/* The sparse host tier on this graph's sparse features (budget: a quarter
+ * of the entries' bytes, seeds shuffled), serving every row of the sampled
+ * batches; epoch 0 fills, epoch 1 is measured, and timed beside the
+ * in-memory gather of the same batches (hs__gather_sparse; the pages of
+ * the feature files are in the page cache after epoch 0 either way). */
+static void sparse_tier_run(sampler *s, const char *dir, const hs_graph *gr, const opts *o,
+                            int32_t max_rows) {
+  char ix[4200], iv[4200];
+  snprintf(ix, sizeof ix, "%s/feat_indices.npy", dir);
+  snprintf(iv, sizeof iv, "%s/feat_values.npy", dir);
+  hs_gather_pool *pool;
+  if (hs__gather_pool_create(2, &pool) != HS_OK) die("pool");
+  uint64_t total = (uint64_t)gr->feat_nnz * (gr->feat_val ? 8u : 4u);
+  uint64_t budget = total / 4;
+  hs_sparse_tier_cfg cfg = {.indices_path = ix, .values_path = gr->feat_val ? iv : NULL,
+                            .ptr = gr->feat_ptr, .n_rows = gr->n, .n_cols = gr->f,
+                            .budget_bytes = budget, .pool = pool};
+  hs_sparse_tier *t;
+  if (hs__sparse_tier_open(&cfg, &t) != HS_OK) die(hs_last_error());
+  hs_sparse_tier_info info;
+  hs__sparse_tier_info(t, &info);
+  int64_t cap = (int64_t)max_rows * gr->feat_row_nnz_max;
+  if (cap > gr->feat_nnz) cap = gr->feat_nnz;
+  int32_t *ptr = malloc(sizeof *ptr * ((size_t)max_rows + 1));
+  int32_t *col = malloc(sizeof *col * ((size_t)cap + 1));
+  float *val = malloc(sizeof *val * ((size_t)cap + 1));
+  if (!ptr || !col || !val) die("memory");
+  double t_tier = 0, t_mem = 0;
+  uint64_t entries = 0;
+  for (uint32_t epoch = 0; epoch < 2; epoch++) {
+    epoch_begin(s, 3000u + epoch, o->seed);
+    hs__sparse_tier_stats_reset(t);
+    s->epoch = 3000u + epoch;
+    s->next = 0;
+    const int32_t *ids;
+    int32_t n;
+    t_tier = t_mem = 0;
+    entries = 0;
+    while ((n = next_batch(s, &ids)) > 0) {
+      double t0 = hs__now();
+      if (hs__sparse_tier_gather(t, ids, n, ptr, col, val, cap) != HS_OK) die(hs_last_error());
+      double t1 = hs__now();
+      hs_gather_sparse_req r = {.ptr = gr->feat_ptr, .col = gr->feat_col, .val = gr->feat_val,
+                                .val_half = gr->feat_dtype == HS_DTYPE_FLOAT16, .n_rows = gr->n,
+                                .ids = ids, .n = n, .out_ptr = ptr, .out_col = col,
+                                .out_val = val, .cap = cap};
+      if (hs__gather_sparse(pool, &r) != HS_OK) die(hs_last_error());
+      t_tier += t1 - t0;
+      t_mem += hs__now() - t1;
+      entries += (uint64_t)ptr[n];
+    }
+    if (n < 0) die("sampling");
+  }
+  hs_sparse_tier_stats st;
+  hs__sparse_tier_stats(t, &st);
+  printf(",\n      \"sparse_tier\": {\"budget_bytes\": %" PRIu64 ", \"entry_bytes_total\": %" PRIu64
+         ", \"valued\": %s, \"rows_per_block\": %" PRId64 ", \"blocks\": %" PRId64
+         ", \"blocks_kept\": %" PRId64 ", \"lookups\": %" PRId64 ", \"hit_rate\": %.4f, "
+         "\"limit_kept_share\": %.4f, \"bytes_read_per_epoch\": %" PRIu64 ", \"reads\": %" PRId64
+         ", \"entries_gathered\": %" PRIu64 ", \"tier_gather_s\": %.4f, \"memory_gather_s\": "
+         "%.4f, \"memory_bytes\": %" PRIu64 "}",
+         budget, total, info.valued ? "true" : "false", info.rows_per_block, info.n_blocks,
+         st.blocks_kept, st.lookups, st.hit_rate, st.limit, st.bytes_read, st.reads, entries,
+         t_tier, t_mem, st.memory_bytes);
+  free(ptr);
+  free(col);
+  free(val);
+  hs__sparse_tier_close(t);
+  hs__gather_pool_destroy(pool);
+}
+
 static void graph_run(const char *name, const char *dir, const opts *o, bool *first_graph) {
   hs_dataset *ds;
   if (hs_dataset_open(dir, &ds) != HS_OK) die(dir);
@@ -299,6 +373,7 @@ static void graph_run(const char *name, const char *dir, const opts *o, bool *fi
     }
   printf("      ]");
   if (gr->feat && o->host_tier) host_tier_run(&s, dir, o, caps.vertices);
+  if (gr->feat_sparse && o->host_tier) sparse_tier_run(&s, dir, gr, o, caps.vertices);
   printf("}");
   fflush(stdout);
 
@@ -336,7 +411,8 @@ static void usage(void) {
           "  --batch B             seeds per batch (default 1024)\n"
           "  --seed X              sampling and shuffling seed (default 1)\n"
           "  --presample-epochs P  sampling-only epochs for PRESAMPLE (default 2)\n"
-          "  --no-host-tier        skip the host tier runs (feat.npy, budget 1/4)\n");
+          "  --no-host-tier        skip the host tier runs (feat.npy, or the sparse\n"
+          "                        tier over sparse features; budget 1/4)\n");
 }
 
 int main(int argc, char **argv) {

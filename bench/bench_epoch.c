@@ -15,10 +15,15 @@
  *  - threads: every core of the machine on both sides (hetsage's default
  *    placement, torch.set_num_threads(cores) for the peer);
  *    $HS_PEER_THREADS sets the peer's count instead, and is reported;
+ *  - seeds: round r (from 0) runs with seed S + r on both sides (hetsage's
+ *    session seed; the peer's torch and DGL sampler seeds), so that rounds
+ *    are independent draws and both sides see the same seeds;
  *  - accuracy: after every epoch, outside the timing, validation and test
  *    accuracy with full neighbourhoods; reported are the test accuracy
  *    after the last epoch and at the epoch of best validation accuracy,
- *    each the mean over rounds.
+ *    each the mean over rounds with its standard deviation, and the mean
+ *    of the rounds' differences (hetsage - peer, paired by seed) with its
+ *    standard error.
  * hetsage's own limit is printed too: epoch wall / busiest stage's busy
  * time (1.0 = perfect overlap); and each side's peak resident set
  * (getrusage of this process, all rounds; of the peer's process, the
@@ -213,8 +218,8 @@ static void tail_of(const char *path, char *out, size_t cap, int max) {
 /* peer_train.py prints "epoch_s MEDIAN MIN MAX EPOCHS TEST_LAST TEST_BEST
  * BEST_EPOCH VERSION PEAK_RSS_KB" on its last line; its stderr is kept to
  * show why it failed. */
-static bool run_peer(const opts *o, const char *dataset, int threads, peer_state *ps,
-                     round_result *r) {
+static bool run_peer(const opts *o, uint64_t seed, const char *dataset, int threads,
+                     peer_state *ps, round_result *r) {
   char cmd[4096], errpath[64] = "/tmp/hs-bench-peer-XXXXXX";
   int fd = mkstemp(errpath);
   if (fd < 0) {
@@ -228,7 +233,7 @@ static bool run_peer(const opts *o, const char *dataset, int threads, peer_state
            "--model %s --heads %d 2>'%s'",
            peer_python(), HS_BENCH_DIR, dataset, o->fanouts, o->cfg.batch_size, o->cfg.hidden,
            (double)o->cfg.lr, (double)o->cfg.weight_decay, (double)o->cfg.dropout, o->epochs,
-           threads, (unsigned long long)o->cfg.seed, hs_model_kind_name(o->cfg.model),
+           threads, (unsigned long long)seed, hs_model_kind_name(o->cfg.model),
            o->cfg.heads, errpath);
   fprintf(stderr, "bench_epoch: peer: %s\n", cmd);
   FILE *p = popen(cmd, "r");
@@ -252,10 +257,12 @@ static bool run_peer(const opts *o, const char *dataset, int threads, peer_state
 
 /* One hetsage training run. Accuracies are measured after every epoch,
  * outside the epoch's timing, exactly as the peer measures them. */
-static int run_hetsage(const opts *o, hs_runtime *rt, hs_dataset *ds, round_result *r,
-                       hs_epoch_stats *last) {
+static int run_hetsage(const opts *o, uint64_t seed, hs_runtime *rt, hs_dataset *ds,
+                       round_result *r, hs_epoch_stats *last) {
   hs_session *s = NULL;
-  if (hs_session_create(rt, ds, &o->cfg, &s)) {
+  hs_session_config cfg = o->cfg;
+  cfg.seed = seed;
+  if (hs_session_create(rt, ds, &cfg, &s)) {
     fprintf(stderr, "bench_epoch: %s\n", hs_last_error());
     return 1;
   }
@@ -301,22 +308,50 @@ static void print_round(const char *side, int round, int threads, const round_re
   fflush(stdout);
 }
 
-/* Median of the rounds' medians, mean accuracies. */
+/* Mean and sample standard deviation (0 for one value). */
+typedef struct mean_sd {
+  double mean, sd;
+} mean_sd;
+
+static mean_sd mean_sd_of(const double *v, int n) {
+  mean_sd m = {0, 0};
+  for (int i = 0; i < n; i++) m.mean += v[i] / n;
+  if (n < 2) return m;
+  double ss = 0;
+  for (int i = 0; i < n; i++) ss += (v[i] - m.mean) * (v[i] - m.mean);
+  m.sd = sqrt(ss / (n - 1));
+  return m;
+}
+
+/* Median of the rounds' medians, mean accuracies with their spread. */
 typedef struct side_summary {
   summary epoch_s;
-  double test_last, test_best;
+  mean_sd test_last, test_best;
 } side_summary;
 
 static side_summary summarize_side(const round_result *r, int n) {
-  double med[MAX_ROUNDS];
-  side_summary s = {.test_last = 0, .test_best = 0};
+  double med[MAX_ROUNDS], last[MAX_ROUNDS], best[MAX_ROUNDS];
+  side_summary s;
   for (int i = 0; i < n; i++) {
     med[i] = r[i].epoch_s.median;
-    s.test_last += r[i].test_last / n;
-    s.test_best += r[i].test_best / n;
+    last[i] = r[i].test_last;
+    best[i] = r[i].test_best;
   }
   s.epoch_s = summarize(med, n);
+  s.test_last = mean_sd_of(last, n);
+  s.test_best = mean_sd_of(best, n);
   return s;
+}
+
+/* The rounds' paired differences a - b: their mean and its standard error
+ * (0 for one round). */
+static mean_sd paired_diff(const round_result *a, const round_result *b, int n, bool best) {
+  double d[MAX_ROUNDS];
+  for (int i = 0; i < n; i++)
+    d[i] = best ? a[i].test_best - b[i].test_best : a[i].test_last - b[i].test_last;
+  mean_sd m = mean_sd_of(d, n);
+  m.sd /= sqrt((double)n);
+  return m;
 }
 
 int main(int argc, char **argv) {
@@ -353,10 +388,11 @@ int main(int argc, char **argv) {
   }
   if (!dataset) dataset = bundled; /* the peer reads the same files */
   for (int r = 0; r < o.rounds; r++) {
-    if (run_hetsage(&o, rt, ds, &hr[r], &st)) goto done;
+    uint64_t seed = o.cfg.seed + (uint64_t)r;
+    if (run_hetsage(&o, seed, rt, ds, &hr[r], &st)) goto done;
     print_round("hetsage", r, (int)cores, &hr[r]);
     if (!ps.ok) continue;
-    if (!run_peer(&o, dataset, threads, &ps, &pr[peer_rounds])) {
+    if (!run_peer(&o, seed, dataset, threads, &ps, &pr[peer_rounds])) {
       ps.ok = false;
       continue;
     }
@@ -370,23 +406,26 @@ int main(int argc, char **argv) {
   printf("{\"bench\": \"epoch\", \"dataset\": \"%s\", ", dataset);
   printf("\"config\": {\"model\": \"%s\", \"heads\": %d, \"fanouts\": \"%s\", \"batch\": %d, "
          "\"hidden\": %d, \"lr\": %g, \"weight_decay\": %g, \"dropout\": %g, \"epochs\": %d, "
-         "\"seed\": %llu, \"rounds\": %d}, ",
+         "\"seed\": %llu, \"rounds\": %d, \"round_seeds\": \"seed + round - 1\"}, ",
          hs_model_kind_name(o.cfg.model), o.cfg.model == HS_MODEL_GAT ? o.cfg.heads : 1,
          o.fanouts, o.cfg.batch_size, o.cfg.hidden, (double)o.cfg.lr, (double)o.cfg.weight_decay,
          (double)o.cfg.dropout, o.epochs, (unsigned long long)o.cfg.seed, o.rounds);
   printf("\"rules\": {\"epoch_s\": \"median of each round's epochs 2..N, then the median of "
          "the rounds\", \"test_acc\": \"full neighbourhoods after every epoch, outside the "
-         "timing; mean over rounds\", \"threads\": {\"hetsage\": %ld, \"peer\": %d, "
+         "timing; mean over rounds (sd: their sample standard deviation; diff: mean of the "
+         "rounds' hetsage - peer, paired by seed, with its standard error)\", \"threads\": {\"hetsage\": %ld, \"peer\": %d, "
          "\"peer_set_by\": \"%s\"}}, ",
          cores, threads, thr && atoi(thr) > 0 ? "HS_PEER_THREADS" : "the machine's cores");
   printf("\"hetsage\": {\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
-         "\"test_acc_last\": %.4f, \"test_acc_best_valid\": %.4f, "
-         "\"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", \"depth\": %d, "
+         "\"test_acc_last\": %.4f, \"test_acc_last_sd\": %.4f, \"test_acc_best_valid\": %.4f, "
+         "\"test_acc_best_valid_sd\": %.4f, \"wall_over_busiest_stage\": %.3f, \"pipeline\": \"%s\", \"depth\": %d, "
          "\"peak_rss_bytes\": %llu}, ",
-         h.epoch_s.median, h.epoch_s.min, h.epoch_s.max, h.test_last, h.test_best, med_ratio,
+         h.epoch_s.median, h.epoch_s.min, h.epoch_s.max, h.test_last.mean, h.test_last.sd,
+         h.test_best.mean, h.test_best.sd, med_ratio,
          hs_pipeline_mode_name(st.pipeline), st.depth, (unsigned long long)st.peak_rss_bytes);
   if (peer_rounds == o.rounds) {
     side_summary p = summarize_side(pr, peer_rounds);
+    mean_sd dl = paired_diff(hr, pr, peer_rounds, false), db = paired_diff(hr, pr, peer_rounds, true);
     double rss_kb = 0;
     for (int r = 0; r < peer_rounds; r++) rss_kb = fmax(rss_kb, pr[r].peak_rss_kb);
     char rss[64] = "null", rss_ratio[64] = "null";
@@ -397,13 +436,14 @@ int main(int argc, char **argv) {
     }
     printf("\"peer\": {\"name\": \"dgl\", \"version\": \"%s\", \"rounds\": %d, "
            "\"epoch_s\": {\"median\": %.6f, \"min\": %.6f, \"max\": %.6f}, "
-           "\"test_acc_last\": %.4f, \"test_acc_best_valid\": %.4f, \"peak_rss_bytes\": %s, "
+           "\"test_acc_last\": %.4f, \"test_acc_last_sd\": %.4f, \"test_acc_best_valid\": %.4f, "
+           "\"test_acc_best_valid_sd\": %.4f, \"peak_rss_bytes\": %s, "
            "\"ratio_peer_epoch_to_hetsage\": %.3f, \"test_acc_last_hetsage_minus_peer\": %.4f, "
-           "\"test_acc_best_valid_hetsage_minus_peer\": %.4f, "
-           "\"ratio_hetsage_peak_rss_to_peer\": %s}}\n",
-           ps.version, peer_rounds, p.epoch_s.median, p.epoch_s.min, p.epoch_s.max, p.test_last,
-           p.test_best, rss, p.epoch_s.median / h.epoch_s.median, h.test_last - p.test_last,
-           h.test_best - p.test_best, rss_ratio);
+           "\"test_acc_last_diff_se\": %.4f, \"test_acc_best_valid_hetsage_minus_peer\": %.4f, "
+           "\"test_acc_best_valid_diff_se\": %.4f, \"ratio_hetsage_peak_rss_to_peer\": %s}}\n",
+           ps.version, peer_rounds, p.epoch_s.median, p.epoch_s.min, p.epoch_s.max,
+           p.test_last.mean, p.test_last.sd, p.test_best.mean, p.test_best.sd, rss,
+           p.epoch_s.median / h.epoch_s.median, dl.mean, dl.sd, db.mean, db.sd, rss_ratio);
   } else {
     /* A peer that failed part-way has no summary: its rounds are above. */
     char why[600];

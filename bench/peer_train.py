@@ -73,6 +73,7 @@ def run_dgl(a):
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
+    dgl.seed(a.seed)  # the neighbour sampler draws from DGL's own generator
     n, src, dst, feat, label, (train, valid, test) = load(a.dataset)
     valid_t, test_t = torch.from_numpy(valid), torch.from_numpy(test)
     g = dgl.graph((torch.from_numpy(src), torch.from_numpy(dst)), num_nodes=n)

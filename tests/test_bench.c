@@ -401,3 +401,45 @@ Test(bench, epoch_bench_gives_the_peer_the_bundled_dataset) {
   cr_expect_not_null(strstr(out, "\"version\": \"stand-in\""), "%s", out);
   cr_expect_not_null(strstr(out, "\"model\": \"gcn\""), "%s", out);
 }
+
+/* Round r runs the peer with seed S + r, and the summary gives the mean of
+ * the rounds' accuracies with their standard deviation. The stand-in peer
+ * answers test accuracy 0.7 + seed / 100. */
+Test(bench, epoch_bench_rounds_take_successive_seeds) {
+  const char *exe = getenv("HS_BENCH_EPOCH");
+  if (!exe) cr_skip_test("HS_BENCH_EPOCH (the bench_epoch executable) is not set");
+  char py[512], cmd[2048];
+  tool_tmp(py, sizeof py, "peer-python-seeds");
+  FILE *f = fopen(py, "w");
+  cr_assert_not_null(f);
+  fputs("#!/bin/sh\n"
+        "[ \"$1\" = -c ] && exit 0\n"
+        "seed=\n"
+        "while [ $# -gt 0 ]; do [ \"$1\" = --seed ] && seed=$2; shift; done\n"
+        "acc=$(awk -v s=\"$seed\" 'BEGIN { printf \"%.2f\", 0.7 + s / 100 }')\n"
+        "echo \"epoch_s 0.5 0.4 0.6 2 $acc $acc 2 stand-in 1024\"\n",
+        f);
+  cr_assert_eq(fclose(f), 0);
+  cr_assert_eq(chmod(py, 0755), 0);
+  snprintf(cmd, sizeof cmd,
+           "HS_PEER_PYTHON=%s HS_PEER_THREADS=1 %s --epochs 2 --rounds 2 --seed 5 --hidden 16 "
+           "--batch 512 2>/dev/null",
+           py, exe);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  char out[16384];
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  cr_assert_eq(pclose(p), 0, "%s", out);
+  unlink(py);
+  const char *peer = strstr(out, "\"peer\": {\"name\": \"dgl\"");
+  cr_assert_not_null(peer, "%s", out);
+  cr_expect_not_null(strstr(peer, "\"test_acc_last\": 0.7550, \"test_acc_last_sd\": 0.0071"), "%s",
+                     peer);
+  cr_expect_not_null(strstr(out, "\"side\": \"peer\", \"round\": 1, \"threads\": 1, \"epoch_s\": "
+                                 "{\"median\": 0.500000, \"min\": 0.400000, \"max\": 0.600000}, "
+                                 "\"test_acc_last\": 0.7500"),
+                     "%s", out);
+  cr_expect_not_null(strstr(out, "\"test_acc_last_diff_se\": "), "%s", out);
+  cr_expect_not_null(strstr(out, "\"round_seeds\": \"seed + round - 1\""), "%s", out);
+}

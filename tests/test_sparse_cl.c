@@ -2,6 +2,7 @@
  * kernels against their plain-C references, the device step against the
  * reference step, and whole sessions on Cora stored sparse against the
  * same Cora stored dense. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,142 @@ Test(sparse_session, trainer_cache_serves_sparse_rows_with_the_same_bits) {
   cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
   cache_same_bits(sp, true);
   hs_dataset_close(sp);
+  free(dir);
+  tu_rmtree(root);
+}
+
+/* ---- the sparse host tier ------------------------------------------------- */
+
+/* Sparse features over the memory budget: their column ids and values are
+ * read from disk through the sparse host tier (the offsets stay in
+ * memory), and the seeds keep their full shuffle, so parameters, logits,
+ * predictions and the loss are bit-identical to the session without a
+ * budget, with and without the trainer cache (whose prefill reads through
+ * the tier too). */
+static void tier_same_bits(hs_dataset *d, const char *what) {
+  const hs_graph *g = hs__dataset_graph(d);
+  cr_assert(g->feat_sparse);
+  run_out ref;
+  hs_session_config c;
+  hs_session_config_init(&c);
+  run_cfg(d, &c, 2, &ref);
+  cr_expect_eq(ref.st.host_lookups, 0, "%s: no tier without a budget", what);
+  static const struct {
+    int div;
+    int64_t rows;
+    hs_cache_fill fill;
+  } cases[] = {{2, 0, HS_CACHE_FILL_FIRST}, {5, CORA_N / 4, HS_CACHE_FILL_DEGREE}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    hs_session_config_init(&c);
+    c.memory_budget = g->feature_bytes / (uint64_t)cases[k].div;
+    c.cache_rows = cases[k].rows;
+    c.cache_fill = cases[k].fill;
+    run_out a;
+    run_cfg(d, &c, 2, &a);
+    cr_assert_eq(a.n, ref.n);
+    cr_expect_eq(memcmp(a.params, ref.params, a.n * sizeof *a.params), 0,
+                 "%s, budget %llu: the tier changed the parameters", what,
+                 (unsigned long long)c.memory_budget);
+    size_t nl = (size_t)g->split_n[HS_SPLIT_TEST] * (size_t)g->num_classes;
+    cr_expect_eq(memcmp(a.logits, ref.logits, nl * sizeof *a.logits), 0, "%s: logits", what);
+    cr_expect_eq(memcmp(a.pred, ref.pred, (size_t)g->split_n[HS_SPLIT_TEST] * sizeof *a.pred), 0,
+                 "%s: predictions", what);
+    cr_expect_eq(a.acc, ref.acc);
+    cr_expect_eq(a.st.loss, ref.st.loss);
+    const hs_epoch_stats *st = &a.st;
+    cr_expect_gt(st->host_lookups, 0, "%s: nothing read through the tier", what);
+    cr_expect_gt(st->host_hits, 0, "%s: no kept block hit in epoch 2", what);
+    cr_expect_lt(st->host_hits, st->host_lookups, "%s: every row kept", what);
+    cr_expect_gt(st->host_bytes_read, 0);
+    cr_expect_gt(st->host_memory_bytes, 0);
+    if (cases[k].rows > 0) cr_expect_gt(st->cache_hits, 0, "%s: trainer cache unused", what);
+    cr_log_info("sparse tier (%s, budget %llu of %llu B): host hit rate %.4f, %llu B read in "
+                "epoch 2, %llu B held", what, (unsigned long long)c.memory_budget,
+                (unsigned long long)g->feature_bytes,
+                (double)st->host_hits / (double)st->host_lookups,
+                (unsigned long long)st->host_bytes_read,
+                (unsigned long long)st->host_memory_bytes);
+    run_free(&a);
+  }
+  run_free(&ref);
+}
+
+Test(sparse_session, features_over_the_budget_train_through_the_tier_with_the_same_bits) {
+  char *root;
+  char *dir = sparse_copy(&root);
+  hs_dataset *sp;
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  tier_same_bits(sp, "binary");
+  int64_t nnz = hs__dataset_graph(sp)->feat_nnz;
+  hs_dataset_close(sp);
+  /* the same rows with float32 values, then float16 ones */
+  float *val = malloc(sizeof *val * (size_t)nnz);
+  uint16_t *half = malloc(sizeof *half * (size_t)nnz);
+  cr_assert(val && half);
+  for (int64_t e = 0; e < nnz; e++) {
+    val[e] = 0.25f * (float)((e * 7) % 11) - 1.0f;
+    half[e] = (uint16_t)(0x3400 + (e * 13) % 1024);
+  }
+  char *p = tu_path(dir, "feat_values.npy");
+  uint64_t shape[1] = {(uint64_t)nnz};
+  cr_assert_eq(hs__npy_write(p, HS_DTYPE_FLOAT32, 1, shape, val), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  tier_same_bits(sp, "float32 values");
+  hs_dataset_close(sp);
+  unlink(p);
+  cr_assert_eq(hs__npy_write(p, HS_DTYPE_FLOAT16, 1, shape, half), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  tier_same_bits(sp, "float16 values");
+  hs_dataset_close(sp);
+  free(p);
+  free(val);
+  free(half);
+  free(dir);
+  tu_rmtree(root);
+}
+
+/* A file changed on disk after the dataset opened (every rule met then):
+ * the tier checks each row it reads, so a training seed's row whose column
+ * id left [0, F) fails the epoch naming the file and the row. */
+Test(sparse_session, a_row_corrupted_on_disk_fails_naming_the_file_and_row) {
+  char *root;
+  char *dir = sparse_copy(&root);
+  hs_dataset *sp;
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  const hs_graph *g = hs__dataset_graph(sp);
+  int32_t v = -1;
+  for (int64_t i = 0; i < g->split_n[HS_SPLIT_TRAIN] && v < 0; i++) {
+    int32_t u = g->split[HS_SPLIT_TRAIN][i];
+    if (g->feat_ptr[u + 1] > g->feat_ptr[u]) v = u;
+  }
+  cr_assert_geq(v, 0);
+  char *p = tu_path(dir, "feat_indices.npy");
+  hs__npy_header h;
+  int fd;
+  cr_assert_eq(hs__npy_open(p, &h, &fd), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(h.dtype, HS_DTYPE_INT32);
+  close(fd);
+  cr_assert_geq(fd = open(p, O_RDWR), 0);
+  int32_t bad = (int32_t)g->f;
+  cr_assert_eq(pwrite(fd, &bad, 4, (off_t)(h.data_offset + (size_t)g->feat_ptr[v] * 4)), 4);
+  close(fd);
+  hs_session_config c;
+  hs_session_config_init(&c);
+  c.memory_budget = g->feature_bytes / 2;
+  hs_session *s = NULL;
+  hs_status st = hs_session_create(rt, sp, &c, &s);
+  hs_epoch_stats es;
+  hs_epoch_stats_init(&es);
+  if (st == HS_OK) st = hs_session_train_epoch(s, &es);
+  cr_expect_eq(st, HS_ERR_FORMAT, "status %d: %s", st, hs_last_error());
+  char row[32];
+  snprintf(row, sizeof row, "row %d,", v);
+  cr_expect(strstr(hs_last_error(), p) != NULL, "no file named: %s", hs_last_error());
+  cr_expect(strstr(hs_last_error(), row) != NULL, "row %d not named: %s", v, hs_last_error());
+  cr_log_info("%s", hs_last_error());
+  hs_session_destroy(s);
+  hs_dataset_close(sp);
+  free(p);
   free(dir);
   tu_rmtree(root);
 }

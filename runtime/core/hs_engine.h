@@ -17,6 +17,7 @@
 #include "board/hs_board.h"
 #include "cache/hs_cache.h"
 #include "cache/hs_host_tier.h"
+#include "cache/hs_sparse_tier.h"
 #include "ctr/hs_ctr.h"
 #include "data/hs_graph.h"
 #include "data/hs_import.h"

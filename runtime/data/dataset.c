@@ -2,8 +2,8 @@
  * dataset.h before the handle is returned. int32 arrays and int64 offsets
  * are mapped and checked in place; int64 ids are narrowed into int32 copies
  * (ids are int32 everywhere downstream). feat.npy is mapped but never read;
- * sparse features are read and checked in full (they are small by
- * construction: that is why they are stored sparse). */
+ * sparse features are read and checked in full, chunk by chunk, each
+ * chunk's pages leaving the resident set once checked (CHECK_CHUNK). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -231,6 +231,85 @@ static int64_t first_not_finite(const void *v, hs_dtype dt, int64_t n) {
   return -1;
 }
 
+/* The sparse arrays are checked in chunks of this many bytes of a mapping
+ * that is not populated; each chunk's pages leave the resident set once
+ * checked (they stay in the page cache), so that opening a dataset never
+ * holds its sparse features resident: a session over the memory budget
+ * reads them from the files (the sparse host tier), the in-memory gather
+ * faults them back in as it reads them. */
+#define CHECK_CHUNK ((size_t)8 << 20)
+
+/* Drop the mapping's pages from *from up to the page holding `upto`. */
+static void drop_checked(const hs__map *m, const void *upto, size_t *from) {
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+  size_t end = (size_t)((const char *)upto - (const char *)m->base) / pg * pg;
+  if (end <= *from) return;
+  (void)madvise((char *)m->base + *from, end - *from, MADV_DONTNEED);
+  *from = end;
+}
+
+/* Rows sorted and free of repeats: a strictly increasing run per row; the
+ * longest row into *row_max. */
+static hs_status check_rows(const arr *fc, hs_graph *g, int32_t *row_max) {
+  *row_max = 0;
+  for (int64_t v = 0; v < g->n; v++) {
+    int64_t b = g->feat_ptr[v], e = g->feat_ptr[v + 1];
+    if (e - b > *row_max) *row_max = (int32_t)(e - b);
+    for (int64_t k = b + 1; k < e; k++)
+      if (g->feat_col[k] <= g->feat_col[k - 1])
+        return hs__fail(HS_ERR_FORMAT,
+                        "%s: element %" PRId64 " (byte %zu): row %" PRId64 ": column %" PRId32
+                        " %s column %" PRId32 ": a row's column ids must be strictly increasing "
+                        "(scipy: X.sum_duplicates(); X.sort_indices())",
+                        fc->path, k, byte_of(fc, (uint64_t)k), v, g->feat_col[k],
+                        g->feat_col[k] == g->feat_col[k - 1] ? "repeats" : "comes after",
+                        g->feat_col[k - 1]);
+  }
+  return HS_OK;
+}
+
+/* The column ids' rules (range, increasing rows) over a mapping, in groups
+ * of rows of at most CHECK_CHUNK bytes (or one row), dropping the pages
+ * behind. False at the first rule broken (the caller names it). */
+static bool cols_ok_streamed(const hs__map *m, hs_graph *g, int32_t *row_max) {
+  const int64_t *ptr = g->feat_ptr;
+  const int32_t *col = g->feat_col;
+  size_t dropped = 0;
+  int32_t rmax = 0;
+  for (int64_t v = 0; v < g->n;) {
+    int64_t e0 = ptr[v], v1 = v + 1;
+    while (v1 < g->n && (uint64_t)(ptr[v1 + 1] - e0) * sizeof *col <= CHECK_CHUNK) v1++;
+    if (any_outside(col + e0, (size_t)(ptr[v1] - e0), 0, (int32_t)(g->f - 1))) return false;
+    int bad = 0;
+    for (int64_t u = v; u < v1; u++) {
+      int64_t b = ptr[u], e = ptr[u + 1];
+      if (e - b > rmax) rmax = (int32_t)(e - b);
+      for (int64_t k = b + 1; k < e; k++) bad |= col[k] <= col[k - 1];
+    }
+    if (bad) return false;
+    drop_checked(m, col + ptr[v1], &dropped);
+    v = v1;
+  }
+  *row_max = rmax;
+  return true;
+}
+
+/* Index of the first value of a mapped array that is not finite, or -1,
+ * chunk by chunk, dropping the pages behind. */
+static int64_t first_not_finite_streamed(const hs__map *m, const void *v, hs_dtype dt,
+                                         size_t esz, int64_t n) {
+  size_t dropped = 0;
+  int64_t per = (int64_t)(CHECK_CHUNK / esz);
+  for (int64_t i = 0; i < n; i += per) {
+    int64_t k = n - i < per ? n - i : per;
+    const char *at = (const char *)v + (size_t)i * esz;
+    int64_t bad = first_not_finite(at, dt, k);
+    if (bad >= 0) return i + bad;
+    drop_checked(m, at + (size_t)k * esz, &dropped);
+  }
+  return -1;
+}
+
 /* Sparse features: feat_shape.npy, feat_indptr.npy, feat_indices.npy and
  * the optional feat_values.npy, every rule of dataset.h checked. */
 static hs_status load_sparse_feat(hs_dataset *ds, arr *sh, arr *fp, arr *fc, arr *fv) {
@@ -266,24 +345,25 @@ static hs_status load_sparse_feat(hs_dataset *ds, arr *sh, arr *fp, arr *fc, arr
     return hs__fail(HS_ERR_FORMAT, "%s: element %" PRId64 " (byte %zu): feat_indptr[N] is %" PRId64
                     " but %s holds %" PRIu64 " entries", fp->path, g->n,
                     byte_of(fp, (uint64_t)g->n), g->feat_nnz, fc->path, fc->h.count);
-  if ((st = load_i32(ds, MAP_FCOL, fc, 0, g->f - 1, "column id (F from feat_shape.npy)",
-                     &g->feat_col)))
-    return st;
-  /* Rows sorted and free of repeats: a strictly increasing run per row. */
   int32_t row_max = 0;
-  for (int64_t v = 0; v < g->n; v++) {
-    int64_t b = g->feat_ptr[v], e = g->feat_ptr[v + 1];
-    if (e - b > row_max) row_max = (int32_t)(e - b);
-    for (int64_t k = b + 1; k < e; k++)
-      if (g->feat_col[k] <= g->feat_col[k - 1])
-        return hs__fail(HS_ERR_FORMAT,
-                        "%s: element %" PRId64 " (byte %zu): row %" PRId64 ": column %" PRId32
-                        " %s column %" PRId32 ": a row's column ids must be strictly increasing "
-                        "(scipy: X.sum_duplicates(); X.sort_indices())",
-                        fc->path, k, byte_of(fc, (uint64_t)k), v, g->feat_col[k],
-                        g->feat_col[k] == g->feat_col[k - 1] ? "repeats" : "comes after",
-                        g->feat_col[k - 1]);
+  if (fc->h.dtype == HS_DTYPE_INT32) {
+    /* Mapped, not populated: checked chunk by chunk, each chunk's pages
+     * leaving the resident set once checked. */
+    const void *data;
+    if ((st = hs__npy_map(fc->path, fc->fd, &fc->h, false, &ds->maps[MAP_FCOL], &data)))
+      return st;
+    g->feat_col = data;
+    if (cols_ok_streamed(&ds->maps[MAP_FCOL], g, &row_max)) goto cols_checked;
+    /* Something is wrong: the full checks, in their order, name it. */
+    if ((st = check_i32(fc, g->feat_col, (size_t)fc->h.count, 0, g->f - 1,
+                        "column id (F from feat_shape.npy)")))
+      return st;
+  } else if ((st = load_i32(ds, MAP_FCOL, fc, 0, g->f - 1, "column id (F from feat_shape.npy)",
+                            &g->feat_col))) {
+    return st;
   }
+  if ((st = check_rows(fc, g, &row_max))) return st;
+cols_checked:
   g->feat_row_nnz_max = row_max;
   g->feat_dtype = HS_DTYPE_FLOAT32;
   if ((st = arr_open(dir, "feat_values.npy", false,
@@ -295,8 +375,10 @@ static hs_status load_sparse_feat(hs_dataset *ds, arr *sh, arr *fp, arr *fc, arr
                       "feat_indices.npy's %" PRId64 " entries", fv->path, fv->h.dict_offset,
                       fv->h.count, g->feat_nnz);
     const void *data;
-    if ((st = hs__npy_map(fv->path, fv->fd, &fv->h, true, &ds->maps[MAP_FVAL], &data))) return st;
-    int64_t bad = first_not_finite(data, fv->h.dtype, g->feat_nnz);
+    if ((st = hs__npy_map(fv->path, fv->fd, &fv->h, false, &ds->maps[MAP_FVAL], &data)))
+      return st;
+    int64_t bad = first_not_finite_streamed(&ds->maps[MAP_FVAL], data, fv->h.dtype,
+                                            fv->h.elem_size, g->feat_nnz);
     if (bad >= 0)
       return hs__fail(HS_ERR_FORMAT, "%s: element %" PRId64 " (byte %zu): value is not finite",
                       fv->path, bad, byte_of(fv, (uint64_t)bad));
@@ -598,6 +680,19 @@ hs_status hs__graph_topology(const hs_graph *g, const char *what) {
 }
 
 const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
+
+uint64_t hs__dataset_sparse_drop_pages(hs_dataset *ds) {
+  uint64_t bytes = 0;
+  static const int slots[] = {MAP_FCOL, MAP_FVAL};
+  for (size_t i = 0; i < HS_ARRAY_LEN(slots); i++) {
+    const hs__map *m = &ds->maps[slots[i]];
+    if (m->base && madvise(m->base, m->len, MADV_DONTNEED) == 0) bytes += m->len;
+  }
+  if (bytes)
+    hs__log(HS_LOG_DATA, "%s: %" PRIu64 " bytes of sparse feature pages dropped from the "
+            "process (read through the sparse tier)", ds->dir, bytes);
+  return bytes;
+}
 
 void hs_dataset_info_init_sized(hs_dataset_info *info, size_t struct_size) {
   hs_dataset_info z;

@@ -67,6 +67,14 @@ hs_status hs__dataset_features_huge(hs_dataset *ds, const void **copy, uint64_t 
  * naming `what` needed it. */
 hs_status hs__graph_topology(const hs_graph *g, const char *what);
 
+/* Drop the pages of the mapped sparse column ids and values (feat_col,
+ * feat_val when mapped) from the process's resident set, as the sparse
+ * host tier reads them from the files instead. The view does not change:
+ * a later read through it faults them in again from the file (int64 ids,
+ * narrowed into a copy at open, stay). Returns the bytes of the mappings
+ * concerned. */
+uint64_t hs__dataset_sparse_drop_pages(hs_dataset *ds);
+
 /* The directory the dataset was opened from (e.g. to read feat.npy
  * without the mapping). */
 const char *hs__dataset_dir(const hs_dataset *ds);

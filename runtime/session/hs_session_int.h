@@ -6,6 +6,7 @@
 
 #include "cache/hs_cache.h"
 #include "cache/hs_host_tier.h"
+#include "cache/hs_sparse_tier.h"
 #include "core/hs_runtime.h"
 #include "hs_programs.h"
 #include "data/hs_graph.h"
@@ -106,6 +107,9 @@ struct hs_session {
    * memory budget (NULL: they are read from the mapping), and the trainer
    * tier when it has rows (NULL: none). */
   hs_host_tier *tier;
+  /* Its counterpart for sparse features (feat_indices.npy and
+   * feat_values.npy read through it; NULL: gathered from memory). */
+  hs_sparse_tier *stier;
   uint64_t tier_keep_bytes; /* the host tier's block budget */
   hs_cache_fill coo_fill;   /* the trainer tier's fill policy */
   hs_coo *coo;
@@ -200,6 +204,11 @@ hs_status hs__session_shuffle(hs_session *s, int64_t epoch);
 /* Sample one batch of `seeds` into `slot` (no features). */
 hs_status hs__session_sample(hs_session *s, const int32_t *seeds, int32_t n, uint32_t epoch_key,
                              uint32_t batch, hs_slot_data *slot);
+/* Sparse feature rows ids[0..n) as CSR (hs__gather_sparse's layout), at
+ * most `cap` entries: from memory, or through the sparse host tier when
+ * the session has one. Uses the gather pool. */
+hs_status hs__session_gather_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t *ptr,
+                                    int32_t *col, float *val, int64_t cap);
 /* Sparse feature rows ids[0..n) into the slot's CSR arrays (sx), values
  * as float32, and (n_dst >= 0: a training batch whose block 0 has n_dst
  * dst) their column lists. Uses the gather pool: gather stage only. */

@@ -350,6 +350,12 @@ static hs_status choose_feature_pages(hs_session *s, hs_dataset *ds,
     snprintf(why, wl, "read through the host tier (over the memory budget)");
     return HS_OK;
   }
+  if (s->stier) {
+    snprintf(why, wl, "sparse rows (%lld non-zeros, %s) read through the sparse host tier "
+             "(over the memory budget)", (long long)s->g->feat_nnz,
+             hs__fmt_bytes(bytes, b, sizeof b));
+    return HS_OK;
+  }
   if (s->g->feat_sparse) {
     snprintf(why, wl, "sparse rows (%lld non-zeros, %s) gathered from memory as CSR",
              (long long)s->g->feat_nnz, hs__fmt_bytes(bytes, b, sizeof b));
@@ -502,11 +508,18 @@ static hs_status revise_plan(hs_session *s, const hs_session_config *cfg) {
     st = hs__placement_revise(pl, "memory", "host", "host %s: the session's memory budget "
                               "(memory_budget)", hs__fmt_bytes(cfg->memory_budget, a, sizeof a));
   }
-  uint64_t keep = s->tier ? s->tier_keep_bytes : 0;
+  uint64_t keep = s->tier || s->stier ? s->tier_keep_bytes : 0;
   if (st == HS_OK && (cfg->memory_budget || keep != pl->cache_host_bytes)) {
     hs__fmt_bytes(s->g->feature_bytes, a, sizeof a);
     hs__fmt_bytes(pl->host_budget_bytes, b, sizeof b);
-    if (s->tier) {
+    if (s->stier) {
+      char c[32];
+      st = hs__placement_revise(pl, "cache", "host", "host %s: the sparse features (%s) "
+                                "exceed the host budget %s, so their column ids and values "
+                                "are read from disk through a cache of %s",
+                                hs__fmt_bytes(keep, c, sizeof c), a, b,
+                                hs__fmt_bytes(keep, c, sizeof c));
+    } else if (s->tier) {
       char c[32];
       st = hs__placement_revise(pl, "cache", "host", "host %s: the features (%s) exceed the "
                                 "host budget %s, so they are read from feat.npy through a "

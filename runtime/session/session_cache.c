@@ -13,17 +13,46 @@
 #define PRESAMPLE_EPOCH_KEY 0xffffffe0u
 #define PRESAMPLE_PASSES 2u
 
+/* Sparse features over the budget: column ids and values read through the
+ * sparse tier; the offsets stay the dataset's. Each row is checked as the
+ * tier reads it. The seeds keep their full shuffle (the rows a batch
+ * reads are mostly sampled neighbours, not seeds): results are those of
+ * the session without a budget. */
+static hs_status open_sparse_tier(hs_session *s, uint64_t budget, uint64_t keep) {
+  const hs_graph *g = s->g;
+  const char *dir = hs__dataset_dir(s->ds);
+  char *ipath = hs__path_join(dir, "feat_indices.npy");
+  char *vpath = g->feat_val ? hs__path_join(dir, "feat_values.npy") : NULL;
+  hs_status st;
+  if (!ipath || (g->feat_val && !vpath)) {
+    st = hs__fail(HS_ERR_NOMEM, "out of memory for a path");
+  } else {
+    hs_sparse_tier_cfg tc = {.indices_path = ipath, .values_path = vpath, .ptr = g->feat_ptr,
+                             .n_rows = g->n, .n_cols = g->f, .budget_bytes = keep,
+                             .pool = s->pool};
+    st = hs__sparse_tier_open(&tc, &s->stier);
+    s->tier_keep_bytes = keep;
+    /* The dataset read the arrays in full to check them at open: their
+     * pages leave the resident set, the tier reads the files. */
+    if (st == HS_OK) hs__dataset_sparse_drop_pages(s->ds);
+    if (st == HS_OK)
+      hs__log(HS_LOG_CACHE,
+              "session: sparse features (%" PRIu64 " B) exceed the memory budget %" PRIu64
+              " B: read from %s through the sparse host tier, %" PRIu64 " B kept",
+              g->feature_bytes, budget, ipath, keep);
+  }
+  free(ipath);
+  free(vpath);
+  return st;
+}
+
 static hs_status open_host_tier(hs_session *s, const hs_session_config *cfg) {
   uint64_t budget = cfg->memory_budget ? cfg->memory_budget : s->plan->host_budget_bytes;
   if (!budget || s->g->feature_bytes <= budget) return HS_OK;
-  if (s->g->feat_sparse)
-    return hs__fail(HS_ERR_UNSUPPORTED, "sparse features of %" PRIu64 " bytes exceed the "
-                    "memory budget of %" PRIu64 " bytes: the host tier reads dense feat.npy "
-                    "only (convert --from native --feat-format dense, or raise the budget)",
-                    s->g->feature_bytes, budget);
   /* Half of an explicit budget keeps blocks, the rest is for everything
    * else (batches, model, topology); the plan applies the same rule. */
   uint64_t keep = cfg->memory_budget ? budget / 2 : s->plan->cache_host_bytes;
+  if (s->g->feat_sparse) return open_sparse_tier(s, budget, keep);
   char *path = hs__path_join(hs__dataset_dir(s->ds), "feat.npy");
   if (!path) return hs__fail(HS_ERR_NOMEM, "out of memory for a path");
   hs_host_tier_cfg tc = {.path = path, .budget_bytes = keep, .pool = s->pool};
@@ -80,13 +109,7 @@ static hs_status prefill_read(void *ctx, const int32_t *ids, int32_t n, void *ou
 /* Sparse rows for the cache's prefill, widened to float32 as a batch's. */
 static hs_status prefill_read_sparse(void *ctx, const int32_t *ids, int32_t n, int32_t *ptr,
                                      int32_t *col, float *val, int64_t cap) {
-  hs_session *s = ctx;
-  const hs_graph *g = s->g;
-  hs_gather_sparse_req req = {.ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val,
-                              .val_half = g->feat_dtype == HS_DTYPE_FLOAT16, .n_rows = g->n,
-                              .ids = ids, .n = n, .out_ptr = ptr, .out_col = col,
-                              .out_val = val, .cap = cap};
-  return hs__gather_sparse(s->pool, &req);
+  return hs__session_gather_sparse(ctx, ids, n, ptr, col, val, cap);
 }
 
 static hs_status prefill(hs_session *s, hs_cache_fill fill) {
@@ -208,9 +231,11 @@ void hs__session_cache_close(hs_session *s) {
   hs__coo_dev_destroy(s->coo_dev);
   hs__coo_destroy(s->coo);
   hs__host_tier_close(s->tier);
+  hs__sparse_tier_close(s->stier);
   s->coo_dev = NULL;
   s->coo = NULL;
   s->tier = NULL;
+  s->stier = NULL;
 }
 
 void hs__session_cache_epoch_end(hs_session *s, hs_epoch_stats *stats) {
@@ -226,6 +251,14 @@ void hs__session_cache_epoch_end(hs_session *s, hs_epoch_stats *stats) {
   if (s->tier) {
     hs_host_tier_stats ts;
     hs__host_tier_stats(s->tier, &ts);
+    stats->host_lookups = (uint64_t)ts.lookups;
+    stats->host_hits = (uint64_t)ts.hits;
+    stats->host_bytes_read = ts.bytes_read;
+    stats->host_memory_bytes = ts.memory_bytes;
+  }
+  if (s->stier) {
+    hs_sparse_tier_stats ts;
+    hs__sparse_tier_stats(s->stier, &ts);
     stats->host_lookups = (uint64_t)ts.lookups;
     stats->host_hits = (uint64_t)ts.hits;
     stats->host_bytes_read = ts.bytes_read;

@@ -183,17 +183,24 @@ void hs__session_sparse_free(hs_slot_data *d) {
   d->sx_rows = 0;
 }
 
-hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t n_dst,
-                                  hs_slot_data *d) {
+hs_status hs__session_gather_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t *ptr,
+                                    int32_t *col, float *val, int64_t cap) {
+  if (s->stier) return hs__sparse_tier_gather(s->stier, ids, n, ptr, col, val, cap);
   const hs_graph *g = s->g;
   hs_gather_sparse_req req = {.ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val,
                               .val_half = g->feat_dtype == HS_DTYPE_FLOAT16, .n_rows = g->n,
-                              .ids = ids, .n = n, .out_ptr = d->sx_ptr, .out_col = d->sx_col,
-                              .out_val = d->sx_val, .cap = d->sx_cap};
+                              .ids = ids, .n = n, .out_ptr = ptr, .out_col = col,
+                              .out_val = val, .cap = cap};
+  return hs__gather_sparse(s->pool, &req);
+}
+
+hs_status hs__session_rows_sparse(hs_session *s, const int32_t *ids, int32_t n, int32_t n_dst,
+                                  hs_slot_data *d) {
+  const hs_graph *g = s->g;
   if (!d->sx_ptr || n > d->sx_rows)
     return hs__fail(HS_ERR_INVALID_ARG, "sparse gather of %d rows into a slot of %lld", n,
                     (long long)d->sx_rows);
-  hs_status st = hs__gather_sparse(s->pool, &req);
+  hs_status st = hs__session_gather_sparse(s, ids, n, d->sx_ptr, d->sx_col, d->sx_val, d->sx_cap);
   d->sx = (hs_nn_sparse){.n_rows = n, .ptr = d->sx_ptr, .col = d->sx_col,
                          .val = g->feat_val ? d->sx_val : NULL, .order = HS_SPARSE_AUTO};
   /* The column lists for the weight gradient: built here, where the host
@@ -683,6 +690,7 @@ static hs_status train_epoch(hs_session *s, hs_epoch_stats *stats) {
     if (sst != HS_OK) return sst;
   }
   if (s->tier) hs__host_tier_stats_reset(s->tier); /* evaluation read through it too */
+  if (s->stier) hs__sparse_tier_stats_reset(s->stier);
   s->acc_batches = s->acc_edges = 0;
   s->acc_rows = 0;
   s->acc_gather_bytes = s->acc_upload_bytes = s->acc_d2d_bytes = s->acc_feat_nnz = 0;

@@ -37,6 +37,7 @@ srcs=(devices/*.c
       runtime/data/*.c runtime/nn/*.c runtime/board/profile.c
       runtime/board/values.c runtime/util/*.c runtime/bench/results.c
       runtime/harness/harness.c runtime/core/afile.c
+      runtime/cache/sparse_tier.c runtime/sample/gather.c
       tools/cli.c tools/cli_data.c)
 rm -f "$out"/lib-*.o "$out"/libhs-fuzz.a
 # The board profile parser checks program names against the registry,

@@ -32,7 +32,12 @@
  * X.indptr); np.save("feat_indices.npy", X.indices); np.save(
  * "feat_values.npy", X.data). Features that are mostly zeros (bag-of-words)
  * take less memory, less gather and link traffic, and a first layer that
- * multiplies only the non-zeros when stored this way.
+ * multiplies only the non-zeros when stored this way. hs_dataset_open
+ * checks every rule over the whole arrays. A session whose memory budget
+ * the sparse arrays exceed reads the column ids and values from the files
+ * through the sparse host tier (hs_session_config.memory_budget), which
+ * checks each row again as it reads it (the files may change on disk) and
+ * fails naming the file and the row.
  *
  * Labels are in [-1, C) where C = max label + 1 is the number of classes;
  * -1 marks an unlabelled vertex, which no split may contain. The three

@@ -116,7 +116,13 @@ typedef struct hs_session_config {
    * cache, and each epoch's seeds are ordered block by block (blocks of
    * feature rows shuffled, seeds shuffled within a block). That block
    * order changes the SGD order: batches draw their seeds from a few id
-   * ranges, so they are less independent than under a full shuffle. */
+   * ranges, so they are less independent than under a full shuffle.
+   * Sparse features (feat_indptr.npy ...) larger than the budget are read
+   * through the sparse host tier instead: the offsets stay in memory, the
+   * column ids and values come from their files (pread) through a cache of
+   * blocks of rows within half the budget, each row checked as it is read.
+   * The seeds keep their full shuffle there: results are bit-identical to
+   * the session without a budget. */
   uint64_t memory_budget;
   /* Block transfer path (see hs_transfer). With HS_TRANSFER_AUTO the
    * environment variable HETSAGE_TRANSFER (auto, host, device) decides.
@@ -266,9 +272,10 @@ typedef struct hs_epoch_stats {
   uint64_t cache_rows;         /* rows the trainer cache holds at the end */
   uint64_t cache_bytes_saved;  /* feature bytes the hits kept off the link */
   uint64_t cache_device_bytes; /* the trainer cache's allocation */
-  /* Host tier (features read from disk within the memory budget), 0 when
-   * off: rows looked up, rows served from kept blocks, bytes read from the
-   * file, the tier's memory (kept blocks + fixed overhead). */
+  /* Host tier (features read from disk within the memory budget, dense
+   * or sparse), 0 when off: rows looked up, rows served from kept blocks,
+   * bytes read from the files, the tier's memory (kept blocks + fixed
+   * overhead). */
   uint64_t host_lookups, host_hits, host_bytes_read, host_memory_bytes;
   uint64_t peak_rss_bytes;
   hs_pipeline_mode pipeline;
