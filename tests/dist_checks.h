@@ -686,7 +686,8 @@ static inline int dc_modes_1bit(hs_comm *c, char *why) {
  * sign code, decoded, weighted sum in rank order, owner residual added,
  * sign code again, decoded by all); every worker takes the result u,
  * m = u den and p = p decay - lr_t u. Tensors of fewer than min_compress
- * values travel exactly. */
+ * values travel exactly. (The floor holds some of the toy's coordinates
+ * after a warm-up of 7 or 25 steps, so it is replayed too.) */
 
 static inline void dc_chunk(size_t n, int p, int size, size_t *lo, size_t *len) {
   *lo = (size_t)((uint64_t)n * (uint64_t)p / (uint64_t)size);

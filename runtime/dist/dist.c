@@ -254,9 +254,10 @@ static void onebit_adam_denominators(hs_dist *d, uint64_t t_freeze) {
   }
 }
 
-/* allreduce, 1-bit, Adam, after the warm-up: the ranks' first moments
- * all-reduced compressed (gradients bucket by bucket as they are ready,
- * each turned into this rank's moment), the same update everywhere. */
+/* allreduce, 1-bit, Adam, after the warm-up: the ranks' first moments,
+ * over the frozen denominators, all-reduced compressed (gradients bucket
+ * by bucket as they are ready, each turned into this rank's moment), the
+ * same update everywhere. */
 static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t step,
                                   int64_t count, bool stop_request, bool *stop_after) {
   double t0 = hs__now(), t_ready = t0;
