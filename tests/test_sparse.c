@@ -171,6 +171,79 @@ Test(sparse, every_rule_is_checked_and_named) {
   tu_rmtree(dir);
 }
 
+/* The open checks the column ids and values chunk by chunk (8 MiB): arrays
+ * of several chunks (18 MiB of column ids and of float32 values, 9 MiB of
+ * float16 ones) are checked to their last element, every rule, with the
+ * same messages; the longest row is found wherever it lies. */
+Test(sparse, rules_are_checked_past_the_first_chunk, .timeout = 120) {
+  enum { N = 70000, PER = 64, F = 1024, LONG = 100 };
+  const int64_t longest = N - 7; /* in the last chunk */
+  int64_t *ptr = malloc(sizeof *ptr * (N + 1));
+  int64_t *zeros = calloc(N + 1, sizeof *zeros);
+  cr_assert(ptr && zeros);
+  ptr[0] = 0;
+  for (int64_t v = 0; v < N; v++) ptr[v + 1] = ptr[v] + (v == longest ? LONG : PER);
+  const int64_t nnz = ptr[N];
+  int32_t *col = malloc(sizeof *col * (size_t)nnz);
+  float *val = malloc(sizeof *val * (size_t)nnz);
+  uint16_t *half = malloc(sizeof *half * (size_t)nnz);
+  cr_assert(col && val && half);
+  for (int64_t v = 0; v < N; v++)
+    for (int64_t k = ptr[v]; k < ptr[v + 1]; k++) {
+      col[k] = (int32_t)((k - ptr[v]) * 10 + v % 10);
+      val[k] = (float)(k % 13) - 6.0f;
+      half[k] = 0x3c00;
+    }
+  char *dir = tu_mkdtemp();
+  int64_t shape[2] = {N, F};
+  put(dir, "indptr.npy", HS_DTYPE_INT64, 1, N + 1, 0, zeros);
+  put(dir, "indices.npy", HS_DTYPE_INT32, 1, 0, 0, zeros);
+  put(dir, "feat_shape.npy", HS_DTYPE_INT64, 1, 2, 0, shape);
+  put(dir, "feat_indptr.npy", HS_DTYPE_INT64, 1, N + 1, 0, ptr);
+  put(dir, "feat_indices.npy", HS_DTYPE_INT32, 1, (uint64_t)nnz, 0, col);
+  put(dir, "feat_values.npy", HS_DTYPE_FLOAT32, 1, (uint64_t)nnz, 0, val);
+  hs_dataset *ds;
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  const hs_graph *g = hs__dataset_graph(ds);
+  cr_expect_eq(g->feat_row_nnz_max, LONG, "the longest row (%lld) is in the last chunk",
+               (long long)longest);
+  cr_expect_eq(memcmp(g->feat_col, col, sizeof *col * (size_t)nnz), 0);
+  cr_expect_eq(memcmp(g->feat_val, val, sizeof *val * (size_t)nnz), 0);
+  hs_dataset_close(ds);
+  char at[32];
+  const int64_t last = nnz - 1;
+  snprintf(at, sizeof at, "element %lld ", (long long)last);
+  /* the last column id out of range, then repeating the one before it */
+  col[last] = F;
+  put(dir, "feat_indices.npy", HS_DTYPE_INT32, 1, (uint64_t)nnz, 0, col);
+  TU_EXPECT_FAIL(open_dir(dir), HS_ERR_FORMAT, "feat_indices.npy", at, "column id");
+  col[last] = col[last - 1];
+  put(dir, "feat_indices.npy", HS_DTYPE_INT32, 1, (uint64_t)nnz, 0, col);
+  TU_EXPECT_FAIL(open_dir(dir), HS_ERR_FORMAT, "feat_indices.npy", at, "repeats");
+  char row[32];
+  snprintf(row, sizeof row, "row %d:", N - 1);
+  TU_EXPECT_FAIL(open_dir(dir), HS_ERR_FORMAT, "feat_indices.npy", row, "strictly increasing");
+  col[last] = col[last - 1] + 1;
+  put(dir, "feat_indices.npy", HS_DTYPE_INT32, 1, (uint64_t)nnz, 0, col);
+  cr_assert_eq(open_dir(dir), HS_OK, "%s", hs_last_error());
+  /* the last value not finite: float32, then float16 */
+  val[last] = INFINITY;
+  put(dir, "feat_values.npy", HS_DTYPE_FLOAT32, 1, (uint64_t)nnz, 0, val);
+  TU_EXPECT_FAIL(open_dir(dir), HS_ERR_FORMAT, "feat_values.npy", at, "not finite");
+  half[last] = 0x7e00;
+  put(dir, "feat_values.npy", HS_DTYPE_FLOAT16, 1, (uint64_t)nnz, 0, half);
+  TU_EXPECT_FAIL(open_dir(dir), HS_ERR_FORMAT, "feat_values.npy", at, "not finite");
+  half[last] = 0x3c00;
+  put(dir, "feat_values.npy", HS_DTYPE_FLOAT16, 1, (uint64_t)nnz, 0, half);
+  cr_expect_eq(open_dir(dir), HS_OK, "%s", hs_last_error());
+  free(ptr);
+  free(zeros);
+  free(col);
+  free(val);
+  free(half);
+  tu_rmtree(dir);
+}
+
 /* Convert `src` (native) into `dst` with features in form `fmt`. */
 static void rewrite(const char *src, const char *dst, hs_feat_format fmt) {
   hs_convert_opts o;

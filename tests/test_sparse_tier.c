@@ -356,6 +356,58 @@ Test(sparse_tier, a_corrupt_row_is_named_when_read) {
   table_free(&t);
 }
 
+/* The files under a long directory (two components of 200 characters, as
+ * deep dataset trees have): a corrupt row's message still names the row
+ * and what was wrong after the path, read on demand and in a block being
+ * kept, with and without a pool. */
+Test(sparse_tier, a_corrupt_row_is_named_under_a_long_path) {
+  table t;
+  table_make(&t, 2000, 300, 6, 9);
+  char *root = tu_mkdtemp();
+  char name[201];
+  memset(name, 'd', 200);
+  name[200] = '\0';
+  char *mid = tu_path(root, name);
+  cr_assert_eq(mkdir(mid, 0700), 0);
+  char *dir = tu_path(mid, name);
+  cr_assert_eq(mkdir(dir, 0700), 0);
+  char *ip = tu_path(dir, "feat_indptr.npy"), *ix = tu_path(dir, "feat_indices.npy");
+  uint64_t shape[1] = {(uint64_t)t.n + 1};
+  cr_assert_eq(hs__npy_write(ip, HS_DTYPE_INT64, 1, shape, t.ptr), HS_OK, "%s", hs_last_error());
+  shape[0] = (uint64_t)t.nnz;
+  cr_assert_eq(hs__npy_write(ix, HS_DTYPE_INT32, 1, shape, t.col), HS_OK, "%s", hs_last_error());
+  int64_t bad = long_row(&t, t.n / 3);
+  int32_t word = (int32_t)t.f;
+  poke(ix, data_offset(ix) + (size_t)(t.ptr[bad] + 1) * 4, &word, 4);
+  char row[48];
+  snprintf(row, sizeof row, "row %lld,", (long long)bad);
+  for (int threads = 1; threads <= 3; threads += 2)
+    for (uint64_t budget = 0; budget <= (1u << 20); budget += 1u << 20) {
+      hs_gather_pool *pool = NULL;
+      if (threads > 1) cr_assert_eq(hs__gather_pool_create(threads, &pool), HS_OK);
+      hs_sparse_tier_cfg c = {.indices_path = ix, .indptr_path = ip, .n_cols = t.f,
+                              .budget_bytes = budget, .block_bytes = 4096, .pool = pool};
+      hs_sparse_tier *tier;
+      cr_assert_eq(hs__sparse_tier_open(&c, &tier), HS_OK, "%s", hs_last_error());
+      int32_t ids[3] = {0, (int32_t)bad, (int32_t)(t.n - 1)};
+      int32_t optr[4], ocol[64];
+      cr_expect_eq(hs__sparse_tier_gather(tier, ids, 3, optr, ocol, NULL, 64), HS_ERR_FORMAT);
+      const char *msg = hs_last_error();
+      cr_expect(strstr(msg, ix) != NULL, "the message names no file: %s", msg);
+      cr_expect(strstr(msg, row) != NULL, "%d threads, budget %llu: the message names no "
+                "row %lld: %s", threads, (unsigned long long)budget, (long long)bad, msg);
+      cr_expect(strstr(msg, "outside") != NULL, "the message says not what was wrong: %s", msg);
+      hs__sparse_tier_close(tier);
+      hs__gather_pool_destroy(pool);
+    }
+  free(ip);
+  free(ix);
+  free(dir);
+  free(mid);
+  tu_rmtree(root);
+  table_free(&t);
+}
+
 Test(sparse_tier, ids_out_of_range_and_a_small_output_are_refused) {
   table t;
   table_make(&t, 500, 60, 4, 5);

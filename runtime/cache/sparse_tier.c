@@ -26,14 +26,16 @@ typedef struct group {
   group_kind kind;
 } group;
 
-/* One thread's share of a call: its read buffer, counts, first error. */
+/* One thread's share of a call: its read buffer, counts, first error
+ * (its whole detail, as long as hs_last_error's: a long path must not cut
+ * off the row and what was wrong). */
 typedef struct thread_out {
   char *buf;
   size_t cap;
   int64_t reads, rows;
   uint64_t bytes;
   hs_status st;
-  char detail[320];
+  char detail[2048];
 } thread_out;
 
 /* One side of the entries on disk: column ids or values. */
