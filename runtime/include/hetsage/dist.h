@@ -55,9 +55,13 @@ typedef enum hs_sync_mode {
    * weighted by its seeds, and counted (hs_epoch_stats.dist_late_gradients);
    * its worker gets the current parameters at once. Asynchronous
    * (staleness S > 0): gradients are summed as they arrive and applied
-   * `quorum` at a time, each worker answered at once with the parameters
-   * as they stand, unless it is more than S steps ahead of the slowest:
-   * then it waits. (Quorum 1 applies every gradient alone, which scales
+   * `quorum` at a time, each worker answered at once, unless it is more
+   * than S steps ahead of the slowest: then it waits. The answer looks
+   * ahead: a worker whose last gradient was applied `lag` updates after
+   * the parameters it was computed on (lag <= S) gets p + lag (p - p'),
+   * p' the parameters before the last update, so that its next gradient
+   * is computed near where it will be applied; with lag 0, and at the end
+   * of each epoch, p itself. (Quorum 1 applies every gradient alone, which scales
    * the effective learning rate by about the number of workers.) */
   HS_SYNC_PS = 1,
   /* Local SGD: each worker steps its own optimizer; every `period` steps
