@@ -894,8 +894,9 @@ static inline int dc_ps_async(hs_comm *c, char *why) {
     DC_OK(st, why, "ps async");
     fails += dc_same_on_workers(c, p, n - 1, why);
     dc_reference(n - 1, &run, 0, want);
-    /* Asynchronous updates differ from synchronous ones (one update per
-     * push): they must still cover the way to the same optimum. */
+    /* Asynchronous updates differ from synchronous ones (gradients
+     * computed on older or looked-ahead parameters; no update for a round
+     * without seeds): they must still cover the way to the same optimum. */
     if (r < n - 1 && !(dc_remaining(p, want) < 0.1))
       DC_FAIL(why, "ps staleness %d quorum %d, rank %d: %.4f of the way to the synchronous "
               "result left", run.cfg.staleness, run.cfg.quorum, r, dc_remaining(p, want));
