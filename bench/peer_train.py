@@ -12,7 +12,9 @@ feat_values.npy unless binary) are expanded into the dense matrix DGL's
 SAGEConv takes: neither DGL nor PyG multiplies only the non-zeros for the
 user. The model matches hetsage's: per layer z = W_self h_dst + W_neigh mean(h_src)
 + b (DGL's SAGEConv with the mean aggregator), ReLU then dropout on hidden
-layers, softmax cross-entropy on the seeds, Adam with L2 weight decay.
+layers, softmax cross-entropy on the seeds, Adam with L2 weight decay;
+GraphSAGE starts from hetsage's initialisation (Glorot-uniform, gain 1, zero
+bias) rather than SAGEConv's.
 Row v of the CSR lists the vertices v aggregates from, so each entry e of
 row v becomes an edge indices[e] -> v and the sampler takes in-edges;
 DGL lists fanouts input layer first, ours start at the seeds. Each epoch is
@@ -120,6 +122,15 @@ def run_dgl(a):
             return h
 
     model = Model()
+    if a.model == 'sage':
+        # hetsage's initialisation (runtime/nn/sage.c): Glorot-uniform
+        # W_self and W_neigh with gain 1, zero bias. SAGEConv's own is
+        # gain sqrt(2) and nn.Linear's uniform bias, which alone moved
+        # DGL's test accuracy on the CiteSeer-like graph by ~1.7 points.
+        for layer in model.layers:
+            torch.nn.init.xavier_uniform_(layer.fc_self.weight)
+            torch.nn.init.xavier_uniform_(layer.fc_neigh.weight)
+            torch.nn.init.zeros_(layer.fc_self.bias)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     sampler = dgl.dataloading.NeighborSampler(list(reversed(a.fanouts)))
     loader = dgl.dataloading.DataLoader(g, torch.from_numpy(train), sampler,
