@@ -119,6 +119,16 @@ Test(bench, saved_runs_load_and_compare) {
       "{\"hetsage_bench\": 1, \"figures\": [{\"workload\": \"a\", \"device\": \"d\", \"figure\": "
       "\"f\", \"unit\": \"u\", \"better\": \"sideways\", \"median\": 1, \"min\": 1, \"max\": 1}]}",
       "{\"hetsage_bench\": 1, \"figures\": [",
+      /* runs that no int holds, or not a count (fuzz: a float-to-int overflow) */
+      "{\"hetsage_bench\": 1, \"figures\": [{\"workload\": \"a\", \"device\": \"d\", \"figure\": "
+      "\"f\", \"unit\": \"u\", \"better\": \"lower\", \"median\": 1, \"min\": 1, \"max\": 1, "
+      "\"runs\": 1.3e56}]}",
+      "{\"hetsage_bench\": 1, \"figures\": [{\"workload\": \"a\", \"device\": \"d\", \"figure\": "
+      "\"f\", \"unit\": \"u\", \"better\": \"lower\", \"median\": 1, \"min\": 1, \"max\": 1, "
+      "\"runs\": -1}]}",
+      "{\"hetsage_bench\": 1, \"figures\": [{\"workload\": \"a\", \"device\": \"d\", \"figure\": "
+      "\"f\", \"unit\": \"u\", \"better\": \"lower\", \"median\": 1, \"min\": 1, \"max\": 1, "
+      "\"runs\": 2.5}]}",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     FILE *fh = fopen(path, "w");

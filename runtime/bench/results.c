@@ -1,5 +1,6 @@
 /* Benchmark results: summaries of the runs, storage, the saved JSON form, loading it back, and
  * comparison with a baseline (see hetsage/bench.h). */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,9 @@ static hs_status load_figure(const char *path, size_t i, const hs_json *o, hs_be
     return hs__fail(HS_ERR_FORMAT, "%s: figures[%zu]: better is '%s' (lower or higher)", path, i,
                     better);
   g->lower_is_better = better[0] == 'l';
+  if (isfinite(runs) && (runs < 0 || runs > INT_MAX || runs != floor(runs)))
+    return hs__fail(HS_ERR_FORMAT, "%s: figures[%zu]: runs is %g (a whole number from 0 to %d)",
+                    path, i, runs, INT_MAX);
   g->runs = isfinite(runs) ? (int)runs : 0;
   if (g->limit[0] && !(isfinite(g->ratio_min) && isfinite(g->ratio_max)))
     return hs__fail(HS_ERR_FORMAT, "%s: figures[%zu]: a limit without ratios", path, i);
