@@ -178,6 +178,24 @@ static void nap(void) {
   nanosleep(&ts, NULL);
 }
 
+/* Waits until the trainer's gradients of tensors [first, first + n) are
+ * ready, progressing the all-reduce meanwhile; the time spent progressing
+ * is added to *polled_comm. */
+static hs_status await_tensors(hs_dist *d, const hs_dist_trainer *t, int first, int n,
+                               double *polled_comm) {
+  hs_status st = HS_OK;
+  for (int i = first; i < first + n && st == HS_OK; i++) {
+    bool ready = false;
+    while (st == HS_OK && (st = t->grads_poll(t->ctx, i, &ready)) == HS_OK && !ready) {
+      double c0 = hs__now();
+      st = hs__ar_progress(d->ar);
+      *polled_comm += hs__now() - c0;
+      if (st == HS_OK) nap();
+    }
+  }
+  return st;
+}
+
 /* allreduce: gradients bucket by bucket as they become ready. */
 static hs_status step_allreduce(hs_dist *d, const hs_dist_trainer *t, int64_t step, int64_t count,
                                 bool stop_request, bool *stop_after) {
@@ -190,15 +208,7 @@ static hs_status step_allreduce(hs_dist *d, const hs_dist_trainer *t, int64_t st
   for (int b = 0; count > 0 && st == HS_OK && b < hs__ar_buckets(d->ar); b++) {
     int first, n;
     hs__ar_bucket_tensors(d->ar, b, &first, &n);
-    for (int i = first; i < first + n && st == HS_OK; i++) {
-      bool ready = false;
-      while (st == HS_OK && (st = t->grads_poll(t->ctx, i, &ready)) == HS_OK && !ready) {
-        double c0 = hs__now();
-        st = hs__ar_progress(d->ar);
-        polled_comm += hs__now() - c0;
-        if (st == HS_OK) nap();
-      }
-    }
+    st = await_tensors(d, t, first, n, &polled_comm);
     if (st == HS_OK) st = hs__ar_ready(d->ar, b);
   }
   t_ready = hs__now();
@@ -287,15 +297,7 @@ static hs_status step_onebit_adam(hs_dist *d, const hs_dist_trainer *t, int64_t 
   for (int b = 0; count > 0 && st == HS_OK && b < hs__ar_buckets(d->ar); b++) {
     int first, n;
     hs__ar_bucket_tensors(d->ar, b, &first, &n);
-    for (int i = first; i < first + n && st == HS_OK; i++) {
-      bool ready = false;
-      while (st == HS_OK && (st = t->grads_poll(t->ctx, i, &ready)) == HS_OK && !ready) {
-        double c0 = hs__now();
-        st = hs__ar_progress(d->ar);
-        polled_comm += hs__now() - c0;
-        if (st == HS_OK) nap();
-      }
-    }
+    st = await_tensors(d, t, first, n, &polled_comm);
     if (st == HS_OK) {
       onebit_adam_local(d, d->vec, first, n);
       st = hs__ar_ready(d->ar, b);
