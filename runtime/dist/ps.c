@@ -29,15 +29,16 @@
  * the parameters as they will be then: h = (pending pushes + other
  * workers in the epoch) / quorum updates ahead (hs__ps_ahead, at most S),
  * each update predicted as the optimizer's own step with the mean of the
- * gradients waiting (hs__ps_look_ahead: exact when nothing else arrives).
- * With two workers the first pusher of each pair is answered before the
- * pair's update: without a look-ahead a third of the gradients arrived one
- * update late, which cost 2-14 points of accuracy on the SBM benchmark;
- * looking ahead by the worker's last lateness along the last update (the
- * rule before this one) left -1.4 points, this one -0.7
- * (bench/dist-accuracy.md). A worker answered right after an update (h
- * = 0) gets p itself, so one worker trains as before; the answers at the
- * end of an epoch are p itself on every worker.
+ * gradients waiting (hs__ps_look_ahead: exact when the gradients still to
+ * come average to that mean). With two workers the first pusher of each
+ * pair is answered before the pair's update: without a look-ahead a third
+ * of the gradients arrived one update late, which cost 2-14 points of
+ * accuracy on the SBM benchmark; looking ahead by the worker's last
+ * lateness along the last update (the rule before this one, wrong
+ * whenever the order of a pair changed) left -1.3 points on average, this
+ * one -0.1 (bench/dist-accuracy.md). A worker answered right after an
+ * update (h = 0) gets p itself, so one worker trains as before; the
+ * answers at the end of an epoch are p itself on every worker.
  *
  * Stopping: stop requests go to server 0, which fixes the first step not
  * to train at (largest step pushed so far) + 2. No worker can have been
