@@ -296,6 +296,18 @@ Test(sparse, int64_column_ids_are_checked_piece_by_piece, .timeout = 120) {
   cr_assert_eq(hs__dataset_sparse_cols(ds, &again), HS_OK, "%s", hs_last_error());
   cr_expect_eq(again, got, "narrowed once, then kept");
   hs_dataset_close(ds);
+  /* convert reads them narrowed: the copy holds the same ids, as int32 */
+  char *copy = tu_path(dir, "copy");
+  hs_convert_opts o;
+  hs_convert_opts_init(&o, HS_IMPORT_NATIVE);
+  o.feat_format = HS_FEAT_FORMAT_SPARSE;
+  cr_assert_eq(hs_convert(dir, copy, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(copy, &ds), HS_OK, "%s", hs_last_error());
+  g = hs__dataset_graph(ds);
+  cr_assert_not_null(g->feat_col, "int32 ids written");
+  cr_expect_eq(memcmp(g->feat_col, col32, sizeof *col32 * (size_t)nnz), 0);
+  hs_dataset_close(ds);
+  tu_rmtree(copy); /* frees the path */
 
   char want[1024];
   const int64_t ends[2] = {(int64_t)1 << 17, (int64_t)1 << 20};
