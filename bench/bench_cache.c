@@ -190,8 +190,8 @@ static void host_tier_run(sampler *s, const char *dir, const opts *o, int32_t ma
  * batches; epoch 0 fills, epoch 1 is measured, and timed beside the
  * in-memory gather of the same batches (hs__gather_sparse; the pages of
  * the feature files are in the page cache after epoch 0 either way). */
-static void sparse_tier_run(sampler *s, const char *dir, const hs_graph *gr, const opts *o,
-                            int32_t max_rows) {
+static void sparse_tier_run(sampler *s, const char *dir, hs_dataset *ds, const hs_graph *gr,
+                            const opts *o, int32_t max_rows) {
   char ix[4200], iv[4200];
   snprintf(ix, sizeof ix, "%s/feat_indices.npy", dir);
   snprintf(iv, sizeof iv, "%s/feat_values.npy", dir);
@@ -204,6 +204,9 @@ static void sparse_tier_run(sampler *s, const char *dir, const hs_graph *gr, con
                             .budget_bytes = budget, .pool = pool};
   hs_sparse_tier *t;
   if (hs__sparse_tier_open(&cfg, &t) != HS_OK) die(hs_last_error());
+  /* the in-memory side's column ids (int64 ones narrowed here, once) */
+  const int32_t *mcol;
+  if (hs__dataset_sparse_cols(ds, &mcol) != HS_OK) die(hs_last_error());
   hs_sparse_tier_info info;
   hs__sparse_tier_info(t, &info);
   int64_t cap = (int64_t)max_rows * gr->feat_row_nnz_max;
@@ -227,7 +230,7 @@ static void sparse_tier_run(sampler *s, const char *dir, const hs_graph *gr, con
       double t0 = hs__now();
       if (hs__sparse_tier_gather(t, ids, n, ptr, col, val, cap) != HS_OK) die(hs_last_error());
       double t1 = hs__now();
-      hs_gather_sparse_req r = {.ptr = gr->feat_ptr, .col = gr->feat_col, .val = gr->feat_val,
+      hs_gather_sparse_req r = {.ptr = gr->feat_ptr, .col = mcol, .val = gr->feat_val,
                                 .val_half = gr->feat_dtype == HS_DTYPE_FLOAT16, .n_rows = gr->n,
                                 .ids = ids, .n = n, .out_ptr = ptr, .out_col = col,
                                 .out_val = val, .cap = cap};
@@ -373,7 +376,7 @@ static void graph_run(const char *name, const char *dir, const opts *o, bool *fi
     }
   printf("      ]");
   if (gr->feat && o->host_tier) host_tier_run(&s, dir, o, caps.vertices);
-  if (gr->feat_sparse && o->host_tier) sparse_tier_run(&s, dir, gr, o, caps.vertices);
+  if (gr->feat_sparse && o->host_tier) sparse_tier_run(&s, dir, ds, gr, o, caps.vertices);
   printf("}");
   fflush(stdout);
 

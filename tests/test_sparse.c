@@ -244,6 +244,140 @@ Test(sparse, rules_are_checked_past_the_first_chunk, .timeout = 120) {
   tu_rmtree(dir);
 }
 
+/* The exact message of a failed open. */
+static void expect_open_message(const char *dir, const char *want) {
+  hs_status st = open_dir(dir);
+  cr_expect_eq(st, HS_ERR_FORMAT, "status %s (%s)", hs_strerror(st), hs_last_error());
+  cr_expect_str_eq(hs_last_error(), want);
+}
+
+/* int64 column ids (scipy's once nnz >= 2^31) are checked at open piece by
+ * piece, without a copy: every rule with the messages of the int32 ids
+ * (file, element, byte, row, the values), a row's order across the ends of
+ * the pieces (1 MiB and 8 MiB of ids: elements 2^17 and 2^20, both inside
+ * rows of 50), values beyond int32 named in full, and a range error after
+ * an order error still reported first (the range is checked over the whole
+ * file before the order, as before). The ids come narrowed to int32 on the
+ * first in-memory use, equal to the file's. */
+Test(sparse, int64_column_ids_are_checked_piece_by_piece, .timeout = 120) {
+  enum { N = 70000, PER = 50, F = 1000 };
+  int64_t *ptr = malloc(sizeof *ptr * (N + 1));
+  int64_t *zeros = calloc(N + 1, sizeof *zeros);
+  cr_assert(ptr && zeros);
+  for (int64_t v = 0; v <= N; v++) ptr[v] = v * PER;
+  const int64_t nnz = ptr[N];
+  int64_t *col = malloc(sizeof *col * (size_t)nnz);
+  int32_t *col32 = malloc(sizeof *col32 * (size_t)nnz);
+  cr_assert(col && col32);
+  for (int64_t k = 0; k < nnz; k++) col[k] = col32[k] = (int32_t)((k % PER) * 20 + (k / PER) % 20);
+  char *dir = tu_mkdtemp();
+  int64_t shape[2] = {N, F};
+  put(dir, "indptr.npy", HS_DTYPE_INT64, 1, N + 1, 0, zeros);
+  put(dir, "indices.npy", HS_DTYPE_INT32, 1, 0, 0, zeros);
+  put(dir, "feat_shape.npy", HS_DTYPE_INT64, 1, 2, 0, shape);
+  put(dir, "feat_indptr.npy", HS_DTYPE_INT64, 1, N + 1, 0, ptr);
+  put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+  char *path = tu_path(dir, "feat_indices.npy");
+  hs__npy_header h;
+  int fd = -1;
+  cr_assert_eq(hs__npy_open(path, &h, &fd), HS_OK, "%s", hs_last_error());
+  close(fd);
+  const size_t off = h.data_offset;
+
+  hs_dataset *ds;
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  const hs_graph *g = hs__dataset_graph(ds);
+  cr_expect_eq(g->feat_nnz, nnz);
+  cr_expect_eq(g->feat_row_nnz_max, PER);
+  const int32_t *got = NULL, *again = NULL;
+  cr_assert_eq(hs__dataset_sparse_cols(ds, &got), HS_OK, "%s", hs_last_error());
+  cr_assert_not_null(got);
+  cr_expect_eq(memcmp(got, col32, sizeof *col32 * (size_t)nnz), 0);
+  cr_assert_eq(hs__dataset_sparse_cols(ds, &again), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(again, got, "narrowed once, then kept");
+  hs_dataset_close(ds);
+  /* convert reads them narrowed: the copy holds the same ids, as int32 */
+  char *copy = tu_path(dir, "copy");
+  hs_convert_opts o;
+  hs_convert_opts_init(&o, HS_IMPORT_NATIVE);
+  o.feat_format = HS_FEAT_FORMAT_SPARSE;
+  cr_assert_eq(hs_convert(dir, copy, &o, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(copy, &ds), HS_OK, "%s", hs_last_error());
+  g = hs__dataset_graph(ds);
+  cr_assert_not_null(g->feat_col, "int32 ids written");
+  cr_expect_eq(memcmp(g->feat_col, col32, sizeof *col32 * (size_t)nnz), 0);
+  hs_dataset_close(ds);
+  tu_rmtree(copy); /* frees the path */
+
+  char want[1024];
+  const int64_t ends[2] = {(int64_t)1 << 17, (int64_t)1 << 20};
+  for (int i = 0; i < 2; i++) {
+    const int64_t k = ends[i];
+    cr_assert_neq(k % PER, 0, "element %lld must lie inside a row", (long long)k);
+    const int64_t keep = col[k];
+    col[k] = col[k - 1];
+    put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+    snprintf(want, sizeof want,
+             "%s: element %lld (byte %zu): row %lld: column %lld repeats column %lld: a row's "
+             "column ids must be strictly increasing (scipy: X.sum_duplicates(); "
+             "X.sort_indices())",
+             path, (long long)k, off + (size_t)k * 8, (long long)(k / PER), (long long)col[k],
+             (long long)col[k - 1]);
+    expect_open_message(dir, want);
+    col[k] = col[k - 1] - 1;
+    put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+    snprintf(want, sizeof want,
+             "%s: element %lld (byte %zu): row %lld: column %lld comes after column %lld: a "
+             "row's column ids must be strictly increasing (scipy: X.sum_duplicates(); "
+             "X.sort_indices())",
+             path, (long long)k, off + (size_t)k * 8, (long long)(k / PER), (long long)col[k],
+             (long long)col[k - 1]);
+    expect_open_message(dir, want);
+    col[k] = keep;
+  }
+  /* out of range, in the last piece and beyond int32; then negative */
+  const int64_t last = nnz - 1;
+  const int64_t bad[3] = {F, (int64_t)1 << 33, -1};
+  for (int i = 0; i < 3; i++) {
+    col[last] = bad[i];
+    put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+    snprintf(want, sizeof want,
+             "%s: element %lld (byte %zu): column id (F from feat_shape.npy): %lld is outside "
+             "[0, %d]",
+             path, (long long)last, off + (size_t)last * 8, (long long)bad[i], F - 1);
+    expect_open_message(dir, want);
+  }
+  /* an order error early, a range error late: the range error is named */
+  col[11] = col[10];
+  put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+  expect_open_message(dir, want);
+  col[last] = col32[last];
+  put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+  TU_EXPECT_FAIL(open_dir(dir), HS_ERR_FORMAT, "feat_indices.npy", "element 11 ", "repeats");
+  col[11] = col32[11];
+  put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+  cr_assert_eq(open_dir(dir), HS_OK, "%s", hs_last_error());
+
+  /* Rewritten after the open with an id out of range: the narrowing on
+   * first use refuses it, naming the file and the element. */
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  col[last] = F;
+  put(dir, "feat_indices.npy", HS_DTYPE_INT64, 1, (uint64_t)nnz, 0, col);
+  got = NULL;
+  char at[32];
+  snprintf(at, sizeof at, "element %lld ", (long long)last);
+  TU_EXPECT_FAIL(hs__dataset_sparse_cols(ds, &got), HS_ERR_FORMAT, "feat_indices.npy", at,
+                 "column id");
+  cr_expect_null(got);
+  hs_dataset_close(ds);
+  free(path);
+  free(ptr);
+  free(zeros);
+  free(col);
+  free(col32);
+  tu_rmtree(dir);
+}
+
 /* Convert `src` (native) into `dst` with features in form `fmt`. */
 static void rewrite(const char *src, const char *dst, hs_feat_format fmt) {
   hs_convert_opts o;

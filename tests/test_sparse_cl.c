@@ -498,6 +498,53 @@ Test(sparse_session, features_over_the_budget_train_through_the_tier_with_the_sa
   tu_rmtree(root);
 }
 
+/* int64 column ids (scipy's once nnz >= 2^31): the session without a
+ * budget gathers from their int32 narrowing, the one over it reads the
+ * int64 file through the tier; both bit-identical to the int32 file's
+ * session. */
+Test(sparse_session, int64_column_ids_train_with_the_bits_of_int32_ones) {
+  char *root;
+  char *dir = sparse_copy(&root);
+  hs_dataset *sp;
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  const hs_graph *g = hs__dataset_graph(sp);
+  cr_assert_not_null(g->feat_col, "the convert writes int32 ids");
+  int64_t nnz = g->feat_nnz;
+  int64_t *col64 = malloc(sizeof *col64 * (size_t)nnz);
+  cr_assert(col64);
+  for (int64_t e = 0; e < nnz; e++) col64[e] = g->feat_col[e];
+  run_out ref;
+  hs_session_config c;
+  hs_session_config_init(&c);
+  run_cfg(sp, &c, 2, &ref);
+  hs_dataset_close(sp);
+  char *p = tu_path(dir, "feat_indices.npy");
+  unlink(p);
+  uint64_t shape[1] = {(uint64_t)nnz};
+  cr_assert_eq(hs__npy_write(p, HS_DTYPE_INT64, 1, shape, col64), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_open(dir, &sp), HS_OK, "%s", hs_last_error());
+  g = hs__dataset_graph(sp);
+  cr_expect_null(g->feat_col, "int64 ids are not narrowed at open");
+  run_out a;
+  run_cfg(sp, &c, 2, &a);
+  cr_assert_eq(a.n, ref.n);
+  cr_expect_eq(memcmp(a.params, ref.params, a.n * sizeof *a.params), 0, "parameters");
+  size_t nl = (size_t)g->split_n[HS_SPLIT_TEST] * (size_t)g->num_classes;
+  cr_expect_eq(memcmp(a.logits, ref.logits, nl * sizeof *a.logits), 0, "logits");
+  cr_expect_eq(memcmp(a.pred, ref.pred, (size_t)g->split_n[HS_SPLIT_TEST] * sizeof *a.pred), 0,
+               "predictions");
+  cr_expect_eq(a.acc, ref.acc);
+  cr_expect_eq(a.st.loss, ref.st.loss);
+  run_free(&a);
+  tier_same_bits(sp, "int64 column ids");
+  hs_dataset_close(sp);
+  run_free(&ref);
+  free(p);
+  free(col64);
+  free(dir);
+  tu_rmtree(root);
+}
+
 /* A file changed on disk after the dataset opened (every rule met then):
  * the tier checks each row it reads, so a training seed's row whose column
  * id left [0, F) fails the epoch naming the file and the row. */

@@ -563,9 +563,10 @@ hs_status hs__sparse_tier_gather(hs_sparse_tier *t, const int32_t *ids, int32_t 
   t->c_col = out_col;
   t->c_val = out_val;
   hs_status st = HS_OK;
-  for (int32_t c = 0; c < n && st == HS_OK; c += t->max_ids) {
-    int32_t m = n - c < t->max_ids ? n - c : t->max_ids;
-    st = gather_piece(t, ids + c, m, c);
+  /* a 64-bit counter: c + max_ids may pass INT32_MAX on the last piece */
+  for (int64_t c = 0; c < n && st == HS_OK; c += t->max_ids) {
+    int32_t m = (int32_t)(n - c < t->max_ids ? n - c : t->max_ids);
+    st = gather_piece(t, ids + c, m, (int32_t)c);
   }
   t->c_ptr = NULL;
   t->c_col = NULL;

@@ -51,6 +51,8 @@ static hs_status rewrite_native(hs_dataset *ds, const char *src, hs__dsw *w,
                                 const hs_convert_opts *o, hs_dataset_info *summary) {
   const hs_graph *g = hs__dataset_graph(ds);
   hs_status st;
+  const int32_t *col = NULL; /* sparse column ids (int64 ones narrowed) */
+  if ((st = hs__dataset_sparse_cols(ds, &col))) return st;
   uint64_t s_ip[1] = {(uint64_t)g->n + 1}, s_ix[1] = {(uint64_t)g->e}, s_n[1] = {(uint64_t)g->n};
   if ((st = hs__dsw_array(w, "indptr.npy", HS_DTYPE_INT64, 1, s_ip, g->indptr)) ||
       (st = hs__dsw_array(w, "indices.npy", HS_DTYPE_INT32, 1, s_ix, g->indices)))
@@ -71,7 +73,7 @@ static hs_status rewrite_native(hs_dataset *ds, const char *src, hs__dsw *w,
     hs__progress(o->progress, o->progress_ctx, "writing %" PRId64 " x %" PRId64 " features (%s)",
                  g->n, g->f, hs_feat_format_name(o->feat_format));
     hs__feat_src fs = {.n = g->n, .f = g->f, .dtype = g->feat_dtype, .dense = g->feat,
-                       .ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val};
+                       .ptr = g->feat_ptr, .col = col, .val = g->feat_val};
     if ((st = hs__feat_write(w, &fs, o->feat_format, &written))) return st;
   }
   size_t cap = strlen(src) * 6 + 256;

@@ -3,7 +3,11 @@
  * are mapped and checked in place; int64 ids are narrowed into int32 copies
  * (ids are int32 everywhere downstream). feat.npy is mapped but never read;
  * sparse features are read and checked in full, chunk by chunk, each
- * chunk's pages leaving the resident set once checked (CHECK_CHUNK). */
+ * chunk's pages leaving the resident set once checked (CHECK_CHUNK); int64
+ * sparse column ids are read by pread and checked piece by piece, and
+ * narrowed into a copy only on their first use in memory
+ * (hs__dataset_sparse_cols), never while the sparse host tier reads them
+ * from the file. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -39,7 +43,7 @@ struct hs_dataset {
   hs__map maps[MAP_COUNT_];
   void *owned[MAP_COUNT_];
   hs__map feat_huge; /* the features' copy on huge pages, or empty */
-  pthread_mutex_t mu; /* guards feat_huge */
+  pthread_mutex_t mu; /* guards feat_huge and owned[MAP_FCOL] */
   int64_t num_labelled;
 };
 
@@ -248,6 +252,16 @@ static void drop_checked(const hs__map *m, const void *upto, size_t *from) {
   *from = end;
 }
 
+/* Element k of row v, `cur`, does not come after the one before, `prev`. */
+static hs_status order_fail(const arr *fc, int64_t k, int64_t v, int32_t cur, int32_t prev) {
+  return hs__fail(HS_ERR_FORMAT,
+                  "%s: element %" PRId64 " (byte %zu): row %" PRId64 ": column %" PRId32
+                  " %s column %" PRId32 ": a row's column ids must be strictly increasing "
+                  "(scipy: X.sum_duplicates(); X.sort_indices())",
+                  fc->path, k, byte_of(fc, (uint64_t)k), v, cur,
+                  cur == prev ? "repeats" : "comes after", prev);
+}
+
 /* Rows sorted and free of repeats: a strictly increasing run per row; the
  * longest row into *row_max. */
 static hs_status check_rows(const arr *fc, hs_graph *g, int32_t *row_max) {
@@ -257,14 +271,79 @@ static hs_status check_rows(const arr *fc, hs_graph *g, int32_t *row_max) {
     if (e - b > *row_max) *row_max = (int32_t)(e - b);
     for (int64_t k = b + 1; k < e; k++)
       if (g->feat_col[k] <= g->feat_col[k - 1])
-        return hs__fail(HS_ERR_FORMAT,
-                        "%s: element %" PRId64 " (byte %zu): row %" PRId64 ": column %" PRId32
-                        " %s column %" PRId32 ": a row's column ids must be strictly increasing "
-                        "(scipy: X.sum_duplicates(); X.sort_indices())",
-                        fc->path, k, byte_of(fc, (uint64_t)k), v, g->feat_col[k],
-                        g->feat_col[k] == g->feat_col[k - 1] ? "repeats" : "comes after",
-                        g->feat_col[k - 1]);
+        return order_fail(fc, k, v, g->feat_col[k], g->feat_col[k - 1]);
   }
+  return HS_OK;
+}
+
+/* int64 column ids, read by pread piece by piece (hs__npy_read_chunks):
+ * each piece's range first, then the rows' order, carrying the row and the
+ * last id across the ends of the pieces. The messages and their order are
+ * those of narrowing the whole file then checking the rows: the first id
+ * out of range anywhere is named before the first one out of order. */
+typedef struct cols64 {
+  const arr *fc;
+  const hs_graph *g;
+  int64_t row;  /* the row holding the next piece's first element */
+  int64_t last; /* the previous piece's last id */
+  int64_t bad;  /* the first element out of order, or -1 */
+  int64_t bad_row;
+  int32_t bad_cur, bad_prev;
+} cols64;
+
+static hs_status cols64_piece(void *ctx, const void *chunk, size_t first, size_t n) {
+  cols64 *c = ctx;
+  const int64_t *s = chunk;
+  const int64_t hi = c->g->f - 1;
+  int out = 0;
+  for (size_t i = 0; i < n; i++) out |= (s[i] < 0) | (s[i] > hi);
+  if (out)
+    for (size_t i = 0; i < n; i++)
+      if (s[i] < 0 || s[i] > hi)
+        return hs__fail(HS_ERR_FORMAT, "%s: element %zu (byte %zu): %s: %" PRId64
+                        " is outside [0, %" PRId64 "]",
+                        c->fc->path, first + i, byte_of(c->fc, first + i),
+                        "column id (F from feat_shape.npy)", s[i], hi);
+  if (c->bad >= 0 || n == 0) return HS_OK; /* out of order already: the range is left */
+  const int64_t *ptr = c->g->feat_ptr;
+  const int64_t k0 = (int64_t)first, k1 = k0 + (int64_t)n;
+  int64_t v = c->row;
+  for (int64_t k = k0; k < k1;) {
+    while (ptr[v + 1] <= k) v++; /* k < feat_nnz = ptr[N]: v stays below N */
+    int64_t e = ptr[v + 1] < k1 ? ptr[v + 1] : k1;
+    /* element k against the one before it, in this piece or the last */
+    int bad = k > ptr[v] && s[k - k0] <= (k == k0 ? c->last : s[k - k0 - 1]);
+    for (int64_t j = k + 1; j < e; j++) bad |= s[j - k0] <= s[j - k0 - 1];
+    if (bad) {
+      for (int64_t j = k > ptr[v] ? k : k + 1; j < e; j++) {
+        int64_t prev = j == k0 ? c->last : s[j - k0 - 1];
+        if (s[j - k0] <= prev) {
+          c->bad = j;
+          c->bad_row = v;
+          c->bad_cur = (int32_t)s[j - k0]; /* in range: checked above */
+          c->bad_prev = (int32_t)prev;
+          return HS_OK;
+        }
+      }
+    }
+    k = e;
+  }
+  c->row = v;
+  c->last = s[n - 1];
+  return HS_OK;
+}
+
+static hs_status check_cols64(const arr *fc, const hs_graph *g, int32_t *row_max) {
+  cols64 c = {.fc = fc, .g = g, .bad = -1};
+  hs_status st = hs__npy_read_chunks(fc->path, fc->fd, &fc->h, cols64_piece, &c);
+  if (st) return st;
+  if (c.bad >= 0) return order_fail(fc, c.bad, c.bad_row, c.bad_cur, c.bad_prev);
+  int64_t most = 0;
+  for (int64_t v = 0; v < g->n; v++) {
+    int64_t len = g->feat_ptr[v + 1] - g->feat_ptr[v];
+    most = len > most ? len : most;
+  }
+  *row_max = (int32_t)most;
   return HS_OK;
 }
 
@@ -358,9 +437,11 @@ static hs_status load_sparse_feat(hs_dataset *ds, arr *sh, arr *fp, arr *fc, arr
     if ((st = check_i32(fc, g->feat_col, (size_t)fc->h.count, 0, g->f - 1,
                         "column id (F from feat_shape.npy)")))
       return st;
-  } else if ((st = load_i32(ds, MAP_FCOL, fc, 0, g->f - 1, "column id (F from feat_shape.npy)",
-                            &g->feat_col))) {
-    return st;
+  } else {
+    /* int64: checked by pread piece by piece, no copy kept (feat_col stays
+     * NULL until hs__dataset_sparse_cols narrows them). */
+    if ((st = check_cols64(fc, g, &row_max))) return st;
+    goto cols_checked;
   }
   if ((st = check_rows(fc, g, &row_max))) return st;
 cols_checked:
@@ -680,6 +761,56 @@ hs_status hs__graph_topology(const hs_graph *g, const char *what) {
 }
 
 const char *hs__dataset_dir(const hs_dataset *ds) { return ds->dir; }
+
+/* int64 column ids narrowed into ds->owned[MAP_FCOL], by the caller
+ * holding ds->mu. The file is read again, by name: its length must still
+ * be the one checked at open, and every id is range-checked again as it is
+ * narrowed (the rows' order is trusted after open, as with a mapping). */
+static hs_status narrow_cols(hs_dataset *ds) {
+  const hs_graph *g = &ds->g;
+  char *path = hs__path_join(ds->dir, "feat_indices.npy");
+  if (!path) return hs__fail(HS_ERR_NOMEM, "no memory");
+  hs__npy_header h;
+  int fd = -1;
+  int32_t *buf = NULL;
+  double t0 = hs__now();
+  hs_status st = hs__npy_open(path, &h, &fd);
+  if (!st) st = hs__npy_expect(path, &h, INT_TYPES, 1);
+  if (!st && h.count != (uint64_t)g->feat_nnz)
+    st = hs__fail(HS_ERR_FORMAT, "%s: byte %zu: shape (%" PRIu64 ",): the file held %" PRId64
+                  " entries when the dataset was opened: it changed since", path,
+                  h.dict_offset, h.count, g->feat_nnz);
+  size_t n = (size_t)g->feat_nnz;
+  if (!st && !(buf = malloc(n ? n * sizeof *buf : 1)))
+    st = hs__fail(HS_ERR_NOMEM, "%s: no memory for %zu column ids", path, n);
+  if (!st)
+    st = hs__npy_read_i32(path, fd, &h, buf, 0, g->f - 1, "column id (F from feat_shape.npy)");
+  if (fd >= 0) close(fd);
+  if (st) {
+    free(buf);
+  } else {
+    ds->owned[MAP_FCOL] = buf;
+    hs__log(HS_LOG_DATA, "%s: %zu int64 column ids narrowed into memory (%zu bytes) in %.3f s",
+            path, n, n * sizeof *buf, hs__now() - t0);
+  }
+  free(path);
+  return st;
+}
+
+hs_status hs__dataset_sparse_cols(hs_dataset *ds, const int32_t **col) {
+  const hs_graph *g = &ds->g;
+  *col = NULL;
+  if (!g->feat_sparse) return HS_OK;
+  if (g->feat_col) {
+    *col = g->feat_col; /* the mapping of int32 ids */
+    return HS_OK;
+  }
+  pthread_mutex_lock(&ds->mu);
+  hs_status st = ds->owned[MAP_FCOL] ? HS_OK : narrow_cols(ds);
+  *col = ds->owned[MAP_FCOL];
+  pthread_mutex_unlock(&ds->mu);
+  return st;
+}
 
 uint64_t hs__dataset_sparse_drop_pages(hs_dataset *ds) {
   uint64_t bytes = 0;

@@ -29,7 +29,10 @@ typedef struct hs_graph {
   /* Sparse features (dataset.h), else all NULL / 0. */
   bool feat_sparse;
   const int64_t *feat_ptr;  /* [n + 1] row offsets into col / val */
-  const int32_t *feat_col;  /* [feat_nnz] column ids, increasing per row */
+  /* [feat_nnz] column ids, increasing per row: the mapping of int32 ids;
+   * NULL when feat_indices.npy holds int64 ids (they are narrowed on first
+   * use). Read them through hs__dataset_sparse_cols. */
+  const int32_t *feat_col;
   const void *feat_val;     /* [feat_nnz] feat_dtype values, or NULL: binary */
   int64_t feat_nnz;
   int32_t feat_row_nnz_max; /* most non-zeros in one row */
@@ -67,12 +70,24 @@ hs_status hs__dataset_features_huge(hs_dataset *ds, const void **copy, uint64_t 
  * naming `what` needed it. */
 hs_status hs__graph_topology(const hs_graph *g, const char *what);
 
-/* Drop the pages of the mapped sparse column ids and values (feat_col,
- * feat_val when mapped) from the process's resident set, as the sparse
- * host tier reads them from the files instead. The view does not change:
- * a later read through it faults them in again from the file (int64 ids,
- * narrowed into a copy at open, stay). Returns the bytes of the mappings
- * concerned. */
+/* The sparse column ids as int32 in memory ([feat_nnz]), for gathering
+ * rows from memory: the mapping of feat_indices.npy when it holds int32
+ * ids; int64 ones are read again and narrowed into a copy on the first
+ * call (under the dataset's lock, range-checked again), kept until
+ * hs_dataset_close. Code that reads the files through the sparse host tier
+ * never calls this, so that no copy is made. *col = NULL and HS_OK without
+ * sparse features; on failure (HS_ERR_NOMEM, or HS_ERR_IO / HS_ERR_FORMAT
+ * naming the file when it changed since the open) *col = NULL and a later
+ * call tries again. */
+hs_status hs__dataset_sparse_cols(hs_dataset *ds, const int32_t **col);
+
+/* Drop the pages of the mapped sparse column ids and values (int32
+ * feat_col, feat_val when mapped) from the process's resident set, as the
+ * sparse host tier reads them from the files instead. The view does not
+ * change: a later read through it faults them in again from the file.
+ * int64 column ids are never resident after the open (a copy narrowed by
+ * hs__dataset_sparse_cols for another user stays). Returns the bytes of the
+ * mappings concerned. */
 uint64_t hs__dataset_sparse_drop_pages(hs_dataset *ds);
 
 /* The directory the dataset was opened from (e.g. to read feat.npy

@@ -63,6 +63,13 @@ void hs__map_release(hs__map *m);
 hs_status hs__npy_read_i32(const char *path, int fd, const hs__npy_header *h,
                            int32_t *dst, int64_t lo, int64_t hi,
                            const char *what);
+/* Read the payload by pread, 1 MiB at a time, handing each piece to `fn`:
+ * elements [first, first + n) at `chunk` (valid during the call only). The
+ * first status that is not HS_OK stops the reading and is returned; a
+ * failed or short read is an HS_ERR_IO naming the file and the byte. */
+typedef hs_status (*hs__npy_chunk_fn)(void *ctx, const void *chunk, size_t first, size_t n);
+hs_status hs__npy_read_chunks(const char *path, int fd, const hs__npy_header *h,
+                              hs__npy_chunk_fn fn, void *ctx);
 /* Read an int32/int64 array into int64 `dst` (no range rule). */
 hs_status hs__npy_read_i64(const char *path, int fd, const hs__npy_header *h,
                            int64_t *dst);

@@ -454,11 +454,8 @@ void hs__map_release(hs__map *m) {
   m->len = 0;
 }
 
-/* Read the payload in chunks and hand each to `fn`. */
-typedef hs_status (*chunk_fn)(void *ctx, const void *chunk, size_t first, size_t n);
-
-static hs_status read_chunks(const char *path, int fd, const hs__npy_header *h,
-                             chunk_fn fn, void *ctx) {
+hs_status hs__npy_read_chunks(const char *path, int fd, const hs__npy_header *h,
+                              hs__npy_chunk_fn fn, void *ctx) {
   enum { CHUNK = 1 << 20 };
   size_t es = h->elem_size;
   size_t per = CHUNK / es;
@@ -532,7 +529,7 @@ static hs_status i32_chunk(void *ctx, const void *chunk, size_t first, size_t n)
 hs_status hs__npy_read_i32(const char *path, int fd, const hs__npy_header *h,
                            int32_t *dst, int64_t lo, int64_t hi, const char *what) {
   i32_ctx c = {path, h, dst, lo, hi, what};
-  return read_chunks(path, fd, h, i32_chunk, &c);
+  return hs__npy_read_chunks(path, fd, h, i32_chunk, &c);
 }
 
 typedef struct i64_ctx {
@@ -554,7 +551,7 @@ static hs_status i64_chunk(void *ctx, const void *chunk, size_t first, size_t n)
 hs_status hs__npy_read_i64(const char *path, int fd, const hs__npy_header *h,
                            int64_t *dst) {
   i64_ctx c = {h, dst};
-  return read_chunks(path, fd, h, i64_chunk, &c);
+  return hs__npy_read_chunks(path, fd, h, i64_chunk, &c);
 }
 
 /* ---- writing --------------------------------------------------------- */

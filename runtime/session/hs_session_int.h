@@ -110,6 +110,9 @@ struct hs_session {
   /* Its counterpart for sparse features (feat_indices.npy and
    * feat_values.npy read through it; NULL: gathered from memory). */
   hs_sparse_tier *stier;
+  /* Without it: the column ids in memory (hs__dataset_sparse_cols: int64
+   * ones narrowed on this first use), NULL while stier reads them. */
+  const int32_t *feat_col;
   uint64_t tier_keep_bytes; /* the host tier's block budget */
   hs_cache_fill coo_fill;   /* the trainer tier's fill policy */
   hs_coo *coo;

@@ -48,7 +48,8 @@ static hs_status open_sparse_tier(hs_session *s, uint64_t budget, uint64_t keep)
 
 static hs_status open_host_tier(hs_session *s, const hs_session_config *cfg) {
   uint64_t budget = cfg->memory_budget ? cfg->memory_budget : s->plan->host_budget_bytes;
-  if (!budget || s->g->feature_bytes <= budget) return HS_OK;
+  if (!budget || s->g->feature_bytes <= budget)
+    return s->g->feat_sparse ? hs__dataset_sparse_cols(s->ds, &s->feat_col) : HS_OK;
   /* Half of an explicit budget keeps blocks, the rest is for everything
    * else (batches, model, topology); the plan applies the same rule. */
   uint64_t keep = cfg->memory_budget ? budget / 2 : s->plan->cache_host_bytes;

@@ -187,7 +187,7 @@ hs_status hs__session_gather_sparse(hs_session *s, const int32_t *ids, int32_t n
                                     int32_t *col, float *val, int64_t cap) {
   if (s->stier) return hs__sparse_tier_gather(s->stier, ids, n, ptr, col, val, cap);
   const hs_graph *g = s->g;
-  hs_gather_sparse_req req = {.ptr = g->feat_ptr, .col = g->feat_col, .val = g->feat_val,
+  hs_gather_sparse_req req = {.ptr = g->feat_ptr, .col = s->feat_col, .val = g->feat_val,
                               .val_half = g->feat_dtype == HS_DTYPE_FLOAT16, .n_rows = g->n,
                               .ids = ids, .n = n, .out_ptr = ptr, .out_col = col,
                               .out_val = val, .cap = cap};
