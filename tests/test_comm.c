@@ -228,3 +228,105 @@ Test(dist, asynchronous_parameter_server) {
 Test(dist, stop_request_ends_every_rank_after_the_same_step) {
   for (int n = 1; n <= 4; n++) run_group(n, stop, NULL);
 }
+
+/* Asynchronous ps answers: the look-ahead is the optimizer's own step.
+ * With g the gradient the next update applies, one update ahead is bit for
+ * bit the parameters after that update; two are two updates; the moments
+ * are left as they were; 0 copies p. */
+Test(dist, ps_look_ahead_is_the_next_update) {
+  enum { N = 7 };
+  hs_optim_cfg cfgs[3] = {
+      {.kind = HS_OPTIM_ADAM, .lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f},
+      {.kind = HS_OPTIM_ADAM, .wd_mode = HS_WD_DECOUPLED, .lr = 0.003f, .weight_decay = 0.01f,
+       .beta1 = 0.5f, .beta2 = 0.99f, .eps = 1e-6f},
+      {.kind = HS_OPTIM_SGD, .lr = 0.1f, .momentum = 0.9f}};
+  for (int c = 0; c < 3; c++) {
+    float p[N], m[N], v[N], g[N], out[N], m2[N], v2[N], want[N], wm[N], wv[N];
+    for (int i = 0; i < N; i++) {
+      p[i] = 0.3f * (float)i - 1.0f;
+      m[i] = 0.01f * (float)(i % 3) - 0.01f;
+      v[i] = 1e-4f * (float)(i + 1);
+      g[i] = 0.05f * (float)((i * 5) % 7) - 0.15f;
+    }
+    memcpy(want, p, sizeof p);
+    memcpy(wm, m, sizeof m);
+    memcpy(wv, v, sizeof v);
+    for (int h = 0; h <= 2; h++) {
+      if (h > 0) {
+        hs_optim_coef k;
+        hs__optim_coef(&cfgs[c], 41 + (uint64_t)h, &k);
+        hs__ref_optim(cfgs[c].kind, &k, N, want, g, wm, wv);
+      }
+      float m0[N], v0[N];
+      memcpy(m0, m, sizeof m);
+      memcpy(v0, v, sizeof v);
+      hs__ps_look_ahead(&cfgs[c], 41, h, N, p, m, v, g, out, m2, v2);
+      cr_assert_eq(memcmp(out, want, sizeof out), 0, "optimizer %d, %d updates ahead", c, h);
+      cr_assert_eq(memcmp(m, m0, sizeof m), 0, "optimizer %d: the first moment changed", c);
+      cr_assert_eq(memcmp(v, v0, sizeof v), 0, "optimizer %d: the second moment changed", c);
+    }
+  }
+}
+
+/* A replay of the server's count (ps.c: pushes summed, an update every
+ * `quorum`, each answer aimed hs__ps_ahead updates ahead) over a schedule
+ * of pushes: returns the pushes whose gradient joined an update other than
+ * the one its answer looked ahead to (lateness = version at the push -
+ * version aimed at, which ps.c logs per epoch), each worker's first push
+ * aside. */
+static int ps_replay(int workers, int quorum, int staleness, const int *order, int n,
+                     int ended_from, int *max_ahead) {
+  int64_t version = 0, pending = 0, aim[8] = {0};
+  bool pushed[8] = {false};
+  int off = 0;
+  *max_ahead = 0;
+  for (int i = 0; i < n; i++) {
+    int w = order[i];
+    /* A worker's first gradient is computed on the initial parameters
+     * whatever the rule: counted from its second on. */
+    if (pushed[w] && version != aim[w]) off++;
+    pushed[w] = true;
+    if (++pending == quorum) {
+      version++;
+      pending = 0;
+    }
+    /* Workers >= 1 have ended from push `ended_from` on. */
+    int others = i >= ended_from ? 0 : workers - 1;
+    int64_t h = hs__ps_ahead(pending, others, quorum, staleness);
+    if (h > *max_ahead) *max_ahead = (int)h;
+    aim[w] = version + h;
+  }
+  return off;
+}
+
+Test(dist, ps_look_ahead_aims_at_the_update_a_gradient_joins) {
+  int ahead;
+  /* Two workers, quorum 2, in turn: the first of each pair is answered
+   * before the pair's update and looks one ahead; nothing is late. */
+  int turns[12] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
+  cr_assert_eq(ps_replay(2, 2, 4, turns, 12, 12, &ahead), 0);
+  cr_assert_eq(ahead, 1);
+  /* The order of each pair changes: still nothing late (the former rule,
+   * the pusher's last lateness, missed every change of order). */
+  int flips[12] = {0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 1};
+  cr_assert_eq(ps_replay(2, 2, 4, flips, 12, 12, &ahead), 0);
+  /* Worker 1 ended: worker 0 alone fills each quorum, no look-ahead. */
+  int alone[10] = {0, 1, 0, 1, 0, 0, 0, 0, 0, 0};
+  cr_assert_eq(ps_replay(2, 2, 4, alone, 10, 4, &ahead), 0);
+  /* Three workers, an update per push, in turn: two updates ahead. */
+  int rr3[12] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2};
+  cr_assert_eq(ps_replay(3, 1, 4, rr3, 12, 12, &ahead), 0);
+  cr_assert_eq(ahead, 2);
+  /* Four workers, quorum 2, in turn. */
+  int rr4[12] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
+  cr_assert_eq(ps_replay(4, 2, 4, rr4, 12, 12, &ahead), 0);
+  /* The bound: eight workers, an update per push, staleness 4: four
+   * ahead, so each worker's gradients come three updates late. */
+  int rr8[16] = {0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7};
+  cr_assert_eq(ps_replay(8, 1, 4, rr8, 16, 16, &ahead), 8);
+  cr_assert_eq(ahead, 4);
+  /* Bad arguments look nowhere. */
+  cr_assert_eq(hs__ps_ahead(1, 1, 0, 4), 0);
+  cr_assert_eq(hs__ps_ahead(1, 1, 2, 0), 0);
+  cr_assert_eq(hs__ps_ahead(-1, 1, 1, 4), 0);
+}

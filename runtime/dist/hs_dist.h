@@ -102,6 +102,25 @@ hs_status hs__dist_epoch_end(hs_dist *d, const hs_dist_trainer *t, int64_t steps
  * epoch end. *steps_done and *interrupted: what the workers reported. */
 hs_status hs__dist_serve(hs_dist *d, int64_t *steps_done, bool *interrupted);
 
+/* Asynchronous parameter server: how many updates an answer looks ahead.
+ * `pending` pushes wait in the running sum (the answered worker's own
+ * among them) and each of the `others` workers still in the epoch is
+ * expected to push once before the answered worker pushes again: every
+ * `quorum` of those pushes is an update applied before that worker's next
+ * gradient arrives, so the gradient is best computed that many updates
+ * ahead. At most `staleness`; 0 for bad arguments (quorum < 1). */
+int64_t hs__ps_ahead(int64_t pending, int others, int quorum, int staleness);
+
+/* The parameters `h` updates ahead: n values of p advanced by h optimizer
+ * updates of cfg's kind (coefficients of steps t + 1 .. t + h), each with
+ * gradient g, on copies of the moments m, v (read only; v unused by SGD).
+ * out, m2, v2: n floats each (out holds the result; m2, v2 scratch). With g
+ * the gradient the next update applies, h = 1 gives exactly the
+ * parameters after that update; h = 0 copies p. */
+void hs__ps_look_ahead(const hs_optim_cfg *cfg, uint64_t t, int64_t h, size_t n, const float *p,
+                       const float *m, const float *v, const float *g, float *out, float *m2,
+                       float *v2);
+
 /* The figures since the last call (then reset). */
 void hs__dist_stats_take(hs_dist *d, hs_dist_stats *out);
 

@@ -22,18 +22,23 @@
  * `quorum` pushes (default: as many as there are workers) the sum,
  * weighted by seeds, is applied. A worker is answered at once, unless it
  * has pushed more than S steps beyond the slowest worker still in the
- * epoch; then its answer waits. The answer is the parameters looked ahead
- * by the worker's lag: a worker whose last gradient was computed on
- * parameters `lag` updates older than those it was applied to gets
- * p + lag (p - p_before_last_update) (lag at most S), so that its next
- * gradient is computed near where it will be applied (with Adam's
- * momentum consecutive updates are close). With two workers the first
- * pusher of each pair is answered before the pair's update, so about a
- * third of the gradients arrive one update late; without the look-ahead
- * that alone cost 2-10 points of accuracy on the SBM benchmark
- * (bench/dist-accuracy.md). A worker with lag 0 gets p itself, so one
- * worker, or workers that are never late, train as before; the answers at
- * the end of an epoch are p itself on every worker.
+ * epoch; then its answer waits. The answer is the parameters looked
+ * ahead: a worker answered while its gradient still waits in the running
+ * sum will see that sum applied (and, with more workers, the updates the
+ * others' pushes complete) before its next gradient arrives, so it gets
+ * the parameters as they will be then: h = (pending pushes + other
+ * workers in the epoch) / quorum updates ahead (hs__ps_ahead, at most S),
+ * each update predicted as the optimizer's own step with the mean of the
+ * gradients waiting (hs__ps_look_ahead: exact when the gradients still to
+ * come average to that mean). With two workers the first pusher of each
+ * pair is answered before the pair's update: without a look-ahead a third
+ * of the gradients arrived one update late, which cost 2-14 points of
+ * accuracy on the SBM benchmark; looking ahead by the worker's last
+ * lateness along the last update (the rule before this one, wrong
+ * whenever the order of a pair changed) left -1.3 points on average, this
+ * one -0.1 (bench/dist-accuracy.md). A worker answered right after an
+ * update (h = 0) gets p itself, so one worker trains as before; the
+ * answers at the end of an epoch are p itself on every worker.
  *
  * Stopping: stop requests go to server 0, which fixes the first step not
  * to train at (largest step pushed so far) + 2. No worker can have been
@@ -82,10 +87,9 @@ struct hs_ps {
   float *contrib; /* workers x sn: synchronous step's gradients */
   float *g;       /* sn: the update's gradient */
   double *pend;   /* sn: asynchronous running sum (seeds x gradient) */
-  float *prev;    /* sn, asynchronous: the parameters before the last update */
-  uint64_t *answered; /* workers: the version each was last answered with */
-  int64_t *lag;   /* workers: updates its last gradient was late by */
-  int64_t lag_hist[3]; /* this epoch's gradients 0, 1, 2 or more updates late */
+  float *ahead, *am, *av; /* sn each, asynchronous: a looked-ahead answer, its moments */
+  uint64_t *aim;  /* workers: the version each one's last answer looked ahead to */
+  int64_t lag_hist[4]; /* this epoch's gradients early, on time, 1, 2 or more updates late */
   int64_t pend_count;
   int pend_pushes;
   int64_t *ccount, *clock, *defer_step;
@@ -121,9 +125,10 @@ void hs__ps_destroy(hs_ps *p) {
   free(p->contrib);
   free(p->g);
   free(p->pend);
-  free(p->prev);
-  free(p->answered);
-  free(p->lag);
+  free(p->ahead);
+  free(p->am);
+  free(p->av);
+  free(p->aim);
   free(p->ccount);
   free(p->clock);
   free(p->defer_step);
@@ -229,9 +234,10 @@ hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m) {
   p->contrib = malloc((size_t)W * sn * sizeof *p->contrib);
   p->g = malloc(sn * sizeof *p->g);
   p->pend = calloc(sn, sizeof *p->pend);
-  p->answered = calloc((size_t)W, sizeof *p->answered);
-  p->lag = calloc((size_t)W, sizeof *p->lag);
-  if (d->cfg.staleness > 0 && !(p->prev = malloc(sn * sizeof *p->prev)))
+  p->aim = calloc((size_t)W, sizeof *p->aim);
+  if (d->cfg.staleness > 0 &&
+      (!(p->ahead = malloc(sn * sizeof *p->ahead)) || !(p->am = malloc(sn * sizeof *p->am)) ||
+       !(p->av = malloc(sn * sizeof *p->av))))
     return hs__fail(HS_ERR_NOMEM, "parameter server %d: shard of %zu values", p->k, p->sn);
   p->ccount = calloc((size_t)W, sizeof *p->ccount);
   p->clock = calloc((size_t)W, sizeof *p->clock);
@@ -245,7 +251,7 @@ hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m) {
   p->wait_set = calloc((size_t)W, sizeof *p->wait_set);
   if (!p->p || !p->m || !p->v || !p->views || !p->contrib || !p->g || !p->pend || !p->ccount ||
       !p->clock || !p->defer_step || !p->arrived || !p->ended || !p->deferred ||
-      !p->rx || !p->tx || !p->srq || !p->wait_set || !p->answered || !p->lag)
+      !p->rx || !p->tx || !p->srq || !p->wait_set || !p->aim)
     return hs__fail(HS_ERR_NOMEM, "parameter server %d: shard of %zu values", p->k, p->sn);
   p->sstop_at = -1;
   return hs__ps_scatter_state(d, m);
@@ -420,16 +426,47 @@ static void update(hs_dist *d, const float *g) {
   hs_ps *p = d->ps;
   hs_optim_coef k;
   hs__optim_coef(&d->optim, p->version + 1, &k);
-  if (p->prev) memcpy(p->prev, p->p, p->sn * sizeof *p->prev);
   hs__ref_optim(d->optim.kind, &k, p->sn, p->p, g, p->m, p->v);
   p->version++;
   d->st.updates++;
 }
 
-/* What an asynchronous answer to a worker late by `lag` updates holds of
- * shard value j: the parameters looked ahead along the last update. */
-static inline float ahead(const hs_ps *p, size_t j, float lag) {
-  return lag > 0 ? p->p[j] + lag * (p->p[j] - p->prev[j]) : p->p[j];
+int64_t hs__ps_ahead(int64_t pending, int others, int quorum, int staleness) {
+  if (quorum < 1 || pending < 0 || others < 0 || staleness < 1) return 0;
+  int64_t h = (pending + others) / quorum;
+  return h < staleness ? h : staleness;
+}
+
+void hs__ps_look_ahead(const hs_optim_cfg *cfg, uint64_t t, int64_t h, size_t n, const float *p,
+                       const float *m, const float *v, const float *g, float *out, float *m2,
+                       float *v2) {
+  memcpy(out, p, n * sizeof *out);
+  if (h <= 0) return;
+  memcpy(m2, m, n * sizeof *m2);
+  memcpy(v2, v, n * sizeof *v2);
+  for (int64_t s = 1; s <= h; s++) {
+    hs_optim_coef k;
+    hs__optim_coef(cfg, t + (uint64_t)s, &k);
+    hs__ref_optim(cfg->kind, &k, n, out, g, m2, v2);
+  }
+}
+
+/* Asynchronous answer to worker w during an epoch: the updates it looks
+ * ahead by (see the top of this file); with h > 0, p->ahead holds the
+ * answer. */
+static int64_t look_ahead(hs_dist *d, int w) {
+  hs_ps *p = d->ps;
+  int others = 0;
+  for (int v = 0; v < p->workers; v++) others += v != w && !p->ended[v];
+  int64_t h = hs__ps_ahead(p->pend_pushes, others, quorum(d), d->cfg.staleness);
+  if (h == 0) return 0;
+  /* The next update's gradient as far as it is known: the mean of those
+   * waiting (zero when none waits: the moments alone carry on). */
+  for (size_t j = 0; j < p->sn; j++)
+    p->g[j] = p->pend_count > 0 ? (float)(p->pend[j] / (double)p->pend_count) : 0.0f;
+  hs__ps_look_ahead(&d->optim, p->version, h, p->sn, p->p, p->m, p->v, p->g, p->ahead, p->am,
+                    p->av);
+  return h;
 }
 
 /* Answer worker w (for its push of step `step`); FULL: the whole shard. */
@@ -446,27 +483,22 @@ static hs_status reply(hs_dist *d, int w, int64_t step, bool full) {
   memcpy(msg, &h, HDR);
   float *view = p->views + (size_t)w * p->sn;
   size_t at = HDR;
-  p->answered[w] = p->version;
   /* Look ahead (asynchronous answers during the epoch only). */
-  int64_t lag = full || !p->prev ? 0 : p->lag[w];
-  if (lag > d->cfg.staleness) lag = d->cfg.staleness;
-  float la = (float)lag;
+  int64_t ah = full || d->cfg.staleness == 0 ? 0 : look_ahead(d, w);
+  const float *src = ah > 0 ? p->ahead : p->p;
+  p->aim[w] = p->version + (uint64_t)ah;
   for (int i = p->ufirst[p->k]; i < p->ufirst[p->k + 1]; i++) {
     const ps_unit *u = &p->u[i];
     size_t o = u->off - p->slo;
     if (cmp && u->compressible) {
-      for (size_t j = 0; j < u->n; j++) p->tmp[j] = ahead(p, o + j, la) - view[o + j];
+      for (size_t j = 0; j < u->n; j++) p->tmp[j] = src[o + j] - view[o + j];
       hs__onebit_encode(p->tmp, u->n, msg + at, NULL);
       hs__onebit_decode(msg + at, u->n, p->tmp);
       for (size_t j = 0; j < u->n; j++) view[o + j] += p->tmp[j];
       at += hs__onebit_bytes(u->n);
-    } else if (lag > 0) {
-      for (size_t j = 0; j < u->n; j++) view[o + j] = ahead(p, o + j, la);
-      memcpy(msg + at, view + o, 4 * u->n);
-      at += 4 * u->n;
     } else {
-      memcpy(msg + at, p->p + o, 4 * u->n);
-      memcpy(view + o, p->p + o, 4 * u->n);
+      memcpy(msg + at, src + o, 4 * u->n);
+      memcpy(view + o, src + o, 4 * u->n);
       at += 4 * u->n;
     }
   }
@@ -591,10 +623,12 @@ static hs_status on_push(hs_dist *d, int w, const ps_hdr *h, const uint8_t *payl
     for (int v = 0; v < p->workers; v++) n += p->arrived[v];
     return n >= quorum(d) ? apply_sync(d) : HS_OK;
   }
-  /* Updates applied since w was answered: its gradient is that late. */
-  p->lag[w] = (int64_t)(p->version - p->answered[w]);
+  /* Updates applied since the version w's answer looked ahead to: its
+   * gradient is that late (negative: it came back before the others'
+   * pushes it was looked ahead past). */
+  int64_t late = (int64_t)(p->version - p->aim[w]);
   if (count > 0) {
-    p->lag_hist[p->lag[w] < 2 ? p->lag[w] : 2]++;
+    p->lag_hist[late < 1 ? (late < 0 ? 0 : 1) : late < 2 ? 2 : 3]++;
     decode_push(d, payload, cmp, p->g);
     for (size_t j = 0; j < p->sn; j++) p->pend[j] += (double)count * (double)p->g[j];
     p->pend_count += count;
@@ -677,9 +711,10 @@ hs_status hs__ps_serve(hs_dist *d, int64_t *steps_done, bool *interrupted) {
   }
   hs__comm_set_timeout(d->c, saved);
   if (d->cfg.staleness > 0) {
-    hs__log(HS_LOG_DIST, "server rank %d: this epoch's gradients applied 0 / 1 / 2 or more "
-            "updates late: %lld / %lld / %lld", d->rank, (long long)p->lag_hist[0],
-            (long long)p->lag_hist[1], (long long)p->lag_hist[2]);
+    hs__log(HS_LOG_DIST, "server rank %d: this epoch's gradients applied early / on time / 1 / "
+            "2 or more updates late (against the version their answer looked ahead to): %lld / "
+            "%lld / %lld / %lld", d->rank, (long long)p->lag_hist[0], (long long)p->lag_hist[1],
+            (long long)p->lag_hist[2], (long long)p->lag_hist[3]);
     memset(p->lag_hist, 0, sizeof p->lag_hist);
   }
   /* Asynchronous sums, or late gradients of the epoch's last steps. */
@@ -733,13 +768,8 @@ hs_status hs__ps_scatter_state(hs_dist *d, const hs_dist_model *m) {
   if (m->v) memcpy(p->v, m->v + p->slo, p->sn * 4);
   else memset(p->v, 0, p->sn * 4);
   p->version = m->step;
-  /* A resumed server knows neither the last update nor the lags: no
-   * look-ahead until the workers' next pushes measure them. */
-  if (p->prev) memcpy(p->prev, p->p, p->sn * 4);
-  for (int w = 0; w < p->workers; w++) {
-    p->answered[w] = p->version;
-    p->lag[w] = 0;
-  }
+  /* The workers resume from p itself. */
+  for (int w = 0; w < p->workers; w++) p->aim[w] = p->version;
   for (int w = 0; w < p->workers; w++) memcpy(p->views + (size_t)w * p->sn, p->p, p->sn * 4);
   return HS_OK;
 }

@@ -57,10 +57,12 @@ typedef enum hs_sync_mode {
    * (staleness S > 0): gradients are summed as they arrive and applied
    * `quorum` at a time, each worker answered at once, unless it is more
    * than S steps ahead of the slowest: then it waits. The answer looks
-   * ahead: a worker whose last gradient was applied `lag` updates after
-   * the parameters it was computed on (lag <= S) gets p + lag (p - p'),
-   * p' the parameters before the last update, so that its next gradient
-   * is computed near where it will be applied; with lag 0, and at the end
+   * ahead to where the worker's next gradient will be applied: by
+   * h = (pushes waiting in the sum + other workers still in the epoch) /
+   * quorum updates (h <= S), each predicted as the optimizer's own step
+   * with the mean of the gradients waiting (with two workers the first of
+   * each pair, answered before the pair's update, gets the parameters as
+   * they will be after it); with h = 0, and at the end
    * of each epoch, p itself. (Quorum 1 applies every gradient alone, which scales
    * the effective learning rate by about the number of workers.) */
   HS_SYNC_PS = 1,
