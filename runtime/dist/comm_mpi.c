@@ -1,12 +1,17 @@
 /* The MPI backend (hs_comm.h): the one file of hetsage that calls MPI.
  * Errors are returned, not fatal (MPI_ERRORS_RETURN on our duplicate
  * communicator), so that a failed peer is reported by rank. */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <limits.h>
 #include <mpi.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,14 +100,31 @@ static void m_host(const hs_comm *c, char *buf, size_t len) {
   snprintf(buf, len, "%s", name);
 }
 
-/* MPI_Finalize of MPICH 4.0 over UCX's TCP transport (UCX 1.13) can wait
- * forever closing its connection to a peer that has closed its own and
- * waits in the launcher's exit barrier, where it makes no more progress
- * (seen on three namespace hosts in about one run in five; Open MPI's TCP
- * transport does not do it). Once every rank has reached the end (a
- * barrier that completed), nothing of ours is left to deliver: a rank
- * still in MPI_Finalize FINALIZE_GRACE_S later ends its process with status
- * 0, which lets the launcher end the others. */
+/* MPI_Finalize of MPICH 4.0 over UCX 1.13's TCP transport can deadlock.
+ * MPICH closes every UCX endpoint in flush mode, waits for the closes while
+ * progressing UCX, then waits in a PMI barrier of the launcher, where it
+ * makes no more UCX progress. UCX's TCP flush of an endpoint that sent since
+ * its last flush waits for the peer's acknowledgement: a rank whose closes
+ * started after a peer had acknowledged that peer's own closes (the ranks
+ * leave the barrier of all_ended at different times) waits for a peer that
+ * sits in the PMI barrier, forever (seen on three namespace hosts in about
+ * one run in two under load: one rank in ucp_worker_progress, the others in
+ * read() on the PMI socket).
+ *
+ * Ending a process to get out is not safe: a rank that ends after it
+ * entered the PMI barrier lets the launcher answer the completed barrier to
+ * a proxy that is gone (MPICH's mpiexec then exits 255 with "unable to send
+ * PMI_RESPONSE header to proxy"). What unblocks the waiting rank is the end
+ * of its connection: once every rank passed the barrier of all_ended and
+ * MPI_Finalize still runs FINALIZE_GRACE_S later, the process shuts down
+ * the TCP connections that MPI made (UCX's): never a socket it had before
+ * MPI_Init (the launcher's proxy lends its own connection to mpiexec to its
+ * children), a Unix socket, the PMI_FD socket or the connection to PMI_PORT.
+ * A close waiting for an acknowledgement on such a connection completes as
+ * cancelled, every rank reaches the PMI barrier, and MPI_Finalize ends
+ * normally everywhere. Nothing of hetsage's is in flight then: every rank
+ * reached the barrier of all_ended, and this rank's messages had the grace
+ * to leave. */
 #define FINALIZE_GRACE_S 5
 
 typedef struct fin_guard {
@@ -112,19 +134,112 @@ typedef struct fin_guard {
   int rank;
 } fin_guard;
 
+/* The sockets of the process before MPI_Init (by inode): the launcher's,
+ * never shut down. */
+#define PRE_INIT_MAX 256
+static struct {
+  bool taken; /* false: not taken or too many: nothing is shut down */
+  int n;
+  ino_t ino[PRE_INIT_MAX];
+} pre_init;
+
+/* Calls fn(fd, st, arg) for every socket descriptor of the process. */
+static void each_socket(void (*fn)(int, const struct stat *, void *), void *arg) {
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  int dfd = dirfd(d);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    struct stat st;
+    if (end == e->d_name || *end != '\0' || fd < 0 || fd > INT_MAX || fd == dfd ||
+        fstat((int)fd, &st) != 0 || !S_ISSOCK(st.st_mode))
+      continue;
+    fn((int)fd, &st, arg);
+  }
+  closedir(d);
+}
+
+static void note_pre_init(int fd, const struct stat *st, void *arg) {
+  (void)fd;
+  (void)arg;
+  if (pre_init.n == PRE_INIT_MAX) pre_init.taken = false;
+  else pre_init.ino[pre_init.n++] = st->st_ino;
+}
+
+static void take_pre_init_sockets(void) {
+  pre_init.n = 0;
+  pre_init.taken = true;
+  each_socket(note_pre_init, NULL);
+  if (pre_init.n == PRE_INIT_MAX) pre_init.taken = false;
+}
+
+/* The port of PMI_PORT ("host:port"), -1 without one. */
+static int pmi_port(void) {
+  const char *v = getenv("PMI_PORT");
+  const char *colon = v ? strrchr(v, ':') : NULL;
+  if (!colon) return -1;
+  char *end;
+  long port = strtol(colon + 1, &end, 10);
+  return end != colon + 1 && *end == '\0' && port > 0 && port < 65536 ? (int)port : -1;
+}
+
+typedef struct shut_ctx {
+  int pmi_fd, pmi_port, n;
+} shut_ctx;
+
+static void shut_if_mpis(int fd, const struct stat *st, void *arg) {
+  shut_ctx *x = arg;
+  if (fd == x->pmi_fd) return;
+  for (int i = 0; i < pre_init.n; i++)
+    if (pre_init.ino[i] == st->st_ino) return;
+  int type = 0, listening = 0;
+  socklen_t len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return;
+  len = sizeof listening;
+  if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening) return;
+  struct sockaddr_storage peer;
+  len = sizeof peer;
+  if (getpeername(fd, (struct sockaddr *)&peer, &len) != 0) return;
+  int port;
+  if (peer.ss_family == AF_INET)
+    port = ntohs(((struct sockaddr_in *)&peer)->sin_port);
+  else if (peer.ss_family == AF_INET6)
+    port = ntohs(((struct sockaddr_in6 *)&peer)->sin6_port);
+  else
+    return;
+  if (port == x->pmi_port) return;
+  if (shutdown(fd, SHUT_RDWR) == 0) x->n++;
+}
+
+/* Shut down the connected TCP sockets that MPI made (see above); the number
+ * shut down. The descriptors stay open (UCX closes them). */
+static int shut_mpi_connections(void) {
+  if (!pre_init.taken) return 0;
+  const char *pmi_fd = getenv("PMI_FD");
+  shut_ctx x = {pmi_fd ? atoi(pmi_fd) : -1, pmi_port(), 0};
+  each_socket(shut_if_mpis, &x);
+  return x.n;
+}
+
 static void *fin_watch(void *arg) {
   fin_guard *g = arg;
   struct timespec end;
   clock_gettime(CLOCK_REALTIME, &end);
   end.tv_sec += FINALIZE_GRACE_S;
   pthread_mutex_lock(&g->mu);
-  while (!g->done)
-    if (pthread_cond_timedwait(&g->cv, &g->mu, &end) != 0 && !g->done) {
+  bool shut = false;
+  while (!g->done) {
+    if (shut) {
+      pthread_cond_wait(&g->cv, &g->mu);
+    } else if (pthread_cond_timedwait(&g->cv, &g->mu, &end) != 0 && !g->done) {
+      int n = shut_mpi_connections();
       hs__log(HS_LOG_DIST, "rank %d: MPI_Finalize still running %d s after every rank ended; "
-              "ending the process", g->rank, FINALIZE_GRACE_S);
-      fflush(NULL);
-      _exit(0);
+              "shut down its %d TCP connections of MPI so that it ends", g->rank, FINALIZE_GRACE_S, n);
+      shut = true;
     }
+  }
   pthread_mutex_unlock(&g->mu);
   return NULL;
 }
@@ -155,7 +270,14 @@ static void m_destroy(hs_comm *c) {
   if (m->own_mpi && !finalized) {
     fin_guard g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, c->rank};
     pthread_t t;
+    /* The deadlock above is MPICH's: other libraries' MPI_Finalize is not
+     * watched (their launchers' connections may be TCP ones of their own). */
+#ifdef MPICH_VERSION
     bool watched = ended && pthread_create(&t, NULL, fin_watch, &g) == 0;
+#else
+    bool watched = false;
+    (void)fin_watch;
+#endif
     MPI_Finalize();
     if (watched) {
       pthread_mutex_lock(&g.mu);
@@ -213,6 +335,7 @@ hs_status hs__comm_open_world(int *argc, char ***argv, hs_comm **out) {
   MPI_Initialized(&inited);
   bool own = false;
   if (!inited) {
+    take_pre_init_sockets();
     if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
       return hs__fail(HS_ERR_PEER, "MPI_Init_thread failed");
     own = true;

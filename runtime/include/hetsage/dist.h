@@ -146,10 +146,12 @@ HS_API hs_status hs_world_from_mpi(const void *mpi_comm, hs_world **out);
 
 /* Release (sessions using it must be destroyed first). Collective: every
  * rank calls it; it waits at most the world's timeout for the others. When
- * hs_world_init initialised MPI, MPI is finalised here; should MPI_Finalize
- * still run 5 s after every rank arrived (a defect of MPICH over UCX's TCP
- * transport), the process ends with status 0, everything of hetsage's
- * having been delivered. */
+ * hs_world_init initialised MPI, MPI is finalised here; should MPICH's
+ * MPI_Finalize still run 5 s after every rank arrived (a deadlock of MPICH
+ * 4.0 over UCX's TCP transport), the process shuts down the TCP connections
+ * MPI made, everything of hetsage's having been delivered, so that every
+ * rank's MPI_Finalize ends normally (the process is not ended: a process
+ * that ends within MPI_Finalize makes MPICH's launcher fail). */
 HS_API void hs_world_destroy(hs_world *w);
 
 HS_API int hs_world_rank(const hs_world *w);
