@@ -4,7 +4,7 @@
  * ranks (a failing rank's reason is sent to rank 0).
  *
  * Checks: p2p, collectives, allreduce, allreduce_1bit, modes_exact,
- * modes_1bit, onebit_adam, ps_async, stop, timeout (the last
+ * modes_1bit, onebit_adam, ps_onebit_adam, ps_async, stop, timeout (the last
  * rank stays silent; run it alone: the communicator is unusable after a
  * timeout), die (the last rank kills itself; the launcher or the others'
  * timeouts must end the run: the exit status is not 0). */
@@ -22,6 +22,7 @@ static int run(hs_comm *c, const char *name, char *why) {
   if (strcmp(name, "modes_exact") == 0) return dc_modes_exact(c, why);
   if (strcmp(name, "modes_1bit") == 0) return dc_modes_1bit(c, why);
   if (strcmp(name, "onebit_adam") == 0) return dc_onebit_adam(c, why);
+  if (strcmp(name, "ps_onebit_adam") == 0) return dc_ps_onebit_adam(c, why);
   if (strcmp(name, "ps_async") == 0) return dc_ps_async(c, why);
   if (strcmp(name, "stop") == 0) return dc_stop(c, why);
   if (strcmp(name, "timeout") == 0) return dc_timeout(c, why, 2.0);

@@ -877,6 +877,182 @@ static inline int dc_onebit_adam(hs_comm *c, char *why) {
   return fails;
 }
 
+/* ---- 1-bit Adam on the synchronous parameter server, simulated ----------
+ * One server, `workers` workers, written from the rule: during the warm-up
+ * each worker with seeds pushes its gradient, the server adds them in
+ * worker order weighted by seeds (zero when none), applies Adam and answers
+ * with p. After the last warm-up update v freezes as den = max(s, 0.1 x
+ * the tensor's mean of s) + eps, s = sqrt(v) / sqrt(1 - b2^t_freeze),
+ * t_freeze the updates so far, and den and m go to the workers, which from
+ * then on hold p and m exactly. From step `warmup` on, worker r pushes
+ * u_r = (b1 m + (1 - b1)(g_r + l2 p)) / den (residual added, sign code, for
+ * tensors of at least compress_min values); the server adds the decoded
+ * u_r weighted (with no seeds anywhere: u from a zero gradient), adds its
+ * own residual, codes the sum again and answers every worker with that
+ * code; all apply m = u den, p = p decay - lr_t u. */
+static inline void dc_reference_ps_onebit_adam(int workers, const dc_run *run, float *out) {
+  const size_t N = DC_TOTAL;
+  int64_t warmup = run->cfg.compress_warmup == HS_COMPRESS_WARMUP_AUTO ? HS_ONEBIT_ADAM_WARMUP
+                                                                       : run->cfg.compress_warmup;
+  dc_toy m;
+  dc_toy_init(&m, 0, HS_OPTIM_ADAM);
+  m.oc.wd_mode = run->wd_mode;
+  float *ew = calloc((size_t)workers * N, sizeof *ew), *eo = calloc(N, sizeof *eo);
+  float *g = malloc(N * sizeof *g), *acc = malloc(N * sizeof *acc), *tmp = malloc(N * sizeof *tmp);
+  float *dec = malloc(N * sizeof *dec), *den = malloc(N * sizeof *den);
+  uint8_t *code = malloc(hs__onebit_bytes(N));
+  hs_optim_coef k1;
+  hs__optim_coef(&m.oc, 1, &k1);
+  bool frozen = false;
+  for (int64_t step = 0; step < (int64_t)run->epochs * run->steps; step++) {
+    int64_t tot = 0;
+    for (int r = 0; r < workers; r++) tot += dc_seeds(r, step);
+    bool any = false;
+    for (int r = 0; r < workers; r++) {
+      if (!dc_seeds(r, step)) continue;
+      dc_toy_grad(&m, r, step, m.p, g);
+      if (frozen) {
+        for (size_t i = 0; i < N; i++)
+          g[i] = (k1.beta1 * m.m[i] + k1.one_minus_beta1 * (g[i] + k1.l2 * m.p[i])) / den[i];
+        for (size_t ti = 0; ti < HS_ARRAY_LEN(dc_tensors); ti++) {
+          const hs_dist_tensor *t = &dc_tensors[ti];
+          float *e = ew + (size_t)r * N + t->off;
+          if (t->n > 0 && t->n >= (size_t)run->cfg.compress_min) {
+            for (size_t i = 0; i < t->n; i++) tmp[i] = g[t->off + i] + e[i];
+            hs__onebit_encode(tmp, t->n, code, e);
+            hs__onebit_decode(code, t->n, g + t->off);
+          }
+        }
+      }
+      float w = (float)((double)dc_seeds(r, step) / (double)tot);
+      for (size_t i = 0; i < N; i++) acc[i] = any ? acc[i] + w * g[i] : w * g[i];
+      any = true;
+    }
+    if (!frozen) {
+      if (!any) memset(acc, 0, N * sizeof *acc);
+      dc_toy_apply(&m, acc);
+    } else {
+      if (!any)
+        for (size_t i = 0; i < N; i++)
+          acc[i] = (k1.beta1 * m.m[i] + k1.one_minus_beta1 * (0.0f + k1.l2 * m.p[i])) / den[i];
+      for (size_t ti = 0; ti < HS_ARRAY_LEN(dc_tensors); ti++) {
+        const hs_dist_tensor *t = &dc_tensors[ti];
+        if (t->n == 0 || t->n < (size_t)run->cfg.compress_min) continue;
+        for (size_t i = t->off; i < t->off + t->n; i++) acc[i] += eo[i];
+        hs__onebit_encode(acc + t->off, t->n, code, eo + t->off);
+        hs__onebit_decode(code, t->n, acc + t->off);
+      }
+      m.t++;
+      hs_optim_coef k;
+      hs__optim_coef(&m.oc, m.t, &k);
+      for (size_t i = 0; i < N; i++) {
+        m.m[i] = acc[i] * den[i];
+        m.p[i] = m.p[i] * k.decay - k.lr * acc[i];
+      }
+    }
+    if (!frozen && step + 1 == warmup) {
+      hs_optim_coef kf;
+      hs__optim_coef(&m.oc, m.t, &kf);
+      for (size_t ti = 0; ti < HS_ARRAY_LEN(dc_tensors); ti++) {
+        const hs_dist_tensor *t = &dc_tensors[ti];
+        double sum = 0;
+        for (size_t i = t->off; i < t->off + t->n; i++) sum += sqrtf(m.v[i]) * kf.inv_sqrt_bc2;
+        float fl = t->n ? (float)(0.1 * sum / (double)t->n) : 0.0f;
+        for (size_t i = t->off; i < t->off + t->n; i++) {
+          float sq = sqrtf(m.v[i]) * kf.inv_sqrt_bc2;
+          den[i] = (sq > fl ? sq : fl) + kf.eps;
+        }
+      }
+      frozen = true;
+    }
+  }
+  memcpy(out, m.p, N * sizeof *out);
+  dc_toy_free(&m);
+  free(ew);
+  free(eo);
+  free(g);
+  free(acc);
+  free(tmp);
+  free(dec);
+  free(den);
+  free(code);
+}
+
+/* 1-bit Adam on the synchronous parameter server (one server, the other
+ * ranks workers): every worker equals the simulation above bit for bit
+ * and lands near uncompressed Adam; the default warm-up leaves the short
+ * run uncompressed (plain Adam, bit for bit); a warm-up of 0 is refused;
+ * the asynchronous server, a partial quorum and SGD keep compressing
+ * gradients from step 0. */
+static inline int dc_ps_onebit_adam(hs_comm *c, char *why) {
+  int fails = 0, r = hs__comm_rank(c), n = hs__comm_size(c);
+  int workers = n - 1;
+  if (workers < 1) return 0;
+  float *p = malloc(DC_TOTAL * sizeof *p), *want = malloc(DC_TOTAL * sizeof *want);
+  float *exact = malloc(DC_TOTAL * sizeof *exact);
+  static const struct {
+    int64_t warmup;
+    hs_wd_mode wd;
+  } cases[] = {{7, HS_WD_L2}, {25, HS_WD_DECOUPLED}, {HS_COMPRESS_WARMUP_AUTO, HS_WD_L2}};
+  for (size_t k = 0; k < HS_ARRAY_LEN(cases); k++) {
+    dc_run run = dc_run_cfg(HS_SYNC_PS);
+    run.cfg.compress = HS_COMPRESS_1BIT;
+    run.cfg.compress_warmup = cases[k].warmup;
+    run.wd_mode = cases[k].wd;
+    run.epochs = 12;
+    hs_status st = dc_train(c, &run, p);
+    DC_OK(st, why, "ps 1-bit Adam");
+    fails += dc_same_on_workers(c, p, workers, why);
+    dc_reference_ps_onebit_adam(workers, &run, want);
+    int i = r < workers ? dc_first_diff(p, want) : -1;
+    if (i >= 0)
+      DC_FAIL(why, "ps 1-bit Adam, warm-up %lld, rank %d of %d: value %d is %.9g, the "
+              "simulation %.9g", (long long)cases[k].warmup, r, n, i, p[i], want[i]);
+    int64_t w = cases[k].warmup < 0 ? HS_ONEBIT_ADAM_WARMUP : cases[k].warmup;
+    int64_t total = (int64_t)run.epochs * run.steps;
+    int64_t want_cmp = r < workers ? (total > w ? total - w : 0) : 0;
+    if (run.stats.compressed_steps != want_cmp)
+      DC_FAIL(why, "ps 1-bit Adam, rank %d: %lld compressed steps, %lld expected", r,
+              (long long)run.stats.compressed_steps, (long long)want_cmp);
+    dc_run plain = run;
+    plain.cfg.compress = HS_COMPRESS_NONE;
+    dc_reference(workers, &plain, 0, exact);
+    if (r < workers && w >= total && dc_first_diff(p, exact) >= 0)
+      DC_FAIL(why, "ps 1-bit Adam, rank %d: the run never compressed yet differs from Adam", r);
+    double left = r < workers ? dc_remaining(p, exact) : 0;
+    if (!(left < 0.15))
+      DC_FAIL(why, "ps 1-bit Adam, warm-up %lld, rank %d: %.4f of the way to uncompressed Adam "
+              "left", (long long)cases[k].warmup, r, left);
+  }
+  dc_run run = dc_run_cfg(HS_SYNC_PS);
+  run.cfg.compress = HS_COMPRESS_1BIT;
+  run.cfg.compress_warmup = 0;
+  hs_status st = dc_train(c, &run, p);
+  if (st != HS_ERR_INVALID_ARG || !strstr(hs_last_error(), "warm-up of 0 steps"))
+    DC_FAIL(why, "ps 1-bit Adam with no warm-up: status %d, '%s'", st, hs_last_error());
+  /* Asynchronous, SGD, and a partial quorum: gradients compressed from
+   * the first step. */
+  for (int k = 0; k < 3; k++) {
+    if (k == 2 && workers < 2) continue;
+    run = dc_run_cfg(HS_SYNC_PS);
+    run.cfg.compress = HS_COMPRESS_1BIT;
+    if (k == 0) run.cfg.staleness = 1;
+    else if (k == 1) run.kind = HS_OPTIM_SGD;
+    else run.cfg.quorum = 1;
+    run.epochs = 1;
+    st = dc_train(c, &run, p);
+    const char *what = k == 0 ? "async Adam" : k == 1 ? "SGD" : "Adam, quorum 1";
+    DC_OK(st, why, what);
+    if (run.stats.compressed_steps != (r < workers ? run.steps : 0))
+      DC_FAIL(why, "ps 1bit %s, rank %d: %lld compressed steps", what, r,
+              (long long)run.stats.compressed_steps);
+  }
+  free(p);
+  free(want);
+  free(exact);
+  return fails;
+}
+
 /* Asynchronous parameter server: bounded lead, converges, workers agree at
  * the end of each epoch; a partial quorum drops late gradients only. */
 static inline int dc_ps_async(hs_comm *c, char *why) {

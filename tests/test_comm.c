@@ -197,6 +197,10 @@ static int onebit_adam(hs_comm *c, char *why, void *arg) {
   (void)arg;
   return dc_onebit_adam(c, why);
 }
+static int ps_onebit_adam(hs_comm *c, char *why, void *arg) {
+  (void)arg;
+  return dc_ps_onebit_adam(c, why);
+}
 static int ps_async(hs_comm *c, char *why, void *arg) {
   (void)arg;
   return dc_ps_async(c, why);
@@ -218,6 +222,12 @@ Test(dist, one_bit_modes_stay_near_uncompressed) {
  * on one rank it is plain Adam. */
 Test(dist, one_bit_adam_equals_the_simulation) {
   for (int n = 1; n <= 4; n++) run_group(n, onebit_adam, NULL);
+}
+
+/* The synchronous parameter server's 1-bit Adam replays its plain-C
+ * simulation bit for bit on 1..3 workers and one server. */
+Test(dist, parameter_server_one_bit_adam_equals_the_simulation) {
+  for (int n = 2; n <= 4; n++) run_group(n, ps_onebit_adam, NULL);
 }
 
 Test(dist, asynchronous_parameter_server) {

@@ -234,7 +234,8 @@ Test(dist_cli, resume_continues_exactly_allreduce_1bit) {
 }
 
 Test(dist_cli, resume_continues_exactly_parameter_server) {
-  resume_case(3, "--sync ps --compress 1bit --compress-min 64");
+  /* Adam: 1-bit Adam on the server, resumed in its compressed phase. */
+  resume_case(3, "--sync ps --compress 1bit --compress-min 64 --compress-warmup 3");
 }
 
 Test(dist_cli, resume_continues_exactly_local_sgd) {
@@ -367,7 +368,7 @@ Test(dist_cli, every_mode_learns) {
     const char *args;
   } runs[] = {
       {3, "--sync ps --staleness 2"},
-      {3, "--sync ps --servers 2 --compress 1bit --compress-min 64"},
+      {3, "--sync ps --servers 2 --compress 1bit --compress-min 64 --compress-warmup 4"},
       {2, "--sync local --period 4"},
       {4, "--compress 1bit --compress-min 64 --compress-warmup 4"},
   };

@@ -101,12 +101,18 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
   if (st != HS_OK) return st;
   if (m->n_params == 0 || m->n_tensors < 1 || !m->params)
     return hs__fail(HS_ERR_INVALID_ARG, "distributed model without parameters");
-  bool onebit_adam = cfg->sync == HS_SYNC_ALLREDUCE && cfg->compress == HS_COMPRESS_1BIT &&
-                     m->optim.kind == HS_OPTIM_ADAM;
-  if (onebit_adam && cfg->compress_warmup == 0)
-    return hs__fail(HS_ERR_INVALID_ARG, "1-bit Adam (allreduce, 1bit, Adam) with a compression "
+  bool adam_1bit = cfg->compress == HS_COMPRESS_1BIT && m->optim.kind == HS_OPTIM_ADAM;
+  bool onebit_adam = adam_1bit && cfg->sync == HS_SYNC_ALLREDUCE;
+  /* The synchronous parameter server with a full quorum runs it with the
+   * servers as the second phase (ps.c freeze); asynchronous or partial
+   * quorum servers keep compressing gradients. */
+  bool ps_oba = adam_1bit && cfg->sync == HS_SYNC_PS && cfg->staleness == 0 &&
+                (cfg->quorum == 0 || cfg->quorum == hs__comm_size(c) - cfg->servers);
+  if ((onebit_adam || ps_oba) && cfg->compress_warmup == 0)
+    return hs__fail(HS_ERR_INVALID_ARG, "1-bit Adam (%s, 1bit, Adam) with a compression "
                     "warm-up of 0 steps: it needs at least 1 (the second moment it freezes is "
-                    "estimated during the warm-up; default %d)", HS_ONEBIT_ADAM_WARMUP);
+                    "estimated during the warm-up; default %d)", hs_sync_mode_name(cfg->sync),
+                    HS_ONEBIT_ADAM_WARMUP);
   hs_dist *d = calloc(1, sizeof *d);
   if (!d) return hs__fail(HS_ERR_NOMEM, "distributed state");
   d->c = c;
@@ -119,10 +125,11 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
   d->nt = m->n_tensors;
   d->optim = m->optim;
   d->warmup = cfg->compress_warmup != HS_COMPRESS_WARMUP_AUTO ? cfg->compress_warmup
-              : onebit_adam                                 ? HS_ONEBIT_ADAM_WARMUP
+              : onebit_adam || ps_oba                       ? HS_ONEBIT_ADAM_WARMUP
                                                             : 0;
   /* A lone rank sends nothing, so compresses nothing: plain Adam. */
   d->oba = onebit_adam && d->size > 1;
+  d->ps_oba = ps_oba;
   d->t = malloc((size_t)m->n_tensors * sizeof *d->t);
   d->vec = malloc(d->n * sizeof *d->vec);
   if (!d->t || !d->vec) {
@@ -157,7 +164,7 @@ hs_status hs__dist_create(hs_comm *c, const hs_dist_config *cfg, const hs_dist_m
   hs__log(HS_LOG_DIST, "rank %d of %d (%s, %s): %s, %zu parameters in %d tensors, compression %s%s "
           "from step %lld for tensors of %lld values and more", d->rank, d->size,
           hs__comm_backend(c), d->server ? "server" : "worker", hs_sync_mode_name(cfg->sync), d->n,
-          d->nt, hs_compress_name(cfg->compress), d->oba ? " (1-bit Adam)" : "",
+          d->nt, hs_compress_name(cfg->compress), d->oba || d->ps_oba ? " (1-bit Adam)" : "",
           (long long)d->warmup,
           (long long)cfg->compress_min);
   *out = d;
@@ -250,18 +257,20 @@ static void onebit_adam_local(const hs_dist *d, float *g, int first, int count) 
  * Adam's, which error feedback returns and momentum amplifies (Facebook:
  * the first layer's step direction grew from RMS 1 to 5,000 within 230
  * steps and the run diverged). */
+void hs__onebit_adam_floor(const hs_optim_coef *kf, float *x, size_t n) {
+  double sum = 0;
+  for (size_t j = 0; j < n; j++) {
+    x[j] = sqrtf(x[j]) * kf->inv_sqrt_bc2;
+    sum += x[j];
+  }
+  float floor_v = n > 0 ? (float)(HS_ONEBIT_ADAM_FLOOR * sum / (double)n) : 0.0f;
+  for (size_t j = 0; j < n; j++) x[j] = (x[j] > floor_v ? x[j] : floor_v) + kf->eps;
+}
+
 static void onebit_adam_denominators(hs_dist *d, uint64_t t_freeze) {
   hs_optim_coef kf;
   hs__optim_coef(&d->optim, t_freeze, &kf);
-  for (size_t j = 0; j < d->n; j++) d->oden[j] = sqrtf(d->oden[j]) * kf.inv_sqrt_bc2;
-  for (int i = 0; i < d->nt; i++) {
-    size_t lo = d->t[i].off, hi = lo + d->t[i].n;
-    double sum = 0;
-    for (size_t j = lo; j < hi; j++) sum += d->oden[j];
-    float floor_v = hi > lo ? (float)(HS_ONEBIT_ADAM_FLOOR * sum / (double)(hi - lo)) : 0.0f;
-    for (size_t j = lo; j < hi; j++)
-      d->oden[j] = (d->oden[j] > floor_v ? d->oden[j] : floor_v) + kf.eps;
-  }
+  for (int i = 0; i < d->nt; i++) hs__onebit_adam_floor(&kf, d->oden + d->t[i].off, d->t[i].n);
 }
 
 /* allreduce, 1-bit, Adam, after the warm-up: the ranks' first moments,

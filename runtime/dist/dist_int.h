@@ -44,6 +44,9 @@ struct hs_dist {
   float *op, *om, *oden;
   bool oba_loaded;
   uint64_t ot;
+  /* ps (synchronous, full quorum), 1-bit, Adam: 1-bit Adam with the
+   * servers as its second phase (ps.c freeze). */
+  bool ps_oba;
   hs_ps *ps;
   hs_dist_stats st;
   hs_comm_counters c0; /* counters at the last stats_take */
@@ -58,6 +61,13 @@ static inline bool hs__dist_compress_now(const hs_dist *d, int64_t step) {
 /* 1-bit Adam's floor on each frozen denominator, as a fraction of its
  * tensor's mean (dist.c). */
 #define HS_ONEBIT_ADAM_FLOOR 0.1
+
+/* One tensor's (or a tensor's part's) frozen denominators: x holds v on
+ * entry and max(sqrt(v / (1 - b2^t_freeze)), floor) + eps on return, kf
+ * the coefficients of step t_freeze, the floor HS_ONEBIT_ADAM_FLOOR x the
+ * range's mean of the root (dist.c). */
+struct hs_optim_coef;
+void hs__onebit_adam_floor(const struct hs_optim_coef *kf, float *x, size_t n);
 
 /* ps.c */
 hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m);

@@ -63,7 +63,10 @@ typedef struct ps_hdr {
 #define HDR ((size_t)sizeof(ps_hdr))
 
 enum { K_PUSH = 1, K_END = 2, K_REPLY = 3, K_FULL = 4 };
-enum { F_STOP = 1, F_CMP = 2, F_INTERRUPTED = 4 };
+/* 1-bit Adam (see freeze): F_DEN: an answer carries the shard's frozen
+ * denominators and m after its units; F_SCALED: a push holds the worker's
+ * u_r, not its gradient; F_STEP: an answer holds the averaged step u. */
+enum { F_STOP = 1, F_CMP = 2, F_INTERRUPTED = 4, F_DEN = 8, F_SCALED = 16, F_STEP = 32 };
 
 struct hs_ps {
   int servers, workers;
@@ -75,6 +78,9 @@ struct hs_ps {
   float *tmp;     /* a unit's values */
   /* Worker. */
   float *view, *ew; /* its parameters; its residual (NULL until compressed) */
+  float *wden;       /* 1-bit Adam: the frozen denominators (n) */
+  float *wm;         /* and m (n), the same as the servers' */
+  bool *den_have;    /* received from each server */
   uint8_t *push, *reply;
   hs_comm_req *rq; /* [0, servers) replies, [servers, 2 servers) pushes */
   int64_t stop_at;
@@ -89,6 +95,18 @@ struct hs_ps {
   double *pend;   /* sn: asynchronous running sum (seeds x gradient) */
   float *ahead, *am, *av; /* sn each, asynchronous: a looked-ahead answer, its moments */
   uint64_t *aim;  /* workers: the version each one's last answer looked ahead to */
+  /* Synchronous, 1-bit, Adam (d->ps_oba): from the first compressed step
+   * on, v stays as it was (frozen) and den (sn) holds the frozen
+   * denominators, computed from v and t_freeze (the updates v had seen)
+   * when den_ready is false (after a resume). */
+  bool frozen, den_ready;
+  uint64_t t_freeze;
+  float *den;
+  float *eo;      /* the server's residual of u */
+  uint8_t *ucode; /* this step's u as answered (ucode_n bytes; step_ready) */
+  size_t ucode_n;
+  bool step_ready;
+  bool *den_sent; /* workers: den went with an answer to it */
   int64_t lag_hist[4]; /* this epoch's gradients early, on time, 1, 2 or more updates late */
   int64_t pend_count;
   int pend_pushes;
@@ -129,6 +147,13 @@ void hs__ps_destroy(hs_ps *p) {
   free(p->am);
   free(p->av);
   free(p->aim);
+  free(p->den);
+  free(p->den_sent);
+  free(p->eo);
+  free(p->ucode);
+  free(p->wm);
+  free(p->wden);
+  free(p->den_have);
   free(p->ccount);
   free(p->clock);
   free(p->defer_step);
@@ -191,6 +216,7 @@ static hs_status make_units(hs_dist *d, hs_ps *p) {
                              .compressible = sorted[i].n >= (size_t)d->cfg.compress_min};
       p->cap[k] += unit_cap(b - a);
     }
+    if (d->ps_oba) p->cap[k] += 8 * (p->lo[k + 1] - p->lo[k]); /* den, m */
     p->coff[k + 1] = p->coff[k] + p->cap[k];
   }
   p->ufirst[K] = nu;
@@ -217,7 +243,10 @@ hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m) {
     p->push = malloc(p->coff[p->servers]);
     p->reply = malloc(p->coff[p->servers]);
     p->rq = calloc(2 * (size_t)p->servers, sizeof *p->rq);
-    if (!p->view || !p->push || !p->reply || !p->rq)
+    if (!p->view || !p->push || !p->reply || !p->rq ||
+        (d->ps_oba && (!(p->wden = malloc(d->n * sizeof *p->wden)) ||
+                       !(p->wm = malloc(d->n * sizeof *p->wm)) ||
+                       !(p->den_have = calloc((size_t)p->servers, sizeof *p->den_have)))))
       return hs__fail(HS_ERR_NOMEM, "parameter server worker buffers");
     memcpy(p->view, m->params, d->n * sizeof *p->view);
     return HS_OK;
@@ -235,6 +264,11 @@ hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m) {
   p->g = malloc(sn * sizeof *p->g);
   p->pend = calloc(sn, sizeof *p->pend);
   p->aim = calloc((size_t)W, sizeof *p->aim);
+  if (d->ps_oba && (!(p->den = malloc(sn * sizeof *p->den)) ||
+                    !(p->eo = calloc(sn, sizeof *p->eo)) ||
+                    !(p->ucode = malloc(cap)) ||
+                    !(p->den_sent = calloc((size_t)W, sizeof *p->den_sent))))
+    return hs__fail(HS_ERR_NOMEM, "parameter server %d: shard of %zu values", p->k, p->sn);
   if (d->cfg.staleness > 0 &&
       (!(p->ahead = malloc(sn * sizeof *p->ahead)) || !(p->am = malloc(sn * sizeof *p->am)) ||
        !(p->av = malloc(sn * sizeof *p->av))))
@@ -310,9 +344,11 @@ static hs_status take_reply(hs_dist *d, int k, bool want_full) {
   int rank = d->workers + k;
   if (got < HDR) return hs__fail(HS_ERR_FORMAT, "server rank %d sent %zu bytes", rank, got);
   memcpy(&h, msg, HDR);
-  bool full = h.kind == K_FULL, cmp = !full && (h.flags & F_CMP);
-  if ((h.kind != K_REPLY && h.kind != K_FULL) || (want_full && !full) ||
-      got != HDR + units_bytes(d, k, cmp))
+  bool full = h.kind == K_FULL, cmp = !full && (h.flags & F_CMP), den = h.flags & F_DEN;
+  bool stepm = !full && (h.flags & F_STEP);
+  size_t shard = p->lo[k + 1] - p->lo[k];
+  if ((h.kind != K_REPLY && h.kind != K_FULL) || (want_full && !full) || (den && !p->wden) ||
+      got != HDR + units_bytes(d, k, cmp) + (den ? 8 * shard : 0))
     return hs__fail(HS_ERR_FORMAT, "rank %d: server rank %d answered with kind %u, %zu bytes "
                     "(the ranks disagree on the protocol or the model)", d->rank, rank, h.kind,
                     got);
@@ -321,7 +357,21 @@ static hs_status take_reply(hs_dist *d, int k, bool want_full) {
   for (int i = p->ufirst[k]; i < p->ufirst[k + 1]; i++) {
     const ps_unit *u = &p->u[i];
     float *dst = p->view + u->off;
-    if (cmp && u->compressible) {
+    if (stepm) {
+      if (cmp && u->compressible) {
+        hs__onebit_decode(msg + at, u->n, p->tmp);
+        at += hs__onebit_bytes(u->n);
+      } else {
+        memcpy(p->tmp, msg + at, 4 * u->n);
+        at += 4 * u->n;
+      }
+      hs_optim_coef kk;
+      hs__optim_coef(&d->optim, (uint64_t)h.a, &kk);
+      for (size_t j = 0; j < u->n; j++) {
+        p->wm[u->off + j] = p->tmp[j] * p->wden[u->off + j];
+        dst[j] = dst[j] * kk.decay - kk.lr * p->tmp[j];
+      }
+    } else if (cmp && u->compressible) {
       hs__onebit_decode(msg + at, u->n, p->tmp);
       for (size_t j = 0; j < u->n; j++) dst[j] += p->tmp[j];
       at += hs__onebit_bytes(u->n);
@@ -329,6 +379,11 @@ static hs_status take_reply(hs_dist *d, int k, bool want_full) {
       memcpy(dst, msg + at, 4 * u->n);
       at += 4 * u->n;
     }
+  }
+  if (den) {
+    memcpy(p->wden + p->lo[k], msg + at, 4 * shard);
+    memcpy(p->wm + p->lo[k], msg + at + 4 * shard, 4 * shard);
+    p->den_have[k] = true;
   }
   return HS_OK;
 }
@@ -371,8 +426,19 @@ hs_status hs__ps_step(hs_dist *d, const hs_dist_trainer *t, int64_t step, int64_
   if ((st = post_replies(d)) != HS_OK) return st;
   for (int k = 0; k < p->servers && st == HS_OK; k++) {
     uint8_t *msg = p->push + p->coff[k];
+    /* 1-bit Adam (see freeze): this worker's u_r in units of the frozen
+     * step, (b1 m + (1 - b1)(g + l2 p)) / den, is what travels. */
+    bool scaled = cmp && p->den_have && p->den_have[k];
+    if (scaled && count > 0) {
+      hs_optim_coef k1;
+      hs__optim_coef(&d->optim, 1, &k1);
+      for (size_t j = p->lo[k]; j < p->lo[k + 1]; j++)
+        d->vec[j] = (k1.beta1 * p->wm[j] + k1.one_minus_beta1 * (d->vec[j] + k1.l2 * p->view[j])) /
+                    p->wden[j];
+    }
     ps_hdr h = {.a = step, .b = count, .kind = K_PUSH,
-                .flags = (cmp ? F_CMP : 0u) | (k == 0 && stop_request ? F_STOP : 0u)};
+                .flags = (cmp ? F_CMP : 0u) | (scaled ? F_SCALED : 0u) |
+                         (k == 0 && stop_request ? F_STOP : 0u)};
     memcpy(msg, &h, HDR);
     size_t bytes = HDR + (count > 0 ? encode_units(d, k, cmp, d->vec, p->ew, msg + HDR) : 0);
     st = hs__comm_isend(d->c, d->workers + k, TAG_PS_PUSH, msg, bytes, &p->rq[p->servers + k]);
@@ -422,6 +488,20 @@ static hs_status post_push(hs_dist *d, int w) {
   return hs__comm_irecv(d->c, w, TAG_PS_PUSH, p->rx + (size_t)w * cap, cap, &p->srq[w]);
 }
 
+/* 1-bit Adam on the server: the frozen denominators of the shard, each
+ * unit (a tensor's part in the shard) floored at a tenth of its mean, as
+ * the all-reduce's 1-bit Adam floors each tensor (the same with one
+ * server). */
+static void freeze_den(hs_dist *d) {
+  hs_ps *p = d->ps;
+  hs_optim_coef kf;
+  hs__optim_coef(&d->optim, p->t_freeze, &kf);
+  memcpy(p->den, p->v, p->sn * sizeof *p->den);
+  for (int i = p->ufirst[p->k]; i < p->ufirst[p->k + 1]; i++)
+    hs__onebit_adam_floor(&kf, p->den + (p->u[i].off - p->slo), p->u[i].n);
+  p->den_ready = true;
+}
+
 static void update(hs_dist *d, const float *g) {
   hs_ps *p = d->ps;
   hs_optim_coef k;
@@ -429,6 +509,28 @@ static void update(hs_dist *d, const float *g) {
   hs__ref_optim(d->optim.kind, &k, p->sn, p->p, g, p->m, p->v);
   p->version++;
   d->st.updates++;
+}
+
+/* 1-bit Adam on the synchronous parameter server (d->ps_oba: staleness 0,
+ * full quorum), the all-reduce's 1-bit Adam (dist.c step_onebit_adam)
+ * with the server as its second phase: after the last uncompressed
+ * update v freezes (den, t_freeze = the updates it saw), and den and m go
+ * to each worker with its next answer (an exact one: the workers then
+ * hold p and m exactly). From then on a worker pushes u_r = (b1 m +
+ * (1 - b1)(g_r + l2 p)) / den, compressed with its error feedback; the
+ * server adds them weighted by seeds, adds its own residual, codes the
+ * sum once and answers every worker with that code u; server and workers
+ * all apply m = u den, p = p decay - lr_t u, the same bits. Compressing
+ * the gradients instead, under a live v, inflated v with the compression
+ * noise (-8.4 points on the SBM benchmark, seeds 0-2), and under a
+ * frozen one let each gradient's error into the momentum at full size
+ * (-12.9; bench/dist-accuracy.md). */
+static void freeze(hs_dist *d) {
+  hs_ps *p = d->ps;
+  p->frozen = true;
+  p->t_freeze = p->version;
+  freeze_den(d);
+  for (int w = 0; w < p->workers; w++) p->den_sent[w] = false;
 }
 
 int64_t hs__ps_ahead(int64_t pending, int others, int quorum, int staleness) {
@@ -483,6 +585,14 @@ static hs_status reply(hs_dist *d, int w, int64_t step, bool full) {
   memcpy(msg, &h, HDR);
   float *view = p->views + (size_t)w * p->sn;
   size_t at = HDR;
+  if (!full && p->step_ready) {
+    h.flags |= F_STEP;
+    memcpy(msg, &h, HDR);
+    memcpy(msg + HDR, p->ucode, p->ucode_n);
+    memcpy(view, p->p, 4 * p->sn);
+    return hs__comm_isend(d->c, w, TAG_PS_REPLY, msg, HDR + p->ucode_n,
+                          &p->srq[p->workers + w]);
+  }
   /* Look ahead (asynchronous answers during the epoch only). */
   int64_t ah = full || d->cfg.staleness == 0 ? 0 : look_ahead(d, w);
   const float *src = ah > 0 ? p->ahead : p->p;
@@ -502,11 +612,21 @@ static hs_status reply(hs_dist *d, int w, int64_t step, bool full) {
       at += 4 * u->n;
     }
   }
+  if (p->frozen && !p->den_sent[w]) {
+    if (!p->den_ready) freeze_den(d);
+    memcpy(msg + at, p->den, 4 * p->sn);
+    memcpy(msg + at + 4 * p->sn, p->m, 4 * p->sn);
+    at += 8 * p->sn;
+    h.flags |= F_DEN;
+    memcpy(msg, &h, HDR);
+    p->den_sent[w] = true;
+  }
   return hs__comm_isend(d->c, w, TAG_PS_REPLY, msg, at, &p->srq[p->workers + w]);
 }
 
-/* Decode worker w's pushed shard into out (sn values, shard-relative). */
-static void decode_push(hs_dist *d, const uint8_t *payload, bool cmp, float *out) {
+/* Decode worker w's pushed shard into out (sn values, shard-relative);
+ * a scaled push (1-bit Adam's u_r) is added as it is. */
+static void decode_push(hs_dist *d, const uint8_t *payload, bool cmp, bool scaled, float *out) {
   hs_ps *p = d->ps;
   size_t at = 0;
   for (int i = p->ufirst[p->k]; i < p->ufirst[p->k + 1]; i++) {
@@ -520,7 +640,9 @@ static void decode_push(hs_dist *d, const uint8_t *payload, bool cmp, float *out
       at += 4 * u->n;
     }
   }
+  (void)scaled;
 }
+
 
 static int64_t min_clock(const hs_ps *p) {
   int64_t m = INT64_MAX;
@@ -568,7 +690,42 @@ static hs_status apply_sync(hs_dist *d) {
     memset(p->pend, 0, p->sn * sizeof *p->pend);
     p->pend_count = 0;
   }
-  update(d, p->g);
+  p->step_ready = false;
+  if (p->frozen && hs__dist_compress_now(d, p->cur)) {
+    if (!p->den_ready) freeze_den(d);
+    hs_optim_coef k1;
+    hs__optim_coef(&d->optim, 1, &k1);
+    if (!any)
+      for (size_t j = 0; j < p->sn; j++)
+        p->g[j] = (k1.beta1 * p->m[j] + k1.one_minus_beta1 * (0.0f + k1.l2 * p->p[j])) / p->den[j];
+    size_t at = 0;
+    for (int i = p->ufirst[p->k]; i < p->ufirst[p->k + 1]; i++) {
+      const ps_unit *u = &p->u[i];
+      float *x = p->g + (u->off - p->slo), *e = p->eo + (u->off - p->slo);
+      if (u->compressible) {
+        for (size_t j = 0; j < u->n; j++) x[j] += e[j];
+        hs__onebit_encode(x, u->n, p->ucode + at, e);
+        hs__onebit_decode(p->ucode + at, u->n, x);
+        at += hs__onebit_bytes(u->n);
+      } else {
+        memcpy(p->ucode + at, x, 4 * u->n);
+        at += 4 * u->n;
+      }
+    }
+    p->ucode_n = at;
+    hs_optim_coef k;
+    hs__optim_coef(&d->optim, p->version + 1, &k);
+    for (size_t j = 0; j < p->sn; j++) {
+      p->m[j] = p->g[j] * p->den[j];
+      p->p[j] = p->p[j] * k.decay - k.lr * p->g[j];
+    }
+    p->version++;
+    d->st.updates++;
+    p->step_ready = true;
+  } else {
+    update(d, p->g);
+  }
+  if (d->ps_oba && !p->frozen && hs__dist_compress_now(d, p->cur + 1)) freeze(d);
   hs_status st = HS_OK;
   for (int w = 0; w < p->workers && st == HS_OK; w++) {
     if (!p->arrived[w]) continue;
@@ -594,7 +751,11 @@ static hs_status flush_async(hs_dist *d) {
 static hs_status on_push(hs_dist *d, int w, const ps_hdr *h, const uint8_t *payload) {
   hs_ps *p = d->ps;
   int64_t c = h->a, count = h->b;
-  bool cmp = h->flags & F_CMP;
+  bool cmp = h->flags & F_CMP, scaled = h->flags & F_SCALED;
+  if (scaled && !p->frozen)
+    return hs__fail(HS_ERR_FORMAT, "server rank %d: worker %d pushed a gradient over 1-bit "
+                    "Adam's frozen denominators before they froze", d->rank, w);
+  if (scaled && !p->den_ready) freeze_den(d);
   if (p->k == 0) {
     if (c > p->max_step) p->max_step = c;
     if ((h->flags & F_STOP) && p->sstop_at < 0) p->sstop_at = p->max_step + 2;
@@ -607,7 +768,7 @@ static hs_status on_push(hs_dist *d, int w, const ps_hdr *h, const uint8_t *payl
        * count. */
       if (count > 0) {
         d->st.late_gradients++;
-        decode_push(d, payload, cmp, p->g);
+        decode_push(d, payload, cmp, scaled, p->g);
         for (size_t j = 0; j < p->sn; j++) p->pend[j] += (double)count * (double)p->g[j];
         p->pend_count += count;
       }
@@ -616,7 +777,7 @@ static hs_status on_push(hs_dist *d, int w, const ps_hdr *h, const uint8_t *payl
     if (c > p->cur || p->arrived[w])
       return hs__fail(HS_ERR_FORMAT, "server rank %d: worker %d pushed step %lld while step %lld "
                       "is collected", d->rank, w, (long long)c, (long long)p->cur);
-    if (count > 0) decode_push(d, payload, cmp, p->contrib + (size_t)w * p->sn);
+    if (count > 0) decode_push(d, payload, cmp, scaled, p->contrib + (size_t)w * p->sn);
     p->ccount[w] = count;
     p->arrived[w] = true;
     int n = 0;
@@ -629,7 +790,7 @@ static hs_status on_push(hs_dist *d, int w, const ps_hdr *h, const uint8_t *payl
   int64_t late = (int64_t)(p->version - p->aim[w]);
   if (count > 0) {
     p->lag_hist[late < 1 ? (late < 0 ? 0 : 1) : late < 2 ? 2 : 3]++;
-    decode_push(d, payload, cmp, p->g);
+    decode_push(d, payload, cmp, scaled, p->g);
     for (size_t j = 0; j < p->sn; j++) p->pend[j] += (double)count * (double)p->g[j];
     p->pend_count += count;
     p->pend_pushes++;
@@ -760,6 +921,7 @@ hs_status hs__ps_scatter_state(hs_dist *d, const hs_dist_model *m) {
   hs_ps *p = d->ps;
   if (!d->server) {
     memcpy(p->view, m->params, d->n * sizeof *p->view);
+    if (p->den_have) memset(p->den_have, 0, (size_t)p->servers * sizeof *p->den_have);
     return HS_OK;
   }
   memcpy(p->p, m->params + p->slo, p->sn * 4);
@@ -768,41 +930,85 @@ hs_status hs__ps_scatter_state(hs_dist *d, const hs_dist_model *m) {
   if (m->v) memcpy(p->v, m->v + p->slo, p->sn * 4);
   else memset(p->v, 0, p->sn * 4);
   p->version = m->step;
+  p->frozen = p->den_ready = p->step_ready = false; /* hs__ps_load_state restores a frozen v */
+  if (p->eo) memset(p->eo, 0, p->sn * 4);
   /* The workers resume from p itself. */
   for (int w = 0; w < p->workers; w++) p->aim[w] = p->version;
   for (int w = 0; w < p->workers; w++) memcpy(p->views + (size_t)w * p->sn, p->p, p->sn * 4);
   return HS_OK;
 }
 
-/* Workers: u8 has_residual, then n floats; servers: the views (workers x
- * shard floats). */
+/* Workers: u8 flags (1: residual, 2: 1-bit Adam's den and m), then n
+ * floats (residual), 2 n (den, m); servers: the views (workers x shard
+ * floats), then, once 1-bit Adam froze v, u64 t_freeze and the server's
+ * residual of u (shard floats; the frozen v itself is the checkpoint's v). */
+static bool worker_has_den(const hs_dist *d) {
+  const hs_ps *p = d->ps;
+  if (!p->den_have) return false;
+  for (int k = 0; k < p->servers; k++)
+    if (!p->den_have[k]) return false;
+  return true;
+}
+
 size_t hs__ps_state_bytes(const hs_dist *d) {
   const hs_ps *p = d->ps;
-  if (d->server) return (size_t)p->workers * p->sn * 4;
-  return 1 + (p->ew ? d->n * 4 : 0);
+  if (d->server) return (size_t)p->workers * p->sn * 4 + (p->frozen ? 8 + p->sn * 4 : 0);
+  return 1 + (p->ew ? d->n * 4 : 0) + (worker_has_den(d) ? 2 * d->n * 4 : 0);
 }
 
 hs_status hs__ps_save_state(hs_dist *d, uint8_t *buf) {
   hs_ps *p = d->ps;
   if (d->server) {
     memcpy(buf, p->views, (size_t)p->workers * p->sn * 4);
+    if (p->frozen) {
+      memcpy(buf + (size_t)p->workers * p->sn * 4, &p->t_freeze, 8);
+      memcpy(buf + (size_t)p->workers * p->sn * 4 + 8, p->eo, p->sn * 4);
+    }
     return HS_OK;
   }
-  buf[0] = p->ew != NULL;
+  bool den = worker_has_den(d);
+  buf[0] = (p->ew ? 1u : 0u) | (den ? 2u : 0u);
   if (p->ew) memcpy(buf + 1, p->ew, d->n * 4);
+  if (den) {
+    memcpy(buf + 1 + (p->ew ? d->n * 4 : 0), p->wden, d->n * 4);
+    memcpy(buf + 1 + (p->ew ? d->n * 4 : 0) + d->n * 4, p->wm, d->n * 4);
+  }
   return HS_OK;
 }
 
 hs_status hs__ps_load_state(hs_dist *d, const uint8_t *buf, size_t len) {
   hs_ps *p = d->ps;
-  size_t want = d->server ? (size_t)p->workers * p->sn * 4 : 1 + (len > 0 && buf[0] ? d->n * 4 : 0);
-  if (len != want)
-    return hs__fail(HS_ERR_FORMAT, "parameter server state: %zu bytes, %zu expected", len, want);
+  size_t views = (size_t)p->workers * p->sn * 4;
+  uint8_t wf = !d->server && len > 0 ? buf[0] : 0;
+  size_t want = d->server ? views : 1 + (wf & 1 ? d->n * 4 : 0) + (wf & 2 ? 2 * d->n * 4 : 0);
+  if (!d->server && (wf > 3 || ((wf & 2) && !p->wden)))
+    return hs__fail(HS_ERR_FORMAT, "parameter server state: worker flags %u (1-bit Adam's "
+                    "denominators without 1-bit Adam?)", wf);
+  bool frozen = d->server && d->ps_oba && len == views + 8 + p->sn * 4;
+  if (len != want && !frozen)
+    return hs__fail(HS_ERR_FORMAT, "parameter server state: %zu bytes, %zu expected%s", len,
+                    want, d->server && d->ps_oba ? " (or more with 1-bit Adam's frozen state)" : "");
   if (d->server) {
-    memcpy(p->views, buf, (size_t)p->workers * p->sn * 4);
+    memcpy(p->views, buf, views);
+    if (frozen) {
+      memcpy(&p->t_freeze, buf + views, 8);
+      memcpy(p->eo, buf + views + 8, p->sn * 4);
+      if (p->t_freeze < 1)
+        return hs__fail(HS_ERR_FORMAT, "parameter server state: 1-bit Adam froze v after %llu "
+                        "updates (at least 1 expected)", (unsigned long long)p->t_freeze);
+      p->frozen = true;
+      p->den_ready = false;
+      /* Every worker had it with the answers of that epoch's end. */
+      for (int w = 0; w < p->workers; w++) p->den_sent[w] = true;
+    }
     return HS_OK;
   }
-  if (!buf[0]) return HS_OK;
+  if (wf & 2) {
+    memcpy(p->wden, buf + 1 + (wf & 1 ? d->n * 4 : 0), d->n * 4);
+    memcpy(p->wm, buf + 1 + (wf & 1 ? d->n * 4 : 0) + d->n * 4, d->n * 4);
+    for (int k = 0; k < p->servers; k++) p->den_have[k] = true;
+  }
+  if (!(wf & 1)) return HS_OK;
   if (!p->ew && !(p->ew = malloc(d->n * 4)))
     return hs__fail(HS_ERR_NOMEM, "error feedback (%zu values)", d->n);
   memcpy(p->ew, buf + 1, d->n * 4);
