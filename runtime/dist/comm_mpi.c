@@ -268,16 +268,12 @@ static void m_destroy(hs_comm *c) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (m->own_mpi && !finalized) {
-    fin_guard g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, c->rank};
-    pthread_t t;
     /* The deadlock above is MPICH's: other libraries' MPI_Finalize is not
      * watched (their launchers' connections may be TCP ones of their own). */
-#ifdef MPICH_VERSION
+#if defined(MPICH_VERSION) && !defined(HS_NO_FINALIZE_GUARD)
+    fin_guard g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, c->rank};
+    pthread_t t;
     bool watched = ended && pthread_create(&t, NULL, fin_watch, &g) == 0;
-#else
-    bool watched = false;
-    (void)fin_watch;
-#endif
     MPI_Finalize();
     if (watched) {
       pthread_mutex_lock(&g.mu);
@@ -286,6 +282,11 @@ static void m_destroy(hs_comm *c) {
       pthread_mutex_unlock(&g.mu);
       pthread_join(t, NULL);
     }
+#else
+    (void)ended;
+    (void)fin_watch;
+    MPI_Finalize();
+#endif
   }
   free(m);
 }
