@@ -126,6 +126,11 @@ static void m_host(const hs_comm *c, char *buf, size_t len) {
  * reached the barrier of all_ended, and this rank's messages had the grace
  * to leave. */
 #define FINALIZE_GRACE_S 5
+/* Should MPI_Finalize still run FINALIZE_LAST_S after the shutdown (a
+ * connection the filter could not tell from the launcher's, a transport
+ * other than TCP), the process ends with status 0 as the last resort: a
+ * launcher error is better than a rank that never ends. */
+#define FINALIZE_LAST_S 30
 
 typedef struct fin_guard {
   pthread_mutex_t mu;
@@ -231,14 +236,19 @@ static void *fin_watch(void *arg) {
   pthread_mutex_lock(&g->mu);
   bool shut = false;
   while (!g->done) {
+    if (pthread_cond_timedwait(&g->cv, &g->mu, &end) == 0 || g->done) continue;
     if (shut) {
-      pthread_cond_wait(&g->cv, &g->mu);
-    } else if (pthread_cond_timedwait(&g->cv, &g->mu, &end) != 0 && !g->done) {
-      int n = shut_mpi_connections();
-      hs__log(HS_LOG_DIST, "rank %d: MPI_Finalize still running %d s after every rank ended; "
-              "shut down its %d TCP connections of MPI so that it ends", g->rank, FINALIZE_GRACE_S, n);
-      shut = true;
+      hs__log(HS_LOG_DIST, "rank %d: MPI_Finalize still running %d s after the shutdown; "
+              "ending the process", g->rank, FINALIZE_LAST_S);
+      fflush(NULL);
+      _exit(0);
     }
+    int n = shut_mpi_connections();
+    hs__log(HS_LOG_DIST, "rank %d: MPI_Finalize still running %d s after every rank ended; "
+            "shut down its %d TCP connections of MPI so that it ends", g->rank, FINALIZE_GRACE_S, n);
+    shut = true;
+    clock_gettime(CLOCK_REALTIME, &end);
+    end.tv_sec += FINALIZE_LAST_S;
   }
   pthread_mutex_unlock(&g->mu);
   return NULL;
@@ -268,16 +278,12 @@ static void m_destroy(hs_comm *c) {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (m->own_mpi && !finalized) {
-    fin_guard g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, c->rank};
-    pthread_t t;
     /* The deadlock above is MPICH's: other libraries' MPI_Finalize is not
      * watched (their launchers' connections may be TCP ones of their own). */
-#ifdef MPICH_VERSION
+#if defined(MPICH_VERSION) && !defined(HS_NO_FINALIZE_GUARD)
+    fin_guard g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, c->rank};
+    pthread_t t;
     bool watched = ended && pthread_create(&t, NULL, fin_watch, &g) == 0;
-#else
-    bool watched = false;
-    (void)fin_watch;
-#endif
     MPI_Finalize();
     if (watched) {
       pthread_mutex_lock(&g.mu);
@@ -286,6 +292,11 @@ static void m_destroy(hs_comm *c) {
       pthread_mutex_unlock(&g.mu);
       pthread_join(t, NULL);
     }
+#else
+    (void)ended;
+    (void)fin_watch;
+    MPI_Finalize();
+#endif
   }
   free(m);
 }

@@ -151,7 +151,12 @@ HS_API hs_status hs_world_from_mpi(const void *mpi_comm, hs_world **out);
  * 4.0 over UCX's TCP transport), the process shuts down the TCP connections
  * MPI made, everything of hetsage's having been delivered, so that every
  * rank's MPI_Finalize ends normally (the process is not ended: a process
- * that ends within MPI_Finalize makes MPICH's launcher fail). */
+ * that ends within MPI_Finalize makes MPICH's launcher fail; only if it
+ * still runs 30 s later does the process end, with status 0). The guard
+ * tells MPI's connections by when they were made: a TCP connection that the
+ * application opened after hs_world_init and keeps past hs_world_destroy is
+ * shut down too in that case; an application that needs one should pass
+ * its own communicator (hs_world_from_mpi) and finalise MPI itself. */
 HS_API void hs_world_destroy(hs_world *w);
 
 HS_API int hs_world_rank(const hs_world *w);
