@@ -18,5 +18,9 @@ const char *hs__settings_icd_vendors_dir(void);
  * launchers' own variables (MPICH's PMI, Open MPI, PMIx, Slurm); 1 when
  * none names more than one. */
 int hs__settings_launcher_size(void);
+/* MPICH's PMI connection to its launcher: the descriptor of $PMI_FD and
+ * the port of $PMI_PORT ("host:port"); -1 for one not set or not a
+ * number. */
+void hs__settings_pmi_endpoints(int *fd, int *port);
 
 #endif

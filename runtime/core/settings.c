@@ -1,6 +1,7 @@
 /* Settings (hetsage/settings.h): the only place that reads the
  * environment. Every HETSAGE_* variable is one row of the table below,
  * with the field it sets and what it accepts. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,4 +268,22 @@ int hs__settings_launcher_size(void) {
     if (v && atoi(v) > 1) return atoi(v);
   }
   return 1;
+}
+
+void hs__settings_pmi_endpoints(int *fd, int *port) {
+  *fd = -1;
+  *port = -1;
+  const char *f = getenv("PMI_FD");
+  if (f && *f) {
+    char *end;
+    long v = strtol(f, &end, 10);
+    if (*end == '\0' && v >= 0 && v <= INT_MAX) *fd = (int)v;
+  }
+  const char *p = getenv("PMI_PORT");
+  const char *colon = p ? strrchr(p, ':') : NULL;
+  if (colon) {
+    char *end;
+    long v = strtol(colon + 1, &end, 10);
+    if (end != colon + 1 && *end == '\0' && v > 0 && v < 65536) *port = (int)v;
+  }
 }

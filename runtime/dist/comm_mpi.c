@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/hs_settings.h"
 #include "dist/comm_int.h"
 
 _Static_assert(sizeof(MPI_Request) <= sizeof(((hs_comm_req *)0)->impl),
@@ -145,6 +146,7 @@ typedef struct fin_guard {
 static struct {
   bool taken; /* false: not taken or too many: nothing is shut down */
   int n;
+  int pmi_fd, pmi_port; /* the launcher's PMI connection (-1: none named) */
   ino_t ino[PRE_INIT_MAX];
 } pre_init;
 
@@ -176,18 +178,9 @@ static void note_pre_init(int fd, const struct stat *st, void *arg) {
 static void take_pre_init_sockets(void) {
   pre_init.n = 0;
   pre_init.taken = true;
+  hs__settings_pmi_endpoints(&pre_init.pmi_fd, &pre_init.pmi_port);
   each_socket(note_pre_init, NULL);
   if (pre_init.n == PRE_INIT_MAX) pre_init.taken = false;
-}
-
-/* The port of PMI_PORT ("host:port"), -1 without one. */
-static int pmi_port(void) {
-  const char *v = getenv("PMI_PORT");
-  const char *colon = v ? strrchr(v, ':') : NULL;
-  if (!colon) return -1;
-  char *end;
-  long port = strtol(colon + 1, &end, 10);
-  return end != colon + 1 && *end == '\0' && port > 0 && port < 65536 ? (int)port : -1;
 }
 
 typedef struct shut_ctx {
@@ -222,8 +215,7 @@ static void shut_if_mpis(int fd, const struct stat *st, void *arg) {
  * shut down. The descriptors stay open (UCX closes them). */
 static int shut_mpi_connections(void) {
   if (!pre_init.taken) return 0;
-  const char *pmi_fd = getenv("PMI_FD");
-  shut_ctx x = {pmi_fd ? atoi(pmi_fd) : -1, pmi_port(), 0};
+  shut_ctx x = {pre_init.pmi_fd, pre_init.pmi_port, 0};
   each_socket(shut_if_mpis, &x);
   return x.n;
 }
