@@ -984,22 +984,57 @@ static inline void dc_reference_ps_onebit_adam(int workers, const dc_run *run, f
  * run uncompressed (plain Adam, bit for bit); a warm-up of 0 is refused;
  * the asynchronous server, a partial quorum and SGD keep compressing
  * gradients from step 0. */
+/* The message buffers of a ps run with cfg on this rank. */
+static inline hs_status dc_ps_buffers(hs_comm *c, const hs_dist_config *cfg, size_t *pushes,
+                                      size_t *answers) {
+  dc_toy m;
+  dc_toy_init(&m, hs__comm_rank(c), HS_OPTIM_ADAM);
+  hs_dist_model dm = {.n_params = m.n, .tensors = dc_tensors,
+                      .n_tensors = (int)HS_ARRAY_LEN(dc_tensors), .optim = m.oc, .params = m.p};
+  hs_dist *d;
+  hs_status st = hs__dist_create(c, cfg, &dm, &d);
+  if (st == HS_OK) {
+    hs__dist_ps_buffers(d, pushes, answers);
+    hs__dist_destroy(d);
+  }
+  dc_toy_free(&m);
+  return st;
+}
+
 static inline int dc_ps_onebit_adam(hs_comm *c, char *why) {
   int fails = 0, r = hs__comm_rank(c), n = hs__comm_size(c);
   int workers = n - 1;
   if (workers < 1) return 0;
+  {
+    /* The room for den and m (8 bytes a value, once in a run) is in the
+     * answers only: a worker's n values, a server's shard for each worker. */
+    dc_run oba = dc_run_cfg(HS_SYNC_PS), plain = dc_run_cfg(HS_SYNC_PS);
+    oba.cfg.compress = HS_COMPRESS_1BIT;
+    oba.cfg.compress_warmup = 7;
+    size_t op = 0, oa = 0, pp = 0, pa = 0;
+    DC_OK(dc_ps_buffers(c, &oba.cfg, &op, &oa), why, "ps 1-bit Adam buffers");
+    DC_OK(dc_ps_buffers(c, &plain.cfg, &pp, &pa), why, "ps buffers");
+    size_t room = (size_t)(r < workers ? 1 : workers) * 8 * DC_TOTAL;
+    if (pp == 0 || op != pp || oa != pa + room)
+      DC_FAIL(why, "ps 1-bit Adam buffers, rank %d of %d: pushes %zu bytes, answers %zu; "
+              "uncompressed Adam: %zu and %zu (pushes the same, answers + %zu expected)", r, n,
+              op, oa, pp, pa, room);
+  }
   float *p = malloc(DC_TOTAL * sizeof *p), *want = malloc(DC_TOTAL * sizeof *want);
   float *exact = malloc(DC_TOTAL * sizeof *exact);
   static const struct {
     int64_t warmup;
     hs_wd_mode wd;
-  } cases[] = {{7, HS_WD_L2}, {25, HS_WD_DECOUPLED}, {HS_COMPRESS_WARMUP_AUTO, HS_WD_L2}};
+    int epochs;
+  } cases[] = {{7, HS_WD_L2, 12}, {25, HS_WD_DECOUPLED, 12}, {HS_COMPRESS_WARMUP_AUTO, HS_WD_L2, 12},
+               /* 60 steps, all in the automatic warm-up: plain Adam */
+               {HS_COMPRESS_WARMUP_AUTO, HS_WD_L2, 3}};
   for (size_t k = 0; k < HS_ARRAY_LEN(cases); k++) {
     dc_run run = dc_run_cfg(HS_SYNC_PS);
     run.cfg.compress = HS_COMPRESS_1BIT;
     run.cfg.compress_warmup = cases[k].warmup;
     run.wd_mode = cases[k].wd;
-    run.epochs = 12;
+    run.epochs = cases[k].epochs;
     hs_status st = dc_train(c, &run, p);
     DC_OK(st, why, "ps 1-bit Adam");
     fails += dc_same_on_workers(c, p, workers, why);

@@ -238,6 +238,36 @@ Test(dist_cli, resume_continues_exactly_parameter_server) {
   resume_case(3, "--sync ps --compress 1bit --compress-min 64 --compress-warmup 3");
 }
 
+/* ps 1-bit Adam resumed with another warm-up than the checkpoint's. A
+ * checkpoint of the warm-up (not frozen) resumed past a lower warm-up
+ * would start compressing with no frozen denominators on any rank (the
+ * answer carrying them would be 1-bit coded); a frozen one resumed under
+ * a later warm-up would have the servers move m and v again while the
+ * workers keep the m and den of the checkpoint. Both are refused with the
+ * cause. */
+static void ps_warmup_mismatch(const char *first, const char *rest) {
+  run_dir d = scratch();
+  char args[512], out[8192];
+  snprintf(args, sizeof args, "--batch 128 --epochs 1 --sync ps --compress 1bit --compress-min 64 "
+           "%s --checkpoint c", first);
+  cr_assert_eq(mpi_train(&d, 3, args, "first", out, sizeof out), 0, "%s", out);
+  snprintf(args, sizeof args, "--batch 128 --epochs 2 --sync ps --compress 1bit --compress-min 64 "
+           "%s --checkpoint c --resume", rest);
+  int rc = mpi_train(&d, 3, args, "rest", out, sizeof out);
+  cr_assert_neq(rc, 0, "%s then %s: the resume ran: %s", first, rest, out);
+  cr_assert(strstr(out, "--compress-warmup"), "the refusal names the option: %s", out);
+  tu_rmtree(d.dir);
+}
+
+Test(dist_cli, ps_one_bit_adam_resume_past_a_lower_warmup_is_refused) {
+  /* 7 steps an epoch: warm-up 10 is not over at the checkpoint. */
+  ps_warmup_mismatch("--compress-warmup 10", "--compress-warmup 3");
+}
+
+Test(dist_cli, ps_one_bit_adam_resume_of_a_frozen_run_under_a_later_warmup_is_refused) {
+  ps_warmup_mismatch("--compress-warmup 3", "--compress-warmup 10");
+}
+
 Test(dist_cli, resume_continues_exactly_local_sgd) {
   resume_case(2, "--sync local --period 3");
 }

@@ -443,6 +443,11 @@ hs_status hs__dist_gather_state(hs_dist *d, float *params, float *m, float *v, u
   return hs__ps_gather_state(d, params, m, v, step);
 }
 
+void hs__dist_ps_buffers(const hs_dist *d, size_t *pushes, size_t *answers) {
+  *pushes = *answers = 0;
+  if (d->cfg.sync == HS_SYNC_PS && d->ps) hs__ps_buffers(d, pushes, answers);
+}
+
 hs_status hs__dist_scatter_state(hs_dist *d, const hs_dist_model *m) {
   if (d->cfg.sync != HS_SYNC_PS) {
     if (d->anchor) memcpy(d->anchor, m->params, d->n * sizeof *d->anchor);

@@ -80,6 +80,7 @@ hs_status hs__ps_serve(hs_dist *d, int64_t *steps_done, bool *interrupted);
 hs_status hs__ps_gather_state(hs_dist *d, float *params, float *m, float *v, uint64_t *step);
 hs_status hs__ps_scatter_state(hs_dist *d, const hs_dist_model *m);
 size_t hs__ps_state_bytes(const hs_dist *d);
+void hs__ps_buffers(const hs_dist *d, size_t *pushes, size_t *answers);
 hs_status hs__ps_save_state(hs_dist *d, uint8_t *buf);
 hs_status hs__ps_load_state(hs_dist *d, const uint8_t *buf, size_t len);
 

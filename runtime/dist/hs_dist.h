@@ -124,6 +124,12 @@ void hs__ps_look_ahead(const hs_optim_cfg *cfg, uint64_t t, int64_t h, size_t n,
 /* The figures since the last call (then reset). */
 void hs__dist_stats_take(hs_dist *d, hs_dist_stats *out);
 
+/* ps: the bytes of this rank's message buffers for the pushes (a
+ * worker's push buffer, a server's receive buffer) and for the answers (a
+ * worker's receive buffer, a server's send buffer); 0 and 0 in the other
+ * modes. */
+void hs__dist_ps_buffers(const hs_dist *d, size_t *pushes, size_t *answers);
+
 /* ps: the full model state (parameters, moments, step) gathered from the
  * servers onto worker 0 (collective over every rank; out is used on
  * worker 0 only, n_params floats each, m/v may be NULL). */

@@ -73,8 +73,10 @@ struct hs_ps {
   size_t *lo;     /* shard k: [lo[k], lo[k + 1]) */
   ps_unit *u;     /* units of shard k: [ufirst[k], ufirst[k + 1]) */
   int *ufirst;
-  size_t *cap;    /* largest message of shard k (header included) */
-  size_t *coff;   /* offsets of each shard's message in the worker buffers */
+  size_t *cap;    /* largest push of shard k (header included) */
+  size_t *acap;   /* largest answer: cap, and 1-bit Adam's den and m once */
+  size_t *coff;   /* offsets of each shard's push in the worker's push buffer */
+  size_t *aoff;   /* and of each answer in its answer buffer */
   float *tmp;     /* a unit's values */
   /* Worker. */
   float *view, *ew; /* its parameters; its residual (NULL until compressed) */
@@ -112,7 +114,7 @@ struct hs_ps {
   int pend_pushes;
   int64_t *ccount, *clock, *defer_step;
   bool *arrived, *ended, *deferred;
-  uint8_t *rx, *tx; /* workers x cap[k] */
+  uint8_t *rx, *tx; /* workers x cap[k], workers x acap[k] */
   hs_comm_req *srq; /* [0, workers) pushes, [workers, 2 workers) replies */
   hs_comm_req **wait_set;
   int64_t cur, max_step, sstop_at;
@@ -129,7 +131,9 @@ void hs__ps_destroy(hs_ps *p) {
   free(p->u);
   free(p->ufirst);
   free(p->cap);
+  free(p->acap);
   free(p->coff);
+  free(p->aoff);
   free(p->tmp);
   free(p->view);
   free(p->ew);
@@ -179,9 +183,11 @@ static hs_status make_units(hs_dist *d, hs_ps *p) {
   p->lo = malloc(((size_t)K + 1) * sizeof *p->lo);
   p->ufirst = malloc(((size_t)K + 1) * sizeof *p->ufirst);
   p->cap = calloc((size_t)K, sizeof *p->cap);
+  p->acap = calloc((size_t)K, sizeof *p->acap);
   p->coff = calloc((size_t)K + 1, sizeof *p->coff);
+  p->aoff = calloc((size_t)K + 1, sizeof *p->aoff);
   p->u = malloc(((size_t)d->nt + (size_t)K) * sizeof *p->u);
-  if (!sorted || !p->lo || !p->ufirst || !p->cap || !p->coff || !p->u) {
+  if (!sorted || !p->lo || !p->ufirst || !p->cap || !p->acap || !p->coff || !p->aoff || !p->u) {
     free(sorted);
     return hs__fail(HS_ERR_NOMEM, "parameter server shards");
   }
@@ -216,8 +222,10 @@ static hs_status make_units(hs_dist *d, hs_ps *p) {
                              .compressible = sorted[i].n >= (size_t)d->cfg.compress_min};
       p->cap[k] += unit_cap(b - a);
     }
-    if (d->ps_oba) p->cap[k] += 8 * (p->lo[k + 1] - p->lo[k]); /* den, m */
+    /* den and m go with one answer to each worker (pushes never carry them). */
+    p->acap[k] = p->cap[k] + (d->ps_oba ? 8 * (p->lo[k + 1] - p->lo[k]) : 0);
     p->coff[k + 1] = p->coff[k] + p->cap[k];
+    p->aoff[k + 1] = p->aoff[k] + p->acap[k];
   }
   p->ufirst[K] = nu;
   free(sorted);
@@ -241,7 +249,7 @@ hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m) {
   if (!d->server) {
     p->view = malloc(d->n * sizeof *p->view);
     p->push = malloc(p->coff[p->servers]);
-    p->reply = malloc(p->coff[p->servers]);
+    p->reply = malloc(p->aoff[p->servers]);
     p->rq = calloc(2 * (size_t)p->servers, sizeof *p->rq);
     if (!p->view || !p->push || !p->reply || !p->rq ||
         (d->ps_oba && (!(p->wden = malloc(d->n * sizeof *p->wden)) ||
@@ -280,7 +288,7 @@ hs_status hs__ps_create(hs_dist *d, const hs_dist_model *m) {
   p->ended = calloc((size_t)W, sizeof *p->ended);
   p->deferred = calloc((size_t)W, sizeof *p->deferred);
   p->rx = malloc((size_t)W * cap);
-  p->tx = malloc((size_t)W * cap);
+  p->tx = malloc((size_t)W * p->acap[p->k]);
   p->srq = calloc(2 * (size_t)W, sizeof *p->srq);
   p->wait_set = calloc((size_t)W, sizeof *p->wait_set);
   if (!p->p || !p->m || !p->v || !p->views || !p->contrib || !p->g || !p->pend || !p->ccount ||
@@ -338,7 +346,7 @@ static hs_status worker_exchange(hs_dist *d, const char *what) {
 /* Apply the reply of server k to the worker's parameters; its stop step. */
 static hs_status take_reply(hs_dist *d, int k, bool want_full) {
   hs_ps *p = d->ps;
-  const uint8_t *msg = p->reply + p->coff[k];
+  const uint8_t *msg = p->reply + p->aoff[k];
   size_t got = p->rq[k].got;
   ps_hdr h;
   int rank = d->workers + k;
@@ -391,8 +399,8 @@ static hs_status take_reply(hs_dist *d, int k, bool want_full) {
 static hs_status post_replies(hs_dist *d) {
   hs_ps *p = d->ps;
   for (int k = 0; k < p->servers; k++) {
-    hs_status st = hs__comm_irecv(d->c, d->workers + k, TAG_PS_REPLY, p->reply + p->coff[k],
-                                  p->cap[k], &p->rq[k]);
+    hs_status st = hs__comm_irecv(d->c, d->workers + k, TAG_PS_REPLY, p->reply + p->aoff[k],
+                                  p->acap[k], &p->rq[k]);
     if (st != HS_OK) return st;
   }
   return HS_OK;
@@ -419,6 +427,24 @@ hs_status hs__ps_step(hs_dist *d, const hs_dist_trainer *t, int64_t step, int64_
   d->st.compute_s += t1 - t0;
   if (st != HS_OK) return st;
   bool cmp = hs__dist_compress_now(d, step);
+  /* 1-bit Adam: compressed steps need den and m from every server, which
+   * come with the answer to the warm-up's last step; a resume must keep
+   * the warm-up of the run that wrote the checkpoint on that side of it. */
+  for (int k = 0; d->ps_oba && k < p->servers; k++) {
+    if (cmp && !p->den_have[k])
+      return hs__fail(HS_ERR_INVALID_ARG, "rank %d: step %lld is past the 1-bit Adam warm-up "
+                      "(--compress-warmup %lld), but the parameter servers' v was not frozen at "
+                      "its end: the checkpoint holds no frozen state (written with a later "
+                      "warm-up, by an older hetsage or by another kind of run); resume with the "
+                      "warm-up it was written with, or a --compress-warmup above %lld", d->rank,
+                      (long long)step, (long long)d->warmup, (long long)step);
+    if (!cmp && p->den_have[k])
+      return hs__fail(HS_ERR_INVALID_ARG, "rank %d: step %lld is in the 1-bit Adam warm-up "
+                      "(--compress-warmup %lld), but the checkpoint holds the parameter servers' "
+                      "frozen v (written with an earlier warm-up); resume with the warm-up it "
+                      "was written with, or a --compress-warmup of at most %lld", d->rank,
+                      (long long)step, (long long)d->warmup, (long long)step);
+  }
   if (cmp && !p->ew) {
     p->ew = calloc(d->n, sizeof *p->ew);
     if (!p->ew) return hs__fail(HS_ERR_NOMEM, "error feedback (%zu values)", d->n);
@@ -574,12 +600,15 @@ static int64_t look_ahead(hs_dist *d, int w) {
 /* Answer worker w (for its push of step `step`); FULL: the whole shard. */
 static hs_status reply(hs_dist *d, int w, int64_t step, bool full) {
   hs_ps *p = d->ps;
-  size_t cap = p->cap[p->k];
+  size_t cap = p->acap[p->k];
   /* The previous answer to w was received before w pushed again. */
   hs_status st = hs__comm_waitall(d->c, &p->srq[p->workers + w], 1, "an answer");
   if (st != HS_OK) return st;
   uint8_t *msg = p->tx + (size_t)w * cap;
-  bool cmp = !full && hs__dist_compress_now(d, step);
+  /* The answer that hands den and m over is exact (the workers then hold
+   * p as the server does). */
+  bool den = p->frozen && !p->den_sent[w];
+  bool cmp = !full && !den && hs__dist_compress_now(d, step);
   ps_hdr h = {.a = (int64_t)p->version, .b = p->k == 0 ? p->sstop_at : -1,
               .kind = full ? K_FULL : K_REPLY, .flags = cmp ? F_CMP : 0u};
   memcpy(msg, &h, HDR);
@@ -612,7 +641,7 @@ static hs_status reply(hs_dist *d, int w, int64_t step, bool full) {
       at += 4 * u->n;
     }
   }
-  if (p->frozen && !p->den_sent[w]) {
+  if (den) {
     if (!p->den_ready) freeze_den(d);
     memcpy(msg + at, p->den, 4 * p->sn);
     memcpy(msg + at + 4 * p->sn, p->m, 4 * p->sn);
@@ -755,6 +784,12 @@ static hs_status on_push(hs_dist *d, int w, const ps_hdr *h, const uint8_t *payl
   if (scaled && !p->frozen)
     return hs__fail(HS_ERR_FORMAT, "server rank %d: worker %d pushed a gradient over 1-bit "
                     "Adam's frozen denominators before they froze", d->rank, w);
+  if (d->ps_oba && hs__dist_compress_now(d, c) != p->frozen)
+    return hs__fail(HS_ERR_INVALID_ARG, "server rank %d: step %lld is %s the 1-bit Adam warm-up "
+                    "(--compress-warmup %lld) but v is %s: the checkpoint was written with "
+                    "another warm-up; resume with the warm-up it was written with", d->rank,
+                    (long long)c, p->frozen ? "in" : "past", (long long)d->warmup,
+                    p->frozen ? "frozen" : "not frozen");
   if (scaled && !p->den_ready) freeze_den(d);
   if (p->k == 0) {
     if (c > p->max_step) p->max_step = c;
@@ -883,6 +918,17 @@ hs_status hs__ps_serve(hs_dist *d, int64_t *steps_done, bool *interrupted) {
   for (int w = 0; w < W && st == HS_OK; w++) st = reply(d, w, 0, true);
   if (st == HS_OK) st = hs__comm_waitall(d->c, p->srq + W, W, "the final answers");
   return st;
+}
+
+void hs__ps_buffers(const hs_dist *d, size_t *pushes, size_t *answers) {
+  const hs_ps *p = d->ps;
+  if (d->server) {
+    *pushes = (size_t)p->workers * p->cap[p->k];
+    *answers = (size_t)p->workers * p->acap[p->k];
+  } else {
+    *pushes = p->coff[p->servers];
+    *answers = p->aoff[p->servers];
+  }
 }
 
 /* ---- state ------------------------------------------------------------------------ */
