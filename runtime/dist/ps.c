@@ -360,6 +360,9 @@ static hs_status take_reply(hs_dist *d, int k, bool want_full) {
     return hs__fail(HS_ERR_FORMAT, "rank %d: server rank %d answered with kind %u, %zu bytes "
                     "(the ranks disagree on the protocol or the model)", d->rank, rank, h.kind,
                     got);
+  if (stepm && (!p->wden || !p->den_have[k]))
+    return hs__fail(HS_ERR_FORMAT, "rank %d: server rank %d answered with a 1-bit Adam step "
+                    "before sending its frozen denominators", d->rank, rank);
   if (k == 0) p->stop_at = h.b;
   size_t at = HDR;
   for (int i = p->ufirst[k]; i < p->ufirst[k + 1]; i++) {
@@ -790,6 +793,9 @@ static hs_status on_push(hs_dist *d, int w, const ps_hdr *h, const uint8_t *payl
                     "another warm-up; resume with the warm-up it was written with", d->rank,
                     (long long)c, p->frozen ? "in" : "past", (long long)d->warmup,
                     p->frozen ? "frozen" : "not frozen");
+  if (d->ps_oba && p->frozen && !scaled)
+    return hs__fail(HS_ERR_FORMAT, "server rank %d: worker %d pushed a gradient, not its part "
+                    "of 1-bit Adam's step, after v froze", d->rank, w);
   if (scaled && !p->den_ready) freeze_den(d);
   if (p->k == 0) {
     if (c > p->max_step) p->max_step = c;
