@@ -421,6 +421,23 @@ static inline void dc_toy_init(dc_toy *m, int rank, hs_optim_kind kind) {
   m->rank = rank;
 }
 
+/* 1-bit Adam's frozen denominators in the references: per tensor, each
+ * root of the bias-corrected v floored at 0.1 x the tensor's mean, plus eps. */
+static inline void dc_frozen_den(const dc_toy *m, float *den) {
+  hs_optim_coef kf;
+  hs__optim_coef(&m->oc, m->t, &kf);
+  for (size_t ti = 0; ti < HS_ARRAY_LEN(dc_tensors); ti++) {
+    const hs_dist_tensor *t = &dc_tensors[ti];
+    double sum = 0;
+    for (size_t i = t->off; i < t->off + t->n; i++) sum += sqrtf(m->v[i]) * kf.inv_sqrt_bc2;
+    float fl = t->n ? (float)(0.1 * sum / (double)t->n) : 0.0f;
+    for (size_t i = t->off; i < t->off + t->n; i++) {
+      float s = sqrtf(m->v[i]) * kf.inv_sqrt_bc2;
+      den[i] = (s > fl ? s : fl) + kf.eps;
+    }
+  }
+}
+
 static inline void dc_toy_free(dc_toy *m) {
   free(m->p);
   free(m->m);
@@ -731,19 +748,8 @@ static inline void dc_reference_onebit_adam(int workers, const dc_run *run, floa
       dc_toy_apply(&m, acc);
       continue;
     }
-    if (!frozen) { /* den per tensor, floored at 0.1 x the tensor's mean */
-      hs_optim_coef kf;
-      hs__optim_coef(&m.oc, m.t, &kf);
-      for (size_t ti = 0; ti < HS_ARRAY_LEN(dc_tensors); ti++) {
-        const hs_dist_tensor *t = &dc_tensors[ti];
-        double sum = 0;
-        for (size_t i = t->off; i < t->off + t->n; i++) sum += sqrtf(m.v[i]) * kf.inv_sqrt_bc2;
-        float fl = t->n ? (float)(0.1 * sum / (double)t->n) : 0.0f;
-        for (size_t i = t->off; i < t->off + t->n; i++) {
-          float s = sqrtf(m.v[i]) * kf.inv_sqrt_bc2;
-          den[i] = (s > fl ? s : fl) + kf.eps;
-        }
-      }
+    if (!frozen) {
+      dc_frozen_den(&m, den);
       frozen = true;
     }
     for (int r = 0; r < workers; r++) {
@@ -951,18 +957,7 @@ static inline void dc_reference_ps_onebit_adam(int workers, const dc_run *run, f
       }
     }
     if (!frozen && step + 1 == warmup) {
-      hs_optim_coef kf;
-      hs__optim_coef(&m.oc, m.t, &kf);
-      for (size_t ti = 0; ti < HS_ARRAY_LEN(dc_tensors); ti++) {
-        const hs_dist_tensor *t = &dc_tensors[ti];
-        double sum = 0;
-        for (size_t i = t->off; i < t->off + t->n; i++) sum += sqrtf(m.v[i]) * kf.inv_sqrt_bc2;
-        float fl = t->n ? (float)(0.1 * sum / (double)t->n) : 0.0f;
-        for (size_t i = t->off; i < t->off + t->n; i++) {
-          float sq = sqrtf(m.v[i]) * kf.inv_sqrt_bc2;
-          den[i] = (sq > fl ? sq : fl) + kf.eps;
-        }
-      }
+      dc_frozen_den(&m, den);
       frozen = true;
     }
   }
