@@ -130,89 +130,97 @@ __kernel void hs_ctr_fm_bwd(__global const float *rows, int row, __global const 
   }
 }
 
-/* DLRM interaction, work-item (i, b): vector i of example b (v_0 = z, v_i
- * the row of field i - 1) writes its dots with every j < i, i.e. row i of
- * the lower triangle, at i (i - 1) / 2 past the copy of z; i == 0 copies
- * z. The j run in groups of four dots, one named accumulator each, over
- * the same k: every dot is still summed k = 0, 1, ... on its own (the same
- * bits as one dot at a time), but the group's chains are independent work
- * and v_i's column is read once per group (an array of pointers and
- * accumulators measured slower under PoCL than one dot at a time). */
-#define IFWD_CHUNK 4 /* a0..a3 below */
+/* DLRM interaction, work-item b: example b's vectors v_0 = z, v_i = the
+ * row of field i - 1 (N = n_fields + 1 <= 27 of them); the output is z,
+ * then the lower triangle row by row, (i, j) for j < i at
+ * dim + i (i - 1) / 2 + j. Each dot is summed k = 0, 1, ... from 0.0f,
+ * one product and one sum at a time (the reference's order), but 16 dots
+ * (j0 .. j0 + 15 of row i) run side by side as the lanes of one float16,
+ * from a transposed copy vt[k][j] = v_j[k] of IK columns at a time; a dot
+ * longer than IK continues from its stored partial sum (exact: a float
+ * stored and loaded is the same float). */
+#define IK 16
+#define IJ 32 /* lanes of vt's rows: N <= 27 rounded up to two float16 */
 __kernel void hs_ctr_interact(__global const float *z, __global const float *rows,
                               __global const int *idx, int n_fields, int dim, int n,
                               __global float *out) {
-  int i = (int)get_global_id(0), b = (int)get_global_id(1);
-  if (i > n_fields || b >= n) return;
-  int width = dim + n_fields * (n_fields + 1) / 2;
+  int b = (int)get_global_id(0);
+  if (b >= n) return;
+  int N = n_fields + 1, width = dim + n_fields * (n_fields + 1) / 2;
   __global float *o = out + (size_t)b * width;
   __global const float *zb = z + (size_t)b * dim;
   __global const int *ib = idx + (size_t)b * n_fields;
-  if (i == 0) {
-    for (int k = 0; k < dim; k++) o[k] = zb[k];
-    return;
-  }
-  __global const float *vi = rows + (size_t)ib[i - 1] * dim;
-  int t = dim + i * (i - 1) / 2, j = 0;
-  for (; j + IFWD_CHUNK <= i; j += IFWD_CHUNK) {
-    __global const float *v0 = j == 0 ? zb : rows + (size_t)ib[j - 1] * dim;
-    __global const float *v1 = rows + (size_t)ib[j] * dim;
-    __global const float *v2 = rows + (size_t)ib[j + 1] * dim;
-    __global const float *v3 = rows + (size_t)ib[j + 2] * dim;
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    for (int k = 0; k < dim; k++) {
-      float x = vi[k];
-      a0 += x * v0[k];
-      a1 += x * v1[k];
-      a2 += x * v2[k];
-      a3 += x * v3[k];
+  for (int k = 0; k < dim; k++) o[k] = zb[k];
+  float vt[IK * IJ], part[16];
+  for (int q = 0; q < IK * IJ; q++) vt[q] = 0.0f;
+  for (int k0 = 0; k0 < dim; k0 += IK) {
+    int m = min(IK, dim - k0);
+    for (int j = 0; j < N; j++) {
+      __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0;
+      for (int kk = 0; kk < m; kk++) vt[kk * IJ + j] = vj[kk];
     }
-    o[t + j] = a0;
-    o[t + j + 1] = a1;
-    o[t + j + 2] = a2;
-    o[t + j + 3] = a3;
-  }
-  for (; j < i; j++) {
-    __global const float *vj = j == 0 ? zb : rows + (size_t)ib[j - 1] * dim;
-    float acc = 0.0f;
-    for (int k = 0; k < dim; k++) acc += vi[k] * vj[k];
-    o[t + j] = acc;
+    for (int i = 1; i < N; i++) {
+      __global float *oi = o + dim + i * (i - 1) / 2;
+      for (int j0 = 0; j0 < i; j0 += 16) {
+        int w = min(16, i - j0);
+        float16 acc = (float16)(0.0f);
+        if (k0 > 0) {
+          for (int l = 0; l < 16; l++) part[l] = l < w ? oi[j0 + l] : 0.0f;
+          acc = vload16(0, part);
+        }
+        for (int kk = 0; kk < m; kk++)
+          acc = acc + (float16)(vt[kk * IJ + i]) * vload16(0, vt + kk * IJ + j0);
+        if (w == 16) {
+          vstore16(acc, 0, oi + j0);
+        } else {
+          vstore16(acc, 0, part);
+          for (int l = 0; l < w; l++) oi[j0 + l] = part[l];
+        }
+      }
+    }
   }
 }
 
-/* Its gradient, work-item (i, b): dv_i = sum over j != i, increasing, of
- * dT(max, min) v_j; v_0's goes to dz plus the direct part, the others to
- * dE[b, i - 1]. The columns k run in chunks of IBWD_CHUNK accumulators
+/* Its gradient, work-item b: for each vector i, dv_i = sum over j != i,
+ * increasing, of dT(max, min) v_j; v_0's goes to dz plus the direct part,
+ * the others to dE[b, i - 1]. Sixteen columns k at a time as one float16
  * (each column's sum keeps its order over j: the same bits as one column
- * at a time), so that a chunk's products are contiguous vector work. */
-#define IBWD_CHUNK 16
+ * at a time), the last dim % 16 one by one. */
 __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float *rows,
                                   __global const int *idx, int n_fields, int dim,
                                   __global const float *dout, int n, __global float *dz,
                                   __global float *dE) {
-  int i = (int)get_global_id(0), b = (int)get_global_id(1);
-  if (i > n_fields || b >= n) return;
+  int b = (int)get_global_id(0);
+  if (b >= n) return;
   int width = dim + n_fields * (n_fields + 1) / 2, N = n_fields + 1;
   __global const float *d = dout + (size_t)b * width, *dt = d + dim;
   __global const float *zb = z + (size_t)b * dim;
   __global const int *ib = idx + (size_t)b * n_fields;
-  __global float *out = i == 0 ? dz + (size_t)b * dim : dE + ((size_t)b * n_fields + i - 1) * dim;
-  for (int k0 = 0; k0 < dim; k0 += IBWD_CHUNK) {
-    int m = min(IBWD_CHUNK, dim - k0);
-    float acc[IBWD_CHUNK];
-    for (int kk = 0; kk < IBWD_CHUNK; kk++) acc[kk] = 0.0f;
-    for (int j = 0; j < N; j++) {
-      if (j == i) continue;
-      int hi = max(i, j), lo = min(i, j);
-      float c = dt[hi * (hi - 1) / 2 + lo];
-      __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0;
-      if (m == IBWD_CHUNK) {
-        for (int kk = 0; kk < IBWD_CHUNK; kk++) acc[kk] += c * vj[kk];
-      } else {
-        for (int kk = 0; kk < m; kk++) acc[kk] += c * vj[kk];
+  for (int i = 0; i < N; i++) {
+    __global float *out = i == 0 ? dz + (size_t)b * dim : dE + ((size_t)b * n_fields + i - 1) * dim;
+    int k0 = 0;
+    for (; k0 + 16 <= dim; k0 += 16) {
+      float16 acc = (float16)(0.0f);
+      for (int j = 0; j < N; j++) {
+        if (j == i) continue;
+        int hi = max(i, j), lo = min(i, j);
+        float c = dt[hi * (hi - 1) / 2 + lo];
+        __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0;
+        acc = acc + (float16)(c) * vload16(0, vj);
       }
+      if (i == 0) acc = vload16(0, d + k0) + acc;
+      vstore16(acc, 0, out + k0);
     }
-    for (int kk = 0; kk < m; kk++) out[k0 + kk] = i == 0 ? d[k0 + kk] + acc[kk] : acc[kk];
+    for (; k0 < dim; k0++) {
+      float acc = 0.0f;
+      for (int j = 0; j < N; j++) {
+        if (j == i) continue;
+        int hi = max(i, j), lo = min(i, j);
+        float vj = j == 0 ? zb[k0] : rows[(size_t)ib[j - 1] * dim + k0];
+        acc += dt[hi * (hi - 1) / 2 + lo] * vj;
+      }
+      out[k0] = i == 0 ? d[k0] + acc : acc;
+    }
   }
 }
 

@@ -114,3 +114,60 @@ Test(ctr_cl, bad_batch_refused) {
 /* Rows wider than one chunk of the interaction gradient's accumulators
  * (16): a full chunk and a partial one. */
 Test(ctr_cl, dlrm_rows_wider_than_a_chunk) { compare(HS_CTR_DLRM, 200, 5, 20, 400); }
+
+/* The interaction kernels alone, bit for bit against the reference, over
+ * field counts (1, 5, 26), widths (1, 8; 16: one float16; 20: one and a
+ * rest; 33: a forward dot longer than one transposed chunk of 16 columns)
+ * and local sizes. */
+Test(ctr_cl, interaction_kernels_equal_the_reference_bit_for_bit) {
+  static const int32_t Fs[] = {1, 5, 26}, Ds[] = {1, 8, 16, 20, 33};
+  static const size_t wgs[] = {0, 1, 7, 64};
+  const int32_t n = 37, n_rows = 50;
+  uint64_t s = 11;
+  for (size_t fi = 0; fi < sizeof Fs / sizeof Fs[0]; fi++) {
+    for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
+      int32_t F = Fs[fi], D = Ds[di], width = D + F * (F + 1) / 2;
+      ctr_fix f;
+      cf_make(&f, HS_CTR_DLRM, n, F, D, n_rows, 3);
+      size_t nz = (size_t)n * D, nr = (size_t)n_rows * D, no = (size_t)n * width;
+      size_t ne = (size_t)n * F * D;
+      float *z = malloc(4 * nz), *rows = malloc(4 * nr), *dout = malloc(4 * no);
+      float *want = malloc(4 * no), *got = malloc(4 * no), *want_dz = malloc(4 * nz);
+      float *got_dz = malloc(4 * nz), *want_dE = malloc(4 * ne), *got_dE = malloc(4 * ne);
+      int32_t *idx = malloc(4 * (size_t)n * F);
+      for (size_t i = 0; i < nz; i++) z[i] = 2.0f * cf_uniform(&s) - 1.0f;
+      for (size_t i = 0; i < nr; i++) rows[i] = 2.0f * cf_uniform(&s) - 1.0f;
+      for (size_t i = 0; i < no; i++) dout[i] = 2.0f * cf_uniform(&s) - 1.0f;
+      for (size_t i = 0; i < (size_t)n * F; i++)
+        idx[i] = (int32_t)(cf_uniform(&s) * (float)n_rows) % n_rows;
+      hs__ctr_ref_interact(z, rows, idx, n, F, D, want);
+      hs__ctr_ref_interact_bwd(z, rows, idx, n, F, D, dout, want_dz, want_dE);
+      for (size_t w = 0; w < sizeof wgs / sizeof wgs[0]; w++) {
+        hs_ctr_trainer_opts o = {.wg = wgs[w]};
+        hs_ctr_trainer *t;
+        cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, &o, &t),
+                     HS_OK, "%s", hs_last_error());
+        cl_mem mz = clf_upload(&clf, z, 4 * nz), mr = clf_upload(&clf, rows, 4 * nr);
+        cl_mem mi = clf_upload(&clf, idx, 4 * (size_t)n * F), md = clf_upload(&clf, dout, 4 * no);
+        cl_mem mo = clf_upload(&clf, NULL, 4 * no), mdz = clf_upload(&clf, NULL, 4 * nz);
+        cl_mem mdE = clf_upload(&clf, NULL, 4 * ne);
+        cr_assert_eq(hs__ctr_trainer_run_interact(t, mz, mr, mi, F, D, n, mo), HS_OK, "%s",
+                     hs_last_error());
+        cr_assert_eq(hs__ctr_trainer_run_interact_bwd(t, mz, mr, mi, F, D, md, n, mdz, mdE),
+                     HS_OK, "%s", hs_last_error());
+        clf_download(&clf, mo, got, 4 * no);
+        clf_download(&clf, mdz, got_dz, 4 * nz);
+        clf_download(&clf, mdE, got_dE, 4 * ne);
+        expect_close(got, want, no, true, "interaction");
+        expect_close(got_dz, want_dz, nz, true, "dz");
+        expect_close(got_dE, want_dE, ne, true, "dE");
+        hs__mem_release(&mz), hs__mem_release(&mr), hs__mem_release(&mi), hs__mem_release(&md);
+        hs__mem_release(&mo), hs__mem_release(&mdz), hs__mem_release(&mdE);
+        hs__ctr_trainer_destroy(t);
+      }
+      free(z), free(rows), free(dout), free(want), free(got), free(want_dz), free(got_dz);
+      free(want_dE), free(got_dE), free(idx);
+      cf_free(&f);
+    }
+  }
+}

@@ -138,18 +138,30 @@ static hs_status k_fm_bwd(hs_ctr_trainer *t) {
   return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_BWD, (size_t)D + 1, (size_t)n, a, 10);
 }
 
+/* Interaction kernels: work-item b is example b (cl_kernels/ctr.cl). */
+static hs_status launch_interact(hs_ctr_trainer *t, cl_mem z, cl_mem rows, cl_mem idx, cl_int F,
+                                 cl_int D, cl_int n, cl_mem out) {
+  hs_karg a[] = {HS_KARG(z), HS_KARG(rows), HS_KARG(idx), HS_KARG(F), HS_KARG(D), HS_KARG(n),
+                 HS_KARG(out)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_INTERACT, (size_t)n, 0, a, 7);
+}
+
+static hs_status launch_interact_bwd(hs_ctr_trainer *t, cl_mem z, cl_mem rows, cl_mem idx,
+                                     cl_int F, cl_int D, cl_mem dout, cl_int n, cl_mem dz,
+                                     cl_mem dE) {
+  hs_karg a[] = {HS_KARG(z), HS_KARG(rows), HS_KARG(idx), HS_KARG(F), HS_KARG(D),
+                 HS_KARG(dout), HS_KARG(n), HS_KARG(dz), HS_KARG(dE)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_INTERACT_BWD, (size_t)n, 0, a, 9);
+}
+
 static hs_status k_interact(hs_ctr_trainer *t, cl_mem z) {
-  cl_int F = t->cfg.n_fields, D = t->cfg.dim, n = t->n;
-  hs_karg a[] = {HS_KARG(z), HS_KARG(t->rows.m), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
-                 HS_KARG(n), HS_KARG(t->inter.m)};
-  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_INTERACT, (size_t)F + 1, (size_t)n, a, 7);
+  return launch_interact(t, z, t->rows.m, t->idx.m, t->cfg.n_fields, t->cfg.dim, t->n,
+                         t->inter.m);
 }
 
 static hs_status k_interact_bwd(hs_ctr_trainer *t, cl_mem z) {
-  cl_int F = t->cfg.n_fields, D = t->cfg.dim, n = t->n;
-  hs_karg a[] = {HS_KARG(z), HS_KARG(t->rows.m), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
-                 HS_KARG(t->dinter.m), HS_KARG(n), HS_KARG(t->dz.m), HS_KARG(t->dE.m)};
-  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_INTERACT_BWD, (size_t)F + 1, (size_t)n, a, 9);
+  return launch_interact_bwd(t, z, t->rows.m, t->idx.m, t->cfg.n_fields, t->cfg.dim,
+                             t->dinter.m, t->n, t->dz.m, t->dE.m);
 }
 
 static hs_status k_segment_sum(hs_ctr_trainer *t) {
@@ -515,4 +527,17 @@ hs_status hs__ctr_trainer_drain_loss(hs_ctr_trainer *t, double *loss_sum, int64_
   t->ring_first = (t->ring_first + t->ring_pending) % STATS_RING;
   t->ring_pending = 0;
   return HS_OK;
+}
+
+hs_status hs__ctr_trainer_run_interact(hs_ctr_trainer *t, cl_mem z, cl_mem rows, cl_mem idx,
+                                       int32_t n_fields, int32_t dim, int32_t n, cl_mem out) {
+  hs_status st = launch_interact(t, z, rows, idx, n_fields, dim, n, out);
+  return st != HS_OK ? st : hs__queue_finish(t->q);
+}
+
+hs_status hs__ctr_trainer_run_interact_bwd(hs_ctr_trainer *t, cl_mem z, cl_mem rows,
+                                           cl_mem idx, int32_t n_fields, int32_t dim,
+                                           cl_mem dout, int32_t n, cl_mem dz, cl_mem dE) {
+  hs_status st = launch_interact_bwd(t, z, rows, idx, n_fields, dim, dout, n, dz, dE);
+  return st != HS_OK ? st : hs__queue_finish(t->q);
 }

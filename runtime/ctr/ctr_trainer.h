@@ -69,4 +69,14 @@ hs_status hs__ctr_trainer_read_state(hs_ctr_trainer *t, float *params, float *m,
 hs_status hs__ctr_trainer_write_state(hs_ctr_trainer *t, const float *params, const float *m,
                                       const float *v, uint64_t step);
 
+/* The DLRM interaction (z: B x dim, rows indexed by idx: B x n_fields)
+ * and its gradient alone, on the caller's buffers and the trainer's queue
+ * at its local size; waits. For tests: the same launches the step makes,
+ * compared bit for bit with hs__ctr_ref_interact / _bwd. */
+hs_status hs__ctr_trainer_run_interact(hs_ctr_trainer *t, cl_mem z, cl_mem rows, cl_mem idx,
+                                       int32_t n_fields, int32_t dim, int32_t n, cl_mem out);
+hs_status hs__ctr_trainer_run_interact_bwd(hs_ctr_trainer *t, cl_mem z, cl_mem rows,
+                                           cl_mem idx, int32_t n_fields, int32_t dim,
+                                           cl_mem dout, int32_t n, cl_mem dz, cl_mem dE);
+
 #endif
