@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bench/hs_measure.h"
 #include "core/hs_engine.h"
 #include "hetsage.h"
 
@@ -218,7 +219,28 @@ static bool parse_w(const char *v, int32_t *w, int *n) {
   return true;
 }
 
+static const char usage[] =
+    "usage: bench_ctr run --data DIR [options]\n"
+    "       bench_ctr dump --out PREFIX FILE...\n"
+    "run: trains on DIR/train.txt, tests on DIR/test.txt (a `hetsage generate --kind ctr`\n"
+    "folder), and with --peer the same model in PyTorch (bench/peer_ctr.py) on the same\n"
+    "split, alternating; prints one JSON document (examples/s, test AUC, logloss, the\n"
+    "recorded Bayes AUC, the 1-min load before and after, the BLAS kernel set).\n"
+    "  --model deepfm|dlrm|lr  --epochs N (1..16)  --repeat R (1..8)  --seed S\n"
+    "  --dim D  --hidden W,W  --bottom W,W  --batch-size B  --lr X  --sparse-lr X\n"
+    "  --sparse-optimizer NAME  --init-range R  --admit-after K  --embed-budget BYTES\n"
+    "  --threads N  --gemm-threads N  --pipeline async|threads|off\n"
+    "  --peer  --python PY ($HS_PEER_PYTHON, else python3)  --peer-threads N\n"
+    "  --peer-sparse-optimizer NAME (default: the same as hetsage's)\n"
+    "dump: writes PREFIX_label.npy, PREFIX_dense.npy, PREFIX_ids.npy from Criteo-layout\n"
+    "files with hetsage's parser (what the peer reads).\n";
+
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    }
   if (argc >= 2 && strcmp(argv[1], "dump") == 0) {
     if (argc < 5 || strcmp(argv[2], "--out") != 0) {
       fprintf(stderr, "usage: bench_ctr dump --out PREFIX FILE...\n");
@@ -227,7 +249,7 @@ int main(int argc, char **argv) {
     return dump(argv[3], (const char *const *)argv + 4, argc - 4);
   }
   if (argc < 2 || strcmp(argv[1], "run") != 0) {
-    fprintf(stderr, "usage: bench_ctr run --data DIR [options] | dump --out PREFIX FILE...\n");
+    fputs(usage, stderr);
     return 2;
   }
   hs_ctr_config c;
@@ -280,9 +302,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--admit-after")) c.admit_after = (uint32_t)atoi(v);
     else if (!strcmp(o, "--embed-budget")) c.embed_budget = strtoull(v, NULL, 10);
     else if (!strcmp(o, "--pipeline")) {
-      c.pipeline = !strcmp(v, "threads") ? HS_PIPELINE_THREADS
-                   : !strcmp(v, "off")   ? HS_PIPELINE_OFF
-                                         : HS_PIPELINE_ASYNC;
+      if (!strcmp(v, "threads")) c.pipeline = HS_PIPELINE_THREADS;
+      else if (!strcmp(v, "off")) c.pipeline = HS_PIPELINE_OFF;
+      else if (!strcmp(v, "async")) c.pipeline = HS_PIPELINE_ASYNC;
+      else {
+        fprintf(stderr, "bench_ctr: --pipeline %s: async, threads or off\n", v);
+        return 2;
+      }
     } else {
       fprintf(stderr, "bench_ctr: unknown option %s\n", o);
       return 2;
@@ -332,16 +358,20 @@ int main(int argc, char **argv) {
   hs_runtime_close(rt);
   if (rc) return rc;
   double bayes = recorded_bayes(dir), hsx[8], pex[8];
+  const char *blas = hs__blas_core(), *timeout = getenv("OPENBLAS_THREAD_TIMEOUT");
   char hid[64], bot[64];
   widths(hid, sizeof hid, c.hidden, c.n_hidden);
   widths(bot, sizeof bot, c.bottom, c.n_bottom);
   printf("{\n  \"bench\": \"ctr\",\n  \"data\": \"%s\",\n  \"model\": \"%s\",\n  \"dim\": %d,\n"
          "  \"hidden\": \"%s\",\n  \"bottom\": \"%s\",\n  \"batch\": %d,\n  \"lr\": %g,\n"
          "  \"sparse_optimizer\": \"%s\",\n  \"sparse_lr\": %g,\n  \"epochs\": %d,\n"
-         "  \"seed\": %llu,\n  \"bayes_auc\": %.6f,\n  \"runs\": [\n",
+         "  \"seed\": %llu,\n  \"blas_core\": %s%s%s,\n  \"openblas_thread_timeout\": %s%s%s,\n"
+         "  \"bayes_auc\": %.6f,\n"
+         "  \"runs\": [\n",
          dir, hs_ctr_model_name(c.model), c.dim, hid, bot, c.batch_size, (double)c.lr,
          hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr, epochs,
-         (unsigned long long)c.seed, bayes);
+         (unsigned long long)c.seed, blas ? "\"" : "", blas ? blas : "null", blas ? "\"" : "",
+         timeout ? "\"" : "", timeout ? timeout : "null", timeout ? "\"" : "", bayes);
   for (int r = 0; r < repeat; r++) {
     double ex = 0;
     for (int e = 0; e < hs[r].epochs; e++) ex += hs[r].ex_s[e] > 0 ? 1.0 / hs[r].ex_s[e] : 0;
