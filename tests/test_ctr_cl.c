@@ -171,3 +171,46 @@ Test(ctr_cl, interaction_kernels_equal_the_reference_bit_for_bit) {
     }
   }
 }
+
+/* The per-row gradient sums alone, bit for bit against the reference:
+ * rows of 1 (LR), 16 (one float16), 17 (DeepFM's D + 1: one and a rest)
+ * and 33 floats; rows with no occurrence, one, and many. */
+Test(ctr_cl, segment_sums_equal_the_reference_bit_for_bit) {
+  static const int32_t Rs[] = {1, 16, 17, 33};
+  const int32_t n_occ = 900, U = 120;
+  uint64_t s = 23;
+  int32_t *occ_ptr = calloc((size_t)U + 1, 4), *occ = malloc(4 * (size_t)n_occ);
+  int32_t *owner = malloc(4 * (size_t)n_occ), *fill = calloc((size_t)U, 4);
+  /* Unique 0 has no occurrence, unique 1 exactly one, the rest skewed. */
+  for (int32_t o = 0; o < n_occ; o++) {
+    float r = cf_uniform(&s);
+    owner[o] = o == 0 ? 1 : 2 + (int32_t)(r * r * (float)(U - 2)) % (U - 2);
+    occ_ptr[owner[o] + 1]++;
+  }
+  for (int32_t u = 0; u < U; u++) occ_ptr[u + 1] += occ_ptr[u];
+  for (int32_t o = 0; o < n_occ; o++) occ[occ_ptr[owner[o]] + fill[owner[o]]++] = o;
+  cr_assert_eq(occ_ptr[1] - occ_ptr[0], 0);
+  cr_assert_eq(occ_ptr[2] - occ_ptr[1], 1);
+  for (size_t ri = 0; ri < sizeof Rs / sizeof Rs[0]; ri++) {
+    int32_t R = Rs[ri];
+    ctr_fix f;
+    cf_make(&f, HS_CTR_DLRM, 10, 3, 4, 12, 5);
+    float *dE = malloc(4 * (size_t)n_occ * R), *want = malloc(4 * (size_t)U * R);
+    float *got = malloc(4 * (size_t)U * R);
+    for (size_t i = 0; i < (size_t)n_occ * R; i++) dE[i] = 2.0f * cf_uniform(&s) - 1.0f;
+    hs__ctr_ref_segment_sum(dE, occ_ptr, occ, U, R, want);
+    hs_ctr_trainer *t = make_trainer(&f);
+    cl_mem md = clf_upload(&clf, dE, 4 * (size_t)n_occ * R);
+    cl_mem mp = clf_upload(&clf, occ_ptr, 4 * ((size_t)U + 1)), mo = clf_upload(&clf, occ, 4 * (size_t)n_occ);
+    cl_mem mu = clf_upload(&clf, NULL, 4 * (size_t)U * R);
+    cr_assert_eq(hs__ctr_trainer_run_segment_sum(t, md, R, mp, mo, U, mu), HS_OK, "%s",
+                 hs_last_error());
+    clf_download(&clf, mu, got, 4 * (size_t)U * R);
+    expect_close(got, want, (size_t)U * R, true, "segment sum");
+    hs__mem_release(&md), hs__mem_release(&mp), hs__mem_release(&mo), hs__mem_release(&mu);
+    hs__ctr_trainer_destroy(t);
+    free(dE), free(want), free(got);
+    cf_free(&f);
+  }
+  free(occ_ptr), free(occ), free(owner), free(fill);
+}

@@ -121,7 +121,7 @@ static hs_status k_deep_in(hs_ctr_trainer *t) {
   cl_int R = t->lay.row, F = t->cfg.n_fields, D = t->cfg.dim, nd = t->cfg.n_dense, n = t->n;
   hs_karg a[] = {HS_KARG(t->rows.m), HS_KARG(R), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
                  HS_KARG(t->dense.m), HS_KARG(nd), HS_KARG(n), HS_KARG(t->first_in.m)};
-  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_DEEP_IN, (size_t)F + 1, (size_t)n, a, 9);
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_DEEP_IN, (size_t)n, 0, a, 9);
 }
 
 static hs_status k_lr_bwd(hs_ctr_trainer *t) {
@@ -135,7 +135,7 @@ static hs_status k_fm_bwd(hs_ctr_trainer *t) {
   hs_karg a[] = {HS_KARG(t->rows.m), HS_KARG(R), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
                  HS_KARG(t->dlogit.m), HS_KARG(t->dfirst.m), HS_KARG(w), HS_KARG(n),
                  HS_KARG(t->dE.m)};
-  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_BWD, (size_t)D + 1, (size_t)n, a, 10);
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_BWD, (size_t)n, 0, a, 10);
 }
 
 /* Interaction kernels: work-item b is example b (cl_kernels/ctr.cl). */
@@ -164,11 +164,16 @@ static hs_status k_interact_bwd(hs_ctr_trainer *t, cl_mem z) {
                              t->dinter.m, t->n, t->dz.m, t->dE.m);
 }
 
-static hs_status k_segment_sum(hs_ctr_trainer *t) {
-  cl_int R = t->lay.row, U = t->n_unique;
-  hs_karg a[] = {HS_KARG(t->dE.m), HS_KARG(R), HS_KARG(t->occ_ptr.m), HS_KARG(t->occ.m),
-                 HS_KARG(U), HS_KARG(t->dU.m)};
+static hs_status launch_segment_sum(hs_ctr_trainer *t, cl_mem dE, cl_int R, cl_mem occ_ptr,
+                                    cl_mem occ, cl_int U, cl_mem out) {
+  hs_karg a[] = {HS_KARG(dE), HS_KARG(R), HS_KARG(occ_ptr), HS_KARG(occ), HS_KARG(U),
+                 HS_KARG(out)};
   return hs__kset_run(&t->ks, HS_PHASE_AGG, K_SEGMENT_SUM, (size_t)U, 0, a, 6);
+}
+
+static hs_status k_segment_sum(hs_ctr_trainer *t) {
+  return launch_segment_sum(t, t->dE.m, t->lay.row, t->occ_ptr.m, t->occ.m, t->n_unique,
+                            t->dU.m);
 }
 
 /* Column sums of x (n x d) into grads[off..off + d) (hs__ref_colsum's
@@ -539,5 +544,12 @@ hs_status hs__ctr_trainer_run_interact_bwd(hs_ctr_trainer *t, cl_mem z, cl_mem r
                                            cl_mem idx, int32_t n_fields, int32_t dim,
                                            cl_mem dout, int32_t n, cl_mem dz, cl_mem dE) {
   hs_status st = launch_interact_bwd(t, z, rows, idx, n_fields, dim, dout, n, dz, dE);
+  return st != HS_OK ? st : hs__queue_finish(t->q);
+}
+
+hs_status hs__ctr_trainer_run_segment_sum(hs_ctr_trainer *t, cl_mem dE, int32_t row,
+                                          cl_mem occ_ptr, cl_mem occ, int32_t n_unique,
+                                          cl_mem out) {
+  hs_status st = launch_segment_sum(t, dE, row, occ_ptr, occ, n_unique, out);
   return st != HS_OK ? st : hs__queue_finish(t->q);
 }

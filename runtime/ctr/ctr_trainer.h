@@ -78,5 +78,11 @@ hs_status hs__ctr_trainer_run_interact(hs_ctr_trainer *t, cl_mem z, cl_mem rows,
 hs_status hs__ctr_trainer_run_interact_bwd(hs_ctr_trainer *t, cl_mem z, cl_mem rows,
                                            cl_mem idx, int32_t n_fields, int32_t dim,
                                            cl_mem dout, int32_t n, cl_mem dz, cl_mem dE);
+/* The per-row gradient sums alone (dE: one row of `row` floats per
+ * occurrence; occ_ptr, occ: each unique row's occurrences), likewise
+ * against hs__ctr_ref_segment_sum. */
+hs_status hs__ctr_trainer_run_segment_sum(hs_ctr_trainer *t, cl_mem dE, int32_t row,
+                                          cl_mem occ_ptr, cl_mem occ, int32_t n_unique,
+                                          cl_mem out);
 
 #endif
