@@ -29,6 +29,10 @@ typedef enum hs_gemm_kind {
 const char *hs__gemm_kind_name(hs_gemm_kind kind);
 /* Parse a name; HS_ERR_INVALID_ARG for anything else. */
 hs_status hs__gemm_kind_parse(const char *name, hs_gemm_kind *out);
+/* The kernel set OpenBLAS chose for this CPU when it loaded ("Haswell",
+ * "SkylakeX", ...; OPENBLAS_CORETYPE overrides the choice), or NULL in a
+ * build without CBLAS: it sets a CPU trainer's GEMM speed. */
+const char *hs__gemm_cblas_core(void);
 
 /* One product. Offsets and leading dimensions count floats. m or n may be
  * 0 (nothing to do); k may not be 0 unless m or n is (CLBlast cannot, so

@@ -53,6 +53,8 @@ static void span(size_t off, size_t rows, size_t cols, size_t ld, size_t *first,
   *count = rows == 0 || cols == 0 ? 1 : (rows - 1) * ld + cols;
 }
 
+const char *hs__gemm_cblas_core(void) { return openblas_get_corename(); }
+
 hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
                              const cl_event *wait, cl_event *ev) {
   if (op->m == 0 || op->n == 0) {
@@ -112,6 +114,8 @@ bool hs__gemm_cblas_available(const hs_dev *dev, const char **why) {
   *why = "this build has no CBLAS (meson option cblas)";
   return false;
 }
+
+const char *hs__gemm_cblas_core(void) { return NULL; }
 
 hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
                              const cl_event *wait, cl_event *ev) {

@@ -31,13 +31,7 @@ const size_t hs__gemm_quick_count = HS_ARRAY_LEN(hs__gemm_quick_shapes);
 
 bool hs__have_cblas(void) { return HS_HAVE_CBLAS; }
 
-const char *hs__blas_core(void) {
-#if HS_HAVE_CBLAS
-  return openblas_get_corename();
-#else
-  return NULL;
-#endif
-}
+const char *hs__blas_core(void) { return hs__gemm_cblas_core(); }
 
 static void fill(float *x, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) {

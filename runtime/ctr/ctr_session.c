@@ -270,20 +270,23 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
     if (strcmp(s->plan->reasons[i].topic, "trainer") == 0)
       at += (size_t)snprintf(reasons + at, sizeof reasons - at, "  %s\n", s->plan->reasons[i].text);
   const hs_embed_cfg *ec = hs__embed_cfg(s->store);
+  hs_gemm_kind gk = hs__ctr_trainer_gemm_kind(s->trainer);
+  const char *core = gk == HS_GEMM_CBLAS ? hs__gemm_cblas_core() : NULL;
   char dist[160] = "";
   if (s->comm)
     snprintf(dist, sizeof dist, " per rank\ndistributed: rank %d of %d, tables sharded by id hash, "
              "dense gradients all-reduced", s->rank, s->world_size);
   return (size_t)snprintf(
       buf, len,
-      "trainer: %s '%s' (index %d), whole device; GEMM %s\n%s"
+      "trainer: %s '%s' (index %d), whole device; GEMM %s%s%s%s\n%s"
       "model: %s, embedding dim %d (rows of %d floats), %s%s%s%s%s, %d dense parameters, "
       "Adam lr %g\n"
       "embedding store: %d tables, %s lr %g, rows start U(-%g, %g), admitted after %u "
       "sighting(s), budget %llu bytes%s, expiry after %u batches, %d threads per pool\n"
       "pipeline: %s, depth %d, batches of %d%s\n",
       hs_device_type_name(d->type), d->name, s->plan->trainer.device,
-      hs__gemm_kind_name(hs__ctr_trainer_gemm_kind(s->trainer)), reasons,
+      hs__gemm_kind_name(gk), core ? " (OpenBLAS kernels: " : "", core ? core : "",
+      core ? ")" : "", reasons,
       hs_ctr_model_name(c->model), c->dim, s->lay.row,
       c->model == HS_CTR_DLRM ? "bottom " : "", c->model == HS_CTR_DLRM ? bot : "",
       c->model == HS_CTR_DLRM ? ", top " : c->model == HS_CTR_DEEPFM ? "deep " : "",
