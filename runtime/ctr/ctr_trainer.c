@@ -138,7 +138,10 @@ static hs_status k_fm_bwd(hs_ctr_trainer *t) {
   return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_BWD, (size_t)n, 0, a, 10);
 }
 
-/* Interaction kernels: work-item b is example b (cl_kernels/ctr.cl). */
+/* Interaction kernels: work-item b is example b (cl_kernels/ctr.cl). The
+ * forward's transposed copy holds 32 vectors (its IJ): z and at most
+ * HS_CTR_SPARSE fields, which hs__ctr_layout enforces. */
+_Static_assert(HS_CTR_SPARSE + 1 <= 32, "the interaction kernel holds 32 vectors (ctr.cl IJ)");
 static hs_status launch_interact(hs_ctr_trainer *t, cl_mem z, cl_mem rows, cl_mem idx, cl_int F,
                                  cl_int D, cl_int n, cl_mem out) {
   hs_karg a[] = {HS_KARG(z), HS_KARG(rows), HS_KARG(idx), HS_KARG(F), HS_KARG(D), HS_KARG(n),
