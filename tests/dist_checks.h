@@ -815,6 +815,20 @@ static inline void dc_reference_onebit_adam(int workers, const dc_run *run, floa
   free(den);
 }
 
+/* `run` with 1-bit compression and a warm-up of 0 steps under Adam is
+ * refused, naming the warm-up (the frozen second moment needs one); the
+ * failures counted, the first message in why. */
+static inline int dc_no_warmup_refused(hs_comm *c, dc_run *run, float *p, const char *what,
+                                       char *why) {
+  int fails = 0;
+  run->cfg.compress = HS_COMPRESS_1BIT;
+  run->cfg.compress_warmup = 0;
+  hs_status st = dc_train(c, run, p);
+  if (st != HS_ERR_INVALID_ARG || !strstr(hs_last_error(), "warm-up of 0 steps"))
+    DC_FAIL(why, "%s with no warm-up: status %d, '%s'", what, st, hs_last_error());
+  return fails;
+}
+
 /* 1-bit Adam: every rank equals the simulation above bit for bit (one
  * rank: plain Adam, nothing compressed), lands near uncompressed Adam, and
  * compresses every step after the warm-up; a warm-up of 0 is refused. */
@@ -864,15 +878,11 @@ static inline int dc_onebit_adam(hs_comm *c, char *why) {
   }
   /* The frozen second moment needs a warm-up to estimate it. */
   dc_run run = dc_run_cfg(HS_SYNC_ALLREDUCE);
-  run.cfg.compress = HS_COMPRESS_1BIT;
-  run.cfg.compress_warmup = 0;
-  hs_status st = dc_train(c, &run, p);
-  if (st != HS_ERR_INVALID_ARG || !strstr(hs_last_error(), "warm-up of 0 steps"))
-    DC_FAIL(why, "1-bit Adam with no warm-up: status %d, '%s'", st, hs_last_error());
+  fails += dc_no_warmup_refused(c, &run, p, "1-bit Adam", why);
   /* SGD keeps the compressed gradient path, without a warm-up. */
   run.kind = HS_OPTIM_SGD;
   run.epochs = 1;
-  st = dc_train(c, &run, p);
+  hs_status st = dc_train(c, &run, p);
   DC_OK(st, why, "1-bit SGD without warm-up");
   if (run.stats.compressed_steps != (n > 1 ? run.steps : 0))
     DC_FAIL(why, "1-bit SGD, rank %d: %lld compressed steps", r,
@@ -1055,11 +1065,8 @@ static inline int dc_ps_onebit_adam(hs_comm *c, char *why) {
               "left", (long long)cases[k].warmup, r, left);
   }
   dc_run run = dc_run_cfg(HS_SYNC_PS);
-  run.cfg.compress = HS_COMPRESS_1BIT;
-  run.cfg.compress_warmup = 0;
-  hs_status st = dc_train(c, &run, p);
-  if (st != HS_ERR_INVALID_ARG || !strstr(hs_last_error(), "warm-up of 0 steps"))
-    DC_FAIL(why, "ps 1-bit Adam with no warm-up: status %d, '%s'", st, hs_last_error());
+  fails += dc_no_warmup_refused(c, &run, p, "ps 1-bit Adam", why);
+  hs_status st;
   /* Asynchronous, SGD, and a partial quorum: gradients compressed from
    * the first step. */
   for (int k = 0; k < 3; k++) {
