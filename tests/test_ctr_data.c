@@ -287,6 +287,75 @@ Test(ctr_data, generator_is_deterministic_and_readable) {
   free(d3);
 }
 
+/* head_ranks and tail_decay move the planted signal between popular and
+ * rare ids and nothing else: the ids and integers stay those of the
+ * defaults, the Bayes AUC rises when rare ids keep their full effects and
+ * falls when only a small head has them, meta.json records the two when
+ * they are not the defaults (and the defaults' meta.json does not name
+ * them), and out-of-range values are refused. */
+Test(ctr_data, generator_head_and_tail_set_where_the_signal_lies) {
+  hs_ctr_generate_opts o;
+  hs_ctr_generate_opts_init(&o);
+  cr_assert_eq(o.head_ranks, 2000);
+  cr_assert_eq(o.tail_decay, 0.5);
+  o.rows = 20000;
+  o.big_vocab = 200000;
+  o.threads = 1;
+  char *d[3] = {tu_path(dir, "h_def"), tu_path(dir, "h_flat"), tu_path(dir, "h_steep")};
+  hs_ctr_generate_summary s[3];
+  for (int k = 0; k < 3; k++) {
+    o.head_ranks = k == 2 ? 50 : 2000;
+    o.tail_decay = k == 0 ? 0.5 : k == 1 ? 0.0 : 1.5;
+    hs_ctr_generate_summary_init(&s[k]);
+    cr_assert_eq(hs_ctr_generate(d[k], &o, &s[k]), HS_OK, "%s", hs_last_error());
+  }
+  cr_assert_gt(s[1].bayes_auc_expected, s[0].bayes_auc_expected + 0.004, "flat %f, default %f",
+               s[1].bayes_auc_expected, s[0].bayes_auc_expected);
+  cr_assert_lt(s[2].bayes_auc_expected, s[0].bayes_auc_expected - 0.01, "steep %f, default %f",
+               s[2].bayes_auc_expected, s[0].bayes_auc_expected);
+  /* The same examples but for the labels. */
+  hs_ctr_rows x[3];
+  for (int k = 0; k < 3; k++) {
+    char *p = tu_path(d[k], "train.txt");
+    const char *one[1] = {p};
+    hs_ctr_reader *r;
+    cr_assert_eq(hs__ctr_reader_open(one, 1, true, &r), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs__ctr_rows_alloc(&x[k], 4000), HS_OK);
+    cr_assert_eq(hs__ctr_reader_next(r, 4000, &x[k]), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(x[k].n, 4000);
+    hs__ctr_reader_close(r);
+    free(p);
+  }
+  for (int k = 1; k < 3; k++) {
+    cr_assert_eq(memcmp(x[0].ids, x[k].ids, 4000 * 26 * 8), 0);
+    cr_assert_eq(memcmp(x[0].dense, x[k].dense, 4000 * 13 * 4), 0);
+  }
+  cr_assert_neq(memcmp(x[0].labels, x[2].labels, 4000), 0, "the labels follow the effects");
+  for (int k = 0; k < 3; k++) hs__ctr_rows_free(&x[k]);
+  size_t ml;
+  char *meta = (char *)slurp(d[0], "meta.json", &ml);
+  meta[ml] = '\0';
+  cr_assert(strstr(meta, "min(1, sqrt(2000 / r))") && !strstr(meta, "tail_decay"), "%s", meta);
+  free(meta);
+  meta = (char *)slurp(d[2], "meta.json", &ml);
+  meta[ml] = '\0';
+  cr_assert(strstr(meta, "min(1, (50 / r)^1.5)"), "%s", meta);
+  cr_assert(strstr(meta, "\"head_ranks\": 50,") && strstr(meta, "\"tail_decay\": 1.5,"), "%s", meta);
+  free(meta);
+  o.force = true;
+  o.head_ranks = 0;
+  cr_assert_eq(hs_ctr_generate(d[2], &o, NULL), HS_ERR_INVALID_ARG);
+  cr_assert(strstr(hs_last_error(), "0 head ranks"), "%s", hs_last_error());
+  o.head_ranks = 50;
+  const double bad[3] = {-0.5, 4.5, NAN};
+  for (int k = 0; k < 3; k++) {
+    o.tail_decay = bad[k];
+    cr_assert_eq(hs_ctr_generate(d[2], &o, NULL), HS_ERR_INVALID_ARG, "%g", bad[k]);
+    cr_assert(strstr(hs_last_error(), "tail decay"), "%s", hs_last_error());
+  }
+  for (int k = 0; k < 3; k++) free(d[k]);
+}
+
 /* A FIFO as CTR data or as a CTR checkpoint is refused at once, named. */
 Test(ctr_data, a_fifo_is_refused_without_blocking, .timeout = 60) {
   char *fifo = tu_path(dir, "train.txt");

@@ -27,6 +27,11 @@ static void usage(FILE *f) {
           "  --split TR,VA,TE       fractions by position (default 0.8,0.1,0.1)\n"
           "  --big-vocab N          ids of the largest field (default 2000000)\n"
           "  --signal S             scale of every planted effect (default 1)\n"
+          "  --head-ranks H         an id's effects are at full scale among its\n"
+          "                         field's H most popular ids (default 2000)\n"
+          "  --tail-decay A         past them they shrink as (H / rank)^A (default\n"
+          "                         0.5); a smaller H or a larger A leaves less of\n"
+          "                         the signal in ids a sample sees only a few times\n"
           "  --positive-rate P      mean click rate (default 0.25)\n"
           "  --gzip                 write .txt.gz files\n"
           "  --seed S               default 1\n"
@@ -69,6 +74,13 @@ int cmd_generate_ctr(int argc, char **argv) {
     } else if (strcmp(a, "--signal") == 0 && has) {
       if (!cli_parse_double(argv[++i], &o.signal))
         return cli_usage_error(cmd, "--signal '%s': expected a number", argv[i]);
+    } else if (strcmp(a, "--head-ranks") == 0 && has) {
+      if (!cli_parse_i64(argv[++i], &v) || v < 1 || v > ((int64_t)1 << 32))
+        return cli_usage_error(cmd, "--head-ranks '%s': expected an integer in 1..2^32", argv[i]);
+      o.head_ranks = v;
+    } else if (strcmp(a, "--tail-decay") == 0 && has) {
+      if (!cli_parse_double(argv[++i], &o.tail_decay) || !(o.tail_decay >= 0 && o.tail_decay <= 4))
+        return cli_usage_error(cmd, "--tail-decay '%s': expected a number in 0..4", argv[i]);
     } else if (strcmp(a, "--positive-rate") == 0 && has) {
       if (!cli_parse_double(argv[++i], &o.positive_rate))
         return cli_usage_error(cmd, "--positive-rate '%s': expected a number", argv[i]);

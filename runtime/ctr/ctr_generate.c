@@ -25,7 +25,6 @@
 enum { P_EFFECT = 1, P_LATENT = 2, P_ROW = 3 };
 
 #define LATENT_K 4
-#define HEAD_RANKS 2000.0 /* effects shrink as sqrt(HEAD_RANKS / rank) past it */
 #define CACHE_RANKS 65536 /* effects of the most popular ranks, precomputed */
 #define BLOCK_ROWS 65536
 
@@ -97,14 +96,17 @@ static double normal(hs_philox_ctr c, int k) {
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static double shrink(int64_t rank) {
-  return rank <= (int64_t)HEAD_RANKS ? 1.0 : sqrt(HEAD_RANKS / (double)rank);
+/* Effects of ranks past the head shrink as (head / rank)^decay. */
+static double shrink(const hs_ctr_generate_opts *o, int64_t rank) {
+  if (rank <= o->head_ranks) return 1.0;
+  double x = (double)o->head_ranks / (double)rank;
+  return o->tail_decay == 0.5 ? sqrt(x) : pow(x, o->tail_decay);
 }
 
 /* First-order effect and latent vector of (field, rank). */
 static void effects(const gen *g, int f, int64_t rank, float *out) {
   uint64_t seed = g->o->seed;
-  double sc = shrink(rank) * g->o->signal;
+  double sc = shrink(g->o, rank) * g->o->signal;
   hs_philox_ctr c = hs_philox_draw(seed, (uint32_t)rank, (uint32_t)f, GEN_TAG << 24 | P_EFFECT, 0);
   out[0] = (float)(normal(c, 0) * fields[f].sigma * sc);
   if (!fields[f].interacts) return;
@@ -346,6 +348,8 @@ void hs_ctr_generate_opts_init_sized(hs_ctr_generate_opts *user, size_t struct_s
   o->signal = 1.0;
   o->positive_rate = 0.25;
   o->threads = 2;
+  o->head_ranks = 2000;
+  o->tail_decay = 0.5;
   hs__sized_init(user, struct_size, o, sizeof *o);
 }
 
@@ -397,6 +401,11 @@ static hs_status check_opts(const hs_ctr_generate_opts *o) {
                     o->big_vocab);
   if (!(o->signal >= 0 && o->signal <= 100))
     return hs__fail(HS_ERR_INVALID_ARG, "ctr generate: signal %g (0..100)", o->signal);
+  if (o->head_ranks < 1 || o->head_ranks > ((int64_t)1 << 32))
+    return hs__fail(HS_ERR_INVALID_ARG, "ctr generate: %" PRId64 " head ranks (1..2^32)",
+                    o->head_ranks);
+  if (!(o->tail_decay >= 0 && o->tail_decay <= 4))
+    return hs__fail(HS_ERR_INVALID_ARG, "ctr generate: tail decay %g (0..4)", o->tail_decay);
   if (!(o->positive_rate > 0.001 && o->positive_rate < 0.999))
     return hs__fail(HS_ERR_INVALID_ARG, "ctr generate: positive rate %g", o->positive_rate);
   if (o->threads < 0 || o->threads > 256)
@@ -422,8 +431,14 @@ static hs_status write_meta(hs__dsw *w, const gen *g, const hs_ctr_generate_summ
       o->positive_rate, g->bias);
   OUT("  \"model\": \"logit = bias + sum_f w_f(id_f) + sum_{f<g in interacting} <v_f(id_f), "
       "v_g(id_g)> + sum_j a_j (z_j - c_j) + %.2f (z_%d - c_%d)(z_%d - c_%d), z = log1p(max(x, 0)); "
-      "effects of rank r scaled by min(1, sqrt(%.0f / r)); ids of rank r are "
-      "fmix32(r + salt_f)\",\n", PROD_COEF, PROD_A, PROD_A, PROD_B, PROD_B, HEAD_RANKS);
+      "effects of rank r scaled by ", PROD_COEF, PROD_A, PROD_A, PROD_B, PROD_B);
+  if (o->tail_decay == 0.5) OUT("min(1, sqrt(%" PRId64 " / r))", o->head_ranks);
+  else OUT("min(1, (%" PRId64 " / r)^%g)", o->head_ranks, o->tail_decay);
+  OUT("; ids of rank r are fmix32(r + salt_f)\",\n");
+  /* Recorded when not the defaults, so that the defaults' meta.json stays
+   * as it was before the two options. */
+  if (o->head_ranks != 2000 || o->tail_decay != 0.5)
+    OUT("  \"head_ranks\": %" PRId64 ",\n  \"tail_decay\": %g,\n", o->head_ranks, o->tail_decay);
   OUT("  \"latent_dim\": %d,\n  \"sparse\": [\n", LATENT_K);
   for (int f = 0; f < HS_CTR_SPARSE; f++)
     OUT("    {\"vocab\": %" PRId64 ", \"zipf\": %.3f, \"sigma\": %.3f, \"missing\": %.3f, "

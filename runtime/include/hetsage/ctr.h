@@ -60,6 +60,13 @@ typedef struct hs_ctr_generate_opts {
   bool force;
   hs_progress_fn progress;
   void *progress_ctx;
+  /* An id's effects shrink as (head_ranks / rank)^tail_decay past the
+   * head_ranks most popular ids of its field (defaults 2000 and 0.5; a
+   * decay of 0 keeps them all at full scale): the smaller the head and
+   * the faster the decay, the less of the signal lies in ids a finite
+   * sample sees only a few times. */
+  int64_t head_ranks;
+  double tail_decay;
 } hs_ctr_generate_opts;
 
 HS_API void hs_ctr_generate_opts_init_sized(hs_ctr_generate_opts *opts, size_t struct_size);
@@ -95,9 +102,9 @@ static inline void hs_ctr_generate_summary_init(hs_ctr_generate_summary *sum) {
  * function of the log-transformed integers (linear terms and one
  * product). Ids follow power laws over each field's vocabulary (Criteo's
  * field sizes, scaled so the largest has big_vocab ids); an id's effects
- * shrink as sqrt(2000 / rank) past the 2000 most popular of its field, so
- * that the long tail a finite sample cannot teach carries little of the
- * signal. meta.json records every parameter, the distinct ids per field
+ * shrink as (head_ranks / rank)^tail_decay (by default the square root
+ * of 2000 / rank) past the head_ranks most popular of its field, so that the long tail a finite
+ * sample cannot teach carries little of the signal. meta.json records every parameter, the distinct ids per field
  * and the Bayes figures of the summary. The files are a pure function of
  * the options (not of `threads`). */
 HS_API hs_status hs_ctr_generate(const char *dst, const hs_ctr_generate_opts *opts,
