@@ -162,9 +162,10 @@ static int run_peer(const char *py, const char *dir, const hs_ctr_config *c, con
   snprintf(cmd, sizeof cmd,
            "%s %s/peer_ctr.py --train %s/peer/train --test %s/peer/test --model %s --dim %d "
            "--hidden '%s' --bottom '%s' --batch %d --lr %g --sparse-optimizer %s --sparse-lr %g "
-           "--init-range %g --epochs %d --threads %d --seed %llu",
+           "--sparse-init-acc %g --init-range %g --epochs %d --threads %d --seed %llu",
            py, HS_BENCH_DIR, dir, dir, hs_ctr_model_name(c->model), c->dim, hid, bot,
-           c->batch_size, (double)c->lr, sparse, (double)c->sparse_lr, (double)c->init_range, epochs, threads,
+           c->batch_size, (double)c->lr, sparse, (double)c->sparse_lr,
+           (double)c->sparse_initial_accumulator, (double)c->init_range, epochs, threads,
            (unsigned long long)c->seed);
   fprintf(stderr, "bench_ctr: %s\n", cmd);
   FILE *p = popen(cmd, "r");
@@ -228,7 +229,8 @@ static const char usage[] =
     "recorded Bayes AUC, the 1-min load before and after, the BLAS kernel set).\n"
     "  --model deepfm|dlrm|lr  --epochs N (1..16)  --repeat R (1..8)  --seed S\n"
     "  --dim D  --hidden W,W  --bottom W,W  --batch-size B  --lr X  --sparse-lr X\n"
-    "  --sparse-optimizer NAME  --init-range R  --admit-after K  --embed-budget BYTES\n"
+    "  --sparse-optimizer NAME  --sparse-init-acc A  --init-range R  --admit-after K\n"
+    "  --embed-budget BYTES\n"
     "  --threads N  --gemm-threads N  --pipeline async|threads|off\n"
     "  --peer  --python PY ($HS_PEER_PYTHON, else python3)  --peer-threads N\n"
     "  --peer-sparse-optimizer NAME (default: the same as hetsage's)\n"
@@ -288,6 +290,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(o, "--lr")) c.lr = strtof(v, NULL);
     else if (!strcmp(o, "--sparse-lr")) c.sparse_lr = strtof(v, NULL);
     else if (!strcmp(o, "--init-range")) c.init_range = strtof(v, NULL);
+    else if (!strcmp(o, "--sparse-init-acc")) c.sparse_initial_accumulator = strtof(v, NULL);
     else if (!strcmp(o, "--seed")) c.seed = strtoull(v, NULL, 10);
     else if (!strcmp(o, "--sparse-optimizer")) {
       if (hs_sparse_optimizer_parse(v, &c.sparse_optimizer) != HS_OK) return 2;

@@ -6,7 +6,8 @@ with the same hyper-parameters, on the same machine.
 usage: peer_ctr.py --train PREFIX --test PREFIX --model deepfm|dlrm|lr
                    [--dim D] [--hidden 256,128] [--bottom 64] [--batch B]
                    [--lr X] [--sparse-optimizer adagrad|elementwise-adagrad|sgd|adam]
-                   [--sparse-lr X] [--sparse-eps X] [--init-range R] [--epochs N]
+                   [--sparse-lr X] [--sparse-eps X] [--sparse-init-acc A]
+                   [--init-range R] [--epochs N]
                    [--threads T] [--seed S]
 
 PREFIX_label.npy (int32 [N]), PREFIX_dense.npy (float32 [N, 13], already
@@ -28,7 +29,9 @@ U(-R, R). Dense parameters train with Adam; rows with the sparse optimizer.
 mean squared gradient; eps 1e-8), written here on the sparse gradient since
 torch has none; 'elementwise-adagrad' is torch's own (one accumulator per
 coordinate). Both take hetsage's eps, 1e-8 (torch's Adagrad defaults to
-1e-10), unless --sparse-eps says otherwise. torch's SparseAdam counts steps
+1e-10), unless --sparse-eps says otherwise, and start their accumulators
+at --sparse-init-acc (hetsage's --sparse-init-acc, torch's
+initial_accumulator_value; default 0). torch's SparseAdam counts steps
 per table where hetsage counts them per row.
 
 Each epoch is timed by wall clock from the first batch to the last
@@ -89,10 +92,10 @@ class RowwiseAdagrad:
     """hetsage's row-wise Adagrad (runtime/embed/embed_optim.c) on a sparse
     gradient: acc[r] += mean_k g[r, k]^2; w[r] -= lr / (sqrt(acc[r]) + eps) g[r]."""
 
-    def __init__(self, weight, lr, eps):
+    def __init__(self, weight, lr, eps, initial_acc=0.0):
         import torch
         self.w, self.lr, self.eps = weight, lr, eps
-        self.acc = torch.zeros(weight.shape[0], dtype=weight.dtype)
+        self.acc = torch.full((weight.shape[0],), initial_acc, dtype=weight.dtype)
 
     def zero_grad(self, set_to_none=True):
         self.w.grad = None
@@ -122,6 +125,7 @@ def main():
                    choices=['adagrad', 'elementwise-adagrad', 'sgd', 'adam'], default='adagrad')
     p.add_argument('--sparse-lr', type=float, default=0.05)
     p.add_argument('--sparse-eps', type=float, default=1e-8)
+    p.add_argument('--sparse-init-acc', type=float, default=0.0)
     p.add_argument('--init-range', type=float, default=0.05)
     p.add_argument('--epochs', type=int, default=1)
     p.add_argument('--threads', type=int, default=2)
@@ -208,9 +212,10 @@ def main():
     dense_params = [p_ for n_, p_ in model.named_parameters() if not n_.startswith('emb.')]
     dense_opt = torch.optim.Adam(dense_params, lr=a.lr) if dense_params else None
     if a.sparse_optimizer == 'adagrad':
-        sparse_opt = RowwiseAdagrad(model.emb.weight, a.sparse_lr, a.sparse_eps)
+        sparse_opt = RowwiseAdagrad(model.emb.weight, a.sparse_lr, a.sparse_eps, a.sparse_init_acc)
     elif a.sparse_optimizer == 'elementwise-adagrad':
-        sparse_opt = torch.optim.Adagrad([model.emb.weight], lr=a.sparse_lr, eps=a.sparse_eps)
+        sparse_opt = torch.optim.Adagrad([model.emb.weight], lr=a.sparse_lr, eps=a.sparse_eps,
+                                         initial_accumulator_value=a.sparse_init_acc)
     elif a.sparse_optimizer == 'sgd':
         sparse_opt = torch.optim.SGD([model.emb.weight], lr=a.sparse_lr)
     else:
