@@ -82,7 +82,7 @@ __kernel void hs_ctr_head_prep(__global const float *dense, __global const float
 }
 
 /* DeepFM's deep input: out[b] = [E[b, 0, 0..D), .., E[b, F-1, 0..D), x[b]];
- * work-item b, sixteen columns at a time. */
+ * work-item b, sixteen columns at a time, then eight, four and one. */
 __kernel void hs_ctr_deep_in(__global const float *rows, int row, __global const int *idx,
                              int n_fields, int dim, __global const float *dense, int n_dense,
                              int n, __global float *out) {
@@ -96,6 +96,8 @@ __kernel void hs_ctr_deep_in(__global const float *rows, int row, __global const
     __global float *of = o + f * dim;
     int k = 0;
     for (; k + 16 <= dim; k += 16) vstore16(vload16(0, e + k), 0, of + k);
+    if (k + 8 <= dim) vstore8(vload8(0, e + k), 0, of + k), k += 8;
+    if (k + 4 <= dim) vstore4(vload4(0, e + k), 0, of + k), k += 4;
     for (; k < dim; k++) of[k] = e[k];
   }
   for (int j = 0; j < n_dense; j++) o[n_fields * dim + j] = dense[(size_t)b * n_dense + j];
@@ -112,8 +114,8 @@ __kernel void hs_ctr_lr_bwd(__global const float *dlogit, int n_fields, int n_oc
 /* DeepFM, work-item b: for k < D, dE[b, f, k] = g (s_k - e_fk) +
  * d_in[b, f D + k] with s_k the sum over fields in field order; the
  * first-order column: dE[b, f, D] = g. Sixteen columns k at a time as one
- * float16 (each lane the reference's operations on its column), the last
- * D % 16 one by one. */
+ * float16 (each lane the reference's operations on its column), then
+ * eight and four as a float8 and a float4, the last D % 4 one by one. */
 __kernel void hs_ctr_fm_bwd(__global const float *rows, int row, __global const int *idx,
                             int n_fields, int dim, __global const float *dlogit,
                             __global const float *d_in, int d_in_width, int n,
@@ -126,15 +128,20 @@ __kernel void hs_ctr_fm_bwd(__global const float *rows, int row, __global const 
   __global float *out = dE + (size_t)b * n_fields * row;
   for (int f = 0; f < n_fields; f++) out[(size_t)f * row + dim] = g;
   int k = 0;
-  for (; k + 16 <= dim; k += 16) {
-    float16 s = (float16)(0.0f);
-    for (int f = 0; f < n_fields; f++) s = s + vload16(0, rows + (size_t)ib[f] * row + k);
-    for (int f = 0; f < n_fields; f++) {
-      float16 e = vload16(0, rows + (size_t)ib[f] * row + k);
-      vstore16((float16)(g) * (s - e) + vload16(0, din + f * dim + k), 0,
-               out + (size_t)f * row + k);
-    }
+#define HS_FM_BWD_COLS(W)                                                            \
+  for (; k + W <= dim; k += W) {                                                     \
+    float##W s = (float##W)(0.0f);                                                   \
+    for (int f = 0; f < n_fields; f++) s = s + vload##W(0, rows + (size_t)ib[f] * row + k); \
+    for (int f = 0; f < n_fields; f++) {                                             \
+      float##W e = vload##W(0, rows + (size_t)ib[f] * row + k);                      \
+      vstore##W((float##W)(g) * (s - e) + vload##W(0, din + f * dim + k), 0,         \
+                out + (size_t)f * row + k);                                          \
+    }                                                                                \
   }
+  HS_FM_BWD_COLS(16)
+  HS_FM_BWD_COLS(8)
+  HS_FM_BWD_COLS(4)
+#undef HS_FM_BWD_COLS
   for (; k < dim; k++) {
     float s = 0.0f;
     for (int f = 0; f < n_fields; f++) s += rows[(size_t)ib[f] * row + k];
@@ -200,7 +207,7 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
  * increasing, of dT(max, min) v_j; v_0's goes to dz plus the direct part,
  * the others to dE[b, i - 1]. Sixteen columns k at a time as one float16
  * (each column's sum keeps its order over j: the same bits as one column
- * at a time), the last dim % 16 one by one. */
+ * at a time), then eight and four, the last dim % 4 one by one. */
 __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float *rows,
                                   __global const int *idx, int n_fields, int dim,
                                   __global const float *dout, int n, __global float *dz,
@@ -214,18 +221,23 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
   for (int i = 0; i < N; i++) {
     __global float *out = i == 0 ? dz + (size_t)b * dim : dE + ((size_t)b * n_fields + i - 1) * dim;
     int k0 = 0;
-    for (; k0 + 16 <= dim; k0 += 16) {
-      float16 acc = (float16)(0.0f);
-      for (int j = 0; j < N; j++) {
-        if (j == i) continue;
-        int hi = max(i, j), lo = min(i, j);
-        float c = dt[hi * (hi - 1) / 2 + lo];
-        __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0;
-        acc = acc + (float16)(c) * vload16(0, vj);
-      }
-      if (i == 0) acc = vload16(0, d + k0) + acc;
-      vstore16(acc, 0, out + k0);
+#define HS_INTERACT_BWD_COLS(W)                                                      \
+    for (; k0 + W <= dim; k0 += W) {                                                 \
+      float##W acc = (float##W)(0.0f);                                               \
+      for (int j = 0; j < N; j++) {                                                  \
+        if (j == i) continue;                                                        \
+        int hi = max(i, j), lo = min(i, j);                                          \
+        float c = dt[hi * (hi - 1) / 2 + lo];                                        \
+        __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0; \
+        acc = acc + (float##W)(c) * vload##W(0, vj);                                 \
+      }                                                                              \
+      if (i == 0) acc = vload##W(0, d + k0) + acc;                                   \
+      vstore##W(acc, 0, out + k0);                                                   \
     }
+    HS_INTERACT_BWD_COLS(16)
+    HS_INTERACT_BWD_COLS(8)
+    HS_INTERACT_BWD_COLS(4)
+#undef HS_INTERACT_BWD_COLS
     for (; k0 < dim; k0++) {
       float acc = 0.0f;
       for (int j = 0; j < N; j++) {
@@ -241,8 +253,8 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
 
 /* out[u, k] = sum of dE[o, k] over the occurrences o of unique u, in list
  * order; work-item u, sixteen columns at a time as one float16 (each
- * column's sum in list order: the same bits as one column at a time), the
- * last row % 16 one by one. */
+ * column's sum in list order: the same bits as one column at a time), then
+ * eight and four, the last row % 4 one by one. */
 __kernel void hs_ctr_segment_sum(__global const float *dE, int row, __global const int *occ_ptr,
                                  __global const int *occ, int n_unique, __global float *out) {
   int u = (int)get_global_id(0);
@@ -250,11 +262,16 @@ __kernel void hs_ctr_segment_sum(__global const float *dE, int row, __global con
   int o0 = occ_ptr[u], o1 = occ_ptr[u + 1];
   __global float *ou = out + (size_t)u * row;
   int k = 0;
-  for (; k + 16 <= row; k += 16) {
-    float16 acc = (float16)(0.0f);
-    for (int o = o0; o < o1; o++) acc = acc + vload16(0, dE + (size_t)occ[o] * row + k);
-    vstore16(acc, 0, ou + k);
+#define HS_SEGMENT_SUM_COLS(W)                                                       \
+  for (; k + W <= row; k += W) {                                                     \
+    float##W acc = (float##W)(0.0f);                                                 \
+    for (int o = o0; o < o1; o++) acc = acc + vload##W(0, dE + (size_t)occ[o] * row + k); \
+    vstore##W(acc, 0, ou + k);                                                       \
   }
+  HS_SEGMENT_SUM_COLS(16)
+  HS_SEGMENT_SUM_COLS(8)
+  HS_SEGMENT_SUM_COLS(4)
+#undef HS_SEGMENT_SUM_COLS
   for (; k < row; k++) {
     float acc = 0.0f;
     for (int o = o0; o < o1; o++) acc += dE[(size_t)occ[o] * row + k];

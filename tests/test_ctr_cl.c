@@ -116,11 +116,12 @@ Test(ctr_cl, bad_batch_refused) {
 Test(ctr_cl, dlrm_rows_wider_than_a_chunk) { compare(HS_CTR_DLRM, 200, 5, 20, 400); }
 
 /* The interaction kernels alone, bit for bit against the reference, over
- * field counts (1, 5, 26), widths (1, 8; 16: one float16; 20: one and a
- * rest; 33: a forward dot longer than one transposed chunk of 16 columns)
- * and local sizes. */
+ * field counts (1, 5, 26), widths (1; 4 and 8: one float4, one float8; 12:
+ * both; 16: one float16; 20: one and a float4; 29: every block and a rest;
+ * 33: a forward dot longer than one transposed chunk of 16 columns) and
+ * local sizes. */
 Test(ctr_cl, interaction_kernels_equal_the_reference_bit_for_bit) {
-  static const int32_t Fs[] = {1, 5, 26}, Ds[] = {1, 8, 16, 20, 33};
+  static const int32_t Fs[] = {1, 5, 26}, Ds[] = {1, 4, 8, 12, 16, 20, 29, 33};
   static const size_t wgs[] = {0, 1, 7, 64};
   const int32_t n = 37, n_rows = 50;
   uint64_t s = 11;
@@ -173,10 +174,12 @@ Test(ctr_cl, interaction_kernels_equal_the_reference_bit_for_bit) {
 }
 
 /* The per-row gradient sums alone, bit for bit against the reference:
- * rows of 1 (LR), 16 (one float16), 17 (DeepFM's D + 1: one and a rest)
- * and 33 floats; rows with no occurrence, one, and many. */
+ * rows of 1 (LR), 4, 8 (a float4, a float8), 9 (DeepFM's D + 1 at D = 8),
+ * 13 (a float8, a float4 and a rest), 16 (one float16), 17 (DeepFM's
+ * D + 1: one and a rest), 29 and 33 floats; rows with no occurrence, one,
+ * and many. */
 Test(ctr_cl, segment_sums_equal_the_reference_bit_for_bit) {
-  static const int32_t Rs[] = {1, 16, 17, 33};
+  static const int32_t Rs[] = {1, 4, 8, 9, 13, 16, 17, 29, 33};
   const int32_t n_occ = 900, U = 120;
   uint64_t s = 23;
   int32_t *occ_ptr = calloc((size_t)U + 1, 4), *occ = malloc(4 * (size_t)n_occ);
