@@ -463,6 +463,36 @@ static char *make_ctr_dataset(const char *name) {
 
 #define CTR_SMALL "--task ctr -q"
 
+/* generate --kind ctr: --head-ranks and --tail-decay reach the generator
+ * (meta.json records them) and out-of-range values are usage errors that
+ * name the option and write nothing. */
+Test(cli_train, ctr_generate_head_and_tail_options) {
+  char *dst = tu_path(scratch, "ctr_ht");
+  char args[1024], out[4096], err[4096];
+  static const char *const bad[][2] = {{"--head-ranks 0", "--head-ranks"},
+                                       {"--tail-decay 4.5", "--tail-decay"},
+                                       {"--tail-decay -1", "--tail-decay"},
+                                       {"--tail-decay x", "--tail-decay"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    snprintf(args, sizeof args, "generate --kind ctr --rows 200 --quiet %s %s", bad[i][0], dst);
+    int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s: %s", bad[i][0], err);
+    cr_expect(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+    struct stat sb;
+    cr_expect_neq(stat(dst, &sb), 0, "%s: %s was written", bad[i][0], dst);
+  }
+  snprintf(args, sizeof args,
+           "generate --kind ctr --rows 200 --big-vocab 500 --head-ranks 30 --tail-decay 2 --quiet %s",
+           dst);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  char *meta_path = tu_path(dst, "meta.json");
+  char *meta = tool_slurp(meta_path);
+  cr_expect(strstr(meta, "\"head_ranks\": 30,") && strstr(meta, "\"tail_decay\": 2,"), "%s", meta);
+  free(meta);
+  free(meta_path);
+  free(dst);
+}
+
 /* The GNN path's rules: an earlier run's checkpoints are not replaced
  * without --resume or --force; --resume takes the run's options from its
  * checkpoint (one given that differs is refused by name) and continues it
