@@ -103,8 +103,9 @@ static inline void hs_ctr_generate_summary_init(hs_ctr_generate_summary *sum) {
  * product). Ids follow power laws over each field's vocabulary (Criteo's
  * field sizes, scaled so the largest has big_vocab ids); an id's effects
  * shrink as (head_ranks / rank)^tail_decay (by default the square root
- * of 2000 / rank) past the head_ranks most popular of its field, so that the long tail a finite
- * sample cannot teach carries little of the signal. meta.json records every parameter, the distinct ids per field
+ * of 2000 / rank) past the head_ranks most popular of its field, so that
+ * the long tail a finite sample cannot teach carries little of the
+ * signal. meta.json records every parameter, the distinct ids per field
  * and the Bayes figures of the summary. The files are a pure function of
  * the options (not of `threads`). */
 HS_API hs_status hs_ctr_generate(const char *dst, const hs_ctr_generate_opts *opts,
