@@ -96,6 +96,12 @@ static void compare(hs_ctr_model kind, int32_t n, int32_t fields, int32_t dim, i
 
 Test(ctr_cl, lr_matches_reference) { compare(HS_CTR_LR, 37, 5, 1, 60); }
 Test(ctr_cl, deepfm_matches_reference) { compare(HS_CTR_DEEPFM, 300, 6, 8, 500); }
+/* Dims whose columns take a float4 (4), or a float8, a float4 and a rest
+ * (13), in the deep input and the FM gradient. */
+Test(ctr_cl, deepfm_small_dims_match_reference) {
+  compare(HS_CTR_DEEPFM, 120, 5, 4, 200);
+  compare(HS_CTR_DEEPFM, 120, 5, 13, 200);
+}
 Test(ctr_cl, dlrm_matches_reference) { compare(HS_CTR_DLRM, 300, 6, 8, 500); }
 /* More rows than a column-sum chunk, the Criteo field count. */
 Test(ctr_cl, dlrm_full_width) { compare(HS_CTR_DLRM, 600, 26, 16, 3000); }
@@ -168,6 +174,52 @@ Test(ctr_cl, interaction_kernels_equal_the_reference_bit_for_bit) {
       }
       free(z), free(rows), free(dout), free(want), free(got), free(want_dz), free(got_dz);
       free(want_dE), free(got_dE), free(idx);
+      cf_free(&f);
+    }
+  }
+}
+
+/* DeepFM's row gradient alone, bit for bit against the reference, over
+ * field counts (1, 5, 26), dims (1; 4, 8, 12: a float4, a float8, both;
+ * 13: both and a rest; 16: one float16; 29: every block and a rest) and
+ * local sizes. */
+Test(ctr_cl, fm_gradient_kernel_equals_the_reference_bit_for_bit) {
+  static const int32_t Fs[] = {1, 5, 26}, Ds[] = {1, 4, 8, 12, 13, 16, 29};
+  static const size_t wgs[] = {0, 1, 7, 64};
+  const int32_t n = 37, n_rows = 50;
+  uint64_t s = 17;
+  for (size_t fi = 0; fi < sizeof Fs / sizeof Fs[0]; fi++) {
+    for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
+      int32_t F = Fs[fi], D = Ds[di], R = D + 1, w = F * D + 13;
+      ctr_fix f;
+      cf_make(&f, HS_CTR_DEEPFM, n, F, D, n_rows, 3);
+      size_t nr = (size_t)n_rows * R, nd = (size_t)n * w, ne = (size_t)n * F * R;
+      float *rows = malloc(4 * nr), *dlogit = malloc(4 * (size_t)n), *d_in = malloc(4 * nd);
+      float *want = malloc(4 * ne), *got = malloc(4 * ne);
+      int32_t *idx = malloc(4 * (size_t)n * F);
+      for (size_t i = 0; i < nr; i++) rows[i] = 2.0f * cf_uniform(&s) - 1.0f;
+      for (int32_t i = 0; i < n; i++) dlogit[i] = 2.0f * cf_uniform(&s) - 1.0f;
+      for (size_t i = 0; i < nd; i++) d_in[i] = 2.0f * cf_uniform(&s) - 1.0f;
+      for (size_t i = 0; i < (size_t)n * F; i++)
+        idx[i] = (int32_t)(cf_uniform(&s) * (float)n_rows) % n_rows;
+      hs__ctr_ref_fm_bwd(rows, R, idx, n, F, D, dlogit, d_in, w, want);
+      for (size_t k = 0; k < sizeof wgs / sizeof wgs[0]; k++) {
+        hs_ctr_trainer_opts o = {.wg = wgs[k]};
+        hs_ctr_trainer *t;
+        cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, &o, &t),
+                     HS_OK, "%s", hs_last_error());
+        cl_mem mr = clf_upload(&clf, rows, 4 * nr), mi = clf_upload(&clf, idx, 4 * (size_t)n * F);
+        cl_mem mg = clf_upload(&clf, dlogit, 4 * (size_t)n), md = clf_upload(&clf, d_in, 4 * nd);
+        cl_mem mE = clf_upload(&clf, NULL, 4 * ne);
+        cr_assert_eq(hs__ctr_trainer_run_fm_bwd(t, mr, R, mi, F, D, mg, md, w, n, mE), HS_OK,
+                     "%s", hs_last_error());
+        clf_download(&clf, mE, got, 4 * ne);
+        expect_close(got, want, ne, true, "DeepFM row gradient");
+        hs__mem_release(&mr), hs__mem_release(&mi), hs__mem_release(&mg), hs__mem_release(&md);
+        hs__mem_release(&mE);
+        hs__ctr_trainer_destroy(t);
+      }
+      free(rows), free(dlogit), free(d_in), free(want), free(got), free(idx);
       cf_free(&f);
     }
   }

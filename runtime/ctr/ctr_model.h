@@ -123,6 +123,13 @@ void hs__ctr_ref_interact(const float *z, const float *rows, const int32_t *idx,
 void hs__ctr_ref_interact_bwd(const float *z, const float *rows, const int32_t *idx, int32_t n,
                               int32_t n_fields, int32_t dim, const float *dout, float *dz,
                               float *dE);
+/* DeepFM's gradient of the rows (row = dim + 1 floats): for k < dim,
+ * dE[b, f, k] = g (s_k - e_fk) + d_in[b, f dim + k], s_k the sum of the
+ * example's rows' column k in field order, g = dlogit[b]; dE[b, f, dim] =
+ * g. d_in: the deep part's input gradient, d_in_width floats per example. */
+void hs__ctr_ref_fm_bwd(const float *rows, int32_t row, const int32_t *idx, int32_t n,
+                        int32_t n_fields, int32_t dim, const float *dlogit, const float *d_in,
+                        int32_t d_in_width, float *dE);
 /* out[u] = sum of dE over the occurrences of unique u, in list order. */
 void hs__ctr_ref_segment_sum(const float *dE, const int32_t *occ_ptr, const int32_t *occ,
                              int32_t n_unique, int32_t row, float *out);

@@ -130,12 +130,17 @@ static hs_status k_lr_bwd(hs_ctr_trainer *t) {
   return hs__kset_run(&t->ks, HS_PHASE_AGG, K_LR_BWD, (size_t)occ, 0, a, 4);
 }
 
-static hs_status k_fm_bwd(hs_ctr_trainer *t) {
-  cl_int R = t->lay.row, F = t->cfg.n_fields, D = t->cfg.dim, w = t->lay.deep_in, n = t->n;
-  hs_karg a[] = {HS_KARG(t->rows.m), HS_KARG(R), HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(D),
-                 HS_KARG(t->dlogit.m), HS_KARG(t->dfirst.m), HS_KARG(w), HS_KARG(n),
-                 HS_KARG(t->dE.m)};
+static hs_status launch_fm_bwd(hs_ctr_trainer *t, cl_mem rows, cl_int R, cl_mem idx, cl_int F,
+                               cl_int D, cl_mem dlogit, cl_mem d_in, cl_int w, cl_int n,
+                               cl_mem dE) {
+  hs_karg a[] = {HS_KARG(rows), HS_KARG(R), HS_KARG(idx), HS_KARG(F), HS_KARG(D),
+                 HS_KARG(dlogit), HS_KARG(d_in), HS_KARG(w), HS_KARG(n), HS_KARG(dE)};
   return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_BWD, (size_t)n, 0, a, 10);
+}
+
+static hs_status k_fm_bwd(hs_ctr_trainer *t) {
+  return launch_fm_bwd(t, t->rows.m, t->lay.row, t->idx.m, t->cfg.n_fields, t->cfg.dim,
+                       t->dlogit.m, t->dfirst.m, t->lay.deep_in, t->n, t->dE.m);
 }
 
 /* Interaction kernels: work-item b is example b (cl_kernels/ctr.cl). The
@@ -554,5 +559,12 @@ hs_status hs__ctr_trainer_run_segment_sum(hs_ctr_trainer *t, cl_mem dE, int32_t 
                                           cl_mem occ_ptr, cl_mem occ, int32_t n_unique,
                                           cl_mem out) {
   hs_status st = launch_segment_sum(t, dE, row, occ_ptr, occ, n_unique, out);
+  return st != HS_OK ? st : hs__queue_finish(t->q);
+}
+
+hs_status hs__ctr_trainer_run_fm_bwd(hs_ctr_trainer *t, cl_mem rows, int32_t row, cl_mem idx,
+                                     int32_t n_fields, int32_t dim, cl_mem dlogit, cl_mem d_in,
+                                     int32_t d_in_width, int32_t n, cl_mem dE) {
+  hs_status st = launch_fm_bwd(t, rows, row, idx, n_fields, dim, dlogit, d_in, d_in_width, n, dE);
   return st != HS_OK ? st : hs__queue_finish(t->q);
 }

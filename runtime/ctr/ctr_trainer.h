@@ -85,4 +85,11 @@ hs_status hs__ctr_trainer_run_segment_sum(hs_ctr_trainer *t, cl_mem dE, int32_t 
                                           cl_mem occ_ptr, cl_mem occ, int32_t n_unique,
                                           cl_mem out);
 
+/* DeepFM's row gradient alone (rows of `row` = dim + 1 floats, d_in the
+ * deep part's input gradient, d_in_width floats per example), likewise
+ * against hs__ctr_ref_fm_bwd. */
+hs_status hs__ctr_trainer_run_fm_bwd(hs_ctr_trainer *t, cl_mem rows, int32_t row, cl_mem idx,
+                                     int32_t n_fields, int32_t dim, cl_mem dlogit, cl_mem d_in,
+                                     int32_t d_in_width, int32_t n, cl_mem dE);
+
 #endif

@@ -252,6 +252,26 @@ void hs__ctr_ref_head_bwd(const float *dense, const float *dlogit, int32_t n, in
   free(m);
 }
 
+void hs__ctr_ref_fm_bwd(const float *rows, int32_t row, const int32_t *idx, int32_t n,
+                        int32_t n_fields, int32_t dim, const float *dlogit, const float *d_in,
+                        int32_t d_in_width, float *dE) {
+  size_t R = (size_t)row, F = (size_t)n_fields;
+  for (int32_t i = 0; i < n; i++) {
+    const int32_t *ib = idx + (size_t)i * F;
+    float g = dlogit[i];
+    for (int32_t k = 0; k < dim; k++) {
+      float s = 0.0f;
+      for (size_t f = 0; f < F; f++) s += rows[(size_t)ib[f] * R + (size_t)k];
+      for (size_t f = 0; f < F; f++) {
+        float e = rows[(size_t)ib[f] * R + (size_t)k];
+        dE[((size_t)i * F + f) * R + (size_t)k] =
+            g * (s - e) + d_in[(size_t)i * (size_t)d_in_width + f * (size_t)dim + (size_t)k];
+      }
+    }
+    for (size_t f = 0; f < F; f++) dE[((size_t)i * F + f) * R + (size_t)dim] = g;
+  }
+}
+
 hs_status hs__ctr_ref_gradients(const hs_ctr_model_cfg *c, const hs_ctr_layout *lay,
                                 const float *p, const hs_ctr_batch *b, float *grads,
                                 float *row_grads, float *loss) {
@@ -289,20 +309,7 @@ hs_status hs__ctr_ref_gradients(const hs_ctr_model_cfg *c, const hs_ctr_layout *
       st = mlp_backward(lay, p, 0, lay->n_lin, n, &w, dout, grads, dtmp);
       free(dout);
       if (st != HS_OK) goto done;
-      for (int32_t i = 0; i < n; i++) {
-        const int32_t *ib = b->idx + (size_t)i * (size_t)F;
-        float g = w.dlogit[i];
-        for (int32_t k = 0; k < D; k++) {
-          float s = 0.0f;
-          for (int32_t f = 0; f < F; f++) s += b->rows[(size_t)ib[f] * (size_t)R + (size_t)k];
-          for (int32_t f = 0; f < F; f++) {
-            float e = b->rows[(size_t)ib[f] * (size_t)R + (size_t)k];
-            dE[((size_t)i * (size_t)F + (size_t)f) * (size_t)R + (size_t)k] =
-                g * (s - e) + dtmp[(size_t)i * (size_t)lay->deep_in + (size_t)f * (size_t)D + (size_t)k];
-          }
-        }
-        for (int32_t f = 0; f < F; f++) dE[((size_t)i * (size_t)F + (size_t)f) * (size_t)R + (size_t)D] = g;
-      }
+      hs__ctr_ref_fm_bwd(b->rows, R, b->idx, n, F, D, w.dlogit, dtmp, lay->deep_in, dE);
       break;
     }
     case HS_CTR_DLRM: {
