@@ -470,6 +470,7 @@ Test(cli_train, ctr_generate_head_and_tail_options) {
   char *dst = tu_path(scratch, "ctr_ht");
   char args[1024], out[4096], err[4096];
   static const char *const bad[][2] = {{"--head-ranks 0", "--head-ranks"},
+                                       {"--head-ranks 4294967297", "--head-ranks"},
                                        {"--tail-decay 4.5", "--tail-decay"},
                                        {"--tail-decay -1", "--tail-decay"},
                                        {"--tail-decay x", "--tail-decay"}};

@@ -327,8 +327,8 @@ Test(ctr_data, generator_head_and_tail_set_where_the_signal_lies) {
     free(p);
   }
   for (int k = 1; k < 3; k++) {
-    cr_assert_eq(memcmp(x[0].ids, x[k].ids, 4000 * 26 * 8), 0);
-    cr_assert_eq(memcmp(x[0].dense, x[k].dense, 4000 * 13 * 4), 0);
+    cr_assert_eq(memcmp(x[0].ids, x[k].ids, 4000 * HS_CTR_SPARSE * sizeof *x[0].ids), 0);
+    cr_assert_eq(memcmp(x[0].dense, x[k].dense, 4000 * HS_CTR_DENSE * sizeof *x[0].dense), 0);
   }
   cr_assert_neq(memcmp(x[0].labels, x[2].labels, 4000), 0, "the labels follow the effects");
   for (int k = 0; k < 3; k++) hs__ctr_rows_free(&x[k]);

@@ -433,12 +433,13 @@ static hs_status write_meta(hs__dsw *w, const gen *g, const hs_ctr_generate_summ
       "v_g(id_g)> + sum_j a_j (z_j - c_j) + %.2f (z_%d - c_%d)(z_%d - c_%d), z = log1p(max(x, 0)); "
       "effects of rank r scaled by ", PROD_COEF, PROD_A, PROD_A, PROD_B, PROD_B);
   if (o->tail_decay == 0.5) OUT("min(1, sqrt(%" PRId64 " / r))", o->head_ranks);
-  else OUT("min(1, (%" PRId64 " / r)^%g)", o->head_ranks, o->tail_decay);
+  else OUT("min(1, (%" PRId64 " / r)^%.17g)", o->head_ranks, o->tail_decay);
   OUT("; ids of rank r are fmix32(r + salt_f)\",\n");
   /* Recorded when not the defaults, so that the defaults' meta.json stays
    * as it was before the two options. */
   if (o->head_ranks != 2000 || o->tail_decay != 0.5)
-    OUT("  \"head_ranks\": %" PRId64 ",\n  \"tail_decay\": %g,\n", o->head_ranks, o->tail_decay);
+    OUT("  \"head_ranks\": %" PRId64 ",\n  \"tail_decay\": %.17g,\n", o->head_ranks,
+        o->tail_decay);
   OUT("  \"latent_dim\": %d,\n  \"sparse\": [\n", LATENT_K);
   for (int f = 0; f < HS_CTR_SPARSE; f++)
     OUT("    {\"vocab\": %" PRId64 ", \"zipf\": %.3f, \"sigma\": %.3f, \"missing\": %.3f, "
