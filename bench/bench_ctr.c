@@ -374,7 +374,8 @@ int main(int argc, char **argv) {
          "  \"runs\": [\n",
          dir, hs_ctr_model_name(c.model), c.dim, hid, bot, c.batch_size, (double)c.lr,
          hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr,
-         (double)c.sparse_initial_accumulator, epochs, (unsigned long long)c.seed, blas ? "\"" : "", blas ? blas : "null", blas ? "\"" : "",
+         (double)c.sparse_initial_accumulator, epochs, (unsigned long long)c.seed,
+         blas ? "\"" : "", blas ? blas : "null", blas ? "\"" : "",
          timeout ? "\"" : "", timeout ? timeout : "null", timeout ? "\"" : "", bayes);
   for (int r = 0; r < repeat; r++) {
     double ex = 0;

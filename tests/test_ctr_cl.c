@@ -121,6 +121,20 @@ Test(ctr_cl, bad_batch_refused) {
  * (16): a full chunk and a partial one. */
 Test(ctr_cl, dlrm_rows_wider_than_a_chunk) { compare(HS_CTR_DLRM, 200, 5, 20, 400); }
 
+/* n floats drawn uniformly from [-1, 1), and n row indices below n_rows,
+ * from the test's stream s. */
+static float *random_floats(size_t n, uint64_t *s) {
+  float *x = malloc(4 * n);
+  for (size_t i = 0; i < n; i++) x[i] = 2.0f * cf_uniform(s) - 1.0f;
+  return x;
+}
+
+static int32_t *random_rows(size_t n, int32_t n_rows, uint64_t *s) {
+  int32_t *x = malloc(4 * n);
+  for (size_t i = 0; i < n; i++) x[i] = (int32_t)(cf_uniform(s) * (float)n_rows) % n_rows;
+  return x;
+}
+
 /* The interaction kernels alone, bit for bit against the reference, over
  * field counts (1, 5, 26), widths (1; 4 and 8: one float4, one float8; 12:
  * both; 16: one float16; 20: one and a float4; 29: every block and a rest;
@@ -138,15 +152,11 @@ Test(ctr_cl, interaction_kernels_equal_the_reference_bit_for_bit) {
       cf_make(&f, HS_CTR_DLRM, n, F, D, n_rows, 3);
       size_t nz = (size_t)n * D, nr = (size_t)n_rows * D, no = (size_t)n * width;
       size_t ne = (size_t)n * F * D;
-      float *z = malloc(4 * nz), *rows = malloc(4 * nr), *dout = malloc(4 * no);
+      float *z = random_floats(nz, &s), *rows = random_floats(nr, &s);
+      float *dout = random_floats(no, &s);
+      int32_t *idx = random_rows((size_t)n * F, n_rows, &s);
       float *want = malloc(4 * no), *got = malloc(4 * no), *want_dz = malloc(4 * nz);
       float *got_dz = malloc(4 * nz), *want_dE = malloc(4 * ne), *got_dE = malloc(4 * ne);
-      int32_t *idx = malloc(4 * (size_t)n * F);
-      for (size_t i = 0; i < nz; i++) z[i] = 2.0f * cf_uniform(&s) - 1.0f;
-      for (size_t i = 0; i < nr; i++) rows[i] = 2.0f * cf_uniform(&s) - 1.0f;
-      for (size_t i = 0; i < no; i++) dout[i] = 2.0f * cf_uniform(&s) - 1.0f;
-      for (size_t i = 0; i < (size_t)n * F; i++)
-        idx[i] = (int32_t)(cf_uniform(&s) * (float)n_rows) % n_rows;
       hs__ctr_ref_interact(z, rows, idx, n, F, D, want);
       hs__ctr_ref_interact_bwd(z, rows, idx, n, F, D, dout, want_dz, want_dE);
       for (size_t w = 0; w < sizeof wgs / sizeof wgs[0]; w++) {
@@ -194,14 +204,10 @@ Test(ctr_cl, fm_gradient_kernel_equals_the_reference_bit_for_bit) {
       ctr_fix f;
       cf_make(&f, HS_CTR_DEEPFM, n, F, D, n_rows, 3);
       size_t nr = (size_t)n_rows * R, nd = (size_t)n * w, ne = (size_t)n * F * R;
-      float *rows = malloc(4 * nr), *dlogit = malloc(4 * (size_t)n), *d_in = malloc(4 * nd);
+      float *rows = random_floats(nr, &s), *dlogit = random_floats((size_t)n, &s);
+      float *d_in = random_floats(nd, &s);
+      int32_t *idx = random_rows((size_t)n * F, n_rows, &s);
       float *want = malloc(4 * ne), *got = malloc(4 * ne);
-      int32_t *idx = malloc(4 * (size_t)n * F);
-      for (size_t i = 0; i < nr; i++) rows[i] = 2.0f * cf_uniform(&s) - 1.0f;
-      for (int32_t i = 0; i < n; i++) dlogit[i] = 2.0f * cf_uniform(&s) - 1.0f;
-      for (size_t i = 0; i < nd; i++) d_in[i] = 2.0f * cf_uniform(&s) - 1.0f;
-      for (size_t i = 0; i < (size_t)n * F; i++)
-        idx[i] = (int32_t)(cf_uniform(&s) * (float)n_rows) % n_rows;
       hs__ctr_ref_fm_bwd(rows, R, idx, n, F, D, dlogit, d_in, w, want);
       for (size_t k = 0; k < sizeof wgs / sizeof wgs[0]; k++) {
         hs_ctr_trainer_opts o = {.wg = wgs[k]};
@@ -250,9 +256,8 @@ Test(ctr_cl, segment_sums_equal_the_reference_bit_for_bit) {
     int32_t R = Rs[ri];
     ctr_fix f;
     cf_make(&f, HS_CTR_DLRM, 10, 3, 4, 12, 5);
-    float *dE = malloc(4 * (size_t)n_occ * R), *want = malloc(4 * (size_t)U * R);
+    float *dE = random_floats((size_t)n_occ * R, &s), *want = malloc(4 * (size_t)U * R);
     float *got = malloc(4 * (size_t)U * R);
-    for (size_t i = 0; i < (size_t)n_occ * R; i++) dE[i] = 2.0f * cf_uniform(&s) - 1.0f;
     hs__ctr_ref_segment_sum(dE, occ_ptr, occ, U, R, want);
     hs_ctr_trainer *t = make_trainer(&f);
     cl_mem md = clf_upload(&clf, dE, 4 * (size_t)n_occ * R);

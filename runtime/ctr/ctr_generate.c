@@ -25,6 +25,10 @@
 enum { P_EFFECT = 1, P_LATENT = 2, P_ROW = 3 };
 
 #define LATENT_K 4
+/* The defaults of head_ranks and tail_decay: the only shape the generator
+ * had before the two options, whose files and meta.json stay as they were. */
+#define DEFAULT_HEAD_RANKS 2000
+#define DEFAULT_TAIL_DECAY 0.5
 #define CACHE_RANKS 65536 /* effects of the most popular ranks, precomputed */
 #define BLOCK_ROWS 65536
 
@@ -100,7 +104,8 @@ static double normal(hs_philox_ctr c, int k) {
 static double shrink(const hs_ctr_generate_opts *o, int64_t rank) {
   if (rank <= o->head_ranks) return 1.0;
   double x = (double)o->head_ranks / (double)rank;
-  return o->tail_decay == 0.5 ? sqrt(x) : pow(x, o->tail_decay);
+  /* sqrt, not pow(x, 0.5): the defaults' bits as before the option. */
+  return o->tail_decay == DEFAULT_TAIL_DECAY ? sqrt(x) : pow(x, o->tail_decay);
 }
 
 /* First-order effect and latent vector of (field, rank). */
@@ -348,8 +353,8 @@ void hs_ctr_generate_opts_init_sized(hs_ctr_generate_opts *user, size_t struct_s
   o->signal = 1.0;
   o->positive_rate = 0.25;
   o->threads = 2;
-  o->head_ranks = 2000;
-  o->tail_decay = 0.5;
+  o->head_ranks = DEFAULT_HEAD_RANKS;
+  o->tail_decay = DEFAULT_TAIL_DECAY;
   hs__sized_init(user, struct_size, o, sizeof *o);
 }
 
@@ -432,12 +437,12 @@ static hs_status write_meta(hs__dsw *w, const gen *g, const hs_ctr_generate_summ
   OUT("  \"model\": \"logit = bias + sum_f w_f(id_f) + sum_{f<g in interacting} <v_f(id_f), "
       "v_g(id_g)> + sum_j a_j (z_j - c_j) + %.2f (z_%d - c_%d)(z_%d - c_%d), z = log1p(max(x, 0)); "
       "effects of rank r scaled by ", PROD_COEF, PROD_A, PROD_A, PROD_B, PROD_B);
-  if (o->tail_decay == 0.5) OUT("min(1, sqrt(%" PRId64 " / r))", o->head_ranks);
+  if (o->tail_decay == DEFAULT_TAIL_DECAY) OUT("min(1, sqrt(%" PRId64 " / r))", o->head_ranks);
   else OUT("min(1, (%" PRId64 " / r)^%.17g)", o->head_ranks, o->tail_decay);
   OUT("; ids of rank r are fmix32(r + salt_f)\",\n");
   /* Recorded when not the defaults, so that the defaults' meta.json stays
    * as it was before the two options. */
-  if (o->head_ranks != 2000 || o->tail_decay != 0.5)
+  if (o->head_ranks != DEFAULT_HEAD_RANKS || o->tail_decay != DEFAULT_TAIL_DECAY)
     OUT("  \"head_ranks\": %" PRId64 ",\n  \"tail_decay\": %.17g,\n", o->head_ranks,
         o->tail_decay);
   OUT("  \"latent_dim\": %d,\n  \"sparse\": [\n", LATENT_K);
