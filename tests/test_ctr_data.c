@@ -138,6 +138,77 @@ Test(ctr_data, gzip_several_files_and_no_labels) {
   free(p2);
 }
 
+/* n good lines, gzip-compressed, into `path`; its size in bytes. */
+static long write_gz(const char *path, int n) {
+  gzFile z = gzopen(path, "wb");
+  cr_assert(z);
+  for (int i = 0; i < n; i++) {
+    gzprintf(z, "%d", i & 1);
+    for (int j = 0; j < 13; j++) gzprintf(z, "\t%d", i + j);
+    for (int k = 0; k < 26; k++) gzprintf(z, "\t%x", i * 26 + k);
+    gzprintf(z, "\n");
+  }
+  gzclose(z);
+  struct stat sb;
+  cr_assert_eq(stat(path, &sb), 0);
+  return (long)sb.st_size;
+}
+
+/* Every line of `name`, or the reader's error. */
+static hs_status read_all(const char *name, int64_t *lines) {
+  hs_ctr_reader *r = open1(name, true);
+  hs_ctr_rows rows;
+  cr_assert_eq(hs__ctr_rows_alloc(&rows, 256), HS_OK);
+  hs_status st;
+  *lines = 0;
+  while ((st = hs__ctr_reader_next(r, 256, &rows)) == HS_OK && rows.n) *lines += rows.n;
+  hs__ctr_reader_close(r);
+  hs__ctr_rows_free(&rows);
+  return st;
+}
+
+Test(ctr_data, a_truncated_gzip_file_is_an_error) {
+  char *good = tu_path(dir, "good.gz"), *cut = tu_path(dir, "cut.gz"), *cat = tu_path(dir, "cat.gz");
+  long size = write_gz(good, 5000);
+  int64_t lines;
+  cr_assert_eq(read_all("good.gz", &lines), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(lines, 5000);
+  char *bytes = malloc((size_t)size);
+  FILE *f = fopen(good, "rb");
+  cr_assert_eq(fread(bytes, 1, (size_t)size, f), (size_t)size);
+  fclose(f);
+  /* Cut at several points: never a silent end of data, never a column count. */
+  const long cuts[] = {size - 1, size - 8, size / 2, size / 3 + 17, 40};
+  for (size_t c = 0; c < sizeof cuts / sizeof *cuts; c++) {
+    f = fopen(cut, "wb");
+    fwrite(bytes, 1, (size_t)cuts[c], f);
+    fclose(f);
+    cr_assert_eq(read_all("cut.gz", &lines), HS_ERR_IO, "cut at %ld of %ld: %lld lines, %s",
+                 cuts[c], size, (long long)lines, hs_last_error());
+    cr_assert(strstr(hs_last_error(), "cut.gz") && strstr(hs_last_error(), "truncated"), "%s",
+              hs_last_error());
+  }
+  /* Two members, the second cut: the first member's lines, then the error. */
+  f = fopen(cat, "wb");
+  fwrite(bytes, 1, (size_t)size, f);
+  fwrite(bytes, 1, (size_t)(size / 2), f);
+  fclose(f);
+  cr_assert_eq(read_all("cat.gz", &lines), HS_ERR_IO, "%lld lines", (long long)lines);
+  cr_assert(strstr(hs_last_error(), "cat.gz") && strstr(hs_last_error(), "truncated"), "%s",
+            hs_last_error());
+  /* Two whole members read as one file of both members' lines. */
+  f = fopen(cat, "wb");
+  fwrite(bytes, 1, (size_t)size, f);
+  fwrite(bytes, 1, (size_t)size, f);
+  fclose(f);
+  cr_assert_eq(read_all("cat.gz", &lines), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(lines, 10000);
+  free(bytes);
+  free(good);
+  free(cut);
+  free(cat);
+}
+
 /* The reader's error on a file of one good line then `bad`. */
 static void expect_bad(const char *bad, const char *pos, const char *what) {
   char *p = tu_path(dir, "bad.txt");
@@ -176,7 +247,9 @@ Test(ctr_data, errors_name_file_line_and_column) {
   snprintf(b, sizeof b, "%.*s\t7\t8\n", (int)(strlen(line) - 1), line);
   expect_bad(b, ":2:", "42 columns, expected 40");
   snprintf(b, sizeof b, "1\t99999999999999999999%s", line + 3);
-  expect_bad(b, ":2:", "overflows");
+  expect_bad(b, ":2:", "column 2: '99999999999999999999' overflows");
+  snprintf(b, sizeof b, "1\t9223372036854775808%s", line + 3);
+  expect_bad(b, ":2:", "column 2: '9223372036854775808' overflows");
   expect_bad("\n", ":2:", "empty line");
   /* A missing file. */
   const char *paths[1] = {"/nonexistent/criteo.txt"};

@@ -106,7 +106,10 @@ hs_status hs__ctr_parse_line(const char *p, size_t len, bool labels, const char 
     }
     const char *digits = q;
     while (q < end && *q >= '0' && *q <= '9') {
-      if (v > (UINT64_MAX - 9) / 10) return bad(file, line, col, s, (size_t)(end - s), "overflows 64 bits");
+      if (v > (UINT64_MAX - 9) / 10) {
+        const char *e = memchr(s, '\t', (size_t)(end - s));
+        return bad(file, line, col, s, (size_t)((e ? e : end) - s), "overflows 64 bits");
+      }
       v = v * 10 + (uint64_t)(*q - '0');
       q++;
     }
@@ -253,7 +256,16 @@ static hs_status fill(hs_ctr_reader *r) {
       return hs__fail(HS_ERR_IO, "%s: after line %lld: %s", r->paths[r->cur], (long long)r->line,
                       code == Z_ERRNO ? strerror(errno) : msg);
     }
-    if (k == 0) r->eof = true;
+    if (k == 0) {
+      /* zlib ends a stream cut short (a truncated or unfinished .gz) as it
+       * ends a whole one, and says which in its error state. */
+      int code;
+      const char *msg = gzerror(r->z, &code);
+      if (code == Z_BUF_ERROR)
+        return hs__fail(HS_ERR_IO, "%s: after line %lld: truncated: the compressed data ends early (%s)",
+                        r->paths[r->cur], (long long)r->line, msg);
+      r->eof = true;
+    }
     r->tail += (size_t)k;
     if (k > 0 && memchr(r->buf + r->tail - (size_t)k, '\n', (size_t)k)) break;
   }
