@@ -94,6 +94,22 @@ Test(cli, json_outputs_are_strict_json) {
   hs__json_free(json_doc(text, "meta.json (R-MAT)"));
   free(text);
   free(meta);
+  /* CTR data without a test split has no Bayes figures: null, not nan
+   * (and -q is --quiet: nothing on stderr). */
+  char *dst4 = tu_path(scratch, "ctr");
+  snprintf(args, sizeof args, "generate --kind ctr --rows 50 --split 1,0,0 -q --json %s", dst4);
+  cr_assert_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  cr_expect_eq(err[0], 0, "stderr: %s", err);
+  v = json_doc(out, "generate --kind ctr --json");
+  cr_expect_eq(hs__json_get(v, "bayes_auc")->type, HS_JSON_NULL);
+  cr_expect_eq(hs__json_get(hs__json_get(v, "positive_rate"), "test")->type, HS_JSON_NULL);
+  hs__json_free(v);
+  meta = tu_path(dst4, "meta.json");
+  text = tool_slurp(meta);
+  hs__json_free(json_doc(text, "meta.json (CTR)"));
+  free(text);
+  free(meta);
+  free(dst4);
   char *src = tu_path(getenv("HS_TEST_DATA"), "linqs_tiny");
   char *dst3 = tu_path(scratch, "c3");
   snprintf(args, sizeof args, "convert --from linqs --quiet --json %s %s", src, dst3);

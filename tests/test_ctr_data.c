@@ -3,7 +3,9 @@
  * the generator (deterministic whatever the thread count, its Bayes
  * figures), AUC and logloss. */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,7 @@
 
 #include "ctr/hs_ctr.h"
 #include "hs_test_util.h"
+#include "json_check.h"
 
 static char *dir;
 
@@ -442,4 +445,45 @@ Test(ctr_data, a_fifo_is_refused_without_blocking, .timeout = 60) {
   TU_EXPECT_FAIL(hs_ctr_config_from_checkpoint(fifo, &c), HS_ERR_IO, fifo, "",
                  "not a regular file (a FIFO)");
   free(fifo);
+}
+
+/* Ctrl-C (the stop flag) ends generation with nothing written, neither
+ * DST nor its temporary folder beside it; a split without the figures
+ * meta.json records (no test rows of both labels, an empty split) writes
+ * null, never a NaN, which JSON has no number for. */
+Test(ctr_data, generator_stops_cleanly_and_writes_strict_json) {
+  hs_ctr_generate_opts o;
+  hs_ctr_generate_opts_init(&o);
+  o.rows = 3000;
+  o.big_vocab = 5000;
+  static volatile sig_atomic_t stop = 1;
+  o.stop = &stop;
+  char *d = tu_path(dir, "stopped");
+  hs_ctr_generate_summary s;
+  hs_ctr_generate_summary_init(&s);
+  TU_EXPECT_FAIL(hs_ctr_generate(d, &o, &s), HS_ERR_INTERRUPTED, "", "", "interrupted");
+  DIR *dd = opendir(dir);
+  cr_assert(dd);
+  for (struct dirent *e; (e = readdir(dd));)
+    cr_assert(e->d_name[0] == '.', "%s left in the parent folder", e->d_name);
+  closedir(dd);
+  /* Only training rows: no valid or test split. */
+  o.stop = NULL;
+  o.rows = 100;
+  o.split_frac[0] = 1;
+  o.split_frac[1] = o.split_frac[2] = 0;
+  cr_assert_eq(hs_ctr_generate(d, &o, &s), HS_OK, "%s", hs_last_error());
+  cr_assert(isnan(s.bayes_auc) && isnan(s.positive_rate[2]));
+  size_t len;
+  unsigned char *text = slurp(d, "meta.json", &len);
+  text[len] = 0;
+  hs_json *v = json_doc((const char *)text, "meta.json");
+  const hs_json *auc = hs__json_get(v, "bayes_auc");
+  cr_assert(auc && auc->type == HS_JSON_NULL);
+  const hs_json *rates = hs__json_get(v, "positive_rate");
+  cr_assert(rates && hs__json_get(rates, "test")->type == HS_JSON_NULL);
+  cr_assert_eq(hs__json_get(rates, "train")->type, HS_JSON_NUMBER);
+  hs__json_free(v);
+  free(text);
+  free(d);
 }

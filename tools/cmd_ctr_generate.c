@@ -1,6 +1,7 @@
 /* hetsage generate --kind ctr: Criteo-layout data with a planted signal. */
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@ static void usage(FILE *f) {
           "Criteo-like vocabularies. meta.json records the model, the distinct ids\n"
           "per field and the Bayes AUC and logloss on the test split (scoring each\n"
           "example by its true click probability), which DeepFM and DLRM should\n"
-          "approach. The files are a pure function of the options.\n"
+          "approach. The files are a pure function of the options. Ctrl-C stops\n"
+          "and removes what was written.\n"
           "\n"
           "  --rows N               examples in all (default 1000000)\n"
           "  --split TR,VA,TE       fractions by position (default 0.8,0.1,0.1)\n"
@@ -39,7 +41,7 @@ static void usage(FILE *f) {
           "  --threads T            default 2\n"
           "  --force                replace an existing dataset at DST\n"
           "  --json                 summary as JSON on stdout\n"
-          "  --quiet                no progress lines on stderr\n"
+          "  -q, --quiet            no progress lines on stderr\n"
           "\n"
           "Exit status: 0 done, 1 failed, 2 usage error.\n");
 }
@@ -98,7 +100,7 @@ int cmd_generate_ctr(int argc, char **argv) {
       o.force = true;
     } else if (strcmp(a, "--json") == 0) {
       json = true;
-    } else if (strcmp(a, "--quiet") == 0) {
+    } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
       quiet = true;
     } else if (a[0] == '-' && a[1]) {
       return cli_usage_error(cmd, has ? "unknown option '%s'" : "unknown option '%s' (or it needs a value)", a);
@@ -112,9 +114,16 @@ int cmd_generate_ctr(int argc, char **argv) {
     o.progress = cli_progress;
     o.progress_ctx = (void *)cmd;
   }
+  static volatile sig_atomic_t stop;
+  o.stop = &stop;
+  cli_catch_stop(&stop);
   hs_ctr_generate_summary s;
   hs_ctr_generate_summary_init(&s);
   hs_status st = hs_ctr_generate(dst, &o, &s);
+  if (st == HS_ERR_INTERRUPTED) {
+    fprintf(stderr, "hetsage %s: interrupted: nothing was written\n", cmd);
+    return 130;
+  }
   if (st != HS_OK) {
     cli_report(cmd, dst, st);
     return st == HS_ERR_INVALID_ARG ? 2 : 1;
@@ -126,19 +135,33 @@ int cmd_generate_ctr(int argc, char **argv) {
     printf("{\n  \"path\": ");
     cli_json_string(stdout, dst);
     printf(",\n  \"rows\": {\"train\": %" PRId64 ", \"valid\": %" PRId64 ", \"test\": %" PRId64
-           "},\n  \"positive_rate\": {\"train\": %.6f, \"valid\": %.6f, \"test\": %.6f},\n"
-           "  \"distinct\": [",
-           s.rows[0], s.rows[1], s.rows[2], s.positive_rate[0], s.positive_rate[1],
-           s.positive_rate[2]);
+           "},\n  \"positive_rate\": {\"train\": ", s.rows[0], s.rows[1], s.rows[2]);
+    cli_json_number(stdout, s.positive_rate[0], 6);
+    printf(", \"valid\": ");
+    cli_json_number(stdout, s.positive_rate[1], 6);
+    printf(", \"test\": ");
+    cli_json_number(stdout, s.positive_rate[2], 6);
+    printf("},\n  \"distinct\": [");
     for (int f = 0; f < HS_CTR_SPARSE; f++) printf("%s%" PRId64, f ? ", " : "", s.distinct[f]);
-    printf("],\n  \"bayes_auc\": %.6f,\n  \"bayes_auc_expected\": %.6f,\n  \"bayes_logloss\": %.6f,\n"
-           "  \"seconds\": %.3f\n}\n", s.bayes_auc, s.bayes_auc_expected, s.bayes_logloss, s.seconds);
+    printf("],\n  \"bayes_auc\": ");
+    cli_json_number(stdout, s.bayes_auc, 6);
+    printf(",\n  \"bayes_auc_expected\": ");
+    cli_json_number(stdout, s.bayes_auc_expected, 6);
+    printf(",\n  \"bayes_logloss\": ");
+    cli_json_number(stdout, s.bayes_logloss, 6);
+    printf(",\n  \"seconds\": %.3f\n}\n", s.seconds);
   } else {
-    printf("%s: %" PRId64 " train, %" PRId64 " valid, %" PRId64 " test examples; click rate %.3f; "
-           "largest field %" PRId64 " distinct ids\n", dst, s.rows[0], s.rows[1], s.rows[2],
-           s.positive_rate[0], most);
-    printf("  test split, scored by the true click probability (Bayes): AUC %.4f (expected %.4f), "
-           "logloss %.4f; %.1f s\n", s.bayes_auc, s.bayes_auc_expected, s.bayes_logloss, s.seconds);
+    printf("%s: %" PRId64 " train, %" PRId64 " valid, %" PRId64 " test examples; ", dst, s.rows[0],
+           s.rows[1], s.rows[2]);
+    if (isfinite(s.positive_rate[0])) printf("click rate %.3f; ", s.positive_rate[0]);
+    printf("largest field %" PRId64 " distinct ids\n", most);
+    if (isfinite(s.bayes_auc))
+      printf("  test split, scored by the true click probability (Bayes): AUC %.4f (expected %.4f), "
+             "logloss %.4f; %.1f s\n", s.bayes_auc, s.bayes_auc_expected, s.bayes_logloss,
+             s.seconds);
+    else
+      printf("  no Bayes AUC: the test split %s; %.1f s\n",
+             s.rows[2] ? "has examples of one label only" : "is empty", s.seconds);
   }
   return 0;
 }

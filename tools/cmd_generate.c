@@ -54,7 +54,7 @@ static void usage(FILE *f) {
           "  --threads T            default 2\n"
           "  --force                replace an existing dataset at DST\n"
           "  --json                 summary as JSON on stdout\n"
-          "  --quiet                no progress lines on stderr\n"
+          "  -q, --quiet            no progress lines on stderr\n"
           "\n"
           "Ctrl-C or SIGTERM stops it and removes the temporary; temporaries of runs\n"
           "that were killed (SIGKILL) are removed by the next run into DST.\n"
@@ -187,7 +187,7 @@ int cmd_generate(int argc, char **argv) {
       o.force = true;
     } else if (strcmp(a, "--json") == 0) {
       json = true;
-    } else if (strcmp(a, "--quiet") == 0) {
+    } else if (strcmp(a, "--quiet") == 0 || strcmp(a, "-q") == 0) {
       quiet = true;
     } else if (a[0] == '-' && a[1]) {
       return cli_usage_error(cmd, "unknown option '%s'", a);

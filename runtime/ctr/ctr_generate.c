@@ -418,6 +418,15 @@ static hs_status check_opts(const hs_ctr_generate_opts *o) {
   return HS_OK;
 }
 
+/* "%.6f", or null for what JSON has no number for (a figure a split
+ * cannot give: the Bayes AUC of a test split of one label, the click rate
+ * of an empty split). */
+static const char *num6(char buf[32], double x) {
+  if (!isfinite(x)) return "null";
+  snprintf(buf, 32, "%.6f", x);
+  return buf;
+}
+
 static hs_status write_meta(hs__dsw *w, const gen *g, const hs_ctr_generate_summary *s) {
   const hs_ctr_generate_opts *o = g->o;
   size_t cap = 16384, len = 0;
@@ -427,10 +436,11 @@ static hs_status write_meta(hs__dsw *w, const gen *g, const hs_ctr_generate_summ
   OUT("{\n  \"kind\": \"ctr\",\n  \"layout\": \"criteo\",\n  \"seed\": %" PRIu64 ",\n", o->seed);
   OUT("  \"rows\": {\"train\": %" PRId64 ", \"valid\": %" PRId64 ", \"test\": %" PRId64 "},\n",
       s->rows[0], s->rows[1], s->rows[2]);
-  OUT("  \"positive_rate\": {\"train\": %.6f, \"valid\": %.6f, \"test\": %.6f},\n",
-      s->positive_rate[0], s->positive_rate[1], s->positive_rate[2]);
-  OUT("  \"bayes_auc\": %.6f,\n  \"bayes_auc_expected\": %.6f,\n  \"bayes_logloss\": %.6f,\n",
-      s->bayes_auc, s->bayes_auc_expected, s->bayes_logloss);
+  char b1[32], b2[32], b3[32];
+  OUT("  \"positive_rate\": {\"train\": %s, \"valid\": %s, \"test\": %s},\n",
+      num6(b1, s->positive_rate[0]), num6(b2, s->positive_rate[1]), num6(b3, s->positive_rate[2]));
+  OUT("  \"bayes_auc\": %s,\n  \"bayes_auc_expected\": %s,\n  \"bayes_logloss\": %s,\n",
+      num6(b1, s->bayes_auc), num6(b2, s->bayes_auc_expected), num6(b3, s->bayes_logloss));
   OUT("  \"files\": \"%s\",\n", o->gzip ? "txt.gz" : "txt");
   OUT("  \"signal\": %.6f,\n  \"target_positive_rate\": %.6f,\n  \"bias\": %.6f,\n", o->signal,
       o->positive_rate, g->bias);
@@ -583,6 +593,10 @@ static hs_status generate(const char *dst, const hs_ctr_generate_opts *opts,
     }
     int64_t end = row + n_split[s];
     while (row < end) {
+      if (opts->stop && *opts->stop) {
+        st = hs__fail(HS_ERR_INTERRUPTED, "ctr generate: interrupted at row %" PRId64, row);
+        goto fail;
+      }
       g.first = row;
       g.n = end - row < BLOCK_ROWS ? end - row : BLOCK_ROWS;
       hs__gather_pool_run(pool, gen_block, &g);

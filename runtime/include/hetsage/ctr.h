@@ -67,6 +67,10 @@ typedef struct hs_ctr_generate_opts {
    * sample sees only a few times. */
   int64_t head_ranks;
   double tail_decay;
+  /* When not NULL and *stop becomes non-zero (a signal handler sets it),
+   * generation stops at its next block of rows, removes what it had
+   * written and returns HS_ERR_INTERRUPTED. */
+  volatile sig_atomic_t *stop;
 } hs_ctr_generate_opts;
 
 HS_API void hs_ctr_generate_opts_init_sized(hs_ctr_generate_opts *opts, size_t struct_size);
@@ -107,7 +111,10 @@ static inline void hs_ctr_generate_summary_init(hs_ctr_generate_summary *sum) {
  * the long tail a finite sample cannot teach carries little of the
  * signal. meta.json records every parameter, the distinct ids per field
  * and the Bayes figures of the summary. The files are a pure function of
- * the options (not of `threads`). */
+ * the options (not of `threads`). A figure of the summary that a split
+ * cannot give (the Bayes AUC of a test split without both labels, the
+ * click rate of an empty split) is NaN, and null in meta.json.
+ * HS_ERR_INTERRUPTED (opts->stop): nothing was written. */
 HS_API hs_status hs_ctr_generate(const char *dst, const hs_ctr_generate_opts *opts,
                                  hs_ctr_generate_summary *summary);
 
