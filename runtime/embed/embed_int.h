@@ -72,7 +72,11 @@ struct hs_embed {
    * apply, read by lookup. */
   _Atomic int64_t applied;
   int64_t last_tick; /* the last training lookup, -1: none */
-  int64_t last_expiry;
+  /* The ticks of the last HS_EMBED_LAG training lookups (since the store
+   * was created, cleared or loaded), recent[n_recent % HS_EMBED_LAG] the
+   * oldest once full: which of them must be applied before an eviction. */
+  uint32_t recent[HS_EMBED_LAG];
+  uint32_t n_recent;
   /* Per-lookup scratch: hashes and owners of the occurrences. */
   uint64_t *hash;
   uint8_t *owner;

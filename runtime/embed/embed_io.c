@@ -214,7 +214,6 @@ static hs_status read_section(hs_embed *e, hs_rfile *r, bool whole) {
     return hs__fail_context(st, "%s changed while loading; the store was emptied", r->name);
   }
   e->last_tick = (int64_t)lt - 1;
-  e->last_expiry = e->last_tick;
   atomic_store(&e->applied, e->last_tick);
   return HS_OK;
 }

@@ -152,7 +152,11 @@ typedef struct hs_ctr_config {
    * (0 or 1: at once; until then it reads as zeros); the store's bytes
    * (index, rows, optimizer state, admission counts) stay within
    * embed_budget (0: no limit), the least recently used rows evicted; rows
-   * unused for expire_after batches are dropped (0: never). */
+   * unused for expire_after batches are dropped (0: never; 1 and 2 count
+   * as 3). Never the rows of the last 3 batches: the budget must hold
+   * them, and the rows evicted depend on the data alone, not on the
+   * pipeline, its depth or the threads (deeper pipelines than 3 wait for
+   * the update of the batch 3 before the one they look up). */
   uint32_t admit_after;
   uint64_t embed_budget;
   uint32_t expire_after;
