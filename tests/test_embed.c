@@ -866,6 +866,7 @@ static void resume_case(run_opts o, int n_batches, int at) {
   c.optim.kind = o.kind;
   c.expire_after = o.expire;
   c.admit_after = o.admit;
+  c.memory_budget = o.budget;
   c.shards_log2 = o.shards_log2;
   hs_embed *e = make_cfg(&c);
   hs_embed_batch b;
@@ -924,6 +925,18 @@ Test(embed, resumed_store_expires_as_the_straight_run) {
   o.expire = 40; /* every 5 */
   o.admit = 2;
   resume_case(o, 90, 43);
+}
+
+/* Under a budget, which counts the bytes the store holds (index, chunks,
+ * counts) and not only its rows: a loaded store takes the capacities the
+ * saved one had, so it evicts when and what the saved one would have. */
+Test(embed, resumed_store_under_a_budget_evicts_as_the_straight_run) {
+  run_opts o = {.threads = 1, .kind = HS_EMBED_ADAGRAD, .budget = 150000, .shards_log2 = 2};
+  resume_case(o, 60, 29);
+  o.admit = 2;
+  o.expire = 24;
+  o.budget = 120000;
+  resume_case(o, 60, 41);
 }
 
 /* The layout's overhead, at a size the test suite can afford (the bench

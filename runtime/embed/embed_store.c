@@ -163,6 +163,15 @@ hs_status hs__embed_reserve(hs_embed *e, shard *s, uint32_t rows, uint32_t pend)
   return HS_OK;
 }
 
+hs_status hs__embed_restore_capacity(hs_embed *e, shard *s, uint32_t cap, uint32_t allocated,
+                                     uint32_t pend_cap) {
+  hs_status st;
+  if (cap > s->cap && (st = grow_index(e, s, table_of(e, s), cap)) != HS_OK) return st;
+  if (allocated > s->allocated && (st = add_chunks(e, s, allocated)) != HS_OK) return st;
+  if (pend_cap > s->pend_cap && (st = grow_pend(s, pend_cap)) != HS_OK) return st;
+  return HS_OK;
+}
+
 int64_t hs__embed_find(const hs_embed *e, const shard *s, uint64_t id, uint64_t h) {
   if (!s->cap) return -1;
   uint32_t i = hs__embed_home(h, s->cap), tag = hs__embed_tag(h);

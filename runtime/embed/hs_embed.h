@@ -238,7 +238,11 @@ size_t hs__embed_record_bytes(const hs_embed *e);
  * store gives the same bytes. */
 hs_status hs__embed_save(const hs_embed *e, const char *path);
 /* Replace the store's contents by a file's; refused (store unchanged)
- * when the row layout differs or the file is damaged (the file named). */
+ * when the row layout differs or the file is damaged (the file named).
+ * A fresh store with the saved one's configuration then evicts as the
+ * saved one would have (expiry, and the budget: a store with a budget
+ * saves the capacities the budget counts, which the load takes when the
+ * shard count is the same). */
 hs_status hs__embed_load(hs_embed *e, const char *path);
 /* The same as a section of a larger file: appended to an atomic file, or
  * read from a stream positioned at its start (which must be seekable: the

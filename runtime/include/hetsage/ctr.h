@@ -262,7 +262,8 @@ typedef void (*hs_ctr_progress_fn)(void *user, int64_t examples, double loss);
 HS_API void hs_ctr_session_set_progress(hs_ctr_session *s, hs_ctr_progress_fn fn, void *user);
 /* While *flag is non-zero no new batch is read; the epoch call returns
  * with stats->interrupted set and the position kept, so that a checkpoint
- * saved now resumes exactly. */
+ * saved now resumes exactly (expiry and the embedding budget included: a
+ * loaded session evicts the rows the uninterrupted one would have). */
 HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_t *flag);
 
 /* Train one pass over `files` (the rest of it after an interruption or a
