@@ -161,6 +161,10 @@ static void *stage_thread(void *arg) {
       hs_pipe_slot *slot = q_pop(a->free_q, &a->stats->wait_s[0]);
       slot->batch = b;
       gate_wait(a, b);
+      if (a->p->gate_lag > 0 && s == a->p->gate_stage && err_set(a->err)) {
+        q_push(a->free_q, slot); /* an error came while waiting at the gate */
+        break;
+      }
       double t0 = hs__now();
       hs_status r = run_stage_blocking(p, 0, slot);
       a->stats->busy_s[0] += hs__now() - t0;
