@@ -370,7 +370,8 @@ static unsigned char *run(const run_opts *o, int n_batches, size_t *len, hs_embe
   r->e = make_cfg(&c);
   r->n_batches = n_batches;
   r->g = malloc((size_t)RUN_N * RUN_D * sizeof *r->g);
-  for (int k = 0; k < RUN_SLOTS; k++) cr_assert_eq(hs__embed_batch_init(&r->b[k], RUN_N, RUN_D), HS_OK);
+  for (int k = 0; k < RUN_SLOTS; k++)
+    cr_assert_eq(hs__embed_batch_init(&r->b[k], RUN_N, RUN_D), HS_OK);
   hs_embed_query q = {.n = RUN_N, .n_fields = RUN_FIELDS};
   pthread_t th;
   if (o->applier) cr_assert_eq(pthread_create(&th, NULL, run_applier, r), 0);

@@ -49,8 +49,9 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a) {
   hs__afile_crc_reset(a);
   hs__afile_write(a, magic, sizeof magic);
   bool caps = e->cfg.memory_budget != 0;
-  uint32_t hdr[6] = {caps ? EMBED_FILE_VERSION_CAPS : EMBED_FILE_VERSION, (uint32_t)d, (uint32_t)e->cfg.n_tables,
-                     (uint32_t)e->cfg.optim.kind, (uint32_t)sw, e->cfg.admit_after};
+  uint32_t hdr[6] = {caps ? EMBED_FILE_VERSION_CAPS : EMBED_FILE_VERSION, (uint32_t)d,
+                     (uint32_t)e->cfg.n_tables, (uint32_t)e->cfg.optim.kind, (uint32_t)sw,
+                     e->cfg.admit_after};
   for (int i = 0; i < 6; i++) hs__afile_u32(a, hdr[i]);
   hs__afile_u64(a, e->cfg.seed);
   hs__afile_u64(a, (uint64_t)(e->last_tick + 1));

@@ -593,10 +593,10 @@ static void pass_hist(void *arg, int t, int n_threads) {
   }
 }
 
-/* Free the evictable records (tick <= evictable) with tick < evict_below and rebuild the
- * index of every shard that lost one (simpler and faster than removing
- * entries one at a time when a pass frees many). Freed records join the
- * free list in record order. */
+/* Free the evictable records (tick <= evictable) with tick < evict_below
+ * and rebuild the index of every shard that lost one (simpler and faster
+ * than removing entries one at a time when a pass frees many). Freed
+ * records join the free list in record order. */
 static void pass_evict(void *arg, int t, int n_threads) {
   lk_job *j = arg;
   hs_embed *e = j->e;
@@ -725,7 +725,8 @@ static hs_status make_room(hs_embed *e, lk_job *j) {
 
 /* Rows unused for max(expire_after, HS_EMBED_LAG) batches. */
 static void expire(hs_embed *e, lk_job *j) {
-  int64_t horizon = e->cfg.expire_after > HS_EMBED_LAG ? (int64_t)e->cfg.expire_after : HS_EMBED_LAG;
+  int64_t horizon =
+      e->cfg.expire_after > HS_EMBED_LAG ? (int64_t)e->cfg.expire_after : HS_EMBED_LAG;
   int64_t below = (int64_t)j->tick - horizon;
   if (below <= 0) return;
   uint64_t ev = evict_below(e, j, below);

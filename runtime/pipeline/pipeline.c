@@ -144,7 +144,8 @@ static void gate_wait(thread_arg *a, int64_t b) {
   if (need <= 0) return;
   double t0 = hs__now();
   pthread_mutex_lock(&a->err->mu);
-  while (a->err->left < need && a->err->st == HS_OK) pthread_cond_wait(&a->err->left_cv, &a->err->mu);
+  while (a->err->left < need && a->err->st == HS_OK)
+    pthread_cond_wait(&a->err->left_cv, &a->err->mu);
   pthread_mutex_unlock(&a->err->mu);
   a->stats->wait_s[a->stage] += hs__now() - t0;
 }
