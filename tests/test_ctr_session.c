@@ -129,11 +129,50 @@ static void stop_at_once(void *user, int64_t examples, double loss) {
   stop_now = 1;
 }
 
-Test(ctr_session, interrupted_epoch_resumes_bit_identically) {
-  hs_ctr_config c;
-  small_cfg(&c, HS_CTR_DEEPFM);
-  c.batch_size = 64; /* progress (which stops here) comes every 64 batches */
-  c.pipeline = HS_PIPELINE_THREADS;
+/* Eviction by expiry or by a budget: the same checkpoint whatever the
+ * driver, its depth and the thread count (the store evicts from the
+ * sequence of batches, never from how far the updates had got). */
+Test(ctr_session, eviction_the_same_whatever_the_driver_and_depth) {
+  for (int kind = 0; kind < 2; kind++) {
+    hs_ctr_config c;
+    small_cfg(&c, HS_CTR_DEEPFM);
+    c.pipeline = HS_PIPELINE_OFF;
+    c.threads = 1;
+    if (kind == 0) {
+      c.expire_after = 2;
+    } else {
+      /* Half of what the store takes without a budget. */
+      hs_ctr_session *s = make(&c);
+      const char *files[1] = {train_f};
+      hs_ctr_epoch_stats st;
+      hs_ctr_epoch_stats_init(&st);
+      cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
+      hs_ctr_session_destroy(s);
+      c.embed_budget = st.embed_bytes / 2;
+    }
+    size_t l0;
+    unsigned char *ref = train_bytes(&c, 2, &l0);
+    const struct { hs_pipeline_mode mode; int depth, threads; } v[] = {
+        {HS_PIPELINE_THREADS, 1, 2}, {HS_PIPELINE_THREADS, 3, 3}, {HS_PIPELINE_THREADS, 8, 2},
+        {HS_PIPELINE_ASYNC, 1, 1},   {HS_PIPELINE_ASYNC, 3, 2},   {HS_PIPELINE_ASYNC, 8, 3}};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+      c.pipeline = v[k].mode;
+      c.depth = v[k].depth;
+      c.threads = v[k].threads;
+      size_t l1;
+      unsigned char *b = train_bytes(&c, 2, &l1);
+      cr_assert(l0 == l1 && memcmp(ref, b, l0) == 0,
+                "%s: %s driver, depth %d, %d threads differs from one batch at a time",
+                kind ? "budget" : "expiry", hs_pipeline_mode_name(v[k].mode), v[k].depth,
+                v[k].threads);
+      free(b);
+    }
+    free(ref);
+  }
+}
+
+static void interrupted_case(const hs_ctr_config *cfg) {
+  hs_ctr_config c = *cfg;
   size_t l0;
   unsigned char *straight = train_bytes(&c, 2, &l0);
   hs_ctr_session *s = make(&c);
@@ -171,12 +210,35 @@ Test(ctr_session, interrupted_epoch_resumes_bit_identically) {
   size_t l1;
   unsigned char *resumed = slurp(p2, &l1);
   cr_assert_eq(l0, l1);
-  cr_assert_eq(memcmp(straight, resumed, l0), 0, "resumed run differs from the straight one");
+  cr_assert_eq(memcmp(straight, resumed, l0), 0, "expiry %u, budget %llu: resumed run differs "
+               "from the straight one", c.expire_after, (unsigned long long)c.embed_budget);
   free(straight);
   free(resumed);
   free(p);
   free(p2);
   hs_ctr_session_destroy(s);
+}
+
+/* Without eviction, with expiry (its passes keep their batches across
+ * the checkpoint) and under a budget (the loaded store takes the
+ * capacities the budget counts). */
+Test(ctr_session, interrupted_epoch_resumes_bit_identically) {
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_DEEPFM);
+  c.batch_size = 64; /* progress (which stops here) comes every 64 batches */
+  c.pipeline = HS_PIPELINE_THREADS;
+  interrupted_case(&c);
+  c.expire_after = 20; /* passes every 2 batches */
+  interrupted_case(&c);
+  c.expire_after = 0;
+  hs_ctr_session *s = make(&c);
+  const char *files[1] = {train_f};
+  hs_ctr_epoch_stats st;
+  hs_ctr_epoch_stats_init(&st);
+  cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+  c.embed_budget = st.embed_bytes / 2;
+  interrupted_case(&c);
 }
 
 typedef struct probs {

@@ -4,12 +4,16 @@
  * lookups and updates, determinism whatever the thread count, files. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "embed/hs_embed.h"
@@ -301,20 +305,59 @@ static void batch_grads(const hs_embed_batch *b, const uint64_t *ids, int d, flo
 
 typedef struct run_opts {
   int threads;
-  bool overlap; /* look up batch t+1 before applying batch t */
+  /* Batches looked up ahead of the oldest one not yet applied: 0, each
+   * batch applied before the next lookup; 1, batch t + 1 looked up before
+   * batch t is applied; up to HS_EMBED_LAG - 1 (the most a store with
+   * eviction allows). */
+  int lag;
+  /* Apply on a second thread (in order, with pauses that vary), the
+   * lookups running ahead of it by at most `lag` batches. */
+  bool applier;
   uint64_t budget;
   uint32_t admit, expire;
   hs_embed_optim kind;
   int shards_log2;
 } run_opts;
 
+enum { RUN_D = 8, RUN_FIELDS = 4, RUN_N = 64 * RUN_FIELDS, RUN_SLOTS = HS_EMBED_LAG + 1 };
+
+/* A run's batches in flight: batch t in slot t % RUN_SLOTS. */
+typedef struct run_state {
+  hs_embed *e;
+  hs_embed_batch b[RUN_SLOTS];
+  uint64_t ids[RUN_SLOTS][RUN_N];
+  float *g;
+  int n_batches;
+  _Atomic int looked, applied; /* batches looked up, applied */
+} run_state;
+
+static void run_apply(run_state *r, int t) {
+  hs_embed_batch *cur = &r->b[t % RUN_SLOTS];
+  hs__embed_refresh(r->e, cur);
+  batch_grads(cur, r->ids[t % RUN_SLOTS], RUN_D, r->g);
+  hs__embed_apply(r->e, cur, r->g);
+  atomic_store(&r->applied, t + 1);
+}
+
+static void *run_applier(void *arg) {
+  run_state *r = arg;
+  for (int t = 0; t < r->n_batches; t++) {
+    while (atomic_load(&r->looked) <= t) sched_yield();
+    /* Pauses of 0 to 150 us: the lookups find the updates at varying
+     * points. */
+    struct timespec ts = {0, (long)(mix((uint64_t)t) % 4) * 50000};
+    nanosleep(&ts, NULL);
+    run_apply(r, t);
+  }
+  return NULL;
+}
+
 /* Train a store on `n_batches` batches; returns the saved file's bytes. */
 static unsigned char *run(const run_opts *o, int n_batches, size_t *len, hs_embed_stats *stats) {
-  const int d = 8, fields = 4, n = 64 * fields;
   hs_embed_cfg c;
   hs__embed_cfg_defaults(&c);
-  c.dim = d;
-  c.n_tables = fields;
+  c.dim = RUN_D;
+  c.n_tables = RUN_FIELDS;
   c.optim.kind = o->kind;
   c.threads = o->threads;
   c.memory_budget = o->budget;
@@ -322,37 +365,32 @@ static unsigned char *run(const run_opts *o, int n_batches, size_t *len, hs_embe
   c.expire_after = o->expire;
   c.shards_log2 = o->shards_log2;
   c.seed = 3;
-  hs_embed *e = make_cfg(&c);
-  hs_embed_batch b[2];
-  uint64_t ids[2][256];
-  float *g = malloc((size_t)n * d * sizeof *g);
-  for (int k = 0; k < 2; k++) cr_assert_eq(hs__embed_batch_init(&b[k], n, d), HS_OK);
-  hs_embed_query q = {.n = n, .n_fields = fields};
-  if (o->overlap) {
-    batch_ids(ids[0], n, 0, 3000);
-    q.ids = ids[0];
-    cr_assert_eq(hs__embed_lookup(e, &q, 0, true, &b[0]), HS_OK, "%s", hs_last_error());
-  }
-  for (int t = 0; t < n_batches; t++) {
-    hs_embed_batch *cur = &b[t & 1];
-    if (!o->overlap) {
-      batch_ids(ids[t & 1], n, (uint32_t)t, 3000);
-      q.ids = ids[t & 1];
-      cr_assert_eq(hs__embed_lookup(e, &q, (uint32_t)t, true, cur), HS_OK, "%s", hs_last_error());
-    } else if (t + 1 < n_batches) {
-      /* The next batch's lookup before this batch's update. */
-      batch_ids(ids[(t + 1) & 1], n, (uint32_t)t + 1, 3000);
-      q.ids = ids[(t + 1) & 1];
-      cr_assert_eq(hs__embed_lookup(e, &q, (uint32_t)t + 1, true, &b[(t + 1) & 1]), HS_OK, "%s",
-                   hs_last_error());
+  cr_assert(o->lag >= 0 && o->lag < RUN_SLOTS);
+  run_state *r = calloc(1, sizeof *r);
+  r->e = make_cfg(&c);
+  r->n_batches = n_batches;
+  r->g = malloc((size_t)RUN_N * RUN_D * sizeof *r->g);
+  for (int k = 0; k < RUN_SLOTS; k++)
+    cr_assert_eq(hs__embed_batch_init(&r->b[k], RUN_N, RUN_D), HS_OK);
+  hs_embed_query q = {.n = RUN_N, .n_fields = RUN_FIELDS};
+  pthread_t th;
+  if (o->applier) cr_assert_eq(pthread_create(&th, NULL, run_applier, r), 0);
+  for (int t = 0; t < n_batches + o->lag; t++) {
+    if (t < n_batches) {
+      /* At most lag + 1 batches in flight. */
+      while (o->applier && atomic_load(&r->applied) < t - o->lag) sched_yield();
+      batch_ids(r->ids[t % RUN_SLOTS], RUN_N, (uint32_t)t, 3000);
+      q.ids = r->ids[t % RUN_SLOTS];
+      cr_assert_eq(hs__embed_lookup(r->e, &q, (uint32_t)t, true, &r->b[t % RUN_SLOTS]), HS_OK,
+                   "batch %d: %s", t, hs_last_error());
+      atomic_store(&r->looked, t + 1);
     }
-    hs__embed_refresh(e, cur);
-    batch_grads(cur, ids[t & 1], d, g);
-    hs__embed_apply(e, cur, g);
+    if (!o->applier && t - o->lag >= 0) run_apply(r, t - o->lag);
   }
-  if (stats) hs__embed_stats(e, stats);
+  if (o->applier) pthread_join(th, NULL);
+  if (stats) hs__embed_stats(r->e, stats);
   char *dir = tu_mkdtemp(), *path = tu_path(dir, "s.emb");
-  cr_assert_eq(hs__embed_save(e, path), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__embed_save(r->e, path), HS_OK, "%s", hs_last_error());
   FILE *f = fopen(path, "rb");
   fseek(f, 0, SEEK_END);
   *len = (size_t)ftell(f);
@@ -362,9 +400,10 @@ static unsigned char *run(const run_opts *o, int n_batches, size_t *len, hs_embe
   fclose(f);
   free(path);
   tu_rmtree(dir);
-  for (int k = 0; k < 2; k++) hs__embed_batch_free(&b[k]);
-  free(g);
-  hs__embed_destroy(e);
+  for (int k = 0; k < RUN_SLOTS; k++) hs__embed_batch_free(&r->b[k]);
+  free(r->g);
+  hs__embed_destroy(r->e);
+  free(r);
   return bytes;
 }
 
@@ -383,7 +422,7 @@ Test(embed, same_bits_whatever_the_thread_count_and_overlap) {
     run_opts t3 = base, ov = base;
     t3.threads = 3;
     ov.threads = 2;
-    ov.overlap = true;
+    ov.lag = 1;
     expect_same(&base, &t3, 30);
     expect_same(&base, &ov, 30);
   }
@@ -392,13 +431,88 @@ Test(embed, same_bits_whatever_the_thread_count_and_overlap) {
                 .shards_log2 = 3};
   run_opts b = a;
   b.threads = 4;
-  b.overlap = true;
+  b.lag = 1;
   hs_embed_stats st;
   size_t l;
   free(run(&a, 60, &l, &st));
   cr_assert_gt(st.evicted, 0, "the budget should force evictions");
   cr_assert_gt(st.admitted, 0);
   expect_same(&a, &b, 60);
+}
+
+/* Eviction (expiry, a budget) is decided from the batches alone: the
+ * same bits whether each update comes before the next lookup or up to
+ * HS_EMBED_LAG - 1 batches late (in order on the lookup's thread, or on a
+ * thread of its own at times that vary), whatever the thread count. */
+static void expect_eviction_ignores_the_lag(run_opts base, int n_batches, bool budget) {
+  hs_embed_stats st;
+  size_t l0;
+  unsigned char *ref = run(&base, n_batches, &l0, &st);
+  if (budget) cr_assert_gt(st.evicted, 0, "the budget should force evictions");
+  else cr_assert_gt(st.expired, 0, "rows should expire");
+  const struct { int threads, lag; bool applier; } v[] = {
+      {3, 1, false}, {2, HS_EMBED_LAG - 1, false}, {1, HS_EMBED_LAG - 1, true},
+      {4, HS_EMBED_LAG - 1, true}, {2, 1, true}};
+  for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
+    run_opts o = base;
+    o.threads = v[k].threads;
+    o.lag = v[k].lag;
+    o.applier = v[k].applier;
+    size_t l1;
+    unsigned char *b = run(&o, n_batches, &l1, NULL);
+    cr_assert(l0 == l1 && memcmp(ref, b, l0) == 0,
+              "expiry %u, budget %llu: %d threads, updates %d batches late%s: the store differs",
+              base.expire, (unsigned long long)base.budget, v[k].threads, v[k].lag,
+              v[k].applier ? " (own thread)" : "");
+    free(b);
+  }
+  free(ref);
+}
+
+Test(embed, eviction_is_the_same_whatever_the_update_lag) {
+  const uint32_t expiries[3] = {1, 5, 16};
+  for (int k = 0; k < 3; k++) {
+    run_opts o = {.threads = 1, .kind = HS_EMBED_ADAGRAD, .expire = expiries[k], .shards_log2 = 3};
+    expect_eviction_ignores_the_lag(o, 60, false);
+  }
+  run_opts b = {.threads = 1, .kind = HS_EMBED_ADAGRAD, .budget = 150000, .shards_log2 = 2};
+  expect_eviction_ignores_the_lag(b, 60, true);
+  b.admit = 2;
+  b.budget = 200000;
+  b.kind = HS_EMBED_ADAM;
+  expect_eviction_ignores_the_lag(b, 60, true);
+}
+
+/* A store that evicts refuses a lookup that would find more than
+ * HS_EMBED_LAG - 1 earlier batches not yet applied (it could not tell
+ * which rows to keep without waiting for them); one that never evicts
+ * takes any overlap. */
+Test(embed, eviction_needs_the_updates_within_the_lag) {
+  for (int evicting = 0; evicting < 2; evicting++) {
+    hs_embed_cfg c;
+    hs__embed_cfg_defaults(&c);
+    c.dim = 2;
+    c.expire_after = evicting ? 4 : 0;
+    hs_embed *e = make_cfg(&c);
+    hs_embed_batch b[HS_EMBED_LAG + 1];
+    uint64_t ids[HS_EMBED_LAG + 1];
+    hs_status st = HS_OK;
+    for (int t = 0; t <= HS_EMBED_LAG; t++) {
+      cr_assert_eq(hs__embed_batch_init(&b[t], 1, 2), HS_OK);
+      ids[t] = (uint64_t)t;
+      hs_embed_query q = {.n = 1, .ids = &ids[t], .n_fields = 1};
+      st = hs__embed_lookup(e, &q, (uint32_t)t, true, &b[t]);
+      if (t < HS_EMBED_LAG) cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+    }
+    if (evicting) {
+      cr_assert_eq(st, HS_ERR_STATE);
+      cr_assert(strstr(hs_last_error(), "not applied"), "%s", hs_last_error());
+    } else {
+      cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+    }
+    for (int t = 0; t <= HS_EMBED_LAG; t++) hs__embed_batch_free(&b[t]);
+    hs__embed_destroy(e);
+  }
 }
 
 /* Element-wise Adagrad against a plain-C reference, bit for bit: the
@@ -738,28 +852,32 @@ Test(embed, save_load_round_trip_and_bad_files) {
   tu_rmtree(dir);
 }
 
-/* 20 batches straight, or 10, save, load into a fresh store, 10 more:
+/* n batches straight, or `at`, save, load into a fresh store, the rest:
  * the same bytes saved at the end. */
-static void resume_case(hs_embed_optim kind) {
-  run_opts o = {.threads = 1, .kind = kind, .shards_log2 = 4};
+static void resume_case(run_opts o, int n_batches, int at) {
   size_t la;
-  unsigned char *straight = run(&o, 20, &la, NULL);
-  const int d = 8, fields = 4, n = 256;
+  hs_embed_stats sst;
+  unsigned char *straight = run(&o, n_batches, &la, &sst);
+  const int d = RUN_D, fields = RUN_FIELDS, n = RUN_N;
   hs_embed_cfg c;
   hs__embed_cfg_defaults(&c);
   c.dim = d;
   c.n_tables = fields;
   c.seed = 3;
-  c.optim.kind = kind;
+  c.optim.kind = o.kind;
+  c.expire_after = o.expire;
+  c.admit_after = o.admit;
+  c.memory_budget = o.budget;
+  c.shards_log2 = o.shards_log2;
   hs_embed *e = make_cfg(&c);
   hs_embed_batch b;
   cr_assert_eq(hs__embed_batch_init(&b, n, d), HS_OK);
-  uint64_t ids[256];
+  uint64_t ids[RUN_N];
   float *g = malloc((size_t)n * d * sizeof *g);
   hs_embed_query q = {.n = n, .ids = ids, .n_fields = fields};
   char *dir = tu_mkdtemp(), *p = tu_path(dir, "half.emb"), *p2 = tu_path(dir, "end.emb");
-  for (int t = 0; t < 20; t++) {
-    if (t == 10) {
+  for (int t = 0; t < n_batches; t++) {
+    if (t == at) {
       cr_assert_eq(hs__embed_save(e, p), HS_OK);
       hs__embed_destroy(e);
       e = make_cfg(&c);
@@ -770,13 +888,18 @@ static void resume_case(hs_embed_optim kind) {
     batch_grads(&b, ids, d, g);
     hs__embed_apply(e, &b, g);
   }
+  hs_embed_stats rst;
+  hs__embed_stats(e, &rst);
+  cr_assert_eq(rst.rows, sst.rows, "%s, expiry %u: %llu rows resumed, %llu straight",
+               hs__embed_optim_name(o.kind), o.expire, (unsigned long long)rst.rows,
+               (unsigned long long)sst.rows);
   cr_assert_eq(hs__embed_save(e, p2), HS_OK);
   FILE *f = fopen(p2, "rb");
   unsigned char *resumed = malloc(la);
   cr_assert_eq(fread(resumed, 1, la, f), la);
   fclose(f);
-  cr_assert_eq(memcmp(straight, resumed, la), 0, "%s: the resumed store differs",
-               hs__embed_optim_name(kind));
+  cr_assert_eq(memcmp(straight, resumed, la), 0, "%s, expiry %u: the resumed store differs",
+               hs__embed_optim_name(o.kind), o.expire);
   free(straight);
   free(resumed);
   free(g);
@@ -788,8 +911,33 @@ static void resume_case(hs_embed_optim kind) {
 }
 
 Test(embed, resumed_store_continues_bit_identically) {
-  resume_case(HS_EMBED_ADAGRAD);
-  resume_case(HS_EMBED_ADAGRAD_EW);
+  run_opts o = {.threads = 1, .kind = HS_EMBED_ADAGRAD, .shards_log2 = 4};
+  resume_case(o, 20, 10);
+  o.kind = HS_EMBED_ADAGRAD_EW;
+  resume_case(o, 20, 10);
+}
+
+/* With expiry too: the passes come at the same batches after a load as
+ * they would have without one (a horizon of 16 expires every 2 batches;
+ * the save comes between two passes), so the same rows expire. */
+Test(embed, resumed_store_expires_as_the_straight_run) {
+  run_opts o = {.threads = 1, .kind = HS_EMBED_ADAGRAD, .expire = 16, .shards_log2 = 4};
+  resume_case(o, 60, 32);
+  o.expire = 40; /* every 5 */
+  o.admit = 2;
+  resume_case(o, 90, 43);
+}
+
+/* Under a budget, which counts the bytes the store holds (index, chunks,
+ * counts) and not only its rows: a loaded store takes the capacities the
+ * saved one had, so it evicts when and what the saved one would have. */
+Test(embed, resumed_store_under_a_budget_evicts_as_the_straight_run) {
+  run_opts o = {.threads = 1, .kind = HS_EMBED_ADAGRAD, .budget = 150000, .shards_log2 = 2};
+  resume_case(o, 60, 29);
+  o.admit = 2;
+  o.expire = 24;
+  o.budget = 120000;
+  resume_case(o, 60, 41);
 }
 
 /* The layout's overhead, at a size the test suite can afford (the bench

@@ -279,7 +279,7 @@ static void train_usage(FILE *f) {
           "  --sparse-init-acc A  Adagrad's accumulator(s) of a new row (default 0)\n"
           "  --init-range R       new rows draw U(-R, R) (default 0.05)\n"
           "  --admit-after K      create a row once its id was seen K times (default 1)\n"
-          "  --expire-after N     drop rows unused for N batches (default never)\n"
+          "  --expire-after N     drop rows unused for max(N, 3) batches (default never)\n"
           "  --seed S             (default 1)\n"
           "training:\n"
           "  --epochs N           passes over the training files (default 1)\n"

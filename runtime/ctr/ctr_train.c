@@ -191,6 +191,17 @@ static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_
   s->acc_unique = s->acc_deferred = s->acc_up = s->acc_down = 0;
   hs_pipe p = {.stages = stages, .n_stages = HS_CTR_STAGE_COUNT_, .ctx = s, .slots = s->pslots,
                .depth = s->depth, .mode = s->mode, .stop = &s->halt};
+  if (!s->comm) {
+    /* A store that evicts looks batch b up only once batch
+     * b - HS_EMBED_LAG was applied (hs_embed.h): deeper pipelines wait
+     * there, depth 3 (the default) never. (Distributed: each step's
+     * update comes before the next lookup.) */
+    const hs_embed_cfg *ec = hs__embed_cfg(s->store);
+    if (ec->expire_after || ec->memory_budget) {
+      p.gate_stage = HS_CTR_STAGE_LOOKUP;
+      p.gate_lag = HS_EMBED_LAG;
+    }
+  }
   hs_pipe_stats ps;
   st = hs__pipe_run(&p, 0, UNBOUNDED, &ps);
   hs_status st2 = hs__ctr_trainer_drain_loss(s->trainer, &s->acc_loss, &s->acc_steps);

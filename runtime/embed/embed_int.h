@@ -72,7 +72,11 @@ struct hs_embed {
    * apply, read by lookup. */
   _Atomic int64_t applied;
   int64_t last_tick; /* the last training lookup, -1: none */
-  int64_t last_expiry;
+  /* The ticks of the last HS_EMBED_LAG training lookups (since the store
+   * was created, cleared or loaded), recent[n_recent % HS_EMBED_LAG] the
+   * oldest once full: which of them must be applied before an eviction. */
+  uint32_t recent[HS_EMBED_LAG];
+  uint32_t n_recent;
   /* Per-lookup scratch: hashes and owners of the occurrences. */
   uint64_t *hash;
   uint8_t *owner;
@@ -145,6 +149,10 @@ void hs__embed_clear(hs_embed *e);
 /* Make room for `rows` more records and `pend` more counts in a shard
  * (index growth and chunks), outside any budget. */
 hs_status hs__embed_reserve(hs_embed *e, shard *s, uint32_t rows, uint32_t pend);
+/* Grow a shard's index, chunks and admission counts to at least these
+ * capacities (what a saved store held), outside any budget. */
+hs_status hs__embed_restore_capacity(hs_embed *e, shard *s, uint32_t cap, uint32_t allocated,
+                                     uint32_t pend_cap);
 /* Add an admission count entry (room reserved). */
 void hs__embed_pend_put(shard *s, uint64_t id, uint64_t h, uint32_t count, uint32_t tick);
 

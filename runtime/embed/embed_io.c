@@ -2,7 +2,8 @@
  *
  * Section format, every field little-endian:
  *   char[8] "HSEMBED1"
- *   u32 version (1), dim, n_tables, optimizer, state width, admit_after
+ *   u32 version (1, or 2 for a store with a memory budget), dim,
+ *       n_tables, optimizer, state width, admit_after
  *       (optimizer: hs_embed_optim's number, 0 sgd .. 4 elementwise-adagrad;
  *       a store loads only a section of its own optimizer and width)
  *   u64 seed, last training tick + 1 (0: none)
@@ -10,9 +11,17 @@
  *              rows by increasing id: u64 id, u32 tick, f32 row[dim],
  *                                     f32 state[state width]
  *              counts by increasing id: u64 id, u32 sightings, u32 tick
+ *   version 2: u32 shards_log2, then per shard (tables in order, shards
+ *              in order): u32 index entries, u32 records allocated,
+ *              u32 admission count entries
  *   u32 CRC-32 (zlib) of the section's bytes before it
  * A loaded store continues as the saved one would have: rows, optimizer
- * states, last-use ticks (eviction order) and admission counts. */
+ * states, last-use ticks (eviction order) and admission counts, and, from
+ * a version 2 section into a store with a budget and the same shard count,
+ * the capacities the budget counts (a store rebuilt compactly would hold
+ * fewer bytes and evict later). Version 1 files still load (compactly);
+ * stores without a budget still write version 1, byte for byte as
+ * before. */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -20,6 +29,10 @@
 
 static const char magic[8] = {'H', 'S', 'E', 'M', 'B', 'E', 'D', '1'};
 #define EMBED_FILE_VERSION 1u
+/* With the capacities of each shard (stores with a memory budget). */
+#define EMBED_FILE_VERSION_CAPS 2u
+/* Capacities a version 2 section may give (index or count entries). */
+#define CAP_LIMIT (1u << 27)
 
 typedef struct id_ref {
   uint64_t id;
@@ -35,8 +48,10 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a) {
   int32_t d = e->cfg.dim, sw = e->state_w;
   hs__afile_crc_reset(a);
   hs__afile_write(a, magic, sizeof magic);
-  uint32_t hdr[6] = {EMBED_FILE_VERSION, (uint32_t)d, (uint32_t)e->cfg.n_tables,
-                     (uint32_t)e->cfg.optim.kind, (uint32_t)sw, e->cfg.admit_after};
+  bool caps = e->cfg.memory_budget != 0;
+  uint32_t hdr[6] = {caps ? EMBED_FILE_VERSION_CAPS : EMBED_FILE_VERSION, (uint32_t)d,
+                     (uint32_t)e->cfg.n_tables, (uint32_t)e->cfg.optim.kind, (uint32_t)sw,
+                     e->cfg.admit_after};
   for (int i = 0; i < 6; i++) hs__afile_u32(a, hdr[i]);
   hs__afile_u64(a, e->cfg.seed);
   hs__afile_u64(a, (uint64_t)(e->last_tick + 1));
@@ -93,6 +108,16 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a) {
   }
   free(refs);
   if (st != HS_OK) return st;
+  if (caps) {
+    hs__afile_u32(a, (uint32_t)e->cfg.shards_log2);
+    int64_t n_sh = (int64_t)e->cfg.n_tables * e->n_shards;
+    for (int64_t g = 0; g < n_sh; g++) {
+      const shard *s = &e->shards[g];
+      hs__afile_u32(a, s->cap);
+      hs__afile_u32(a, s->allocated);
+      hs__afile_u32(a, s->pend_cap);
+    }
+  }
   hs__afile_crc(a);
   return a->st;
 }
@@ -108,6 +133,29 @@ hs_status hs__embed_save(const hs_embed *e, const char *path) {
   return hs__afile_commit(&a);
 }
 
+/* A version 2 section's capacities: checked, and, loading into a store
+ * with a budget and the same shard count, taken. */
+static hs_status caps_pass(hs_embed *e, hs_rfile *r, bool load) {
+  uint32_t log2;
+  if (!hs__rfile_u32(r, &log2)) return r->st;
+  if (log2 > 8)
+    return hs__fail(HS_ERR_FORMAT, "%s: embedding store of 2^%u shards per table", r->name, log2);
+  bool take = load && e->cfg.memory_budget && (int)log2 == e->cfg.shards_log2;
+  int64_t n_sh = (int64_t)e->cfg.n_tables << log2;
+  for (int64_t g = 0; g < n_sh; g++) {
+    uint32_t c[3];
+    for (int k = 0; k < 3; k++)
+      if (!hs__rfile_u32(r, &c[k])) return r->st;
+    if (c[0] > CAP_LIMIT || c[1] > (uint32_t)MAX_RECORDS + CHUNK_BIG || c[2] > CAP_LIMIT)
+      return hs__fail(HS_ERR_FORMAT, "%s: embedding store shard %lld: capacities %u, %u, %u",
+                      r->name, (long long)g, c[0], c[1], c[2]);
+    hs_status st;
+    if (take && (st = hs__embed_restore_capacity(e, &e->shards[g], c[0], c[1], c[2])) != HS_OK)
+      return st;
+  }
+  return HS_OK;
+}
+
 /* One pass over a section: check it (load == false) or load it into `e`
  * (which was checked and cleared). */
 static hs_status section_pass(hs_embed *e, hs_rfile *r, bool load, uint64_t *last_tick) {
@@ -120,9 +168,9 @@ static hs_status section_pass(hs_embed *e, hs_rfile *r, bool load, uint64_t *las
   uint32_t hdr[6];
   for (int i = 0; i < 6; i++)
     if (!hs__rfile_u32(r, &hdr[i])) return r->st;
-  if (hdr[0] != EMBED_FILE_VERSION)
-    return hs__fail(HS_ERR_UNSUPPORTED, "%s: embedding store version %u (this build reads %u)",
-                    r->name, hdr[0], EMBED_FILE_VERSION);
+  if (hdr[0] != EMBED_FILE_VERSION && hdr[0] != EMBED_FILE_VERSION_CAPS)
+    return hs__fail(HS_ERR_UNSUPPORTED, "%s: embedding store version %u (this build reads %u "
+                    "and %u)", r->name, hdr[0], EMBED_FILE_VERSION, EMBED_FILE_VERSION_CAPS);
   if (hdr[1] != (uint32_t)d || hdr[2] != (uint32_t)e->cfg.n_tables ||
       hdr[3] != (uint32_t)e->cfg.optim.kind || hdr[4] != (uint32_t)sw)
     return hs__fail(HS_ERR_INVALID_ARG, "%s: rows of %u floats in %u tables with the %s optimizer; "
@@ -190,6 +238,7 @@ static hs_status section_pass(hs_embed *e, hs_rfile *r, bool load, uint64_t *las
     }
   }
   free(vals);
+  if (st == HS_OK && hdr[0] == EMBED_FILE_VERSION_CAPS) st = caps_pass(e, r, load);
   if (st == HS_OK && !hs__rfile_crc(r)) st = r->st;
   return st;
 }
@@ -214,7 +263,6 @@ static hs_status read_section(hs_embed *e, hs_rfile *r, bool whole) {
     return hs__fail_context(st, "%s changed while loading; the store was emptied", r->name);
   }
   e->last_tick = (int64_t)lt - 1;
-  e->last_expiry = e->last_tick;
   atomic_store(&e->applied, e->last_tick);
   return HS_OK;
 }

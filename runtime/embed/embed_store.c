@@ -163,6 +163,15 @@ hs_status hs__embed_reserve(hs_embed *e, shard *s, uint32_t rows, uint32_t pend)
   return HS_OK;
 }
 
+hs_status hs__embed_restore_capacity(hs_embed *e, shard *s, uint32_t cap, uint32_t allocated,
+                                     uint32_t pend_cap) {
+  hs_status st;
+  if (cap > s->cap && (st = grow_index(e, s, table_of(e, s), cap)) != HS_OK) return st;
+  if (allocated > s->allocated && (st = add_chunks(e, s, allocated)) != HS_OK) return st;
+  if (pend_cap > s->pend_cap && (st = grow_pend(s, pend_cap)) != HS_OK) return st;
+  return HS_OK;
+}
+
 int64_t hs__embed_find(const hs_embed *e, const shard *s, uint64_t id, uint64_t h) {
   if (!s->cap) return -1;
   uint32_t i = hs__embed_home(h, s->cap), tag = hs__embed_tag(h);
@@ -296,7 +305,6 @@ hs_status hs__embed_create(const hs_embed_cfg *cfg, hs_embed **out) {
   atomic_init(&e->applied, -1);
   atomic_init(&e->st_misses, 0);
   e->last_tick = -1;
-  e->last_expiry = -1;
   size_t n = (size_t)cfg->n_tables * (size_t)e->n_shards;
   e->shards = calloc(n, sizeof *e->shards);
   e->scratch = calloc((size_t)e->cfg.threads, sizeof *e->scratch);
@@ -356,7 +364,7 @@ void hs__embed_clear(hs_embed *e) {
   e->st.rows = e->st.pending = 0;
   atomic_store(&e->applied, -1);
   e->last_tick = -1;
-  e->last_expiry = -1;
+  e->n_recent = 0;
 }
 
 /* ---- batches ------------------------------------------------------------------------ */
@@ -408,6 +416,9 @@ typedef struct lk_job {
   uint32_t tick;
   bool train;
   int64_t applied;
+  /* Records with tick <= evictable may be evicted: tick - HS_EMBED_LAG,
+   * whose batches are all applied (hs__embed_lookup checked). */
+  int64_t evictable;
   uint64_t misses[256];
   hs_status st[256];
   /* eviction */
@@ -560,7 +571,7 @@ static void pass_create(void *arg, int t, int n_threads) {
 
 /* ---- eviction ---------------------------------------------------------------------------- */
 
-/* Histogram of the ticks of evictable records (tick <= applied): the
+/* Histogram of the ticks of evictable records (tick <= evictable): the
  * HIST_TICKS most recent exactly, older ones in one bucket. Records are
  * read in memory order. */
 static void pass_hist(void *arg, int t, int n_threads) {
@@ -569,7 +580,7 @@ static void pass_hist(void *arg, int t, int n_threads) {
   lk_scratch *sc = &e->scratch[t];
   memset(sc->hist, 0, HIST_TICKS * sizeof *sc->hist);
   sc->hist_older = 0;
-  int64_t top = j->applied, base = top - (int64_t)HIST_TICKS + 1;
+  int64_t top = j->evictable, base = top - (int64_t)HIST_TICKS + 1;
   int32_t n_sh = e->cfg.n_tables * e->n_shards;
   for (int32_t g = t; g < n_sh; g += n_threads) {
     shard *s = &e->shards[g];
@@ -582,10 +593,10 @@ static void pass_hist(void *arg, int t, int n_threads) {
   }
 }
 
-/* Free the evictable records with tick < evict_below and rebuild the
- * index of every shard that lost one (simpler and faster than removing
- * entries one at a time when a pass frees many). Freed records join the
- * free list in record order. */
+/* Free the evictable records (tick <= evictable) with tick < evict_below
+ * and rebuild the index of every shard that lost one (simpler and faster
+ * than removing entries one at a time when a pass frees many). Freed
+ * records join the free list in record order. */
 static void pass_evict(void *arg, int t, int n_threads) {
   lk_job *j = arg;
   hs_embed *e = j->e;
@@ -597,7 +608,7 @@ static void pass_evict(void *arg, int t, int n_threads) {
     bool any = false;
     for (uint32_t r = 0; r < s->used && !any; r++) {
       uint32_t tk = hs__embed_rec(s, r, e->stride)[2];
-      any = tk != HS_EMBED_FREE && (int64_t)tk < j->evict_below && (int64_t)tk <= j->applied;
+      any = tk != HS_EMBED_FREE && (int64_t)tk < j->evict_below && (int64_t)tk <= j->evictable;
     }
     if (any) {
       memset(s->index, 0, (size_t)s->cap * sizeof *s->index);
@@ -605,7 +616,7 @@ static void pass_evict(void *arg, int t, int n_threads) {
         uint32_t *rec = hs__embed_rec(s, r, e->stride);
         uint32_t tk = rec[2];
         if (tk == HS_EMBED_FREE) continue;
-        if ((int64_t)tk < j->evict_below && (int64_t)tk <= j->applied) {
+        if ((int64_t)tk < j->evict_below && (int64_t)tk <= j->evictable) {
           rec[2] = HS_EMBED_FREE;
           rec[0] = s->free_head;
           s->free_head = r + 1;
@@ -678,7 +689,8 @@ static uint64_t evict_below(hs_embed *e, lk_job *j, int64_t below) {
  * slack of the budget, so that passes (each a scan of every record) stay
  * rare. A free record serves only its own shard: when uneven shards still
  * need more than the budget allows, the pass is repeated asking twice as
- * much, until it fits or only rows of batches in flight are left. */
+ * much, until it fits or only rows of the last HS_EMBED_LAG batches are
+ * left. */
 static hs_status make_room(hs_embed *e, lk_job *j) {
   uint64_t budget = e->cfg.memory_budget;
   uint64_t now = total_bytes(e), g = growth(e);
@@ -694,7 +706,7 @@ static hs_status make_room(hs_embed *e, lk_job *j) {
     hs__gather_pool_run(e->lk_pool, pass_hist, j);
     uint64_t freed = 0;
     for (int t = 0; t < e->cfg.threads; t++) freed += e->scratch[t].hist_older;
-    int64_t base = j->applied - (int64_t)HIST_TICKS + 1, below = base;
+    int64_t base = j->evictable - (int64_t)HIST_TICKS + 1, below = base;
     for (uint32_t k = 0; freed < want && k < HIST_TICKS; k++) {
       for (int t = 0; t < e->cfg.threads; t++) freed += e->scratch[t].hist[k];
       below = base + (int64_t)k + 1;
@@ -702,8 +714,8 @@ static hs_status make_room(hs_embed *e, lk_job *j) {
     if (freed == 0)
       return hs__fail(HS_ERR_BUDGET,
                       "embedding store: a budget of %llu bytes cannot hold the %llu rows of the "
-                      "batches in flight and this batch's %llu bytes of new rows and counts",
-                      (unsigned long long)budget, (unsigned long long)e->st.rows,
+                      "last %d batches and this batch's %llu bytes of new rows and counts",
+                      (unsigned long long)budget, (unsigned long long)e->st.rows, HS_EMBED_LAG,
                       (unsigned long long)growth(e));
     e->st.evicted += evict_below(e, j, below);
     if (total_bytes(e) + growth(e) <= budget) return HS_OK;
@@ -711,8 +723,11 @@ static hs_status make_room(hs_embed *e, lk_job *j) {
   }
 }
 
+/* Rows unused for max(expire_after, HS_EMBED_LAG) batches. */
 static void expire(hs_embed *e, lk_job *j) {
-  int64_t below = (int64_t)j->tick - (int64_t)e->cfg.expire_after;
+  int64_t horizon =
+      e->cfg.expire_after > HS_EMBED_LAG ? (int64_t)e->cfg.expire_after : HS_EMBED_LAG;
+  int64_t below = (int64_t)j->tick - horizon;
   if (below <= 0) return;
   uint64_t ev = evict_below(e, j, below);
   e->st.expired += ev;
@@ -817,6 +832,20 @@ hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, 
   if (train && (tick == HS_EMBED_FREE || (int64_t)tick <= e->last_tick))
     return hs__fail(HS_ERR_INVALID_ARG, "embedding lookup: training tick %u after %lld", tick,
                     (long long)e->last_tick);
+  if (train && (e->cfg.expire_after || e->cfg.memory_budget)) {
+    /* Evicting may take rows of every batch up to tick - HS_EMBED_LAG:
+     * those batches must all be applied (the last of them looked up is
+     * among the recent ones, ticks increasing). */
+    int64_t need = -1, cut = (int64_t)tick - HS_EMBED_LAG,
+            applied = atomic_load_explicit(&e->applied, memory_order_acquire);
+    uint32_t n = e->n_recent < HS_EMBED_LAG ? e->n_recent : HS_EMBED_LAG;
+    for (uint32_t k = 0; k < n; k++)
+      if ((int64_t)e->recent[k] <= cut && (int64_t)e->recent[k] > need) need = e->recent[k];
+    if (need > applied)
+      return hs__fail(HS_ERR_STATE, "embedding lookup of batch %u: batch %lld is not applied yet "
+                      "(a store that evicts takes at most %d batches ahead of its updates)",
+                      tick, (long long)need, HS_EMBED_LAG);
+  }
   hs_status st;
   if ((st = reserve_scratch(e, q->n)) != HS_OK) return st;
   b->n = q->n;
@@ -824,7 +853,8 @@ hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, 
   b->train = train;
   b->n_created = 0;
   lk_job j = {.e = e, .q = q, .b = b, .tick = tick, .train = train,
-              .applied = atomic_load_explicit(&e->applied, memory_order_acquire)};
+              .applied = atomic_load_explicit(&e->applied, memory_order_acquire),
+              .evictable = (int64_t)tick - HS_EMBED_LAG};
   if (q->n > 0) {
     hs__gather_pool_run(e->lk_pool, pass_hash, &j);
     if (train && (st = size_todo(e, q)) != HS_OK) return st;
@@ -835,15 +865,18 @@ hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, 
   e->st.lookups += (uint64_t)q->n;
   e->st.misses += misses;
   if (train) {
+    int64_t prev = e->last_tick;
     e->last_tick = tick;
+    e->recent[e->n_recent++ % HS_EMBED_LAG] = tick;
+    if (e->n_recent == 2 * HS_EMBED_LAG) e->n_recent = HS_EMBED_LAG;
     if (e->cfg.expire_after) {
       /* Expiry scans every record: every eighth of the horizon is often
-       * enough (a row lives at most 9/8 of it past its last use). */
+       * enough (a row lives at most 9/8 of it past its last use). The
+       * passes come at the multiples of `every` (the first lookup of a
+       * store, or the first past a multiple), a function of the ticks
+       * alone, so a loaded store keeps the schedule of the saved one. */
       int64_t every = e->cfg.expire_after / 8 ? e->cfg.expire_after / 8 : 1;
-      if (e->last_expiry < 0 || (int64_t)tick - e->last_expiry >= every) {
-        expire(e, &j);
-        e->last_expiry = tick;
-      }
+      if (prev < 0 || (int64_t)tick / every != prev / every) expire(e, &j);
     }
     if (misses) {
       hs__gather_pool_run(e->lk_pool, pass_admit, &j);

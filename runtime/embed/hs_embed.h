@@ -7,7 +7,7 @@
  * memory budget. Rows are created on first use (no id range, no sizing),
  * optionally only once an id was seen `admit_after` times, and evicted,
  * least recently used first, when the budget would be exceeded or when
- * unused for `expire_after` batches.
+ * unused for `expire_after` batches (at least HS_EMBED_LAG).
  *
  * Layout (the memory figure of the design rests on it):
  *
@@ -40,16 +40,33 @@
  * alone (Philox), updates are per row in a fixed arithmetic order, and
  * every structural decision (creation, admission, eviction) is taken from
  * the sequence of batches, never from timing: the same batches give the
- * same bits whatever the thread count. Records are numbered by arrival
- * within a shard; nothing observable depends on those numbers (saved files
- * list rows by id).
+ * same bits whatever the thread count and however far the updates lag
+ * behind the lookups. Records are numbered by arrival within a shard;
+ * nothing observable depends on those numbers (saved files list rows by
+ * id).
+ *
+ * Eviction lag: the training lookup of tick t evicts (by expiry or for
+ * the budget) only rows whose tick is at most t - HS_EMBED_LAG, never
+ * the rows of the HS_EMBED_LAG batches before it, whether or not their
+ * updates were applied yet; so the effective expiry horizon is
+ * max(expire_after, HS_EMBED_LAG), and the budget must hold the rows of
+ * HS_EMBED_LAG batches and the new rows of one more. A store that evicts
+ * (expiry or a budget) needs every earlier batch up to tick
+ * t - HS_EMBED_LAG applied (or released) when it looks up batch t: at most
+ * HS_EMBED_LAG batches in flight with it, which a pipeline of depth
+ * HS_EMBED_LAG (the CTR default, 3) holds by itself, and deeper ones hold
+ * by waiting (hs_pipe's gate); lookup refuses with HS_ERR_STATE otherwise.
+ * Expiry passes come at the ticks that are multiples of
+ * max(expire_after / 8, 1) (and at the first lookup of a store), so a
+ * store loaded from a file expires as the saved one would have.
  *
  * Concurrency, for the CTR pipeline: one thread calls lookup for batches
  * in increasing order while another calls refresh and apply for earlier
  * batches in increasing order (each call spreads its work over its own
  * pool of threads). Only lookup changes the index, the chunks, the free
  * lists and the ticks; apply writes the rows and states of records it was
- * handed, which lookup never evicts while their batch is in flight. A row
+ * handed, which lookup never evicts while their batch is in flight (it
+ * evicts only rows of batches applied, above). A row
  * that a batch still in flight will update is not copied by lookup
  * (`deferred`); refresh copies it once the earlier updates are applied, so
  * a batch always trains on the rows as of every earlier batch's update,
@@ -101,7 +118,9 @@ typedef struct hs_embed_cfg {
   int shards_log2;       /* shards per table, 2^(0..8); default 4 */
   uint32_t admit_after;  /* sightings before a row is created; 0 or 1: first */
   uint64_t memory_budget; /* bytes of index, records and counts; 0: none */
-  uint32_t expire_after; /* batches unused before a row is dropped; 0: never */
+  /* batches unused before a row is dropped, at least HS_EMBED_LAG (a
+   * smaller figure counts as HS_EMBED_LAG); 0: never */
+  uint32_t expire_after;
   int threads;           /* per pool (lookup, update); 0: 1 */
 } hs_embed_cfg;
 
@@ -172,7 +191,9 @@ void hs__embed_batch_free(hs_embed_batch *b);
  * Training ticks must increase from call to call and stay below
  * HS_EMBED_FREE. Not `train` (evaluation, prediction): read only; missing
  * rows read as zeros, nothing changes. HS_ERR_BUDGET when the budget
- * cannot hold the rows of the batches in flight plus this one. */
+ * cannot hold the rows of the last HS_EMBED_LAG batches plus this one's;
+ * HS_ERR_STATE, before any change, when the store evicts and an earlier
+ * training batch of tick <= tick - HS_EMBED_LAG is not applied yet. */
 hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, bool train,
                            hs_embed_batch *b);
 
@@ -217,7 +238,11 @@ size_t hs__embed_record_bytes(const hs_embed *e);
  * store gives the same bytes. */
 hs_status hs__embed_save(const hs_embed *e, const char *path);
 /* Replace the store's contents by a file's; refused (store unchanged)
- * when the row layout differs or the file is damaged (the file named). */
+ * when the row layout differs or the file is damaged (the file named).
+ * A fresh store with the saved one's configuration then evicts as the
+ * saved one would have (expiry, and the budget: a store with a budget
+ * saves the capacities the budget counts, which the load takes when the
+ * shard count is the same). */
 hs_status hs__embed_load(hs_embed *e, const char *path);
 /* The same as a section of a larger file: appended to an atomic file, or
  * read from a stream positioned at its start (which must be seekable: the
@@ -227,5 +252,12 @@ hs_status hs__embed_write(const hs_embed *e, hs_afile *a);
 hs_status hs__embed_read_section(hs_embed *e, hs_rfile *r, bool last);
 
 #define HS_EMBED_FREE 0xffffffffu
+
+/* The eviction lag (see "Eviction lag" above): the training lookup of
+ * tick t evicts only rows last used by a batch of tick t - HS_EMBED_LAG or
+ * earlier. 3: the CTR pipeline's default depth, which never waits for it;
+ * more would protect more rows from the budget (and lengthen short
+ * expiry horizons) for deeper pipelines only. */
+#define HS_EMBED_LAG 3
 
 #endif

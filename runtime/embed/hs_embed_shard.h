@@ -23,7 +23,9 @@
  * the lookup returns what hs__embed_lookup returns for the batch and the
  * apply (weight 1) is hs__embed_apply's: the same bits as an unsharded
  * store. Admission counts every occurrence (multiplicities travel with
- * the keys); the memory budget and the expiry hold per shard.
+ * the keys); the memory budget and the expiry hold per shard, each owner
+ * evicting by hs__embed_lookup's rule (rows of the last HS_EMBED_LAG
+ * batches kept), so one rank evicts as one unsharded store would.
  *
  * No step overlaps another: the apply of a training lookup comes before
  * the next training lookup (HS_ERR_STATE otherwise), so no owner ever

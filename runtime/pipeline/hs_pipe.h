@@ -75,6 +75,12 @@ typedef struct hs_pipe {
   /* Optional: run first on every thread the threads driver starts (e.g. to
    * bind it to the host's cores). */
   void (*thread_init)(void *ctx);
+  /* Optional (gate_lag > 0): stage gate_stage begins batch b only once
+   * batch b - gate_lag has finished the last stage (e.g. a lookup that
+   * needs the updates of every batch up to b - gate_lag). A driver never
+   * waits for it with depth <= gate_lag: a batch is admitted only once
+   * the batch `depth` before it has left. */
+  int gate_stage, gate_lag;
 } hs_pipe;
 
 /* Run batches [first, first + count) through every stage. On an error the

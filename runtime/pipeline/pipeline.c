@@ -13,6 +13,10 @@ typedef struct pipe_err {
   hs_status st;
   char detail[1024];
   const char *stage;
+  /* Threads driver, for the gate: batches that left the last stage (in
+   * order), signalled on `left_cv` (as is an error). */
+  pthread_cond_t left_cv;
+  int64_t left;
 } pipe_err;
 
 static void err_record(pipe_err *e, hs_status st, const char *stage) {
@@ -22,7 +26,16 @@ static void err_record(pipe_err *e, hs_status st, const char *stage) {
     e->stage = stage;
     snprintf(e->detail, sizeof e->detail, "%s", hs_last_error());
   }
+  pthread_cond_broadcast(&e->left_cv);
   pthread_mutex_unlock(&e->mu);
+}
+
+/* Batches `first` .. b - gate_lag that must have left before stage s
+ * begins batch b (0: none). */
+static int64_t gate_need(const hs_pipe *p, int s, int64_t first, int64_t b) {
+  if (p->gate_lag <= 0 || s != p->gate_stage) return 0;
+  int64_t n = b - p->gate_lag - first + 1;
+  return n > 0 ? n : 0;
 }
 
 static bool err_set(pipe_err *e) {
@@ -125,6 +138,18 @@ typedef struct thread_arg {
   int64_t done;
 } thread_arg;
 
+/* The gate, before stage a->stage begins batch b (or an error). */
+static void gate_wait(thread_arg *a, int64_t b) {
+  int64_t need = gate_need(a->p, a->stage, a->first, b);
+  if (need <= 0) return;
+  double t0 = hs__now();
+  pthread_mutex_lock(&a->err->mu);
+  while (a->err->left < need && a->err->st == HS_OK)
+    pthread_cond_wait(&a->err->left_cv, &a->err->mu);
+  pthread_mutex_unlock(&a->err->mu);
+  a->stats->wait_s[a->stage] += hs__now() - t0;
+}
+
 static void *stage_thread(void *arg) {
   thread_arg *a = arg;
   const hs_pipe *p = a->p;
@@ -136,12 +161,21 @@ static void *stage_thread(void *arg) {
       if (stopped(p) || err_set(a->err)) break;
       hs_pipe_slot *slot = q_pop(a->free_q, &a->stats->wait_s[0]);
       slot->batch = b;
+      gate_wait(a, b);
+      if (a->p->gate_lag > 0 && s == a->p->gate_stage && err_set(a->err)) {
+        q_push(a->free_q, slot); /* an error came while waiting at the gate */
+        break;
+      }
       double t0 = hs__now();
       hs_status r = run_stage_blocking(p, 0, slot);
       a->stats->busy_s[0] += hs__now() - t0;
       if (r != HS_OK) err_record(a->err, r, p->stages[0].name);
       if (last) {
         if (r == HS_OK) a->done++;
+        pthread_mutex_lock(&a->err->mu);
+        a->err->left++;
+        pthread_cond_broadcast(&a->err->left_cv);
+        pthread_mutex_unlock(&a->err->mu);
         q_push(a->free_q, slot);
       } else {
         q_push(a->out, slot);
@@ -153,6 +187,7 @@ static void *stage_thread(void *arg) {
   for (;;) {
     hs_pipe_slot *slot = q_pop(a->in, &a->stats->wait_s[s]);
     if (!slot) break;
+    gate_wait(a, slot->batch);
     /* After an error, slots still flow (so the pool drains) but no work. */
     if (!err_set(a->err)) {
       double t0 = hs__now();
@@ -160,6 +195,12 @@ static void *stage_thread(void *arg) {
       a->stats->busy_s[s] += hs__now() - t0;
       if (r != HS_OK) err_record(a->err, r, p->stages[s].name);
       else if (last) a->done++;
+    }
+    if (last) {
+      pthread_mutex_lock(&a->err->mu);
+      a->err->left++;
+      pthread_cond_broadcast(&a->err->left_cv);
+      pthread_mutex_unlock(&a->err->mu);
     }
     q_push(last ? a->free_q : a->out, slot);
   }
@@ -174,6 +215,7 @@ static hs_status run_threads(const hs_pipe *p, int64_t first, int64_t count,
   pthread_t th[HS_PIPE_MAX_STAGES];
   pipe_err err = {.st = HS_OK};
   pthread_mutex_init(&err.mu, NULL);
+  pthread_cond_init(&err.left_cv, NULL);
   q_init(&free_q, p->depth + 1);
   for (int i = 0; i < p->depth; i++) q_push(&free_q, &p->slots[i]);
   for (int s = 0; s < p->n_stages; s++) q_init(&queues[s], p->depth + 1);
@@ -207,6 +249,7 @@ static hs_status run_threads(const hs_pipe *p, int64_t first, int64_t count,
   for (int s = 0; s < p->n_stages; s++) q_destroy(&queues[s]);
   q_destroy(&free_q);
   st = err_return(&err);
+  pthread_cond_destroy(&err.left_cv);
   pthread_mutex_destroy(&err.mu);
   return st;
 }
@@ -238,6 +281,7 @@ static hs_status run_async(const hs_pipe *p, int64_t first, int64_t count,
   for (int s = 0; s < p->n_stages; s++) waiting[s] = (ring){.cap = p->depth};
   for (int i = 0; i < p->depth; i++) ring_push(&free_r, &p->slots[i]);
   int64_t next = first;
+  int64_t left = 0; /* batches that left the last stage */
   int in_flight = 0;
   hs_status err = HS_OK;
   const char *err_stage = NULL;
@@ -278,10 +322,14 @@ static hs_status run_async(const hs_pipe *p, int64_t first, int64_t count,
           if (err == HS_OK) stats->batches++;
           ring_push(&free_r, slot);
           in_flight--;
+          left++;
         }
         progressed = true;
       }
       if (!current[s] && waiting[s].count > 0) {
+        /* The gate: not before the batch it waits for has left. */
+        if (err == HS_OK && left < gate_need(p, s, first, waiting[s].items[waiting[s].head]->batch))
+          continue;
         slot = ring_pop(&waiting[s]);
         if (err != HS_OK) {
           /* Drain without work. */
@@ -289,6 +337,7 @@ static hs_status run_async(const hs_pipe *p, int64_t first, int64_t count,
           else {
             ring_push(&free_r, slot);
             in_flight--;
+            left++;
           }
           progressed = true;
           continue;
@@ -328,6 +377,9 @@ hs_status hs__pipe_run(const hs_pipe *p, int64_t first, int64_t count, hs_pipe_s
   if (p->depth <= 0 || p->depth > 64)
     return hs__fail(HS_ERR_INVALID_ARG, "pipeline depth %d (1..64)", p->depth);
   if (count < 0) return hs__fail(HS_ERR_INVALID_ARG, "negative batch count");
+  if (p->gate_lag < 0 || (p->gate_lag > 0 && (p->gate_stage < 0 || p->gate_stage >= p->n_stages)))
+    return hs__fail(HS_ERR_INVALID_ARG, "pipeline gate: stage %d, lag %d", p->gate_stage,
+                    p->gate_lag);
   for (int i = 0; i < p->depth; i++) {
     p->slots[i].index = i;
     p->slots[i].n_events = 0;

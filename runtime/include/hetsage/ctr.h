@@ -159,7 +159,11 @@ typedef struct hs_ctr_config {
    * (0 or 1: at once; until then it reads as zeros); the store's bytes
    * (index, rows, optimizer state, admission counts) stay within
    * embed_budget (0: no limit), the least recently used rows evicted; rows
-   * unused for expire_after batches are dropped (0: never). */
+   * unused for expire_after batches are dropped (0: never; 1 and 2 count
+   * as 3). Never the rows of the last 3 batches: the budget must hold
+   * them, and the rows evicted depend on the data alone, not on the
+   * pipeline, its depth or the threads (deeper pipelines than 3 wait for
+   * the update of the batch 3 before the one they look up). */
   uint32_t admit_after;
   uint64_t embed_budget;
   uint32_t expire_after;
@@ -265,7 +269,8 @@ typedef void (*hs_ctr_progress_fn)(void *user, int64_t examples, double loss);
 HS_API void hs_ctr_session_set_progress(hs_ctr_session *s, hs_ctr_progress_fn fn, void *user);
 /* While *flag is non-zero no new batch is read; the epoch call returns
  * with stats->interrupted set and the position kept, so that a checkpoint
- * saved now resumes exactly. */
+ * saved now resumes exactly (expiry and the embedding budget included: a
+ * loaded session evicts the rows the uninterrupted one would have). */
 HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_t *flag);
 
 /* Train one pass over `files` (the rest of it after an interruption or a
