@@ -646,3 +646,138 @@ Test(cli_train, ctr_sigterm_saves_and_leaves_no_temporaries) {
   free(ck);
   free(data);
 }
+
+/* predict --output is written atomically: a bad checkpoint or a data error
+ * leaves an existing file as it was and no file where there was none (and
+ * no temporary); the input may be the output. */
+Test(cli_train, ctr_predict_output_is_atomic) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], ck[512], dir[512];
+  snprintf(ck, sizeof ck, "%s/pck", scratch);
+  snprintf(dir, sizeof dir, "%s/pout", scratch);
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --checkpoint %s", data, ck);
+  run_ok(args, NULL, 0);
+  tu_write_bytes(dir, "kept.txt", "old\n", 4);
+  char *kept = tu_path(dir, "kept.txt");
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s/none.ckpt --data %s/test.txt "
+           "--output %s", scratch, data, kept);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  char *text = tool_slurp(kept);
+  cr_expect_str_eq(text, "old\n", "a bad checkpoint changed the output file");
+  free(text);
+  /* A data error at line 150: no file, no temporary. */
+  char *bad = tu_path(dir, "bad.txt"), *test = tu_path(data, "test.txt");
+  char *good = tool_slurp(test);
+  char *nl = good;
+  for (int i = 0; i < 149; i++) nl = strchr(nl, '\n') + 1;
+  FILE *f = fopen(bad, "w");
+  cr_assert(f);
+  fwrite(good, 1, (size_t)(nl - good), f);
+  fputs("x\n", f);
+  fputs(nl, f);
+  fclose(f);
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s --output %s/new.txt",
+           ck, bad, dir);
+  rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, ":150:"), "%s", err);
+  cr_expect_eq(tu_count_prefix(dir, "new.txt"), 0, "a failed predict left an output behind");
+  /* The input as the output: replaced by its probabilities. */
+  char *same = tu_path(dir, "same.txt");
+  tu_write_bytes(dir, "same.txt", good, strlen(good));
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s --output %s", ck, same,
+           same);
+  run_ok(args, NULL, 0);
+  text = tool_slurp(same);
+  int lines = 0;
+  for (char *p = text; *p; p++) lines += *p == '\n';
+  cr_expect_eq(lines, 200, "%d lines", lines);
+  cr_expect(strtod(text, NULL) > 0 && strtod(text, NULL) < 1, "%.40s", text);
+  free(text);
+  cr_expect_eq(tu_count_prefix(dir, "same.txt.tmp"), 0);
+  free(same);
+  free(good);
+  free(bad);
+  free(test);
+  free(kept);
+  free(data);
+}
+
+/* A checkpoint with a corrupt header is said to be one, naming it (1), not
+ * a bad option (2). */
+Test(cli_train, ctr_corrupt_checkpoint_header_is_a_bad_file) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], ck[512];
+  snprintf(ck, sizeof ck, "%s/cck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --dim 4 --hidden 8 "
+           "--checkpoint %s", data, ck);
+  run_ok(args, NULL, 0);
+  char *last = tu_path(ck, "last.ckpt");
+  int fd = open(last, O_WRONLY);
+  cr_assert_geq(fd, 0);
+  static const unsigned char zero[4] = {0};
+  cr_assert_eq(pwrite(fd, zero, 4, 16), 4); /* the embedding dim */
+  close(fd);
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s", last, data);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, last) && strstr(err, "not a valid CTR checkpoint"), "%s", err);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --epochs 2 --checkpoint %s "
+           "--resume", data, ck);
+  rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, last) && strstr(err, "not a valid CTR checkpoint"), "%s", err);
+  free(last);
+  free(data);
+}
+
+/* eval and predict do what their help says or refuse the option; the
+ * GNN commands' help names --task ctr, and a CTR checkpoint given without
+ * it is said to be one; a 65th --valid or --test is refused. */
+Test(cli_train, ctr_options_do_what_help_says) {
+  char *data = make_ctr_dataset("ctr");
+  char args[16384], out[16384], err[16384], ck[512];
+  snprintf(ck, sizeof ck, "%s/hck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --checkpoint %s", data, ck);
+  run_ok(args, out, sizeof out);
+  static const char *const refused[][2] = {
+      {"predict --task ctr --checkpoint %s --data %s/test.txt --json", "--json"},
+      {"predict --task ctr --checkpoint %s --data %s/test.txt --valid x.txt", "--valid"},
+      {"eval --task ctr --checkpoint %s --test %s/test.txt", "--test"},
+      {"eval --task ctr --checkpoint %s --data %s --test x.txt", "--test"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    snprintf(args, sizeof args, refused[i][0], ck, data);
+    int rc = tool_run2("", args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s: %s", args, err);
+    cr_expect(strstr(err, refused[i][1]), "%s: %s", args, err);
+  }
+  /* Every --data is evaluated: the folder's test file and the extra one. */
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s --data %s/valid.txt --json",
+           ck, data, data);
+  run_ok(args, out, sizeof out);
+  hs_json *v = json_doc(out, "eval --json");
+  cr_expect_eq(hs__json_number(v, "examples", -1), 400, "%s", out);
+  hs__json_free(v);
+  run_ok("eval --help", out, sizeof out);
+  cr_expect(strstr(out, "--task ctr"), "%s", out);
+  run_ok("predict --help", out, sizeof out);
+  cr_expect(strstr(out, "--task ctr"), "%s", out);
+  snprintf(args, sizeof args, "eval --checkpoint %s --dataset %s", ck, ds);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_neq(rc, 0);
+  cr_expect(strstr(err, "--task ctr"), "%s", err);
+  /* A 65th --valid, a 65th --test. */
+  static const char *const opt[] = {"--valid", "--test"};
+  for (int k = 0; k < 2; k++) {
+    int at = snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr", data);
+    for (int i = 0; i < 65; i++)
+      at += snprintf(args + at, sizeof args - (size_t)at, " %s %s/valid.txt", opt[k], data);
+    rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 2, "65 %s: %s", opt[k], err);
+    cr_expect(strstr(err, opt[k]) && strstr(err, "64"), "%s", err);
+  }
+  free(data);
+}

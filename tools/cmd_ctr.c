@@ -61,6 +61,14 @@ static bool files_add(file_list *f, const char *p, bool own) {
   return true;
 }
 
+/* files_add of a file of ours (NULL: none), freed when it does not fit. */
+static bool files_add_owned(file_list *f, char *p) {
+  if (!p) return true;
+  if (files_add(f, p, true)) return true;
+  free(p);
+  return false;
+}
+
 /* The Bayes AUC a generated dataset recorded in its meta.json, NaN if
  * none. */
 static double recorded_bayes(const char *dir) {
@@ -80,7 +88,12 @@ static double recorded_bayes(const char *dir) {
 typedef struct ctr_args {
   hs_ctr_config cfg;
   file_list train, valid, test;
+  /* eval and predict: every --data in order, a folder by its test file
+   * (its train file where it has none); borrowed from train and test */
+  file_list eval;
   const char *data_dir; /* a generated dataset folder, if one was given */
+  int n_dirs;           /* --data folders given */
+  bool given_valid, given_test; /* --valid, --test given */
   const char *ckpt;     /* train: folder; eval/predict: file or folder */
   const char *stats_path, *log_path, *output;
   int64_t epochs;
@@ -146,17 +159,31 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
         cli_usage_error(cmd, "--data %s: a folder without train.txt or test.txt", v);
         return -1;
       }
-      if (tr) files_add(&a->train, tr, true);
-      if (va) files_add(&a->valid, va, true);
-      if (te) files_add(&a->test, te, true);
-    } else if (!files_add(&a->train, v, false)) {
+      a->n_dirs++;
+      const char *own = te ? te : tr;
+      bool fits = files_add_owned(&a->train, tr);
+      fits = files_add_owned(&a->valid, va) && fits;
+      fits = files_add_owned(&a->test, te) && fits;
+      if (!fits || !files_add(&a->eval, own, false)) {
+        cli_usage_error(cmd, "--data %s: more than %d files of a split", v, MAX_FILES);
+        return -1;
+      }
+    } else if (!files_add(&a->train, v, false) || !files_add(&a->eval, v, false)) {
       cli_usage_error(cmd, "more than %d --data files", MAX_FILES);
       return -1;
     }
   } else if (strcmp(o, "--valid") == 0 && has) {
-    files_add(&a->valid, v, false);
+    a->given_valid = true;
+    if (!files_add(&a->valid, v, false)) {
+      cli_usage_error(cmd, "more than %d --valid files", MAX_FILES);
+      return -1;
+    }
   } else if (strcmp(o, "--test") == 0 && has) {
-    files_add(&a->test, v, false);
+    a->given_test = true;
+    if (!files_add(&a->test, v, false)) {
+      cli_usage_error(cmd, "more than %d --test files", MAX_FILES);
+      return -1;
+    }
   } else if (strcmp(o, "--batch-size") == 0 && has) {
     if (!cli_parse_i64(v, &x) || x < 1 || x > (1 << 20))
       {
@@ -218,13 +245,23 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
   return 1;
 }
 
-static void common_usage(FILE *f) {
+/* The data options and the ones common_arg takes; `train` false: eval's
+ * and predict's (no --valid, --test). */
+static void common_usage(FILE *f, bool train, bool json) {
+  if (train)
+    fprintf(f,
+            "data:\n"
+            "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
+            "                       folder from 'generate --kind ctr' (its train, valid\n"
+            "                       and test files)\n"
+            "  --valid FILE         --test FILE   (repeatable, up to %d each)\n",
+            MAX_FILES);
+  else
+    fprintf(f,
+            "data:\n"
+            "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
+            "                       folder from 'generate --kind ctr' (its test file)\n");
   fprintf(f,
-          "data:\n"
-          "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
-          "                       folder from 'generate --kind ctr' (its train, valid\n"
-          "                       and test files)\n"
-          "  --valid FILE         --test FILE   (repeatable)\n"
           "pipeline:\n"
           "  --batch-size N       examples per batch (default 4096)\n"
           "  --threads T          host threads for lookups and for updates\n"
@@ -235,20 +272,28 @@ static void common_usage(FILE *f) {
           "  --depth N            batches in flight (default 3)\n"
           "  --board NAME|FILE    board profile; --trainer DEV   trainer device\n"
           "  --embed-budget SIZE  most bytes of the embedding store (e.g. 512M;\n"
-          "                       default none): the least recently used rows go\n"
-          "  --json               result as JSON;  -q, --quiet   no progress\n");
+          "                       default none): the least recently used rows go\n");
+  fprintf(f, json ? "  --json               result as JSON;  -q, --quiet   no progress\n"
+                  : "  -q, --quiet          no progress\n");
 }
 
-static int open_session(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr_session **s) {
+/* `ckpt`: the checkpoint the options came from (NULL: the command line),
+ * to blame for options no session takes. */
+static int open_session(const char *cmd, ctr_args *a, const char *ckpt, hs_runtime **rt,
+                        hs_ctr_session **s) {
   hs_status st = hs_runtime_open(rt, NULL);
   if (st != HS_OK) {
     cli_report(cmd, "opening the runtime", st);
     return 1;
   }
   if ((st = hs_ctr_session_create(*rt, &a->cfg, s)) != HS_OK) {
-    cli_report(cmd, "creating the CTR session", st);
+    if (ckpt && st == HS_ERR_INVALID_ARG)
+      fprintf(stderr, "hetsage %s: %s: not a valid CTR checkpoint (its header is corrupt: %s)\n",
+              cmd, ckpt, hs_last_error());
+    else
+      cli_report(cmd, "creating the CTR session", st);
     hs_runtime_close(*rt);
-    return st == HS_ERR_INVALID_ARG ? 2 : 1;
+    return st == HS_ERR_INVALID_ARG && !ckpt ? 2 : 1;
   }
   return 0;
 }
@@ -310,7 +355,7 @@ static void train_usage(FILE *f) {
           "  --dist-timeout S     a rank silent this long during training is named and\n"
           "                       the run ends (default 60)\n"
           "  --dist-start-timeout S  the same at start-up (default 900)\n");
-  common_usage(f);
+  common_usage(f, true, true);
   fprintf(f, "\nExit status: 0 done, 1 failure, 2 bad usage, 130 interrupted (a\n"
              "checkpoint was saved).\n");
 }
@@ -648,7 +693,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   }
   hs_runtime *rt = NULL;
   hs_ctr_session *s = NULL;
-  int rc = open_session(cmd, &a, &rt, &s);
+  int rc = open_session(cmd, &a, a.resume ? last : NULL, &rt, &s);
   if (rc) {
     if (stats_f) fclose(stats_f);
     if (log_f) fclose(log_f);
@@ -835,7 +880,7 @@ static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr
   if (a->set & CTR_SET_BATCH) a->cfg.batch_size = given.batch_size;
   if (a->set & CTR_SET_EMBED_BUDGET) a->cfg.embed_budget = given.embed_budget;
   if (a->set & CTR_SET_GEMM_THREADS) a->cfg.gemm_threads = given.gemm_threads;
-  int rc = open_session(cmd, a, rt, s);
+  int rc = open_session(cmd, a, path, rt, s);
   if (rc) return rc;
   if ((st = hs_ctr_session_load(*s, path)) != HS_OK) {
     cli_report(cmd, path, st);
@@ -846,14 +891,26 @@ static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr
   return 0;
 }
 
+/* Ctrl-C and SIGTERM stop an evaluation or a prediction between batches
+ * (HS_ERR_INTERRUPTED), so that --output's temporary is removed. */
+static void catch_stop(hs_ctr_session *s) {
+  hs_ctr_session_set_stop_flag(s, &interrupted);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
 static void eval_usage(FILE *f) {
   fprintf(f,
           "usage: hetsage eval --task ctr --checkpoint FILE|DIR --data FILE|DIR [options]\n"
           "\n"
           "AUC and logloss of a saved CTR model on labelled Criteo-layout files (a\n"
           "DIR checkpoint is a training --checkpoint folder: its best.ckpt, else\n"
-          "last.ckpt; a DIR of data: its test files).\n\n");
-  common_usage(f);
+          "last.ckpt; a DIR of data: its test file). Files given with --data are\n"
+          "evaluated together, in order.\n\n");
+  common_usage(f, false, true);
 }
 
 static int parse_eval_like(const char *cmd, ctr_args *a, int argc, char **argv,
@@ -876,6 +933,13 @@ static int parse_eval_like(const char *cmd, ctr_args *a, int argc, char **argv,
       return cli_usage_error(cmd, "unknown option '%s' (or it needs a value)", o);
     }
   }
+  if (a->given_valid || a->given_test)
+    return cli_usage_error(cmd, "%s: a training option; give the files to %s with --data",
+                           a->given_valid ? "--valid" : "--test",
+                           predict ? "predict" : "evaluate");
+  if (predict && a->json)
+    return cli_usage_error(cmd, "--json: predict --task ctr writes one probability per line "
+                           "(no JSON)");
   if (!a->ckpt) return cli_usage_error(cmd, "--task ctr needs --checkpoint FILE|DIR");
   return 0;
 }
@@ -886,17 +950,21 @@ int cmd_eval_ctr(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   hs_ctr_config_init(&a.cfg);
   int rc = parse_eval_like(cmd, &a, argc, argv, eval_usage, false);
-  /* A data folder is evaluated on its test files; files given are. */
-  const file_list *files = a.test.n && a.data_dir ? &a.test : &a.train;
+  /* A data folder is evaluated on its test file; files given are. */
+  const file_list *files = &a.eval;
   if (rc == 0 && !files->n) rc = cli_usage_error(cmd, "--task ctr needs --data FILE|DIR");
   hs_runtime *rt = NULL;
   hs_ctr_session *s = NULL;
   if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
   if (rc == 0) {
+    catch_stop(s);
     hs_ctr_eval e;
     hs_ctr_eval_init(&e);
     hs_status st = hs_ctr_session_evaluate(s, files->path, files->n, &e);
-    if (st != HS_OK) {
+    if (st == HS_ERR_INTERRUPTED) {
+      fprintf(stderr, "hetsage eval: interrupted\n");
+      rc = 130;
+    } else if (st != HS_OK) {
       cli_report(cmd, "evaluation", st);
       rc = 1;
     } else if (a.json) {
@@ -925,8 +993,9 @@ static void predict_usage(FILE *f) {
           "Click probabilities of every example of Criteo-layout files, one per line\n"
           "in file order.\n\n"
           "  --no-label           the files have no label column (39 columns)\n"
-          "  --output F           write the probabilities to F (default stdout)\n");
-  common_usage(f);
+          "  --output F           write the probabilities to F (default stdout), atomically:\n"
+          "                       the old file or the whole new one, never a partial one\n");
+  common_usage(f, false, false);
 }
 
 typedef struct prob_out {
@@ -945,6 +1014,72 @@ static hs_status print_probs(void *user, const float *prob, const uint8_t *label
   return HS_OK;
 }
 
+/* --output F: a regular file (or a new one) is written to a temporary
+ * beside it, F.tmp.XXXXXX, renamed over F when complete, so that a failed
+ * run leaves no file and an existing one untouched (and the input may be
+ * the output); anything else (a device, a pipe) is written directly. */
+typedef struct out_file {
+  FILE *f;
+  char *tmp; /* NULL: written directly */
+} out_file;
+
+static bool out_open(const char *cmd, out_file *o, const char *path) {
+  memset(o, 0, sizeof *o);
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (!(o->f = fopen(path, "w"))) goto fail;
+    return true;
+  }
+  size_t n = strlen(path) + 16;
+  if (!(o->tmp = malloc(n))) {
+    errno = ENOMEM;
+    goto fail;
+  }
+  snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(o->tmp);
+  if (fd < 0) goto fail;
+  mode_t mask = umask(0); /* the mode a plain fopen would give */
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    unlink(o->tmp);
+    errno = e;
+    goto fail;
+  }
+  return true;
+fail:
+  fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+  free(o->tmp);
+  o->tmp = NULL;
+  return false;
+}
+
+/* Close; `ok`: complete, so put in place (false: the temporary removed).
+ * False on any failure, said naming the path. */
+static bool out_close(const char *cmd, out_file *o, const char *path, bool ok) {
+  if (!o->tmp) return cli_file_close(cmd, o->f, path) && ok;
+  bool done = ok;
+  if (ok && (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0)) {
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    done = false;
+  }
+  if (fclose(o->f) != 0 && done) {
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    done = false;
+  }
+  if (done && rename(o->tmp, path) != 0) {
+    fprintf(stderr, "hetsage %s: cannot rename %s to %s: %s\n", cmd, o->tmp, path,
+            strerror(errno));
+    done = false;
+  }
+  if (!done) unlink(o->tmp);
+  free(o->tmp);
+  o->f = NULL;
+  o->tmp = NULL;
+  return done;
+}
+
 int cmd_predict_ctr(int argc, char **argv) {
   const char *cmd = "predict";
   ctr_args a;
@@ -952,21 +1087,30 @@ int cmd_predict_ctr(int argc, char **argv) {
   hs_ctr_config_init(&a.cfg);
   a.labelled = true;
   int rc = parse_eval_like(cmd, &a, argc, argv, predict_usage, true);
-  const file_list *files = a.test.n && a.data_dir ? &a.test : &a.train;
+  const file_list *files = &a.eval;
   if (rc == 0 && !files->n) rc = cli_usage_error(cmd, "--task ctr needs --data FILE");
-  FILE *out = stdout;
-  if (rc == 0 && a.output && !(out = fopen(a.output, "w"))) {
-    fprintf(stderr, "hetsage predict: cannot write %s: %s\n", a.output, strerror(errno));
-    rc = 1;
-  }
   hs_runtime *rt = NULL;
   hs_ctr_session *s = NULL;
+  /* The checkpoint first: a bad one writes nothing. */
   if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
+  out_file out = {stdout, NULL};
+  bool opened = false;
+  if (rc == 0 && a.output) {
+    if ((opened = out_open(cmd, &out, a.output)) == false) {
+      hs_ctr_session_destroy(s);
+      hs_runtime_close(rt);
+      rc = 1;
+    }
+  }
   if (rc == 0) {
-    prob_out po = {out, 0};
+    catch_stop(s);
+    prob_out po = {out.f, 0};
     hs_status st = hs_ctr_session_predict(s, files->path, files->n, a.labelled, print_probs, &po);
-    if (st == HS_OK && fflush(out) != 0) po.err = errno ? errno : EIO;
-    if (po.err) {
+    if (st == HS_OK && fflush(out.f) != 0) po.err = errno ? errno : EIO;
+    if (st == HS_ERR_INTERRUPTED) {
+      fprintf(stderr, "hetsage predict: interrupted%s\n", opened ? "; nothing written" : "");
+      rc = 130;
+    } else if (po.err) {
       fprintf(stderr, "hetsage predict: cannot write %s: %s\n", a.output ? a.output : "the output",
               strerror(po.err));
       rc = 1;
@@ -977,7 +1121,7 @@ int cmd_predict_ctr(int argc, char **argv) {
     hs_ctr_session_destroy(s);
     hs_runtime_close(rt);
   }
-  if (out && out != stdout && !cli_file_close(cmd, out, a.output) && rc == 0) rc = 1;
+  if (opened && !out_close(cmd, &out, a.output, rc == 0) && rc == 0) rc = 1;
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return rc < 0 ? 0 : rc;
 }
