@@ -781,3 +781,32 @@ Test(cli_train, ctr_options_do_what_help_says) {
   }
   free(data);
 }
+
+/* --resume compares the values the run uses: --admit-after 1 is the
+ * default's admission; a decimal that differs beyond 6 digits is refused. */
+Test(cli_train, ctr_resume_compares_exact_values) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], ck[512];
+  snprintf(ck, sizeof ck, "%s/rck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr "
+           "--sparse-init-acc 1e-6 --checkpoint %s", data, ck);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --checkpoint %s --resume "
+           "--admit-after 1 --lr 0.001 --init-range 0.05 --sparse-init-acc 1e-6", data, ck);
+  run_ok(args, NULL, 0);
+  static const char *const conflicts[][2] = {
+      {"--lr 0.001000001", "--lr"},
+      {"--sparse-init-acc 1.000001e-6", "--sparse-init-acc"},
+      {"--init-range 0.05000001", "--init-range"},
+      {"--admit-after 2", "--admit-after"},
+  };
+  for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --checkpoint %s --resume "
+             "%s", data, ck, conflicts[i][0]);
+    int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s: %s", conflicts[i][0], err);
+    cr_expect(strstr(err, conflicts[i][1]) && strstr(err, "conflicts with the checkpoint"),
+              "%s: %s", conflicts[i][0], err);
+  }
+  free(data);
+}

@@ -439,6 +439,33 @@ static void ctr_opt_text(const hs_ctr_config *c, unsigned bit, char *buf, size_t
     at += (size_t)snprintf(buf + at, len - at, i ? ",%d" : "%d", (int)w[i]);
 }
 
+/* A decimal option to 9 significant digits (enough to tell floats apart). */
+static void ctr_opt_text9(const hs_ctr_config *c, unsigned bit, char *buf, size_t len) {
+  float v = bit == CTR_SET_LR ? c->lr : bit == CTR_SET_SPARSE_LR ? c->sparse_lr
+            : bit == CTR_SET_INIT_RANGE ? c->init_range : c->sparse_initial_accumulator;
+  snprintf(buf, len, "%.9g", (double)v);
+}
+
+/* Whether recorded option `bit` has the same value in both: the values
+ * the run uses (floats as stored, exactly; admission 0 and 1 alike, both
+ * admitting an id at its first sight). */
+static bool ctr_opt_same(const hs_ctr_config *a, const hs_ctr_config *b, unsigned bit) {
+  switch (bit) {
+    case CTR_SET_LR: return a->lr == b->lr;
+    case CTR_SET_SPARSE_LR: return a->sparse_lr == b->sparse_lr;
+    case CTR_SET_INIT_RANGE: return a->init_range == b->init_range;
+    case CTR_SET_INITIAL_ACC: return a->sparse_initial_accumulator == b->sparse_initial_accumulator;
+    case CTR_SET_ADMIT_AFTER:
+      return (a->admit_after > 1 ? a->admit_after : 1) == (b->admit_after > 1 ? b->admit_after : 1);
+    default: {
+      char x[160], y[160];
+      ctr_opt_text(a, bit, x, sizeof x);
+      ctr_opt_text(b, bit, y, sizeof y);
+      return strcmp(x, y) == 0;
+    }
+  }
+}
+
 /* --resume: the options the checkpoint records replace the defaults; one
  * given on the command line that differs is refused, naming it (2). */
 static int resume_config(const char *cmd, ctr_args *a, const char *path) {
@@ -462,12 +489,15 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
     return 1;
   }
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
-    if (!(a->set & opts[i].bit)) continue;
+    if (!(a->set & opts[i].bit) || ctr_opt_same(&a->cfg, &ck, opts[i].bit)) continue;
     char mine[160], theirs[160];
     ctr_opt_text(&a->cfg, opts[i].bit, mine, sizeof mine);
     ctr_opt_text(&ck, opts[i].bit, theirs, sizeof theirs);
-    if (strcmp(mine, theirs) != 0)
-      return cli_usage_error(cmd, "%s %s conflicts with the checkpoint %s, whose run used %s: "
+    if (strcmp(mine, theirs) == 0) { /* apart beyond %g's 6 digits */
+      ctr_opt_text9(&a->cfg, opts[i].bit, mine, sizeof mine);
+      ctr_opt_text9(&ck, opts[i].bit, theirs, sizeof theirs);
+    }
+    return cli_usage_error(cmd, "%s %s conflicts with the checkpoint %s, whose run used %s: "
                              "--resume continues that run with its options (leave %s out)",
                              opts[i].name, mine, path, theirs, opts[i].name);
   }
