@@ -505,6 +505,81 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
   return 0;
 }
 
+/* Every file of a split opened and its first line read before any work,
+ * so that a missing, unreadable or malformed --valid or --test file is said
+ * now, not after an epoch. A plain file's first line must have the 40
+ * columns of labelled Criteo layout; a .gz file, gzip's magic. 0 or 1. */
+static int check_files(const char *cmd, const file_list *f, const char *opt) {
+  for (int i = 0; i < f->n; i++) {
+    const char *p = f->path[i];
+    FILE *fp = cli_fopen_regular(p);
+    if (!fp) {
+      fprintf(stderr, "hetsage %s: %s %s: %s\n", cmd, opt, p,
+              errno == EINVAL ? "not a regular file" : strerror(errno));
+      return 1;
+    }
+    char line[8192];
+    size_t n = fread(line, 1, sizeof line - 1, fp);
+    bool err = ferror(fp) != 0;
+    int e = errno;
+    fclose(fp);
+    if (err) {
+      fprintf(stderr, "hetsage %s: %s %s: cannot read: %s\n", cmd, opt, p, strerror(e));
+      return 1;
+    }
+    line[n] = '\0';
+    size_t len = strlen(p);
+    if (len > 3 && strcmp(p + len - 3, ".gz") == 0) {
+      if (n > 0 && (n < 2 || (unsigned char)line[0] != 0x1f || (unsigned char)line[1] != 0x8b)) {
+        fprintf(stderr, "hetsage %s: %s %s: not a gzip file\n", cmd, opt, p);
+        return 1;
+      }
+      continue;
+    }
+    if (n == 0) continue; /* an empty file: no examples */
+    char *nl = memchr(line, '\n', n);
+    if (!nl && n == sizeof line - 1) continue; /* a long line: the reader says */
+    size_t end = nl ? (size_t)(nl - line) : n;
+    if (end && line[end - 1] == '\r') end--;
+    int cols = 1;
+    for (size_t k = 0; k < end; k++) cols += line[k] == '\t';
+    if (end == 0 || (line[0] != '0' && line[0] != '1') || (end > 1 && line[1] != '\t') ||
+        cols != 40) {
+      fprintf(stderr, "hetsage %s: %s %s:1: not labelled Criteo-layout text (%d columns, "
+              "expected 40: a label 0 or 1, 13 integers, 26 hexadecimal ids)\n", cmd, opt, p,
+              end ? cols : 0);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* An output file that can be written (it or its folder), said at the start
+ * rather than after an epoch. */
+static bool writable(const char *cmd, const char *opt, const char *path) {
+  if (access(path, F_OK) == 0) {
+    if (access(path, W_OK) == 0) return true;
+  } else {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK) == 0) return true;
+  }
+  fprintf(stderr, "hetsage %s: %s %s: cannot write: %s\n", cmd, opt, path, strerror(errno));
+  return false;
+}
+
+/* A JSON-lines output opened at its first record: a run that fails before
+ * one leaves an existing file as it was. NULL (said) if it cannot be. */
+static FILE *lines_file(const char *cmd, FILE **f, const char *path) {
+  if (!*f && !(*f = fopen(path, "w")))
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+  return *f;
+}
+
 static int train_ctr(int argc, char **argv, hs_world **world);
 
 int cmd_train_ctr(int argc, char **argv) {
@@ -522,6 +597,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   memset(&a, 0, sizeof a);
   hs_ctr_config_init(&a.cfg);
   a.epochs = 1;
+  bool made_dir = false; /* --checkpoint DIR created here: removed if it stays empty */
   cli_dist_args da;
   cli_dist_args_init(&da);
   for (int i = 1; i < argc; i++) {
@@ -687,14 +763,25 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     a.quiet = true;
     a.stats_path = a.log_path = NULL;
   }
-  char last[4200] = "", best[4200] = "";
+  /* Every input and output checked before any work. */
+  if (check_files(cmd, &a.train, "--data") || check_files(cmd, &a.valid, "--valid") ||
+      check_files(cmd, &a.test, "--test"))
+    goto fail;
+  if ((a.stats_path && !writable(cmd, "--stats-json", a.stats_path)) ||
+      (a.log_path && !writable(cmd, "--log-json", a.log_path)))
+    goto fail;
+  char last[4200] = "", best[4200] = "", best_json[4200] = "";
   if (a.ckpt) {
-    if (mkdir(a.ckpt, 0755) != 0 && errno != EEXIST) {
-      fprintf(stderr, "hetsage train: cannot create %s: %s\n", a.ckpt, strerror(errno));
+    if (mkdir(a.ckpt, 0755) == 0) {
+      made_dir = true;
+    } else if (errno != EEXIST || !is_dir(a.ckpt)) {
+      fprintf(stderr, "hetsage train: --checkpoint %s: %s\n", a.ckpt,
+              errno == EEXIST ? "not a folder" : strerror(errno));
       goto fail;
     }
     snprintf(last, sizeof last, "%s/last.ckpt", a.ckpt);
     snprintf(best, sizeof best, "%s/best.ckpt", a.ckpt);
+    snprintf(best_json, sizeof best_json, "%s/best.json", a.ckpt);
     if (a.resume && access(last, R_OK) != 0) {
       fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
       goto fail;
@@ -711,22 +798,13 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     if (r == 2) goto usage_fail;
     if (r != 0) goto fail;
   }
+  /* (Opened at their first record.) */
   FILE *stats_f = NULL, *log_f = NULL;
-  if (a.stats_path && !(stats_f = fopen(a.stats_path, "w"))) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", a.stats_path, strerror(errno));
-    goto fail;
-  }
-  if (a.log_path && !(log_f = fopen(a.log_path, "w"))) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", a.log_path, strerror(errno));
-    if (stats_f) fclose(stats_f);
-    goto fail;
-  }
   hs_runtime *rt = NULL;
   hs_ctr_session *s = NULL;
   int rc = open_session(cmd, &a, a.resume ? last : NULL, &rt, &s);
   if (rc) {
-    if (stats_f) fclose(stats_f);
-    if (log_f) fclose(log_f);
+    if (made_dir) rmdir(a.ckpt);
     files_free(&a.train), files_free(&a.valid), files_free(&a.test);
     return rc;
   }
@@ -735,6 +813,18 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     cli_report(cmd, last, st);
     rc = 1;
     goto done;
+  }
+  /* --force: the earlier run's checkpoints go, so that none of them is
+   * taken for this run's (a best.ckpt this run may never write). */
+  if (a.force) {
+    const char *const old[] = {best, best_json, last};
+    for (int k = 0; k < 3; k++)
+      if (unlink(old[k]) != 0 && errno != ENOENT) {
+        fprintf(stderr, "hetsage train: --force: cannot remove %s: %s\n", old[k],
+                strerror(errno));
+        rc = 1;
+        goto done;
+      }
   }
   if (!a.quiet) {
     char desc[4096];
@@ -759,6 +849,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   hs_ctr_eval ve;
   hs_ctr_eval_init(&ve);
   ve.auc = ve.logloss = NAN;
+  int64_t ran = 0; /* epochs (or parts) trained by this run */
   while (hs_ctr_session_epoch(s) < a.epochs) {
     if ((st = hs_ctr_session_train_epoch(s, a.train.path, a.train.n, &es)) != HS_OK) {
       if (!a.quiet) fputc('\n', stderr);
@@ -766,8 +857,13 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       rc = 1;
       break;
     }
+    ran++;
     train_s += es.wall_s;
-    if (stats_f) {
+    if (a.stats_path) {
+      if (!lines_file(cmd, &stats_f, a.stats_path)) {
+        rc = 1;
+        break;
+      }
       write_stats(stats_f, &es);
       if (!cli_file_check(cmd, stats_f, a.stats_path)) {
         fclose(stats_f); /* said once */
@@ -785,9 +881,23 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       rc = 130;
       break;
     }
-    if (a.valid.n && (st = hs_ctr_session_evaluate(s, a.valid.path, a.valid.n, &ve)) != HS_OK) {
-      cli_report(cmd, "validation", st);
+    /* The epoch's checkpoint before its validation, which may fail or be
+     * stopped. */
+    if (a.ckpt && (st = hs_ctr_session_save(s, last)) != HS_OK) {
+      cli_report(cmd, last, st);
       rc = 1;
+      break;
+    }
+    if (a.valid.n && (st = hs_ctr_session_evaluate(s, a.valid.path, a.valid.n, &ve)) != HS_OK) {
+      if (st == HS_ERR_INTERRUPTED) {
+        if (!a.quiet) fputc('\n', stderr);
+        fprintf(stderr, "hetsage train: interrupted during the validation after epoch %lld%s%s\n",
+                (long long)es.epoch + 1, a.ckpt ? "; saved " : "", a.ckpt ? last : "");
+        rc = 130;
+      } else {
+        cli_report(cmd, "validation", st);
+        rc = 1;
+      }
       break;
     }
     if (!a.quiet)
@@ -795,7 +905,11 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
               "logloss %.4f; %llu rows (%.1f MB)\n", (long long)es.epoch + 1,
               (long long)es.examples, es.loss, es.examples_per_s, ve.auc, ve.logloss,
               (unsigned long long)es.embed_rows, (double)es.embed_bytes / 1e6);
-    if (log_f) {
+    if (a.log_path) {
+      if (!lines_file(cmd, &log_f, a.log_path)) {
+        rc = 1;
+        break;
+      }
       fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
       jnum(log_f, "loss", es.loss, 6);
       jnum(log_f, "valid_auc", ve.auc, 6);
@@ -809,11 +923,6 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       }
     }
     if (a.ckpt) {
-      if ((st = hs_ctr_session_save(s, last)) != HS_OK) {
-        cli_report(cmd, last, st);
-        rc = 1;
-        break;
-      }
       if (a.valid.n && ve.auc > best_auc && (st = hs_ctr_session_save(s, best)) != HS_OK) {
         cli_report(cmd, best, st);
         rc = 1;
@@ -832,11 +941,25 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     hs_ctr_eval_init(&te);
     te.auc = te.logloss = NAN;
     if (a.test.n && (st = hs_ctr_session_evaluate(s, a.test.path, a.test.n, &te)) != HS_OK) {
-      cli_report(cmd, "test", st);
+      if (st == HS_ERR_INTERRUPTED) {
+        fprintf(stderr, "hetsage train: interrupted during the test evaluation%s%s\n",
+                a.ckpt ? "; the trained model is in " : "", a.ckpt ? last : "");
+        rc = 130;
+      } else {
+        cli_report(cmd, "test", st);
+        rc = 1;
+      }
+      goto done;
+    }
+    /* The Bayes AUC a generated folder recorded is its own test file's. */
+    bool own_test = a.n_dirs == 1 && !a.given_test && a.test.n == 1;
+    double bayes = own_test ? recorded_bayes(a.data_dir) : NAN;
+    /* No epoch run here (resumed at the end): the store as loaded. */
+    if (!ran && (st = hs_ctr_session_store_stats(s, &es)) != HS_OK) {
+      cli_report(cmd, "the embedding store", st);
       rc = 1;
       goto done;
     }
-    double bayes = recorded_bayes(a.data_dir);
     if (root && a.json) {
       /* No epoch run here (resumed at the end): no rate, loss or
        * validation of this run. */
@@ -844,7 +967,8 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
              hs_ctr_model_name(a.cfg.model), (long long)hs_ctr_session_epoch(s));
       static const char *const keys[] = {"train_examples_per_s", "train_s", "loss",
                                          "valid_auc", "valid_logloss"};
-      const double vals[] = {es.examples_per_s, train_s, es.loss, ve.auc, ve.logloss};
+      const double vals[] = {ran ? es.examples_per_s : NAN, ran ? train_s : NAN,
+                             ran ? es.loss : NAN, ve.auc, ve.logloss};
       const int digits[] = {1, 3, 6, 6, 6};
       for (int k = 0; k < 5; k++) {
         printf(",\n  \"%s\": ", keys[k]);
@@ -867,7 +991,8 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       printf("%s: test AUC %.4f, logloss %.4f on %lld examples", hs_ctr_model_name(a.cfg.model),
              te.auc, te.logloss, (long long)te.examples);
       if (isfinite(bayes)) printf(" (Bayes AUC %.4f, gap %.4f)", bayes, bayes - te.auc);
-      printf("; %.0f examples/s\n", es.examples_per_s);
+      if (ran) printf("; %.0f examples/s", es.examples_per_s);
+      printf("\n");
     }
   }
 done:
@@ -875,12 +1000,15 @@ done:
   if (log_f && !cli_file_close(cmd, log_f, a.log_path) && rc == 0) rc = 1;
   hs_ctr_session_destroy(s);
   hs_runtime_close(rt);
+  if (made_dir && rc != 0) rmdir(a.ckpt); /* (only while empty) */
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return rc;
 usage_fail:
+  if (made_dir) rmdir(a.ckpt);
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return 2;
 fail:
+  if (made_dir) rmdir(a.ckpt);
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return 1;
 }
