@@ -919,6 +919,8 @@ Test(cli_train, ctr_options_do_what_help_says) {
       {"predict --task ctr --checkpoint %s --data %s/test.txt --valid x.txt", "--valid"},
       {"eval --task ctr --checkpoint %s --test %s/test.txt", "--test"},
       {"eval --task ctr --checkpoint %s --data %s --test x.txt", "--test"},
+      {"eval --task ctr --checkpoint %s --data %s --pipeline threads", "--pipeline"},
+      {"predict --task ctr --checkpoint %s --data %s/test.txt --depth 2", "--depth"},
   };
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
     snprintf(args, sizeof args, refused[i][0], ck, data);

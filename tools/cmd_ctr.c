@@ -94,6 +94,7 @@ typedef struct ctr_args {
   const char *data_dir; /* a generated dataset folder, if one was given */
   int n_dirs;           /* --data folders given */
   bool given_valid, given_test; /* --valid, --test given */
+  const char *given_pipe;       /* --pipeline or --depth given (training only) */
   const char *ckpt;     /* train: folder; eval/predict: file or folder */
   const char *stats_path, *log_path, *output;
   int64_t epochs;
@@ -207,6 +208,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
     a->cfg.gemm_threads = (int)x;
     a->set |= CTR_SET_GEMM_THREADS;
   } else if (strcmp(o, "--pipeline") == 0 && has) {
+    a->given_pipe = o;
     if (strcmp(v, "off") == 0) a->cfg.pipeline = HS_PIPELINE_OFF;
     else if (strcmp(v, "threads") == 0) a->cfg.pipeline = HS_PIPELINE_THREADS;
     else if (strcmp(v, "async") == 0) a->cfg.pipeline = HS_PIPELINE_ASYNC;
@@ -215,6 +217,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
   } else if (strcmp(o, "--depth") == 0 && has) {
+    a->given_pipe = o;
     if (!cli_parse_i64(v, &x) || x < 1 || x > 16)
       {
       cli_usage_error(cmd, "--depth '%s': expected 1..16", v);
@@ -268,11 +271,13 @@ static void common_usage(FILE *f, bool train, bool json) {
           "                       (default: the host's cores)\n"
           "  --gemm-threads T     threads of the trainer's BLAS products (default: the\n"
           "                       trainer's compute units)\n"
-          "  --pipeline off|threads|async   (default: the board's plan)\n"
-          "  --depth N            batches in flight (default 3)\n"
+          "%s"
           "  --board NAME|FILE    board profile; --trainer DEV   trainer device\n"
           "  --embed-budget SIZE  most bytes of the embedding store (e.g. 512M;\n"
-          "                       default none): the least recently used rows go\n");
+          "                       default none): the least recently used rows go\n",
+          train ? "  --pipeline off|threads|async   (default: the board's plan)\n"
+                  "  --depth N            batches in flight (default 3)\n"
+                : "");
   fprintf(f, json ? "  --json               result as JSON;  -q, --quiet   no progress\n"
                   : "  -q, --quiet          no progress\n");
 }
@@ -335,7 +340,8 @@ static void train_usage(FILE *f) {
           "                       batch, expiry, budget, GEMM threads) come from it;\n"
           "                       one given that differs is refused\n"
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
-          "                       checkpoints of an earlier run (they are replaced)\n"
+          "                       checkpoints of an earlier run (its best.ckpt,\n"
+          "                       best.json and last.ckpt are removed at the start)\n"
           "  --stats-json F       one JSON object per epoch: stage times, rates,\n"
           "                       bytes, the store's rows and memory\n"
           "  --log-json F         one JSON object per epoch: loss, validation AUC\n"
@@ -1095,6 +1101,9 @@ static int parse_eval_like(const char *cmd, ctr_args *a, int argc, char **argv,
     return cli_usage_error(cmd, "%s: a training option; give the files to %s with --data",
                            a->given_valid ? "--valid" : "--test",
                            predict ? "predict" : "evaluate");
+  if (a->given_pipe)
+    return cli_usage_error(cmd, "%s: a training option (%s reads one batch at a time)",
+                           a->given_pipe, predict ? "predict" : "eval");
   if (predict && a->json)
     return cli_usage_error(cmd, "--json: predict --task ctr writes one probability per line "
                            "(no JSON)");
