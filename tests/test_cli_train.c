@@ -705,8 +705,8 @@ Test(cli_train, ctr_predict_output_is_atomic) {
   free(data);
 }
 
-/* Ctrl-C (SIGINT) during validation stops the run as during training:
- * status 130, last.ckpt of the epoch saved. */
+/* Ctrl-C (SIGINT) during validation or the test evaluation stops the run
+ * as during training: status 130, last.ckpt of the epoch saved. */
 Test(cli_train, ctr_sigint_during_validation_stops_the_run) {
   const char *exe = getenv("HS_HETSAGE");
   if (!exe) cr_skip_test("HS_HETSAGE is not set");
@@ -736,6 +736,24 @@ Test(cli_train, ctr_sigint_during_validation_stops_the_run) {
   char *ck = tu_path(scratch, "ick");
   cr_expect_eq(tu_count_prefix(ck, "last.ckpt"), 1, "%s", out);
   free(ck);
+  /* The same during the test files' evaluation (no validation). */
+  at = 0;
+  for (int i = 0; i < 64; i++)
+    at += (size_t)snprintf(many + at, sizeof many - at, " --test %s/train.txt", data);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { %s train " CTR_SMALL " --data %s/train.txt %s --checkpoint tck & pid=$!; "
+           "i=0; while [ $i -lt 1200 ] && [ ! -e tck/last.ckpt ]; do sleep 0.05; i=$((i+1)); "
+           "done; [ -e tck/last.ckpt ] && echo started; kill -INT $pid; wait $pid; "
+           "echo status $?; } 2>&1",
+           scratch, exe, data, many);
+  p = popen(cmd, "r");
+  cr_assert(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  cr_assert(strstr(out, "started"), "no checkpoint appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "SIGINT during the test evaluation: %s", out);
+  cr_expect(strstr(out, "interrupted during the test"), "%s", out);
   free(data);
 }
 
