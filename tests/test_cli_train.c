@@ -646,3 +646,349 @@ Test(cli_train, ctr_sigterm_saves_and_leaves_no_temporaries) {
   free(ck);
   free(data);
 }
+
+/* predict --output is written atomically: a bad checkpoint or a data error
+ * leaves an existing file as it was and no file where there was none (and
+ * no temporary); the input may be the output. */
+Test(cli_train, ctr_predict_output_is_atomic) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], ck[512], dir[512];
+  snprintf(ck, sizeof ck, "%s/pck", scratch);
+  snprintf(dir, sizeof dir, "%s/pout", scratch);
+  cr_assert_eq(mkdir(dir, 0755), 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --checkpoint %s", data, ck);
+  run_ok(args, NULL, 0);
+  tu_write_bytes(dir, "kept.txt", "old\n", 4);
+  char *kept = tu_path(dir, "kept.txt");
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s/none.ckpt --data %s/test.txt "
+           "--output %s", scratch, data, kept);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  char *text = tool_slurp(kept);
+  cr_expect_str_eq(text, "old\n", "a bad checkpoint changed the output file");
+  free(text);
+  /* A data error at line 150: no file, no temporary. */
+  char *bad = tu_path(dir, "bad.txt"), *test = tu_path(data, "test.txt");
+  char *good = tool_slurp(test);
+  char *nl = good;
+  for (int i = 0; i < 149; i++) nl = strchr(nl, '\n') + 1;
+  FILE *f = fopen(bad, "w");
+  cr_assert(f);
+  fwrite(good, 1, (size_t)(nl - good), f);
+  fputs("x\n", f);
+  fputs(nl, f);
+  fclose(f);
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s --output %s/new.txt",
+           ck, bad, dir);
+  rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, ":150:"), "%s", err);
+  cr_expect_eq(tu_count_prefix(dir, "new.txt"), 0, "a failed predict left an output behind");
+  /* The input as the output: replaced by its probabilities. */
+  char *same = tu_path(dir, "same.txt");
+  tu_write_bytes(dir, "same.txt", good, strlen(good));
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s --output %s", ck, same,
+           same);
+  run_ok(args, NULL, 0);
+  text = tool_slurp(same);
+  int lines = 0;
+  for (char *p = text; *p; p++) lines += *p == '\n';
+  cr_expect_eq(lines, 200, "%d lines", lines);
+  cr_expect(strtod(text, NULL) > 0 && strtod(text, NULL) < 1, "%.40s", text);
+  free(text);
+  cr_expect_eq(tu_count_prefix(dir, "same.txt.tmp"), 0);
+  free(same);
+  free(good);
+  free(bad);
+  free(test);
+  free(kept);
+  free(data);
+}
+
+/* Ctrl-C (SIGINT) during validation or the test evaluation stops the run
+ * as during training: status 130, last.ckpt of the epoch saved. */
+Test(cli_train, ctr_sigint_during_validation_stops_the_run) {
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE is not set");
+  char *data = make_ctr_dataset("ctr");
+  /* 64 validation and 64 test files: long enough to be stopped. */
+  char many[12000] = "";
+  size_t at = 0;
+  for (int i = 0; i < 64; i++)
+    at += (size_t)snprintf(many + at, sizeof many - at, " --valid %s/train.txt --test %s/train.txt",
+                           data, data);
+  static char cmd[16384];
+  char out[8192];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { %s train " CTR_SMALL " --data %s/train.txt %s --checkpoint ick & pid=$!; "
+           "i=0; while [ $i -lt 1200 ] && [ ! -e ick/last.ckpt ]; do sleep 0.05; i=$((i+1)); "
+           "done; [ -e ick/last.ckpt ] && echo started; kill -INT $pid; wait $pid; "
+           "echo status $?; } 2>&1",
+           scratch, exe, data, many);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  cr_assert(strstr(out, "started"), "no checkpoint appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "SIGINT during validation: %s", out);
+  cr_expect(strstr(out, "interrupted"), "%s", out);
+  char *ck = tu_path(scratch, "ick");
+  cr_expect_eq(tu_count_prefix(ck, "last.ckpt"), 1, "%s", out);
+  free(ck);
+  /* The same during the test files' evaluation (no validation). */
+  at = 0;
+  for (int i = 0; i < 64; i++)
+    at += (size_t)snprintf(many + at, sizeof many - at, " --test %s/train.txt", data);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { %s train " CTR_SMALL " --data %s/train.txt %s --checkpoint tck & pid=$!; "
+           "i=0; while [ $i -lt 1200 ] && [ ! -e tck/last.ckpt ]; do sleep 0.05; i=$((i+1)); "
+           "done; [ -e tck/last.ckpt ] && echo started; kill -INT $pid; wait $pid; "
+           "echo status $?; } 2>&1",
+           scratch, exe, data, many);
+  p = popen(cmd, "r");
+  cr_assert(p);
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  cr_assert(strstr(out, "started"), "no checkpoint appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "SIGINT during the test evaluation: %s", out);
+  cr_expect(strstr(out, "interrupted during the test"), "%s", out);
+  free(data);
+}
+
+/* --force removes the earlier run's checkpoints: a run without validation
+ * leaves no best.ckpt of the earlier one for eval to take. */
+Test(cli_train, ctr_force_removes_the_earlier_runs_checkpoints) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], out[4096], ck[512];
+  snprintf(ck, sizeof ck, "%s/fck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --checkpoint %s", data, ck);
+  run_ok(args, NULL, 0);
+  cr_assert(tu_exists(ck, "best.ckpt") && tu_exists(ck, "best.json"));
+  tu_write_bytes(ck, "notes.txt", "mine\n", 5);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model deepfm --dim 4 "
+           "--hidden 8 --checkpoint %s --force", data, ck);
+  run_ok(args, NULL, 0);
+  cr_expect(!tu_exists(ck, "best.ckpt"), "the earlier run's best.ckpt is left");
+  cr_expect(!tu_exists(ck, "best.json"), "the earlier run's best.json is left");
+  cr_expect(tu_exists(ck, "last.ckpt"));
+  cr_expect(tu_exists(ck, "notes.txt"), "--force removed a file not its own");
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --checkpoint %s --resume --json", data,
+           ck);
+  run_ok(args, out, sizeof out);
+  cr_expect(strstr(out, "\"model\": \"deepfm\""), "%s", out);
+  free(data);
+}
+
+/* A file's text, or "" when there is none (freed by the caller). */
+static char *text_or_empty(const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0) return strdup("");
+  return tool_slurp(path);
+}
+
+/* A run that fails before its first record leaves --stats-json and
+ * --log-json files as they were, and no checkpoint folder it created. */
+Test(cli_train, ctr_a_failed_run_leaves_its_outputs_untouched) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], ck[512];
+  snprintf(ck, sizeof ck, "%s/eck", scratch);
+  tu_write_bytes(scratch, "kstats.json", "keep\n", 5);
+  tu_write_bytes(scratch, "klog.json", "keep\n", 5);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --embed-budget 10K --checkpoint %s "
+           "--stats-json %s/kstats.json --log-json %s/klog.json", data, ck, scratch, scratch);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  static const char *const names[] = {"kstats.json", "klog.json"};
+  for (int i = 0; i < 2; i++) {
+    char *p = tu_path(scratch, names[i]);
+    char *text = text_or_empty(p);
+    cr_expect_str_eq(text, "keep\n", "%s was changed", names[i]);
+    free(text);
+    free(p);
+  }
+  struct stat sb;
+  cr_expect_neq(stat(ck, &sb), 0, "the failed run left %s", ck);
+  free(data);
+}
+
+/* Missing or malformed --valid and --test files and a --checkpoint that is
+ * a file are said before training (no epoch's record written). */
+Test(cli_train, ctr_inputs_are_checked_before_training) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], stats[512];
+  snprintf(stats, sizeof stats, "%s/pstats.json", scratch);
+  tu_write_bytes(scratch, "mal.txt", "1\t2\t3\n", 6);
+  tu_write_bytes(scratch, "afile", "x", 1);
+  static const char *const cases[][2] = {
+      {"--valid %s/none.txt", "none.txt"},
+      {"--test %s/mal.txt", "mal.txt:1:"},
+      {"--checkpoint %s/afile", "not a folder"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char opt[600];
+    snprintf(opt, sizeof opt, cases[i][0], scratch);
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr %s "
+             "--stats-json %s", data, opt, stats);
+    int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 1, "%s: %s", opt, err);
+    cr_expect(strstr(err, cases[i][1]), "%s: %s", opt, err);
+    struct stat sb;
+    cr_expect_neq(stat(stats, &sb), 0, "%s: an epoch ran before the error", opt);
+    unlink(stats);
+  }
+  free(data);
+}
+
+/* --resume compares the values the run uses: --admit-after 1 is the
+ * default's admission; a decimal that differs beyond 6 digits is refused. */
+Test(cli_train, ctr_resume_compares_exact_values) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], ck[512];
+  snprintf(ck, sizeof ck, "%s/rck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr "
+           "--sparse-init-acc 1e-6 --checkpoint %s", data, ck);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --checkpoint %s --resume "
+           "--admit-after 1 --lr 0.001 --init-range 0.05 --sparse-init-acc 1e-6", data, ck);
+  run_ok(args, NULL, 0);
+  static const char *const conflicts[][2] = {
+      {"--lr 0.001000001", "--lr"},
+      {"--sparse-init-acc 1.000001e-6", "--sparse-init-acc"},
+      {"--init-range 0.05000001", "--init-range"},
+      {"--admit-after 2", "--admit-after"},
+  };
+  for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --checkpoint %s --resume "
+             "%s", data, ck, conflicts[i][0]);
+    int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s: %s", conflicts[i][0], err);
+    cr_expect(strstr(err, conflicts[i][1]) && strstr(err, "conflicts with the checkpoint"),
+              "%s: %s", conflicts[i][0], err);
+  }
+  free(data);
+}
+
+/* A checkpoint with a corrupt header is said to be one, naming it (1), not
+ * a bad option (2). */
+Test(cli_train, ctr_corrupt_checkpoint_header_is_a_bad_file) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], err[16384], ck[512];
+  snprintf(ck, sizeof ck, "%s/cck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --dim 4 --hidden 8 "
+           "--checkpoint %s", data, ck);
+  run_ok(args, NULL, 0);
+  char *last = tu_path(ck, "last.ckpt");
+  int fd = open(last, O_WRONLY);
+  cr_assert_geq(fd, 0);
+  static const unsigned char zero[4] = {0};
+  cr_assert_eq(pwrite(fd, zero, 4, 16), 4); /* the embedding dim */
+  close(fd);
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s", last, data);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, last) && strstr(err, "not a valid CTR checkpoint"), "%s", err);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --epochs 2 --checkpoint %s "
+           "--resume", data, ck);
+  rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, last) && strstr(err, "not a valid CTR checkpoint"), "%s", err);
+  free(last);
+  free(data);
+}
+
+/* Resumed at the end, train --json has no figures of training (null) and
+ * the store's real size. */
+Test(cli_train, ctr_resumed_at_the_end_json) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], out[8192], ck[512];
+  snprintf(ck, sizeof ck, "%s/jck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --checkpoint %s --json",
+           data, ck);
+  run_ok(args, out, sizeof out);
+  hs_json *v = json_doc(out, "train --json");
+  double rows = hs__json_number(v, "embed_rows", -1);
+  hs__json_free(v);
+  cr_assert_gt(rows, 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --checkpoint %s --resume --json",
+           data, ck);
+  run_ok(args, out, sizeof out);
+  v = json_doc(out, "train --json (resumed at the end)");
+  static const char *const nulls[] = {"loss", "train_examples_per_s", "train_s"};
+  for (int i = 0; i < 3; i++)
+    cr_expect_eq(hs__json_get(v, nulls[i])->type, HS_JSON_NULL, "%s: %s", nulls[i], out);
+  cr_expect_eq(hs__json_number(v, "embed_rows", -1), rows, "%s", out);
+  hs__json_free(v);
+  free(data);
+}
+
+/* eval and predict do what their help says or refuse the option; the
+ * GNN commands' help names --task ctr, and a CTR checkpoint given without
+ * it is said to be one; a 65th --valid or --test is refused. */
+Test(cli_train, ctr_options_do_what_help_says) {
+  char *data = make_ctr_dataset("ctr");
+  char args[16384], out[16384], err[16384], ck[512];
+  snprintf(ck, sizeof ck, "%s/hck", scratch);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --checkpoint %s", data, ck);
+  run_ok(args, out, sizeof out);
+  static const char *const refused[][2] = {
+      {"predict --task ctr --checkpoint %s --data %s/test.txt --json", "--json"},
+      {"predict --task ctr --checkpoint %s --data %s/test.txt --valid x.txt", "--valid"},
+      {"eval --task ctr --checkpoint %s --test %s/test.txt", "--test"},
+      {"eval --task ctr --checkpoint %s --data %s --test x.txt", "--test"},
+      {"eval --task ctr --checkpoint %s --data %s --pipeline threads", "--pipeline"},
+      {"predict --task ctr --checkpoint %s --data %s/test.txt --depth 2", "--depth"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    snprintf(args, sizeof args, refused[i][0], ck, data);
+    int rc = tool_run2("", args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 2, "%s: %s", args, err);
+    cr_expect(strstr(err, refused[i][1]), "%s: %s", args, err);
+  }
+  /* Every --data is evaluated: the folder's test file and the extra one. */
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s --data %s/valid.txt --json",
+           ck, data, data);
+  run_ok(args, out, sizeof out);
+  hs_json *v = json_doc(out, "eval --json");
+  cr_expect_eq(hs__json_number(v, "examples", -1), 400, "%s", out);
+  hs__json_free(v);
+  run_ok("eval --help", out, sizeof out);
+  cr_expect(strstr(out, "--task ctr"), "%s", out);
+  run_ok("predict --help", out, sizeof out);
+  cr_expect(strstr(out, "--task ctr"), "%s", out);
+  snprintf(args, sizeof args, "eval --checkpoint %s --dataset %s", ck, ds);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_neq(rc, 0);
+  cr_expect(strstr(err, "--task ctr"), "%s", err);
+  /* A 65th --valid, a 65th --test. */
+  static const char *const opt[] = {"--valid", "--test"};
+  for (int k = 0; k < 2; k++) {
+    int at = snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr", data);
+    for (int i = 0; i < 65; i++)
+      at += snprintf(args + at, sizeof args - (size_t)at, " %s %s/valid.txt", opt[k], data);
+    rc = tool_run2("", args, NULL, 0, err, sizeof err);
+    cr_expect_eq(rc, 2, "65 %s: %s", opt[k], err);
+    cr_expect(strstr(err, opt[k]) && strstr(err, "64"), "%s", err);
+  }
+  free(data);
+}
+
+/* The Bayes AUC a generated folder records is its own test file's: printed
+ * against that file only. */
+Test(cli_train, ctr_bayes_gap_only_against_the_folders_test_file) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], out[8192];
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr", data);
+  run_ok(args, out, sizeof out);
+  cr_expect(strstr(out, "Bayes AUC"), "%s", out);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --test %s/valid.txt", data,
+           data);
+  run_ok(args, out, sizeof out);
+  cr_expect(!strstr(out, "Bayes"), "%s", out);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --json --test %s/valid.txt",
+           data, data);
+  run_ok(args, out, sizeof out);
+  cr_expect(!strstr(out, "bayes"), "%s", out);
+  free(data);
+}

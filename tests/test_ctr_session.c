@@ -122,11 +122,51 @@ Test(ctr_session, same_bits_whatever_the_driver_and_threads) {
 
 static volatile sig_atomic_t stop_now;
 
+static hs_status count_probs(void *user, const float *prob, const uint8_t *labels, int32_t n) {
+  (void)prob;
+  (void)labels;
+  *(int64_t *)user += n;
+  return HS_OK;
+}
+
 static void stop_at_once(void *user, int64_t examples, double loss) {
   (void)user;
   (void)examples;
   (void)loss;
   stop_now = 1;
+}
+
+/* The stop flag ends an evaluation or a prediction too (HS_ERR_INTERRUPTED),
+ * between batches; lowered, the same session evaluates in full. The
+ * store's figures are there without an epoch run. */
+Test(ctr_session, a_stop_ends_evaluation_and_prediction) {
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_LR);
+  hs_ctr_session *s = make(&c);
+  const char *files[1] = {train_f};
+  hs_ctr_epoch_stats st;
+  hs_ctr_epoch_stats_init(&st);
+  cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, &st), HS_OK, "%s", hs_last_error());
+  hs_ctr_epoch_stats now;
+  hs_ctr_epoch_stats_init(&now);
+  cr_assert_eq(hs_ctr_session_store_stats(s, &now), HS_OK, "%s", hs_last_error());
+  cr_expect_gt(now.embed_rows, 0);
+  cr_expect_eq(now.embed_rows, st.embed_rows);
+  cr_expect_eq(now.embed_bytes, st.embed_bytes);
+  static volatile sig_atomic_t stop;
+  stop = 1;
+  hs_ctr_session_set_stop_flag(s, &stop);
+  hs_ctr_eval e;
+  hs_ctr_eval_init(&e);
+  cr_expect_eq(hs_ctr_session_evaluate(s, files, 1, &e), HS_ERR_INTERRUPTED, "%s",
+               hs_last_error());
+  int64_t seen = 0;
+  cr_expect_eq(hs_ctr_session_predict(s, files, 1, true, count_probs, &seen), HS_ERR_INTERRUPTED);
+  cr_expect_eq(seen, 0);
+  stop = 0;
+  cr_expect_eq(hs_ctr_session_evaluate(s, files, 1, &e), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(e.examples, 9000);
+  hs_ctr_session_destroy(s);
 }
 
 /* Eviction by expiry or by a budget: the same checkpoint whatever the

@@ -61,6 +61,14 @@ static bool files_add(file_list *f, const char *p, bool own) {
   return true;
 }
 
+/* files_add of a file of ours (NULL: none), freed when it does not fit. */
+static bool files_add_owned(file_list *f, char *p) {
+  if (!p) return true;
+  if (files_add(f, p, true)) return true;
+  free(p);
+  return false;
+}
+
 /* The Bayes AUC a generated dataset recorded in its meta.json, NaN if
  * none. */
 static double recorded_bayes(const char *dir) {
@@ -80,7 +88,13 @@ static double recorded_bayes(const char *dir) {
 typedef struct ctr_args {
   hs_ctr_config cfg;
   file_list train, valid, test;
+  /* eval and predict: every --data in order, a folder by its test file
+   * (its train file where it has none); borrowed from train and test */
+  file_list eval;
   const char *data_dir; /* a generated dataset folder, if one was given */
+  int n_dirs;           /* --data folders given */
+  bool given_valid, given_test; /* --valid, --test given */
+  const char *given_pipe;       /* --pipeline or --depth given (training only) */
   const char *ckpt;     /* train: folder; eval/predict: file or folder */
   const char *stats_path, *log_path, *output;
   int64_t epochs;
@@ -146,17 +160,31 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
         cli_usage_error(cmd, "--data %s: a folder without train.txt or test.txt", v);
         return -1;
       }
-      if (tr) files_add(&a->train, tr, true);
-      if (va) files_add(&a->valid, va, true);
-      if (te) files_add(&a->test, te, true);
-    } else if (!files_add(&a->train, v, false)) {
+      a->n_dirs++;
+      const char *own = te ? te : tr;
+      bool fits = files_add_owned(&a->train, tr);
+      fits = files_add_owned(&a->valid, va) && fits;
+      fits = files_add_owned(&a->test, te) && fits;
+      if (!fits || !files_add(&a->eval, own, false)) {
+        cli_usage_error(cmd, "--data %s: more than %d files of a split", v, MAX_FILES);
+        return -1;
+      }
+    } else if (!files_add(&a->train, v, false) || !files_add(&a->eval, v, false)) {
       cli_usage_error(cmd, "more than %d --data files", MAX_FILES);
       return -1;
     }
   } else if (strcmp(o, "--valid") == 0 && has) {
-    files_add(&a->valid, v, false);
+    a->given_valid = true;
+    if (!files_add(&a->valid, v, false)) {
+      cli_usage_error(cmd, "more than %d --valid files", MAX_FILES);
+      return -1;
+    }
   } else if (strcmp(o, "--test") == 0 && has) {
-    files_add(&a->test, v, false);
+    a->given_test = true;
+    if (!files_add(&a->test, v, false)) {
+      cli_usage_error(cmd, "more than %d --test files", MAX_FILES);
+      return -1;
+    }
   } else if (strcmp(o, "--batch-size") == 0 && has) {
     if (!cli_parse_i64(v, &x) || x < 1 || x > (1 << 20))
       {
@@ -180,6 +208,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
     a->cfg.gemm_threads = (int)x;
     a->set |= CTR_SET_GEMM_THREADS;
   } else if (strcmp(o, "--pipeline") == 0 && has) {
+    a->given_pipe = o;
     if (strcmp(v, "off") == 0) a->cfg.pipeline = HS_PIPELINE_OFF;
     else if (strcmp(v, "threads") == 0) a->cfg.pipeline = HS_PIPELINE_THREADS;
     else if (strcmp(v, "async") == 0) a->cfg.pipeline = HS_PIPELINE_ASYNC;
@@ -188,6 +217,7 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
   } else if (strcmp(o, "--depth") == 0 && has) {
+    a->given_pipe = o;
     if (!cli_parse_i64(v, &x) || x < 1 || x > 16)
       {
       cli_usage_error(cmd, "--depth '%s': expected 1..16", v);
@@ -218,37 +248,57 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
   return 1;
 }
 
-static void common_usage(FILE *f) {
+/* The data options and the ones common_arg takes; `train` false: eval's
+ * and predict's (no --valid, --test). */
+static void common_usage(FILE *f, bool train, bool json) {
+  if (train)
+    fprintf(f,
+            "data:\n"
+            "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
+            "                       folder from 'generate --kind ctr' (its train, valid\n"
+            "                       and test files)\n"
+            "  --valid FILE         --test FILE   (repeatable, up to %d each)\n",
+            MAX_FILES);
+  else
+    fprintf(f,
+            "data:\n"
+            "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
+            "                       folder from 'generate --kind ctr' (its test file)\n");
   fprintf(f,
-          "data:\n"
-          "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
-          "                       folder from 'generate --kind ctr' (its train, valid\n"
-          "                       and test files)\n"
-          "  --valid FILE         --test FILE   (repeatable)\n"
           "pipeline:\n"
           "  --batch-size N       examples per batch (default 4096)\n"
           "  --threads T          host threads for lookups and for updates\n"
           "                       (default: the host's cores)\n"
           "  --gemm-threads T     threads of the trainer's BLAS products (default: the\n"
           "                       trainer's compute units)\n"
-          "  --pipeline off|threads|async   (default: the board's plan)\n"
-          "  --depth N            batches in flight (default 3)\n"
+          "%s"
           "  --board NAME|FILE    board profile; --trainer DEV   trainer device\n"
           "  --embed-budget SIZE  most bytes of the embedding store (e.g. 512M;\n"
-          "                       default none): the least recently used rows go\n"
-          "  --json               result as JSON;  -q, --quiet   no progress\n");
+          "                       default none): the least recently used rows go\n",
+          train ? "  --pipeline off|threads|async   (default: the board's plan)\n"
+                  "  --depth N            batches in flight (default 3)\n"
+                : "");
+  fprintf(f, json ? "  --json               result as JSON;  -q, --quiet   no progress\n"
+                  : "  -q, --quiet          no progress\n");
 }
 
-static int open_session(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr_session **s) {
+/* `ckpt`: the checkpoint the options came from (NULL: the command line),
+ * to blame for options no session takes. */
+static int open_session(const char *cmd, ctr_args *a, const char *ckpt, hs_runtime **rt,
+                        hs_ctr_session **s) {
   hs_status st = hs_runtime_open(rt, NULL);
   if (st != HS_OK) {
     cli_report(cmd, "opening the runtime", st);
     return 1;
   }
   if ((st = hs_ctr_session_create(*rt, &a->cfg, s)) != HS_OK) {
-    cli_report(cmd, "creating the CTR session", st);
+    if (ckpt && st == HS_ERR_INVALID_ARG)
+      fprintf(stderr, "hetsage %s: %s: not a valid CTR checkpoint (its header is corrupt: %s)\n",
+              cmd, ckpt, hs_last_error());
+    else
+      cli_report(cmd, "creating the CTR session", st);
     hs_runtime_close(*rt);
-    return st == HS_ERR_INVALID_ARG ? 2 : 1;
+    return st == HS_ERR_INVALID_ARG && !ckpt ? 2 : 1;
   }
   return 0;
 }
@@ -290,7 +340,8 @@ static void train_usage(FILE *f) {
           "                       batch, expiry, budget, GEMM threads) come from it;\n"
           "                       one given that differs is refused\n"
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
-          "                       checkpoints of an earlier run (they are replaced)\n"
+          "                       checkpoints of an earlier run (its best.ckpt,\n"
+          "                       best.json and last.ckpt are removed at the start)\n"
           "  --stats-json F       one JSON object per epoch: stage times, rates,\n"
           "                       bytes, the store's rows and memory\n"
           "  --log-json F         one JSON object per epoch: loss, validation AUC\n"
@@ -310,7 +361,7 @@ static void train_usage(FILE *f) {
           "  --dist-timeout S     a rank silent this long during training is named and\n"
           "                       the run ends (default 60)\n"
           "  --dist-start-timeout S  the same at start-up (default 900)\n");
-  common_usage(f);
+  common_usage(f, true, true);
   fprintf(f, "\nExit status: 0 done, 1 failure, 2 bad usage, 130 interrupted (a\n"
              "checkpoint was saved).\n");
 }
@@ -394,6 +445,33 @@ static void ctr_opt_text(const hs_ctr_config *c, unsigned bit, char *buf, size_t
     at += (size_t)snprintf(buf + at, len - at, i ? ",%d" : "%d", (int)w[i]);
 }
 
+/* A decimal option to 9 significant digits (enough to tell floats apart). */
+static void ctr_opt_text9(const hs_ctr_config *c, unsigned bit, char *buf, size_t len) {
+  float v = bit == CTR_SET_LR ? c->lr : bit == CTR_SET_SPARSE_LR ? c->sparse_lr
+            : bit == CTR_SET_INIT_RANGE ? c->init_range : c->sparse_initial_accumulator;
+  snprintf(buf, len, "%.9g", (double)v);
+}
+
+/* Whether recorded option `bit` has the same value in both: the values
+ * the run uses (floats as stored, exactly; admission 0 and 1 alike, both
+ * admitting an id at its first sight). */
+static bool ctr_opt_same(const hs_ctr_config *a, const hs_ctr_config *b, unsigned bit) {
+  switch (bit) {
+    case CTR_SET_LR: return a->lr == b->lr;
+    case CTR_SET_SPARSE_LR: return a->sparse_lr == b->sparse_lr;
+    case CTR_SET_INIT_RANGE: return a->init_range == b->init_range;
+    case CTR_SET_INITIAL_ACC: return a->sparse_initial_accumulator == b->sparse_initial_accumulator;
+    case CTR_SET_ADMIT_AFTER:
+      return (a->admit_after > 1 ? a->admit_after : 1) == (b->admit_after > 1 ? b->admit_after : 1);
+    default: {
+      char x[160], y[160];
+      ctr_opt_text(a, bit, x, sizeof x);
+      ctr_opt_text(b, bit, y, sizeof y);
+      return strcmp(x, y) == 0;
+    }
+  }
+}
+
 /* --resume: the options the checkpoint records replace the defaults; one
  * given on the command line that differs is refused, naming it (2). */
 static int resume_config(const char *cmd, ctr_args *a, const char *path) {
@@ -417,17 +495,95 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
     return 1;
   }
   for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
-    if (!(a->set & opts[i].bit)) continue;
+    if (!(a->set & opts[i].bit) || ctr_opt_same(&a->cfg, &ck, opts[i].bit)) continue;
     char mine[160], theirs[160];
     ctr_opt_text(&a->cfg, opts[i].bit, mine, sizeof mine);
     ctr_opt_text(&ck, opts[i].bit, theirs, sizeof theirs);
-    if (strcmp(mine, theirs) != 0)
-      return cli_usage_error(cmd, "%s %s conflicts with the checkpoint %s, whose run used %s: "
+    if (strcmp(mine, theirs) == 0) { /* apart beyond %g's 6 digits */
+      ctr_opt_text9(&a->cfg, opts[i].bit, mine, sizeof mine);
+      ctr_opt_text9(&ck, opts[i].bit, theirs, sizeof theirs);
+    }
+    return cli_usage_error(cmd, "%s %s conflicts with the checkpoint %s, whose run used %s: "
                              "--resume continues that run with its options (leave %s out)",
                              opts[i].name, mine, path, theirs, opts[i].name);
   }
   a->cfg = ck;
   return 0;
+}
+
+/* Every file of a split opened and its first line read before any work,
+ * so that a missing, unreadable or malformed --valid or --test file is said
+ * now, not after an epoch. A plain file's first line must have the 40
+ * columns of labelled Criteo layout; a .gz file, gzip's magic. 0 or 1. */
+static int check_files(const char *cmd, const file_list *f, const char *opt) {
+  for (int i = 0; i < f->n; i++) {
+    const char *p = f->path[i];
+    FILE *fp = cli_fopen_regular(p);
+    if (!fp) {
+      fprintf(stderr, "hetsage %s: %s %s: %s\n", cmd, opt, p,
+              errno == EINVAL ? "not a regular file" : strerror(errno));
+      return 1;
+    }
+    char line[8192];
+    size_t n = fread(line, 1, sizeof line - 1, fp);
+    bool err = ferror(fp) != 0;
+    int e = errno;
+    fclose(fp);
+    if (err) {
+      fprintf(stderr, "hetsage %s: %s %s: cannot read: %s\n", cmd, opt, p, strerror(e));
+      return 1;
+    }
+    line[n] = '\0';
+    size_t len = strlen(p);
+    if (len > 3 && strcmp(p + len - 3, ".gz") == 0) {
+      if (n > 0 && (n < 2 || (unsigned char)line[0] != 0x1f || (unsigned char)line[1] != 0x8b)) {
+        fprintf(stderr, "hetsage %s: %s %s: not a gzip file\n", cmd, opt, p);
+        return 1;
+      }
+      continue;
+    }
+    if (n == 0) continue; /* an empty file: no examples */
+    char *nl = memchr(line, '\n', n);
+    if (!nl && n == sizeof line - 1) continue; /* a long line: the reader says */
+    size_t end = nl ? (size_t)(nl - line) : n;
+    if (end && line[end - 1] == '\r') end--;
+    int cols = 1;
+    for (size_t k = 0; k < end; k++) cols += line[k] == '\t';
+    if (end == 0 || (line[0] != '0' && line[0] != '1') || (end > 1 && line[1] != '\t') ||
+        cols != 40) {
+      fprintf(stderr, "hetsage %s: %s %s:1: not labelled Criteo-layout text (%d columns, "
+              "expected 40: a label 0 or 1, 13 integers, 26 hexadecimal ids)\n", cmd, opt, p,
+              end ? cols : 0);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* An output file that can be written (it or its folder), said at the start
+ * rather than after an epoch. */
+static bool writable(const char *cmd, const char *opt, const char *path) {
+  if (access(path, F_OK) == 0) {
+    if (access(path, W_OK) == 0) return true;
+  } else {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK) == 0) return true;
+  }
+  fprintf(stderr, "hetsage %s: %s %s: cannot write: %s\n", cmd, opt, path, strerror(errno));
+  return false;
+}
+
+/* A JSON-lines output opened at its first record: a run that fails before
+ * one leaves an existing file as it was. NULL (said) if it cannot be. */
+static FILE *lines_file(const char *cmd, FILE **f, const char *path) {
+  if (!*f && !(*f = fopen(path, "w")))
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+  return *f;
 }
 
 static int train_ctr(int argc, char **argv, hs_world **world);
@@ -447,6 +603,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   memset(&a, 0, sizeof a);
   hs_ctr_config_init(&a.cfg);
   a.epochs = 1;
+  bool made_dir = false; /* --checkpoint DIR created here: removed if it stays empty */
   cli_dist_args da;
   cli_dist_args_init(&da);
   for (int i = 1; i < argc; i++) {
@@ -612,14 +769,25 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     a.quiet = true;
     a.stats_path = a.log_path = NULL;
   }
-  char last[4200] = "", best[4200] = "";
+  /* Every input and output checked before any work. */
+  if (check_files(cmd, &a.train, "--data") || check_files(cmd, &a.valid, "--valid") ||
+      check_files(cmd, &a.test, "--test"))
+    goto fail;
+  if ((a.stats_path && !writable(cmd, "--stats-json", a.stats_path)) ||
+      (a.log_path && !writable(cmd, "--log-json", a.log_path)))
+    goto fail;
+  char last[4200] = "", best[4200] = "", best_json[4200] = "";
   if (a.ckpt) {
-    if (mkdir(a.ckpt, 0755) != 0 && errno != EEXIST) {
-      fprintf(stderr, "hetsage train: cannot create %s: %s\n", a.ckpt, strerror(errno));
+    if (mkdir(a.ckpt, 0755) == 0) {
+      made_dir = true;
+    } else if (errno != EEXIST || !is_dir(a.ckpt)) {
+      fprintf(stderr, "hetsage train: --checkpoint %s: %s\n", a.ckpt,
+              errno == EEXIST ? "not a folder" : strerror(errno));
       goto fail;
     }
     snprintf(last, sizeof last, "%s/last.ckpt", a.ckpt);
     snprintf(best, sizeof best, "%s/best.ckpt", a.ckpt);
+    snprintf(best_json, sizeof best_json, "%s/best.json", a.ckpt);
     if (a.resume && access(last, R_OK) != 0) {
       fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
       goto fail;
@@ -636,22 +804,13 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     if (r == 2) goto usage_fail;
     if (r != 0) goto fail;
   }
+  /* (Opened at their first record.) */
   FILE *stats_f = NULL, *log_f = NULL;
-  if (a.stats_path && !(stats_f = fopen(a.stats_path, "w"))) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", a.stats_path, strerror(errno));
-    goto fail;
-  }
-  if (a.log_path && !(log_f = fopen(a.log_path, "w"))) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", a.log_path, strerror(errno));
-    if (stats_f) fclose(stats_f);
-    goto fail;
-  }
   hs_runtime *rt = NULL;
   hs_ctr_session *s = NULL;
-  int rc = open_session(cmd, &a, &rt, &s);
+  int rc = open_session(cmd, &a, a.resume ? last : NULL, &rt, &s);
   if (rc) {
-    if (stats_f) fclose(stats_f);
-    if (log_f) fclose(log_f);
+    if (made_dir) rmdir(a.ckpt);
     files_free(&a.train), files_free(&a.valid), files_free(&a.test);
     return rc;
   }
@@ -660,6 +819,18 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     cli_report(cmd, last, st);
     rc = 1;
     goto done;
+  }
+  /* --force: the earlier run's checkpoints go, so that none of them is
+   * taken for this run's (a best.ckpt this run may never write). */
+  if (a.force) {
+    const char *const old[] = {best, best_json, last};
+    for (int k = 0; k < 3; k++)
+      if (unlink(old[k]) != 0 && errno != ENOENT) {
+        fprintf(stderr, "hetsage train: --force: cannot remove %s: %s\n", old[k],
+                strerror(errno));
+        rc = 1;
+        goto done;
+      }
   }
   if (!a.quiet) {
     char desc[4096];
@@ -684,6 +855,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   hs_ctr_eval ve;
   hs_ctr_eval_init(&ve);
   ve.auc = ve.logloss = NAN;
+  int64_t ran = 0; /* epochs (or parts) trained by this run */
   while (hs_ctr_session_epoch(s) < a.epochs) {
     if ((st = hs_ctr_session_train_epoch(s, a.train.path, a.train.n, &es)) != HS_OK) {
       if (!a.quiet) fputc('\n', stderr);
@@ -691,8 +863,13 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       rc = 1;
       break;
     }
+    ran++;
     train_s += es.wall_s;
-    if (stats_f) {
+    if (a.stats_path) {
+      if (!lines_file(cmd, &stats_f, a.stats_path)) {
+        rc = 1;
+        break;
+      }
       write_stats(stats_f, &es);
       if (!cli_file_check(cmd, stats_f, a.stats_path)) {
         fclose(stats_f); /* said once */
@@ -710,9 +887,23 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       rc = 130;
       break;
     }
-    if (a.valid.n && (st = hs_ctr_session_evaluate(s, a.valid.path, a.valid.n, &ve)) != HS_OK) {
-      cli_report(cmd, "validation", st);
+    /* The epoch's checkpoint before its validation, which may fail or be
+     * stopped. */
+    if (a.ckpt && (st = hs_ctr_session_save(s, last)) != HS_OK) {
+      cli_report(cmd, last, st);
       rc = 1;
+      break;
+    }
+    if (a.valid.n && (st = hs_ctr_session_evaluate(s, a.valid.path, a.valid.n, &ve)) != HS_OK) {
+      if (st == HS_ERR_INTERRUPTED) {
+        if (!a.quiet) fputc('\n', stderr);
+        fprintf(stderr, "hetsage train: interrupted during the validation after epoch %lld%s%s\n",
+                (long long)es.epoch + 1, a.ckpt ? "; saved " : "", a.ckpt ? last : "");
+        rc = 130;
+      } else {
+        cli_report(cmd, "validation", st);
+        rc = 1;
+      }
       break;
     }
     if (!a.quiet)
@@ -720,7 +911,11 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
               "logloss %.4f; %llu rows (%.1f MB)\n", (long long)es.epoch + 1,
               (long long)es.examples, es.loss, es.examples_per_s, ve.auc, ve.logloss,
               (unsigned long long)es.embed_rows, (double)es.embed_bytes / 1e6);
-    if (log_f) {
+    if (a.log_path) {
+      if (!lines_file(cmd, &log_f, a.log_path)) {
+        rc = 1;
+        break;
+      }
       fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
       jnum(log_f, "loss", es.loss, 6);
       jnum(log_f, "valid_auc", ve.auc, 6);
@@ -734,11 +929,6 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       }
     }
     if (a.ckpt) {
-      if ((st = hs_ctr_session_save(s, last)) != HS_OK) {
-        cli_report(cmd, last, st);
-        rc = 1;
-        break;
-      }
       if (a.valid.n && ve.auc > best_auc && (st = hs_ctr_session_save(s, best)) != HS_OK) {
         cli_report(cmd, best, st);
         rc = 1;
@@ -757,11 +947,25 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     hs_ctr_eval_init(&te);
     te.auc = te.logloss = NAN;
     if (a.test.n && (st = hs_ctr_session_evaluate(s, a.test.path, a.test.n, &te)) != HS_OK) {
-      cli_report(cmd, "test", st);
+      if (st == HS_ERR_INTERRUPTED) {
+        fprintf(stderr, "hetsage train: interrupted during the test evaluation%s%s\n",
+                a.ckpt ? "; the trained model is in " : "", a.ckpt ? last : "");
+        rc = 130;
+      } else {
+        cli_report(cmd, "test", st);
+        rc = 1;
+      }
+      goto done;
+    }
+    /* The Bayes AUC a generated folder recorded is its own test file's. */
+    bool own_test = a.n_dirs == 1 && !a.given_test && a.test.n == 1;
+    double bayes = own_test ? recorded_bayes(a.data_dir) : NAN;
+    /* No epoch run here (resumed at the end): the store as loaded. */
+    if (!ran && (st = hs_ctr_session_store_stats(s, &es)) != HS_OK) {
+      cli_report(cmd, "the embedding store", st);
       rc = 1;
       goto done;
     }
-    double bayes = recorded_bayes(a.data_dir);
     if (root && a.json) {
       /* No epoch run here (resumed at the end): no rate, loss or
        * validation of this run. */
@@ -769,7 +973,8 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
              hs_ctr_model_name(a.cfg.model), (long long)hs_ctr_session_epoch(s));
       static const char *const keys[] = {"train_examples_per_s", "train_s", "loss",
                                          "valid_auc", "valid_logloss"};
-      const double vals[] = {es.examples_per_s, train_s, es.loss, ve.auc, ve.logloss};
+      const double vals[] = {ran ? es.examples_per_s : NAN, ran ? train_s : NAN,
+                             ran ? es.loss : NAN, ve.auc, ve.logloss};
       const int digits[] = {1, 3, 6, 6, 6};
       for (int k = 0; k < 5; k++) {
         printf(",\n  \"%s\": ", keys[k]);
@@ -792,7 +997,8 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       printf("%s: test AUC %.4f, logloss %.4f on %lld examples", hs_ctr_model_name(a.cfg.model),
              te.auc, te.logloss, (long long)te.examples);
       if (isfinite(bayes)) printf(" (Bayes AUC %.4f, gap %.4f)", bayes, bayes - te.auc);
-      printf("; %.0f examples/s\n", es.examples_per_s);
+      if (ran) printf("; %.0f examples/s", es.examples_per_s);
+      printf("\n");
     }
   }
 done:
@@ -800,12 +1006,15 @@ done:
   if (log_f && !cli_file_close(cmd, log_f, a.log_path) && rc == 0) rc = 1;
   hs_ctr_session_destroy(s);
   hs_runtime_close(rt);
+  if (made_dir && rc != 0) rmdir(a.ckpt); /* (only while empty) */
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return rc;
 usage_fail:
+  if (made_dir) rmdir(a.ckpt);
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return 2;
 fail:
+  if (made_dir) rmdir(a.ckpt);
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return 1;
 }
@@ -835,7 +1044,7 @@ static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr
   if (a->set & CTR_SET_BATCH) a->cfg.batch_size = given.batch_size;
   if (a->set & CTR_SET_EMBED_BUDGET) a->cfg.embed_budget = given.embed_budget;
   if (a->set & CTR_SET_GEMM_THREADS) a->cfg.gemm_threads = given.gemm_threads;
-  int rc = open_session(cmd, a, rt, s);
+  int rc = open_session(cmd, a, path, rt, s);
   if (rc) return rc;
   if ((st = hs_ctr_session_load(*s, path)) != HS_OK) {
     cli_report(cmd, path, st);
@@ -846,14 +1055,26 @@ static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr
   return 0;
 }
 
+/* Ctrl-C and SIGTERM stop an evaluation or a prediction between batches
+ * (HS_ERR_INTERRUPTED), so that --output's temporary is removed. */
+static void catch_stop(hs_ctr_session *s) {
+  hs_ctr_session_set_stop_flag(s, &interrupted);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
 static void eval_usage(FILE *f) {
   fprintf(f,
           "usage: hetsage eval --task ctr --checkpoint FILE|DIR --data FILE|DIR [options]\n"
           "\n"
           "AUC and logloss of a saved CTR model on labelled Criteo-layout files (a\n"
           "DIR checkpoint is a training --checkpoint folder: its best.ckpt, else\n"
-          "last.ckpt; a DIR of data: its test files).\n\n");
-  common_usage(f);
+          "last.ckpt; a DIR of data: its test file). Files given with --data are\n"
+          "evaluated together, in order.\n\n");
+  common_usage(f, false, true);
 }
 
 static int parse_eval_like(const char *cmd, ctr_args *a, int argc, char **argv,
@@ -876,6 +1097,16 @@ static int parse_eval_like(const char *cmd, ctr_args *a, int argc, char **argv,
       return cli_usage_error(cmd, "unknown option '%s' (or it needs a value)", o);
     }
   }
+  if (a->given_valid || a->given_test)
+    return cli_usage_error(cmd, "%s: a training option; give the files to %s with --data",
+                           a->given_valid ? "--valid" : "--test",
+                           predict ? "predict" : "evaluate");
+  if (a->given_pipe)
+    return cli_usage_error(cmd, "%s: a training option (%s reads one batch at a time)",
+                           a->given_pipe, predict ? "predict" : "eval");
+  if (predict && a->json)
+    return cli_usage_error(cmd, "--json: predict --task ctr writes one probability per line "
+                           "(no JSON)");
   if (!a->ckpt) return cli_usage_error(cmd, "--task ctr needs --checkpoint FILE|DIR");
   return 0;
 }
@@ -886,17 +1117,21 @@ int cmd_eval_ctr(int argc, char **argv) {
   memset(&a, 0, sizeof a);
   hs_ctr_config_init(&a.cfg);
   int rc = parse_eval_like(cmd, &a, argc, argv, eval_usage, false);
-  /* A data folder is evaluated on its test files; files given are. */
-  const file_list *files = a.test.n && a.data_dir ? &a.test : &a.train;
+  /* A data folder is evaluated on its test file; files given are. */
+  const file_list *files = &a.eval;
   if (rc == 0 && !files->n) rc = cli_usage_error(cmd, "--task ctr needs --data FILE|DIR");
   hs_runtime *rt = NULL;
   hs_ctr_session *s = NULL;
   if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
   if (rc == 0) {
+    catch_stop(s);
     hs_ctr_eval e;
     hs_ctr_eval_init(&e);
     hs_status st = hs_ctr_session_evaluate(s, files->path, files->n, &e);
-    if (st != HS_OK) {
+    if (st == HS_ERR_INTERRUPTED) {
+      fprintf(stderr, "hetsage eval: interrupted\n");
+      rc = 130;
+    } else if (st != HS_OK) {
       cli_report(cmd, "evaluation", st);
       rc = 1;
     } else if (a.json) {
@@ -925,8 +1160,9 @@ static void predict_usage(FILE *f) {
           "Click probabilities of every example of Criteo-layout files, one per line\n"
           "in file order.\n\n"
           "  --no-label           the files have no label column (39 columns)\n"
-          "  --output F           write the probabilities to F (default stdout)\n");
-  common_usage(f);
+          "  --output F           write the probabilities to F (default stdout), atomically:\n"
+          "                       the old file or the whole new one, never a partial one\n");
+  common_usage(f, false, false);
 }
 
 typedef struct prob_out {
@@ -945,6 +1181,72 @@ static hs_status print_probs(void *user, const float *prob, const uint8_t *label
   return HS_OK;
 }
 
+/* --output F: a regular file (or a new one) is written to a temporary
+ * beside it, F.tmp.XXXXXX, renamed over F when complete, so that a failed
+ * run leaves no file and an existing one untouched (and the input may be
+ * the output); anything else (a device, a pipe) is written directly. */
+typedef struct out_file {
+  FILE *f;
+  char *tmp; /* NULL: written directly */
+} out_file;
+
+static bool out_open(const char *cmd, out_file *o, const char *path) {
+  memset(o, 0, sizeof *o);
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (!(o->f = fopen(path, "w"))) goto fail;
+    return true;
+  }
+  size_t n = strlen(path) + 16;
+  if (!(o->tmp = malloc(n))) {
+    errno = ENOMEM;
+    goto fail;
+  }
+  snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(o->tmp);
+  if (fd < 0) goto fail;
+  mode_t mask = umask(0); /* the mode a plain fopen would give */
+  umask(mask);
+  if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    int e = errno;
+    close(fd);
+    unlink(o->tmp);
+    errno = e;
+    goto fail;
+  }
+  return true;
+fail:
+  fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+  free(o->tmp);
+  o->tmp = NULL;
+  return false;
+}
+
+/* Close; `ok`: complete, so put in place (false: the temporary removed).
+ * False on any failure, said naming the path. */
+static bool out_close(const char *cmd, out_file *o, const char *path, bool ok) {
+  if (!o->tmp) return cli_file_close(cmd, o->f, path) && ok;
+  bool done = ok;
+  if (ok && (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0)) {
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    done = false;
+  }
+  if (fclose(o->f) != 0 && done) {
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    done = false;
+  }
+  if (done && rename(o->tmp, path) != 0) {
+    fprintf(stderr, "hetsage %s: cannot rename %s to %s: %s\n", cmd, o->tmp, path,
+            strerror(errno));
+    done = false;
+  }
+  if (!done) unlink(o->tmp);
+  free(o->tmp);
+  o->f = NULL;
+  o->tmp = NULL;
+  return done;
+}
+
 int cmd_predict_ctr(int argc, char **argv) {
   const char *cmd = "predict";
   ctr_args a;
@@ -952,21 +1254,30 @@ int cmd_predict_ctr(int argc, char **argv) {
   hs_ctr_config_init(&a.cfg);
   a.labelled = true;
   int rc = parse_eval_like(cmd, &a, argc, argv, predict_usage, true);
-  const file_list *files = a.test.n && a.data_dir ? &a.test : &a.train;
+  const file_list *files = &a.eval;
   if (rc == 0 && !files->n) rc = cli_usage_error(cmd, "--task ctr needs --data FILE");
-  FILE *out = stdout;
-  if (rc == 0 && a.output && !(out = fopen(a.output, "w"))) {
-    fprintf(stderr, "hetsage predict: cannot write %s: %s\n", a.output, strerror(errno));
-    rc = 1;
-  }
   hs_runtime *rt = NULL;
   hs_ctr_session *s = NULL;
+  /* The checkpoint first: a bad one writes nothing. */
   if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
+  out_file out = {stdout, NULL};
+  bool opened = false;
+  if (rc == 0 && a.output) {
+    if ((opened = out_open(cmd, &out, a.output)) == false) {
+      hs_ctr_session_destroy(s);
+      hs_runtime_close(rt);
+      rc = 1;
+    }
+  }
   if (rc == 0) {
-    prob_out po = {out, 0};
+    catch_stop(s);
+    prob_out po = {out.f, 0};
     hs_status st = hs_ctr_session_predict(s, files->path, files->n, a.labelled, print_probs, &po);
-    if (st == HS_OK && fflush(out) != 0) po.err = errno ? errno : EIO;
-    if (po.err) {
+    if (st == HS_OK && fflush(out.f) != 0) po.err = errno ? errno : EIO;
+    if (st == HS_ERR_INTERRUPTED) {
+      fprintf(stderr, "hetsage predict: interrupted%s\n", opened ? "; nothing written" : "");
+      rc = 130;
+    } else if (po.err) {
       fprintf(stderr, "hetsage predict: cannot write %s: %s\n", a.output ? a.output : "the output",
               strerror(po.err));
       rc = 1;
@@ -977,7 +1288,7 @@ int cmd_predict_ctr(int argc, char **argv) {
     hs_ctr_session_destroy(s);
     hs_runtime_close(rt);
   }
-  if (out && out != stdout && !cli_file_close(cmd, out, a.output) && rc == 0) rc = 1;
+  if (opened && !out_close(cmd, &out, a.output, rc == 0) && rc == 0) rc = 1;
   files_free(&a.train), files_free(&a.valid), files_free(&a.test);
   return rc < 0 ? 0 : rc;
 }

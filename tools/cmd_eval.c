@@ -21,6 +21,18 @@ static const char *resolve_checkpoint(const char *arg, char *buf, size_t len) {
  * line stays, so that a checkpoint of another model is refused by name. */
 static int open_from_checkpoint(const char *cmd, cli_session_args *a, const char *ckpt,
                                 hs_runtime **rt, hs_dataset **ds, hs_session **s) {
+  /* A click-through-rate model's checkpoint (its magic): said as one. */
+  FILE *f = cli_fopen_regular(ckpt); /* (a FIFO is refused below, without blocking) */
+  if (f) {
+    char m[8];
+    bool ctr = fread(m, 1, sizeof m, f) == sizeof m && memcmp(m, "HSCTRCK1", sizeof m) == 0;
+    fclose(f);
+    if (ctr) {
+      fprintf(stderr, "hetsage %s: %s is a CTR model's checkpoint: %s\n", cmd, ckpt,
+              strcmp(cmd, "embed") ? "add --task ctr" : "embed reads GNN checkpoints only");
+      return 1;
+    }
+  }
   int rc = cli_session_from_checkpoint(cmd, a, ckpt, false, false);
   if (rc != 0) return rc;
   hs_status st;
@@ -37,9 +49,11 @@ static int open_from_checkpoint(const char *cmd, cli_session_args *a, const char
 static void eval_usage(FILE *f) {
   fprintf(f,
           "usage: hetsage eval --checkpoint FILE|DIR [options]\n"
+          "       hetsage eval --task ctr --checkpoint FILE|DIR --data FILE|DIR [options]\n"
           "\n"
           "Accuracy of a saved model on a split of a dataset (a DIR is a training\n"
-          "--checkpoint folder: its best.ckpt is used).\n"
+          "--checkpoint folder: its best.ckpt is used). A click-through-rate model:\n"
+          "--task ctr (see 'hetsage eval --task ctr --help').\n"
           "\n"
           "  --split train|valid|test   (default test)\n"
           "  --sampled                  sampled neighbourhoods (default: full, but\n"
@@ -115,8 +129,11 @@ int cmd_eval(int argc, char **argv) {
 static void predict_usage(FILE *f) {
   fprintf(f,
           "usage: hetsage predict --checkpoint FILE|DIR (--ids 1,2,3 | --ids-file F) [options]\n"
+          "       hetsage predict --task ctr --checkpoint FILE|DIR --data FILE [options]\n"
           "\n"
-          "Predicted class of each vertex id from its full neighbourhood.\n"
+          "Predicted class of each vertex id from its full neighbourhood. Click\n"
+          "probabilities of a click-through-rate model: --task ctr (see 'hetsage\n"
+          "predict --task ctr --help').\n"
           "\n"
           "  --ids LIST       comma-separated vertex ids\n"
           "  --ids-file F     one vertex id per line ('-': standard input)\n"

@@ -1,6 +1,7 @@
 /* CTR session set-up: the trainer's placement, device, program and model,
  * the embedding store, the pipeline's slots; description; checkpoints. */
 #include <errno.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -463,6 +464,40 @@ static hs_status read_head(hs_rfile *r, ckpt_head *h) {
       c.n_hidden < 0 || c.n_hidden > HS_CTR_MAX_HIDDEN || c.n_bottom < 0 ||
       c.n_bottom > HS_CTR_MAX_HIDDEN || h->q[4] > ((uint64_t)1 << 34))
     return hs__fail(HS_ERR_FORMAT, "%s: inconsistent CTR checkpoint header", r->name);
+  /* The ranges a session takes (check_config, the model's layout), so that
+   * a corrupt header is said to be one, not a bad option. */
+  bool widths = true;
+  for (int i = 0; i < c.n_hidden; i++) widths = widths && c.hidden[i] >= 1 && c.hidden[i] <= 65536;
+  for (int i = 0; i < c.n_bottom; i++) widths = widths && c.bottom[i] >= 1 && c.bottom[i] <= 65536;
+  if ((c.model != HS_CTR_LR && (c.dim < 1 || c.dim > 1024)) || !widths ||
+      !(c.lr > 0 && c.lr < 10) || !(c.sparse_lr > 0 && c.sparse_lr < 100) ||
+      !(c.init_range >= 0 && c.init_range <= FLT_MAX))
+    return hs__fail(HS_ERR_FORMAT, "%s: not a valid CTR checkpoint (corrupt header: dim %d, "
+                    "lr %g, sparse lr %g, init range %g or a layer width out of range)", r->name,
+                    c.dim, (double)c.lr, (double)c.sparse_lr, (double)c.init_range);
+  return HS_OK;
+}
+
+hs_status hs_ctr_session_store_stats(hs_ctr_session *s, hs_ctr_epoch_stats *user) {
+  if (!s || !user) return hs__fail(HS_ERR_INVALID_ARG, "hs_ctr_session_store_stats: NULL argument");
+  hs_status st = hs__sized_check(user->struct_size, sizeof *user, "hs_ctr_epoch_stats");
+  if (st != HS_OK) return st;
+  hs_embed_stats es;
+  if (s->comm) {
+    if ((st = hs__ctr_dist_store_stats(s, &es)) != HS_OK) return st;
+  } else {
+    hs__embed_stats(s->store, &es);
+  }
+  hs_ctr_epoch_stats z;
+  hs_ctr_epoch_stats_init(&z);
+  z.embed_rows = es.rows;
+  z.embed_bytes = es.bytes;
+  z.embed_row_bytes = es.row_bytes;
+  z.embed_created = es.created;
+  z.embed_evicted = es.evicted;
+  z.embed_expired = es.expired;
+  z.embed_pending = es.pending;
+  hs__sized_out(user, &z, sizeof z, "hs_ctr_epoch_stats");
   return HS_OK;
 }
 

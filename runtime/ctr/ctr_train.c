@@ -271,6 +271,13 @@ static hs_status each_batch(hs_ctr_session *s, const char *const *files, int n_f
   if (st != HS_OK) return st;
   ctr_slot *d = &s->slots[0];
   for (;;) {
+    /* A stop flag raised (Ctrl-C) ends it between batches. (Distributed:
+     * not, as in training.) */
+    if (!s->comm && s->stop && *s->stop) {
+      st = hs__fail(HS_ERR_INTERRUPTED, "stopped after %lld examples",
+                    (long long)hs__ctr_reader_count(r));
+      break;
+    }
     if ((st = hs__ctr_reader_next(r, s->cfg.batch_size, &d->rows)) != HS_OK || !d->rows.n) break;
     if ((st = predict_batch(s, d, d->labels)) != HS_OK) break;
     if ((st = fn(user, d->labels, d->rows.labels, d->rows.n)) != HS_OK) break;

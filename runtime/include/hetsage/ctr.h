@@ -270,7 +270,8 @@ HS_API void hs_ctr_session_set_progress(hs_ctr_session *s, hs_ctr_progress_fn fn
 /* While *flag is non-zero no new batch is read; the epoch call returns
  * with stats->interrupted set and the position kept, so that a checkpoint
  * saved now resumes exactly (expiry and the embedding budget included: a
- * loaded session evicts the rows the uninterrupted one would have). */
+ * loaded session evicts the rows the uninterrupted one would have);
+ * evaluation and prediction return HS_ERR_INTERRUPTED. */
 HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_t *flag);
 
 /* Train one pass over `files` (the rest of it after an interruption or a
@@ -279,6 +280,10 @@ HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_
 HS_API hs_status hs_ctr_session_train_epoch(hs_ctr_session *s, const char *const *files,
                                             int n_files, hs_ctr_epoch_stats *stats);
 HS_API int64_t hs_ctr_session_epoch(const hs_ctr_session *s);
+/* The embedding store now (e.g. after a loaded checkpoint, no epoch run)
+ * into the embed_* members of `stats` (set up by hs_ctr_epoch_stats_init;
+ * the other members zero). Collective in a distributed session. */
+HS_API hs_status hs_ctr_session_store_stats(hs_ctr_session *s, hs_ctr_epoch_stats *stats);
 
 typedef struct hs_ctr_eval {
   size_t struct_size; /* set by hs_ctr_eval_init */
