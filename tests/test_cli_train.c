@@ -697,6 +697,26 @@ Test(cli_train, ctr_predict_output_is_atomic) {
   cr_expect(strtod(text, NULL) > 0 && strtod(text, NULL) < 1, "%.40s", text);
   free(text);
   cr_expect_eq(tu_count_prefix(dir, "same.txt.tmp"), 0);
+  /* Through a symbolic link: the target replaced, the link kept, the
+   * target's permissions too. */
+  tu_write_bytes(dir, "target.txt", "old\n", 4);
+  char *target = tu_path(dir, "target.txt"), *link = tu_path(dir, "link.txt");
+  cr_assert_eq(chmod(target, 0600), 0);
+  cr_assert_eq(symlink("target.txt", link), 0);
+  snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s --output %s", ck, test,
+           link);
+  run_ok(args, NULL, 0);
+  struct stat sb;
+  cr_assert_eq(lstat(link, &sb), 0);
+  cr_expect(S_ISLNK(sb.st_mode), "the link was replaced by a file");
+  cr_assert_eq(stat(target, &sb), 0);
+  cr_expect_eq(sb.st_mode & 0777, 0600, "mode %o", (unsigned)(sb.st_mode & 0777));
+  text = tool_slurp(target);
+  cr_expect(strtod(text, NULL) > 0 && strtod(text, NULL) < 1, "%.40s", text);
+  free(text);
+  cr_expect_eq(tu_count_prefix(dir, "target.txt.tmp"), 0);
+  free(target);
+  free(link);
   free(same);
   free(good);
   free(bad);
@@ -735,6 +755,21 @@ Test(cli_train, ctr_sigint_during_validation_stops_the_run) {
   cr_expect(strstr(out, "interrupted"), "%s", out);
   char *ck = tu_path(scratch, "ick");
   cr_expect_eq(tu_count_prefix(ck, "last.ckpt"), 1, "%s", out);
+  /* The epoch saved waits for its validation: --resume runs it first (its
+   * --log-json record, best.ckpt and best.json), though no epoch is left. */
+  cr_expect(tu_exists(ck, "validation.pending"), "%s", out);
+  cr_expect(!tu_exists(ck, "best.ckpt"));
+  char *log = tu_path(scratch, "ick-log.json");
+  snprintf(cmd, sizeof cmd, "train " CTR_SMALL " --data %s/train.txt --valid %s/valid.txt "
+           "--checkpoint %s --resume --log-json %s --json", data, data, ck, log);
+  run_ok(cmd, out, sizeof out);
+  cr_expect(!tu_exists(ck, "validation.pending"));
+  cr_expect(tu_exists(ck, "best.ckpt") && tu_exists(ck, "best.json"));
+  char *text = tool_slurp(log);
+  cr_expect_eq(json_lines(text, "--log-json"), 1, "%s", text);
+  cr_expect(strstr(text, "\"epoch\": 0") && strstr(text, "\"valid_auc\": 0."), "%s", text);
+  free(text);
+  free(log);
   free(ck);
   /* The same during the test files' evaluation (no validation). */
   at = 0;
@@ -838,6 +873,16 @@ Test(cli_train, ctr_inputs_are_checked_before_training) {
     cr_expect_neq(stat(stats, &sb), 0, "%s: an epoch ran before the error", opt);
     unlink(stats);
   }
+  /* gzip or not by the content, as the reader decides, not by the name: a
+   * gzip file without .gz and a plain file named .gz are data. */
+  char src[600], cmd[2048];
+  snprintf(src, sizeof src, "%s/train.txt", data);
+  snprintf(cmd, sizeof cmd, "gzip -c %s > %s/zipped.dat && cp %s %s/plain.gz", src, scratch, src,
+           scratch);
+  cr_assert_eq(system(cmd), 0);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/zipped.dat --valid %s/plain.gz "
+           "--model lr", scratch, scratch);
+  run_ok(args, NULL, 0);
   free(data);
 }
 

@@ -1,6 +1,7 @@
 /* hetsage train|eval|predict --task ctr: click-through-rate models on
  * Criteo-layout files, their embedding tables on the host. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -514,7 +515,9 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
 /* Every file of a split opened and its first line read before any work,
  * so that a missing, unreadable or malformed --valid or --test file is said
  * now, not after an epoch. A plain file's first line must have the 40
- * columns of labelled Criteo layout; a .gz file, gzip's magic. 0 or 1. */
+ * columns of labelled Criteo layout; a gzip file (by its magic, as the
+ * reader tells them apart, whatever its name) is left to the reader. 0 or
+ * 1. */
 static int check_files(const char *cmd, const file_list *f, const char *opt) {
   for (int i = 0; i < f->n; i++) {
     const char *p = f->path[i];
@@ -534,14 +537,9 @@ static int check_files(const char *cmd, const file_list *f, const char *opt) {
       return 1;
     }
     line[n] = '\0';
-    size_t len = strlen(p);
-    if (len > 3 && strcmp(p + len - 3, ".gz") == 0) {
-      if (n > 0 && (n < 2 || (unsigned char)line[0] != 0x1f || (unsigned char)line[1] != 0x8b)) {
-        fprintf(stderr, "hetsage %s: %s %s: not a gzip file\n", cmd, opt, p);
-        return 1;
-      }
-      continue;
-    }
+    /* gzip (by its magic, whatever the name, as the reader decides): its
+     * lines are the reader's to check. */
+    if (n >= 2 && (unsigned char)line[0] == 0x1f && (unsigned char)line[1] == 0x8b) continue;
     if (n == 0) continue; /* an empty file: no examples */
     char *nl = memchr(line, '\n', n);
     if (!nl && n == sizeof line - 1) continue; /* a long line: the reader says */
@@ -584,6 +582,68 @@ static FILE *lines_file(const char *cmd, FILE **f, const char *path) {
   if (!*f && !(*f = fopen(path, "w")))
     fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
   return *f;
+}
+
+/* An empty file at `path` (a marker); false (said) if it cannot be made. */
+static bool touch_file(const char *cmd, const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || close(fd) != 0) {
+    fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+/* Validation of epoch `epoch` (0-based) of the model `s` holds (none
+ * without --valid: its figures NaN): its line
+ * (`es`: the epoch's figures; NULL for an epoch trained by an earlier run),
+ * its --log-json record, and best.ckpt and best.json when better than
+ * *best_auc. 0, 1 (said) or 130 (stopped: said). */
+static int validate_epoch(const char *cmd, const ctr_args *a, hs_ctr_session *s, int64_t epoch,
+                          const hs_ctr_epoch_stats *es, const char *best, double *best_auc,
+                          FILE **log_f, hs_ctr_eval *ve) {
+  hs_status st = a->valid.n ? hs_ctr_session_evaluate(s, a->valid.path, a->valid.n, ve) : HS_OK;
+  if (st == HS_ERR_INTERRUPTED) {
+    if (!a->quiet) fputc('\n', stderr);
+    fprintf(stderr, "hetsage train: interrupted during the validation after epoch %lld%s%s%s\n",
+            (long long)epoch + 1, a->ckpt ? "; saved " : "", a->ckpt ? a->ckpt : "",
+            a->ckpt ? "/last.ckpt, which --resume validates first" : "");
+    return 130;
+  }
+  if (st != HS_OK) {
+    cli_report(cmd, "validation", st);
+    return 1;
+  }
+  if (!a->quiet && es)
+    fprintf(stderr, "\r\033[Kepoch %lld: %lld examples, loss %.4f, %.0f examples/s; valid AUC %.4f, "
+            "logloss %.4f; %llu rows (%.1f MB)\n", (long long)epoch + 1,
+            (long long)es->examples, es->loss, es->examples_per_s, ve->auc, ve->logloss,
+            (unsigned long long)es->embed_rows, (double)es->embed_bytes / 1e6);
+  else if (!a->quiet)
+    fprintf(stderr, "epoch %lld (trained before the resume): valid AUC %.4f, logloss %.4f\n",
+            (long long)epoch + 1, ve->auc, ve->logloss);
+  if (a->log_path) {
+    if (!lines_file(cmd, log_f, a->log_path)) return 1;
+    fprintf(*log_f, "{\"epoch\": %lld", (long long)epoch);
+    jnum(*log_f, "loss", es ? es->loss : NAN, 6);
+    jnum(*log_f, "valid_auc", ve->auc, 6);
+    jnum(*log_f, "valid_logloss", ve->logloss, 6);
+    fputs("}\n", *log_f);
+    if (!cli_file_check(cmd, *log_f, a->log_path)) {
+      fclose(*log_f); /* said once */
+      *log_f = NULL;
+      return 1;
+    }
+  }
+  if (a->ckpt && ve->auc > *best_auc) {
+    if ((st = hs_ctr_session_save(s, best)) != HS_OK) {
+      cli_report(cmd, best, st);
+      return 1;
+    }
+    if (!cli_best_write(cmd, a->ckpt, "valid_auc", ve->auc, epoch)) return 1;
+  }
+  if (ve->auc > *best_auc) *best_auc = ve->auc;
+  return 0;
 }
 
 static int train_ctr(int argc, char **argv, hs_world **world);
@@ -776,7 +836,9 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   if ((a.stats_path && !writable(cmd, "--stats-json", a.stats_path)) ||
       (a.log_path && !writable(cmd, "--log-json", a.log_path)))
     goto fail;
-  char last[4200] = "", best[4200] = "", best_json[4200] = "";
+  /* pending: there while an epoch saved in last.ckpt waits for its
+   * validation (stopped, or failed: --resume runs it first). */
+  char last[4200] = "", best[4200] = "", best_json[4200] = "", pending[4200] = "";
   if (a.ckpt) {
     if (mkdir(a.ckpt, 0755) == 0) {
       made_dir = true;
@@ -788,6 +850,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     snprintf(last, sizeof last, "%s/last.ckpt", a.ckpt);
     snprintf(best, sizeof best, "%s/best.ckpt", a.ckpt);
     snprintf(best_json, sizeof best_json, "%s/best.json", a.ckpt);
+    snprintf(pending, sizeof pending, "%s/validation.pending", a.ckpt);
     if (a.resume && access(last, R_OK) != 0) {
       fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
       goto fail;
@@ -821,10 +884,11 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     goto done;
   }
   /* --force: the earlier run's checkpoints go, so that none of them is
-   * taken for this run's (a best.ckpt this run may never write). */
+   * taken for this run's (a best.ckpt this run may never write), nor an
+   * earlier epoch's validation left pending. */
   if (a.force) {
-    const char *const old[] = {best, best_json, last};
-    for (int k = 0; k < 3; k++)
+    const char *const old[] = {best, best_json, last, pending};
+    for (int k = 0; k < 4; k++)
       if (unlink(old[k]) != 0 && errno != ENOENT) {
         fprintf(stderr, "hetsage train: --force: cannot remove %s: %s\n", old[k],
                 strerror(errno));
@@ -856,6 +920,17 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   hs_ctr_eval_init(&ve);
   ve.auc = ve.logloss = NAN;
   int64_t ran = 0; /* epochs (or parts) trained by this run */
+  /* Resumed after a validation that did not finish: that epoch's first. */
+  if (a.resume && a.valid.n && access(pending, F_OK) == 0 && hs_ctr_session_epoch(s) > 0) {
+    if ((rc = validate_epoch(cmd, &a, s, hs_ctr_session_epoch(s) - 1, NULL, best, &best_auc,
+                             &log_f, &ve)) != 0)
+      goto done;
+    if (unlink(pending) != 0 && errno != ENOENT) {
+      fprintf(stderr, "hetsage train: cannot remove %s: %s\n", pending, strerror(errno));
+      rc = 1;
+      goto done;
+    }
+  }
   while (hs_ctr_session_epoch(s) < a.epochs) {
     if ((st = hs_ctr_session_train_epoch(s, a.train.path, a.train.n, &es)) != HS_OK) {
       if (!a.quiet) fputc('\n', stderr);
@@ -888,59 +963,23 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       break;
     }
     /* The epoch's checkpoint before its validation, which may fail or be
-     * stopped. */
+     * stopped (the marker says so to --resume). */
+    if (a.ckpt && a.valid.n && !touch_file(cmd, pending)) {
+      rc = 1;
+      break;
+    }
     if (a.ckpt && (st = hs_ctr_session_save(s, last)) != HS_OK) {
       cli_report(cmd, last, st);
       rc = 1;
       break;
     }
-    if (a.valid.n && (st = hs_ctr_session_evaluate(s, a.valid.path, a.valid.n, &ve)) != HS_OK) {
-      if (st == HS_ERR_INTERRUPTED) {
-        if (!a.quiet) fputc('\n', stderr);
-        fprintf(stderr, "hetsage train: interrupted during the validation after epoch %lld%s%s\n",
-                (long long)es.epoch + 1, a.ckpt ? "; saved " : "", a.ckpt ? last : "");
-        rc = 130;
-      } else {
-        cli_report(cmd, "validation", st);
-        rc = 1;
-      }
+    if ((rc = validate_epoch(cmd, &a, s, es.epoch, &es, best, &best_auc, &log_f, &ve)) != 0)
+      break;
+    if (a.ckpt && a.valid.n && unlink(pending) != 0) {
+      fprintf(stderr, "hetsage train: cannot remove %s: %s\n", pending, strerror(errno));
+      rc = 1;
       break;
     }
-    if (!a.quiet)
-      fprintf(stderr, "\r\033[Kepoch %lld: %lld examples, loss %.4f, %.0f examples/s; valid AUC %.4f, "
-              "logloss %.4f; %llu rows (%.1f MB)\n", (long long)es.epoch + 1,
-              (long long)es.examples, es.loss, es.examples_per_s, ve.auc, ve.logloss,
-              (unsigned long long)es.embed_rows, (double)es.embed_bytes / 1e6);
-    if (a.log_path) {
-      if (!lines_file(cmd, &log_f, a.log_path)) {
-        rc = 1;
-        break;
-      }
-      fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
-      jnum(log_f, "loss", es.loss, 6);
-      jnum(log_f, "valid_auc", ve.auc, 6);
-      jnum(log_f, "valid_logloss", ve.logloss, 6);
-      fputs("}\n", log_f);
-      if (!cli_file_check(cmd, log_f, a.log_path)) {
-        fclose(log_f); /* said once */
-        log_f = NULL;
-        rc = 1;
-        break;
-      }
-    }
-    if (a.ckpt) {
-      if (a.valid.n && ve.auc > best_auc && (st = hs_ctr_session_save(s, best)) != HS_OK) {
-        cli_report(cmd, best, st);
-        rc = 1;
-        break;
-      }
-      if (a.valid.n && ve.auc > best_auc &&
-          !cli_best_write(cmd, a.ckpt, "valid_auc", ve.auc, es.epoch)) {
-        rc = 1;
-        break;
-      }
-    }
-    if (ve.auc > best_auc) best_auc = ve.auc;
   }
   if (rc == 0) {
     hs_ctr_eval te;
@@ -1184,30 +1223,36 @@ static hs_status print_probs(void *user, const float *prob, const uint8_t *label
 /* --output F: a regular file (or a new one) is written to a temporary
  * beside it, F.tmp.XXXXXX, renamed over F when complete, so that a failed
  * run leaves no file and an existing one untouched (and the input may be
- * the output); anything else (a device, a pipe) is written directly. */
+ * the output); anything else (a device, a pipe) is written directly. An
+ * existing F is replaced where it lies (a symbolic link's target, the
+ * link kept) and keeps its permissions. */
 typedef struct out_file {
   FILE *f;
-  char *tmp; /* NULL: written directly */
+  char *tmp;    /* NULL: written directly */
+  char *target; /* the file renamed over: F, or the file F links to */
 } out_file;
 
 static bool out_open(const char *cmd, out_file *o, const char *path) {
   memset(o, 0, sizeof *o);
   struct stat sb;
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+  bool exists = stat(path, &sb) == 0;
+  if (exists && !S_ISREG(sb.st_mode)) {
     if (!(o->f = fopen(path, "w"))) goto fail;
     return true;
   }
-  size_t n = strlen(path) + 16;
+  mode_t mask = umask(0); /* the mode a plain fopen would give a new file */
+  umask(mask);
+  mode_t mode = exists ? sb.st_mode & 07777 : 0666 & ~mask;
+  if (!(o->target = exists ? realpath(path, NULL) : strdup(path))) goto fail;
+  size_t n = strlen(o->target) + 16;
   if (!(o->tmp = malloc(n))) {
     errno = ENOMEM;
     goto fail;
   }
-  snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
+  snprintf(o->tmp, n, "%s.tmp.XXXXXX", o->target);
   int fd = mkstemp(o->tmp);
   if (fd < 0) goto fail;
-  mode_t mask = umask(0); /* the mode a plain fopen would give */
-  umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+  if (fchmod(fd, mode) != 0 || !(o->f = fdopen(fd, "w"))) {
     int e = errno;
     close(fd);
     unlink(o->tmp);
@@ -1218,7 +1263,8 @@ static bool out_open(const char *cmd, out_file *o, const char *path) {
 fail:
   fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
   free(o->tmp);
-  o->tmp = NULL;
+  free(o->target);
+  o->tmp = o->target = NULL;
   return false;
 }
 
@@ -1235,15 +1281,16 @@ static bool out_close(const char *cmd, out_file *o, const char *path, bool ok) {
     fprintf(stderr, "hetsage %s: cannot write %s: %s\n", cmd, path, strerror(errno));
     done = false;
   }
-  if (done && rename(o->tmp, path) != 0) {
-    fprintf(stderr, "hetsage %s: cannot rename %s to %s: %s\n", cmd, o->tmp, path,
+  if (done && rename(o->tmp, o->target) != 0) {
+    fprintf(stderr, "hetsage %s: cannot rename %s to %s: %s\n", cmd, o->tmp, o->target,
             strerror(errno));
     done = false;
   }
   if (!done) unlink(o->tmp);
   free(o->tmp);
+  free(o->target);
   o->f = NULL;
-  o->tmp = NULL;
+  o->tmp = o->target = NULL;
   return done;
 }
 
@@ -1260,7 +1307,10 @@ int cmd_predict_ctr(int argc, char **argv) {
   hs_ctr_session *s = NULL;
   /* The checkpoint first: a bad one writes nothing. */
   if (rc == 0) rc = from_checkpoint(cmd, &a, &rt, &s);
-  out_file out = {stdout, NULL};
+  /* Ctrl-C caught before the temporary exists, so that it never outlives
+   * the run (the prediction then stops at once). */
+  if (rc == 0) catch_stop(s);
+  out_file out = {stdout, NULL, NULL};
   bool opened = false;
   if (rc == 0 && a.output) {
     if ((opened = out_open(cmd, &out, a.output)) == false) {
@@ -1270,7 +1320,6 @@ int cmd_predict_ctr(int argc, char **argv) {
     }
   }
   if (rc == 0) {
-    catch_stop(s);
     prob_out po = {out.f, 0};
     hs_status st = hs_ctr_session_predict(s, files->path, files->n, a.labelled, print_probs, &po);
     if (st == HS_OK && fflush(out.f) != 0) po.err = errno ? errno : EIO;

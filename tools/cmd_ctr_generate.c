@@ -43,7 +43,8 @@ static void usage(FILE *f) {
           "  --json                 summary as JSON on stdout\n"
           "  -q, --quiet            no progress lines on stderr\n"
           "\n"
-          "Exit status: 0 done, 1 failed, 2 usage error.\n");
+          "Exit status: 0 done, 1 failed, 2 usage error, 130 interrupted (nothing\n"
+          "written).\n");
 }
 
 int cmd_generate_ctr(int argc, char **argv) {

@@ -270,10 +270,13 @@ static hs_status each_batch(hs_ctr_session *s, const char *const *files, int n_f
   hs_status st = hs__ctr_reader_open(files, n_files, labels, &r);
   if (st != HS_OK) return st;
   ctr_slot *d = &s->slots[0];
+  /* A stop flag raised (Ctrl-C) while it runs ends it between batches; one
+   * already up when it begins (a program that evaluates the model of an
+   * epoch it stopped) does not, as before evaluation could be stopped.
+   * (Distributed: never, as in training.) */
+  bool up_before = s->stop && *s->stop;
   for (;;) {
-    /* A stop flag raised (Ctrl-C) ends it between batches. (Distributed:
-     * not, as in training.) */
-    if (!s->comm && s->stop && *s->stop) {
+    if (!s->comm && s->stop && *s->stop && !up_before) {
       st = hs__fail(HS_ERR_INTERRUPTED, "stopped after %lld examples",
                     (long long)hs__ctr_reader_count(r));
       break;

@@ -167,6 +167,10 @@ hs_status hs__embed_restore_capacity(hs_embed *e, shard *s, uint32_t cap, uint32
                                      uint32_t pend_cap) {
   hs_status st;
   if (cap > s->cap && (st = grow_index(e, s, table_of(e, s), cap)) != HS_OK) return st;
+  /* (Chunks come whole: a shard grown to its last row may hold a few
+   * records more than MAX_RECORDS, which add_chunks refuses to ask for;
+   * asking for MAX_RECORDS gives the same chunks.) */
+  if (allocated > MAX_RECORDS) allocated = MAX_RECORDS;
   if (allocated > s->allocated && (st = add_chunks(e, s, allocated)) != HS_OK) return st;
   if (pend_cap > s->pend_cap && (st = grow_pend(s, pend_cap)) != HS_OK) return st;
   return HS_OK;

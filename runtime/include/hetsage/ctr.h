@@ -270,8 +270,10 @@ HS_API void hs_ctr_session_set_progress(hs_ctr_session *s, hs_ctr_progress_fn fn
 /* While *flag is non-zero no new batch is read; the epoch call returns
  * with stats->interrupted set and the position kept, so that a checkpoint
  * saved now resumes exactly (expiry and the embedding budget included: a
- * loaded session evicts the rows the uninterrupted one would have);
- * evaluation and prediction return HS_ERR_INTERRUPTED. */
+ * loaded session evicts the rows the uninterrupted one would have). A
+ * flag raised during an evaluation or a prediction ends it between
+ * batches with HS_ERR_INTERRUPTED; one already raised when it begins
+ * (after a stopped epoch) leaves it to run in full, as it always did. */
 HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_t *flag);
 
 /* Train one pass over `files` (the rest of it after an interruption or a
