@@ -166,6 +166,9 @@ Test(cli, bad_values_name_the_option_and_the_range) {
   expect_refused("train --memory-budget 0", "--memory-budget", "at least 1 byte");
   expect_refused("generate --kind sbm --sigma 0 /tmp/x", "--sigma", "(0, ");
   expect_refused("generate --kind sbm --homophily 2 /tmp/x", "--homophily", "[0, 1]");
+  expect_refused("generate --kind sbm --edges 0 /tmp/x", "--edges", "[1, ");
+  expect_refused("generate --kind sbm --p-in 0.5 --edges 10 /tmp/x", "--p-in", "--edges");
+  expect_refused("generate --kind sbm --homophily 0.5 --p-in 0.5 /tmp/x", "--p-in", "--homophily");
   expect_refused("generate --kind sbm --margin nan /tmp/x", "--margin", "[0, ");
   expect_refused("generate --kind sbm --vertices 0 /tmp/x", "--vertices", "[1, 2147483647]");
   expect_refused("bringup --soak-seconds 0", "--soak-seconds", "(0, ");

@@ -149,6 +149,72 @@ Test(cli_train, an_earlier_runs_checkpoints_are_not_overwritten) {
   free(best);
 }
 
+/* A failed run leaves the outputs it was given as they were; --force
+ * removes the earlier run's checkpoints before training, so that a forced
+ * run that fails leaves none of them for eval to take; a --checkpoint that
+ * is a file is refused before any work. */
+Test(cli_train, a_failed_run_leaves_its_outputs_untouched) {
+  char args[2048], err[16384], ckpt[512];
+  tu_write_bytes(scratch, "keep.txt", "precious\n", 9);
+  char *keep = tu_path(scratch, "keep.txt");
+  snprintf(args, sizeof args, "train --dataset %s/nosuch " SMALL " --stats-json %s --log-json %s",
+           scratch, keep, keep);
+  cr_expect_neq(tool_run2("", args, NULL, 0, err, sizeof err), 0, "%s", err);
+  char *text = tool_slurp(keep);
+  cr_expect_str_eq(text, "precious\n", "a failed run emptied its --stats-json");
+  free(text);
+  /* --force, then a failure after the first epoch's training (a full
+   * device at the first record): the earlier best.ckpt is gone. */
+  snprintf(ckpt, sizeof ckpt, "%s/fck", scratch);
+  snprintf(args, sizeof args, "train --dataset %s " SMALL " --checkpoint %s", ds, ckpt);
+  run_ok(args, NULL, 0);
+  cr_assert(tu_exists(ckpt, "best.ckpt") && tu_exists(ckpt, "best.json"));
+  snprintf(args, sizeof args, "train --dataset %s " SMALL " --checkpoint %s --force "
+           "--stats-json /dev/full", ds, ckpt);
+  cr_expect_eq(tool_run2("", args, NULL, 0, err, sizeof err), 1, "%s", err);
+  cr_expect(!tu_exists(ckpt, "best.ckpt"), "--force left the earlier run's best.ckpt");
+  cr_expect(!tu_exists(ckpt, "best.json"), "--force left the earlier run's best.json");
+  /* A file as the checkpoint folder. */
+  snprintf(args, sizeof args, "train --dataset %s " SMALL " --checkpoint %s --stats-json %s/st.json",
+           ds, keep, scratch);
+  cr_expect_eq(tool_run2("", args, NULL, 0, err, sizeof err), 1, "%s", err);
+  cr_expect(strstr(err, "not a folder"), "%s", err);
+  cr_expect(!tu_exists(scratch, "st.json"), "an epoch ran before the error");
+  free(keep);
+}
+
+/* A resumed run none of whose epochs beats its checkpoint's best (or that
+ * has none left) reports the best checkpoint, as eval would, not its last
+ * model. */
+Test(cli_train, a_resumed_run_reports_its_best_checkpoint) {
+  char args[2048], out[4096], ckpt[512];
+  snprintf(ckpt, sizeof ckpt, "%s/rb", scratch);
+  const char *o = "--batch 50 --model gcn --hidden 16 --fanouts 5,3 --patience 2 -q --json";
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 11 --checkpoint %s", ds, o, ckpt);
+  run_ok(args, NULL, 0);
+  char *bj = tu_path(ckpt, "best.json");
+  char *best = tool_slurp(bj);
+  hs_json *b = json_doc(best, "best.json");
+  double epoch = hs__json_number(b, "epoch", -1), valid = hs__json_number(b, "valid_acc", -1);
+  hs__json_free(b);
+  cr_assert(valid == 1.0, "the run needs a best it cannot beat: %s", best);
+  for (int k = 0; k < 2; k++) {
+    snprintf(args, sizeof args, "train --dataset %s %s --epochs %d --checkpoint %s --resume", ds,
+             o, k ? 12 : 20, ckpt);
+    run_ok(args, out, sizeof out);
+    hs_json *v = json_doc(out, "train --json");
+    cr_expect_eq(hs__json_number(v, "best_epoch", -1), epoch, "%s", out);
+    cr_expect_eq(hs__json_number(v, "valid_acc", -1), valid, "%s", out);
+    cr_expect_gt(hs__json_number(v, "epochs", -1), epoch, "%s", out);
+    hs__json_free(v);
+    char *after = tool_slurp(bj);
+    cr_expect_str_eq(after, best, "best.json changed");
+    free(after);
+  }
+  free(best);
+  free(bj);
+}
+
 /* ---- splits ------------------------------------------------------------------------ */
 
 Test(cli_train, missing_splits_are_said_at_the_start) {

@@ -264,6 +264,22 @@ bool cli_parse_id_list(const char *s, int64_t **ids, int64_t *n) {
   return true;
 }
 
+bool cli_writable(const char *cmd, const char *opt, const char *path) {
+  if (access(path, F_OK) == 0) {
+    if (access(path, W_OK) == 0) return true;
+  } else {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir) slash[1] = '\0';
+    else if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    if (access(dir, W_OK | X_OK) == 0) return true;
+  }
+  fprintf(stderr, "hetsage %s: %s %s: cannot write: %s\n", cmd, opt, path, strerror(errno));
+  return false;
+}
+
 bool cli_best_write(const char *cmd, const char *dir, const char *key, double valid,
                     int64_t epoch) {
   char path[4200], tmp[4220];

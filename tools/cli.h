@@ -85,6 +85,10 @@ FILE *cli_fopen_regular(const char *path);
  * failure. */
 bool cli_file_check(const char *cmd, FILE *f, const char *path);
 bool cli_file_close(const char *cmd, FILE *f, const char *path);
+/* An output file that can be written (it, or a new one in its folder),
+ * said at the start of a run rather than after its first epoch; false
+ * (said, naming `opt`) if not. */
+bool cli_writable(const char *cmd, const char *opt, const char *path);
 /* DIR/best.json: the validation figure `key` (accuracy, AUC) and epoch of
  * DIR/best.ckpt, so that a resumed run replaces best.ckpt only with a
  * better model. Written beside it (temporary, then renamed; false after

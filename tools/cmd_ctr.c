@@ -558,24 +558,6 @@ static int check_files(const char *cmd, const file_list *f, const char *opt) {
   return 0;
 }
 
-/* An output file that can be written (it or its folder), said at the start
- * rather than after an epoch. */
-static bool writable(const char *cmd, const char *opt, const char *path) {
-  if (access(path, F_OK) == 0) {
-    if (access(path, W_OK) == 0) return true;
-  } else {
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
-    if (access(dir, W_OK | X_OK) == 0) return true;
-  }
-  fprintf(stderr, "hetsage %s: %s %s: cannot write: %s\n", cmd, opt, path, strerror(errno));
-  return false;
-}
-
 /* A JSON-lines output opened at its first record: a run that fails before
  * one leaves an existing file as it was. NULL (said) if it cannot be. */
 static FILE *lines_file(const char *cmd, FILE **f, const char *path) {
@@ -833,8 +815,8 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   if (check_files(cmd, &a.train, "--data") || check_files(cmd, &a.valid, "--valid") ||
       check_files(cmd, &a.test, "--test"))
     goto fail;
-  if ((a.stats_path && !writable(cmd, "--stats-json", a.stats_path)) ||
-      (a.log_path && !writable(cmd, "--log-json", a.log_path)))
+  if ((a.stats_path && !cli_writable(cmd, "--stats-json", a.stats_path)) ||
+      (a.log_path && !cli_writable(cmd, "--log-json", a.log_path)))
     goto fail;
   /* pending: there while an epoch saved in last.ckpt waits for its
    * validation (stopped, or failed: --resume runs it first). */

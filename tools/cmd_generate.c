@@ -108,6 +108,7 @@ int cmd_generate(int argc, char **argv) {
   if (!kind) return cli_usage_error(cmd, "--kind rmat|sbm|ctr is required");
   hs_generate_opts_init(&o, kind);
   bool json = false, quiet = false;
+  const char *drawn_by = NULL; /* --edges or --homophily given (--p-in replaces both) */
   const char *dst = NULL;
   int rc = 2;
   for (int i = 1; i < argc; i++) {
@@ -122,8 +123,10 @@ int cmd_generate(int argc, char **argv) {
       if (!int_arg(cmd, argc, argv, &i, 1, INT32_MAX, &v, &rc)) return rc;
       o.num_vertices = v;
     } else if (strcmp(a, "--edges") == 0) {
-      if (!int_arg(cmd, argc, argv, &i, 0, INT64_MAX / 4, &v, &rc)) return rc;
+      /* (0 is the options' "not given": an edgeless graph is not drawn.) */
+      if (!int_arg(cmd, argc, argv, &i, 1, INT64_MAX / 4, &v, &rc)) return rc;
       o.num_edges = v;
+      drawn_by = "--edges";
     } else if (strcmp(a, "--edge-factor") == 0) {
       if (!num_arg(cmd, argc, argv, &i, 0, false, 1e9, false, &o.edge_factor, &rc)) return rc;
     } else if (strcmp(a, "--a") == 0) {
@@ -137,6 +140,7 @@ int cmd_generate(int argc, char **argv) {
       o.num_classes = (int32_t)v;
     } else if (strcmp(a, "--homophily") == 0) {
       if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.homophily, &rc)) return rc;
+      drawn_by = "--homophily";
     } else if (strcmp(a, "--p-in") == 0) {
       if (!num_arg(cmd, argc, argv, &i, 0, false, 1, false, &o.p_in, &rc)) return rc;
     } else if (strcmp(a, "--p-out") == 0) {
@@ -197,6 +201,9 @@ int cmd_generate(int argc, char **argv) {
     }
   }
   if (!dst) return cli_usage_error(cmd, "expected DST");
+  if (o.p_in > 0 && drawn_by)
+    return cli_usage_error(cmd, "--p-in and --p-out replace --edges and --homophily, and %s was "
+                           "given too: give one or the other", drawn_by);
   if (!quiet) {
     o.progress = cli_progress;
     o.progress_ctx = (void *)cmd;

@@ -265,14 +265,22 @@ static int train(int argc, char **argv, hs_world **world) {
     json = false;
   }
 
-  char last[1100] = "", best[1100] = "";
+  /* Outputs that cannot be written are said now, not after an epoch. */
+  if ((stats_path && !cli_writable("train", "--stats-json", stats_path)) ||
+      (log_path && !cli_writable("train", "--log-json", log_path)))
+    return 1;
+  char last[1100] = "", best[1100] = "", best_json[1100] = "";
   if (ckpt_dir) {
-    if (root && mkdir(ckpt_dir, 0755) != 0 && errno != EEXIST) {
-      fprintf(stderr, "hetsage train: cannot create %s: %s\n", ckpt_dir, strerror(errno));
+    struct stat sb;
+    if (root && mkdir(ckpt_dir, 0755) != 0 &&
+        (errno != EEXIST || stat(ckpt_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+      fprintf(stderr, "hetsage train: --checkpoint %s: %s\n", ckpt_dir,
+              errno == EEXIST ? "not a folder" : strerror(errno));
       return 1;
     }
     if (!path_join(last, sizeof last, ckpt_dir, "last.ckpt") ||
-        !path_join(best, sizeof best, ckpt_dir, "best.ckpt"))
+        !path_join(best, sizeof best, ckpt_dir, "best.ckpt") ||
+        !path_join(best_json, sizeof best_json, ckpt_dir, "best.json"))
       return cli_usage_error("train", "--checkpoint path too long");
     if (root && resume && access(last, R_OK) != 0) {
       fprintf(stderr, "hetsage train: --resume: no checkpoint %s: %s\n", last, strerror(errno));
@@ -303,16 +311,9 @@ static int train(int argc, char **argv, hs_world **world) {
    * resumed run's sampling is its checkpoint's): a full neighbourhood holds
    * the edges weighted and threshold sampling would rarely or never pick. */
   if (!eval_set && a.cfg.sampling != HS_SAMPLING_UNIFORM) full_eval = false;
+  /* Opened at their first record: a run that fails before one leaves an
+   * existing file as it was. */
   FILE *stats_f = NULL, *log_f = NULL;
-  if (stats_path && !(stats_f = fopen(stats_path, "w"))) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", stats_path, strerror(errno));
-    return 1;
-  }
-  if (log_path && !(log_f = fopen(log_path, "w"))) {
-    fprintf(stderr, "hetsage train: cannot write %s: %s\n", log_path, strerror(errno));
-    if (stats_f) fclose(stats_f);
-    return 1;
-  }
 
   hs_runtime *rt;
   hs_dataset *ds;
@@ -320,6 +321,18 @@ static int train(int argc, char **argv, hs_world **world) {
   int rc = cli_session_open("train", &a, &rt, &ds, &s);
   if (rc != 0) goto out_files;
   hs_status st;
+  /* --force: the earlier run's checkpoints go now that this run can start,
+   * so that none is taken for this run's (a best.ckpt it may never write). */
+  if (force && ckpt_dir && root) {
+    const char *const old[] = {best, best_json, last};
+    for (int k = 0; k < 3; k++)
+      if (unlink(old[k]) != 0 && errno != ENOENT) {
+        fprintf(stderr, "hetsage train: --force: cannot remove %s: %s\n", old[k],
+                strerror(errno));
+        rc = 1;
+        goto out;
+      }
+  }
   /* Splits are checked now, not after the first epoch. */
   hs_dataset_info info;
   hs_dataset_info_init(&info);
@@ -406,6 +419,11 @@ static int train(int argc, char **argv, hs_world **world) {
     }
     /* The epoch's stats before any test evaluation (which can take longer
      * than the epoch on a large test split). */
+    if (stats_path && !stats_f && !(stats_f = fopen(stats_path, "w"))) {
+      fprintf(stderr, "hetsage train: cannot write %s: %s\n", stats_path, strerror(errno));
+      rc = 1;
+      goto out;
+    }
     if (stats_f) {
       write_stats_json(stats_f, s, &es, valid);
       if (!cli_file_check("train", stats_f, stats_path)) {
@@ -448,6 +466,11 @@ static int train(int argc, char **argv, hs_world **world) {
               (long long)es.epoch + 1, es.loss, es.train_acc, acc_text(valid, 3, v, sizeof v),
               better ? "*" : " ", es.wall_s, es.sampled_edges_per_s, eta);
     }
+    if (log_path && !log_f && !(log_f = fopen(log_path, "w"))) {
+      fprintf(stderr, "hetsage train: cannot write %s: %s\n", log_path, strerror(errno));
+      rc = 1;
+      goto out;
+    }
     if (log_f) {
       fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
       jnum(log_f, "loss", es.loss, 6);
@@ -469,8 +492,18 @@ static int train(int argc, char **argv, hs_world **world) {
       break;
     }
   }
+  int64_t epochs_run = hs_session_epoch(s);
   if (best_epoch < 0) {
-    /* Resumed at the end: nothing trained in this run, evaluate as is. */
+    /* No epoch of this resumed run beat its checkpoint's best (or none
+     * ran: resumed at the end). The best model is then the folder's
+     * best.ckpt where there is one (one process: a distributed run's
+     * folder may be rank 0's alone), else the model as it is. */
+    bool from_best = resume && has_valid && !*world && access(best, R_OK) == 0;
+    if (from_best && (st = hs_session_resume(s, best, 0)) != HS_OK) {
+      cli_report("train", best, st);
+      rc = 1;
+      goto out;
+    }
     best_valid = NAN;
     if ((has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &best_valid)) != HS_OK) ||
         (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK)) {
@@ -478,13 +511,13 @@ static int train(int argc, char **argv, hs_world **world) {
       rc = 1;
       goto out;
     }
-    best_epoch = hs_session_epoch(s) - 1;
+    double at = from_best ? cli_best_read(ckpt_dir, "epoch") : -1;
+    best_epoch = at >= 1 ? (int64_t)at - 1 : hs_session_epoch(s) - 1;
   }
   if (!root) {
     /* rank 0 reports */
   } else if (json) {
-    printf("{\"epochs\": %lld, \"stopped_by\": \"%s\"", (long long)hs_session_epoch(s),
-           stop_reason);
+    printf("{\"epochs\": %lld, \"stopped_by\": \"%s\"", (long long)epochs_run, stop_reason);
     jnum(stdout, "final_loss", last_loss, 6);
     printf(", \"best_epoch\": %lld", (long long)best_epoch + 1);
     jnum(stdout, "valid_acc", best_valid, 4);
@@ -496,11 +529,19 @@ static int train(int argc, char **argv, hs_world **world) {
     printf("test accuracy %s (validation %s at epoch %lld; %lld epochs, stopped by %s, "
            "%.1f s training)\n",
            acc_text(test_at_best, 4, t, sizeof t), acc_text(best_valid, 4, v, sizeof v),
-           (long long)best_epoch + 1, (long long)hs_session_epoch(s), stop_reason, total_s);
+           (long long)best_epoch + 1, (long long)epochs_run, stop_reason, total_s);
   }
 out:
   cli_session_close(rt, ds, s);
-out_files:
+out_files:;
+  /* A run that wrote no record (resumed at its end) leaves them empty. */
+  const char *const paths[2] = {stats_path, log_path};
+  FILE **files[2] = {&stats_f, &log_f};
+  for (int k = 0; k < 2 && rc == 0; k++)
+    if (paths[k] && !*files[k] && !(*files[k] = fopen(paths[k], "w"))) {
+      fprintf(stderr, "hetsage train: cannot write %s: %s\n", paths[k], strerror(errno));
+      rc = 1;
+    }
   if (stats_f && !cli_file_close("train", stats_f, stats_path) && rc == 0) rc = 1;
   if (log_f && !cli_file_close("train", log_f, log_path) && rc == 0) rc = 1;
   return rc;
