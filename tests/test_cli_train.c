@@ -215,6 +215,40 @@ Test(cli_train, a_resumed_run_reports_its_best_checkpoint) {
   free(bj);
 }
 
+/* Ctrl-C during the test evaluation (sampled, of 98 k vertices: over a
+ * second) stops the run with 130 and saves nothing of the epoch, where it
+ * was taken only after the evaluation, or not at all after the last
+ * epoch. */
+Test(cli_train, a_signal_during_evaluation_stops_the_run) {
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE is not set");
+  char *big = tu_path(scratch, "ev");
+  char args[1024], out[8192];
+  snprintf(args, sizeof args, "generate --kind sbm --vertices 200000 --features 16 "
+           "--split 0.02,0.49,0.49 --quiet %s", big);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  static char cmd[4096];
+  /* The stats line comes after the validation, before the test pass. */
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { %s train --dataset %s --epochs 1 --hidden 256 --eval sampled -q "
+           "--checkpoint eck --stats-json est.json & pid=$!; i=0; while [ $i -lt 2400 ] && "
+           "[ ! -s est.json ]; do sleep 0.05; i=$((i+1)); done; [ -s est.json ] && echo started; "
+           "kill -INT $pid; wait $pid; echo status $?; } 2>&1",
+           scratch, exe, big);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  cr_assert(strstr(out, "started"), "no validation record appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "%s", out);
+  cr_expect(strstr(out, "interrupted during the test evaluation"), "%s", out);
+  char *ck = tu_path(scratch, "eck");
+  cr_expect(!tu_exists(ck, "last.ckpt") && !tu_exists(ck, "best.ckpt"), "%s", out);
+  free(ck);
+  free(big);
+}
+
 /* ---- splits ------------------------------------------------------------------------ */
 
 Test(cli_train, missing_splits_are_said_at_the_start) {

@@ -165,6 +165,22 @@ static void write_stats_json(FILE *f, const hs_session *s, const hs_epoch_stats 
   fputs("}\n", f);
 }
 
+/* An epoch's validation or test evaluation that failed: 1 (said), or 130
+ * when Ctrl-C stopped it. Nothing of the epoch is saved then: `last`
+ * (NULL: no checkpoint) still holds the one before, from which --resume
+ * trains the epoch again, to the same bits, and evaluates it. */
+static int eval_failed(hs_status st, const char *what, int64_t epoch, const char *last) {
+  if (st != HS_ERR_INTERRUPTED) {
+    cli_report("train", what, st);
+    return 1;
+  }
+  bool held = last && access(last, R_OK) == 0;
+  fprintf(stderr, "\nhetsage train: interrupted during the %s after epoch %lld; nothing of it "
+          "was saved%s%s%s\n", what, (long long)epoch + 1, held ? " (" : "", held ? last : "",
+          held ? " holds the epoch before: --resume trains it again)" : "");
+  return 130;
+}
+
 static int train(int argc, char **argv, hs_world **world) {
   cli_session_args a;
   cli_session_args_init(&a);
@@ -413,8 +429,7 @@ static int train(int argc, char **argv, hs_world **world) {
     last_loss = es.loss;
     double valid = NAN;
     if (has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &valid)) != HS_OK) {
-      cli_report("train", "validation", st);
-      rc = 1;
+      rc = eval_failed(st, "validation", es.epoch, ckpt_dir ? last : NULL);
       goto out;
     }
     /* The epoch's stats before any test evaluation (which can take longer
@@ -438,8 +453,7 @@ static int train(int argc, char **argv, hs_world **world) {
       best_epoch = es.epoch;
       since_best = 0;
       if (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
-        cli_report("train", "test evaluation", st);
-        rc = 1;
+        rc = eval_failed(st, "test evaluation", es.epoch, ckpt_dir ? last : NULL);
         goto out;
       }
     } else {
@@ -507,8 +521,13 @@ static int train(int argc, char **argv, hs_world **world) {
     best_valid = NAN;
     if ((has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &best_valid)) != HS_OK) ||
         (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK)) {
-      cli_report("train", "evaluation", st);
-      rc = 1;
+      if (st == HS_ERR_INTERRUPTED) {
+        fprintf(stderr, "hetsage train: interrupted during the evaluation\n");
+        rc = 130;
+      } else {
+        cli_report("train", "evaluation", st);
+        rc = 1;
+      }
       goto out;
     }
     double at = from_best ? cli_best_read(ckpt_dir, "epoch") : -1;

@@ -29,6 +29,14 @@ static hs_status eval_full_on_root(hs_session *s, int split, double *accuracy) {
   return hs_session_evaluate_full(s, (hs_split)split, accuracy);
 }
 
+/* Whether a stop flag raised since `up_before` was read ends an evaluation
+ * or a prediction between batches (one up when it began does not: a
+ * program evaluating the model of an epoch it stopped). Not distributed:
+ * the other ranks wait on rank 0's answer. */
+static bool stopped_since(const hs_session *s, bool up_before) {
+  return !s->comm && s->stop && *s->stop && !up_before;
+}
+
 static hs_status no_split(const hs_session *s, hs_split split) {
   static const char *const files[] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
   return hs__fail(HS_ERR_FORMAT, "%s/%s is %s: the dataset has no such split",
@@ -51,8 +59,14 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   hs_slot_data *d = &s->slots[0];
   int64_t correct = 0;
   hs_status st = HS_OK;
+  bool up_before = s->stop && *s->stop;
   for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
     int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
+    if (stopped_since(s, up_before)) {
+      st = hs__fail(HS_ERR_INTERRUPTED, "evaluation stopped after %lld of %lld vertices",
+                    (long long)first, (long long)n);
+      break;
+    }
     st = hs__session_sample_gather(s, ids + first, m, EVAL_EPOCH_KEY + (uint32_t)split,
                                    (uint32_t)(first / s->cfg.batch_size), d);
     hs_nn_batch nb;
@@ -129,8 +143,14 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   if (use_layerwise(s, n)) return layerwise_logits(s, ids, n, logits);
   out = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *out);
   if (!out) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
+  bool up_before = s->stop && *s->stop;
   for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
     int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
+    if (stopped_since(s, up_before)) {
+      st = hs__fail(HS_ERR_INTERRUPTED, "inference stopped after %lld of %lld vertices",
+                    (long long)first, (long long)n);
+      break;
+    }
     hs_nn_block_set set = {0};
     if ((st = hs__full_blocks_build(&g, ids + first, m, s->model.shape.n_layers, &set)) != HS_OK)
       break;

@@ -318,7 +318,12 @@ HS_API void hs_session_set_progress(hs_session *s, hs_batch_progress_fn fn, void
 
 /* While *flag is non-zero no new batch is started; batches in flight
  * complete, the epoch call returns with stats->interrupted set, and the
- * position is kept so that a checkpoint saved now resumes exactly. */
+ * position is kept so that a checkpoint saved now resumes exactly. A flag
+ * raised during an evaluation or a prediction over sampled or full
+ * neighbourhoods in blocks of seeds ends it between blocks with
+ * HS_ERR_INTERRUPTED (not layer-wise inference, not distributed); one
+ * already raised when it begins leaves it to run in full, as it always
+ * did. */
 HS_API void hs_session_set_stop_flag(hs_session *s, volatile sig_atomic_t *flag);
 
 /* Train one epoch (or the rest of an interrupted one); `stats` (may be NULL,
