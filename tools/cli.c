@@ -280,6 +280,16 @@ bool cli_writable(const char *cmd, const char *opt, const char *path) {
   return false;
 }
 
+bool cli_remove_files(const char *cmd, const char *opt, const char *const *paths, int n) {
+  for (int k = 0; k < n; k++)
+    if (unlink(paths[k]) != 0 && errno != ENOENT) {
+      fprintf(stderr, "hetsage %s: %s: cannot remove %s: %s\n", cmd, opt, paths[k],
+              strerror(errno));
+      return false;
+    }
+  return true;
+}
+
 bool cli_best_write(const char *cmd, const char *dir, const char *key, double valid,
                     int64_t epoch) {
   char path[4200], tmp[4220];

@@ -89,6 +89,10 @@ bool cli_file_close(const char *cmd, FILE *f, const char *path);
  * said at the start of a run rather than after its first epoch; false
  * (said, naming `opt`) if not. */
 bool cli_writable(const char *cmd, const char *opt, const char *path);
+/* Remove the files that exist of paths[0..n) (e.g. an earlier run's
+ * checkpoints under --force); false (said, naming `opt`) on the first that
+ * cannot be. */
+bool cli_remove_files(const char *cmd, const char *opt, const char *const *paths, int n);
 /* DIR/best.json: the validation figure `key` (accuracy, AUC) and epoch of
  * DIR/best.ckpt, so that a resumed run replaces best.ckpt only with a
  * better model. Written beside it (temporary, then renamed; false after

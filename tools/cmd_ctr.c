@@ -628,6 +628,18 @@ static int validate_epoch(const char *cmd, const ctr_args *a, hs_ctr_session *s,
   return 0;
 }
 
+/* Ctrl-C and SIGTERM stop the session's epoch, evaluation or prediction
+ * between batches (an evaluation or prediction with HS_ERR_INTERRUPTED, so
+ * that --output's temporary is removed). */
+static void catch_stop(hs_ctr_session *s) {
+  hs_ctr_session_set_stop_flag(s, &interrupted);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
 static int train_ctr(int argc, char **argv, hs_world **world);
 
 int cmd_train_ctr(int argc, char **argv) {
@@ -868,15 +880,10 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   /* --force: the earlier run's checkpoints go, so that none of them is
    * taken for this run's (a best.ckpt this run may never write), nor an
    * earlier epoch's validation left pending. */
-  if (a.force) {
-    const char *const old[] = {best, best_json, last, pending};
-    for (int k = 0; k < 4; k++)
-      if (unlink(old[k]) != 0 && errno != ENOENT) {
-        fprintf(stderr, "hetsage train: --force: cannot remove %s: %s\n", old[k],
-                strerror(errno));
-        rc = 1;
-        goto done;
-      }
+  const char *const earlier[] = {best, best_json, last, pending};
+  if (a.force && !cli_remove_files(cmd, "--force", earlier, 4)) {
+    rc = 1;
+    goto done;
   }
   if (!a.quiet) {
     char desc[4096];
@@ -886,14 +893,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
   }
   /* (Distributed: the launcher ends every rank on Ctrl-C; a stop would
    * need every rank's agreement, and there is no checkpoint to save.) */
-  if (!*world) {
-    hs_ctr_session_set_stop_flag(s, &interrupted);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-  }
+  if (!*world) catch_stop(s);
   /* A resumed run's best so far is its checkpoint's (DIR/best.json). */
   double best_auc = a.resume && a.valid.n ? cli_best_read(a.ckpt, "valid_auc") : -1, train_s = 0;
   hs_ctr_epoch_stats es;
@@ -1074,17 +1074,6 @@ static int from_checkpoint(const char *cmd, ctr_args *a, hs_runtime **rt, hs_ctr
     return 1;
   }
   return 0;
-}
-
-/* Ctrl-C and SIGTERM stop an evaluation or a prediction between batches
- * (HS_ERR_INTERRUPTED), so that --output's temporary is removed. */
-static void catch_stop(hs_ctr_session *s) {
-  hs_ctr_session_set_stop_flag(s, &interrupted);
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
 }
 
 static void eval_usage(FILE *f) {

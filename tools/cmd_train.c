@@ -339,15 +339,10 @@ static int train(int argc, char **argv, hs_world **world) {
   hs_status st;
   /* --force: the earlier run's checkpoints go now that this run can start,
    * so that none is taken for this run's (a best.ckpt it may never write). */
-  if (force && ckpt_dir && root) {
-    const char *const old[] = {best, best_json, last};
-    for (int k = 0; k < 3; k++)
-      if (unlink(old[k]) != 0 && errno != ENOENT) {
-        fprintf(stderr, "hetsage train: --force: cannot remove %s: %s\n", old[k],
-                strerror(errno));
-        rc = 1;
-        goto out;
-      }
+  const char *const earlier[] = {best, best_json, last};
+  if (force && ckpt_dir && root && !cli_remove_files("train", "--force", earlier, 3)) {
+    rc = 1;
+    goto out;
   }
   /* Splits are checked now, not after the first epoch. */
   hs_dataset_info info;
