@@ -77,11 +77,14 @@ void hs__gemm_destroy(hs_gemm *g) {
   if (g->kernel) clReleaseKernel(g->kernel);
   if (g->program) clReleaseProgram(g->program);
   hs__gemm_clblast_release(g);
+  hs__gemm_cblas_release(g);
   hs__queue_release(&g->q);
   free(g);
 }
 
 hs_gemm_kind hs__gemm_kind_of(const hs_gemm *g) { return g->kind; }
+
+void hs__gemm_set_pieces(hs_gemm *g, bool on) { g->pieces = on && g->kind == HS_GEMM_CBLAS; }
 
 static hs_status check_op(const hs_gemm_op *op) {
   size_t a_cols = op->trans_a ? op->m : op->k, b_cols = op->trans_b ? op->k : op->n;

@@ -60,6 +60,27 @@ hs_status hs__gemm_create(const hs_ctx *ctx, const hs_dev *dev, cl_command_queue
 void hs__gemm_destroy(hs_gemm *g);
 hs_gemm_kind hs__gemm_kind_of(const hs_gemm *g);
 
+/* cblas (no effect on other providers): cut each product into pieces of
+ * C's rows or columns by its shape alone (hs__gemm_piece_plan), each an
+ * OpenBLAS product on one thread, shared out among `threads` threads (the
+ * native kernel's and helpers of the provider's own, which sleep between
+ * products instead of spinning as OpenBLAS's do). A piece's elements are
+ * summed as in the whole product, so the result does not depend on the
+ * thread count. Off by default: the GNN trainer keeps OpenBLAS's own
+ * threading (and its bits). Set before the first product. */
+void hs__gemm_set_pieces(hs_gemm *g, bool on);
+
+/* The pieces of an m x n x k product: `count` (1..HS_GEMM_MAX_PIECES)
+ * ranges of `size` rows (along_n false) or columns (true) of C, the last
+ * one shorter. A function of the shape alone. */
+#define HS_GEMM_MAX_PIECES 8
+typedef struct hs_gemm_piece_plan {
+  int count;
+  bool along_n;
+  size_t size;
+} hs_gemm_piece_plan;
+void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out);
+
 /* Get ready for products shaped like `op` (buffers need not hold data):
  * grow temporary storage and compile whatever the first product of this
  * transpose combination would. Optional: hs__gemm_run prepares on demand,

@@ -8,10 +8,34 @@
  * mem-object list: PoCL 3.1 pairs that list with args_mem_loc in its own
  * internal order, handing the function the wrong buffers whenever the
  * caller's order differs. Mapping is zero-copy on CPU devices. */
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "gemm_internal.h"
 #include "hs_config.h"
+
+/* Pieces: split the longer of C's two sides when the product is large
+ * enough to be worth a second thread; at most 4 pieces (each repacks the
+ * whole of the other operand), a multiple of 16 rows or columns each. */
+enum { PIECE_WORK = 1 << 24, PIECE_MAX = 4, PIECE_ALIGN = 16 };
+_Static_assert(PIECE_MAX <= HS_GEMM_MAX_PIECES, "piece count");
+
+void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) {
+  double work = (double)m * (double)n * (double)k;
+  size_t count = work >= (double)PIECE_MAX * PIECE_WORK ? PIECE_MAX : (size_t)(work / PIECE_WORK);
+  out->along_n = n > m;
+  size_t side = out->along_n ? n : m;
+  if (count > side / PIECE_ALIGN) count = side / PIECE_ALIGN;
+  if (count < 2) {
+    *out = (hs_gemm_piece_plan){.count = 1, .along_n = false, .size = m};
+    return;
+  }
+  size_t size = (side + count - 1) / count;
+  size = (size + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+  out->size = size;
+  out->count = (int)((side + size - 1) / size);
+}
 
 #if HS_HAVE_CBLAS
 #include <cblas.h>
@@ -30,21 +54,129 @@ typedef struct native_args {
   size_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
   int trans_a, trans_b, threads;
+  struct hs_gemm_pool *pool; /* pieces mode; NULL: one OpenBLAS call */
 } native_args;
+
+/* The helpers of a provider in pieces mode: threads - 1 threads that wait
+ * on a condition for a product, take its pieces by an atomic counter
+ * beside the native kernel's thread, and sleep again. */
+typedef struct hs_gemm_pool {
+  pthread_mutex_t mu;
+  pthread_cond_t go, done;
+  pthread_t th[255];
+  int n_helpers, busy;
+  bool quit;
+  uint64_t gen;
+  const native_args *job;
+  hs_gemm_piece_plan plan;
+  atomic_int next;
+} hs_gemm_pool;
 
 /* OpenBLAS's thread count is process-wide: set it only when a provider
  * with another count runs (providers with different counts take turns,
  * each call setting its own). */
 static atomic_int openblas_threads;
 
+static void sgemm(const native_args *x, size_t m, size_t n, const float *a, const float *b,
+                  float *c) {
+  cblas_sgemm(CblasRowMajor, x->trans_a ? CblasTrans : CblasNoTrans,
+              x->trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)x->k,
+              x->alpha, a, (blasint)x->lda, b, (blasint)x->ldb, x->beta, c, (blasint)x->ldc);
+}
+
+/* Piece i of the product: rows [i size, ...) of C and of op(A), or its
+ * columns and those of op(B). */
+static void run_piece(const native_args *x, const hs_gemm_piece_plan *p, int i) {
+  size_t lo = (size_t)i * p->size, side = p->along_n ? x->n : x->m;
+  size_t len = side - lo < p->size ? side - lo : p->size;
+  if (p->along_n)
+    sgemm(x, x->m, len, x->a, x->trans_b ? x->b + lo * x->ldb : x->b + lo, x->c + lo);
+  else
+    sgemm(x, len, x->n, x->trans_a ? x->a + lo : x->a + lo * x->lda, x->b, x->c + lo * x->ldc);
+}
+
+static void take_pieces(hs_gemm_pool *pool) {
+  for (int i; (i = atomic_fetch_add(&pool->next, 1)) < pool->plan.count;)
+    run_piece(pool->job, &pool->plan, i);
+}
+
+static void *helper(void *p) {
+  hs_gemm_pool *pool = p;
+  uint64_t seen = 0;
+  pthread_mutex_lock(&pool->mu);
+  for (;;) {
+    while (!pool->quit && pool->gen == seen) pthread_cond_wait(&pool->go, &pool->mu);
+    if (pool->quit) break;
+    seen = pool->gen;
+    pthread_mutex_unlock(&pool->mu);
+    take_pieces(pool);
+    pthread_mutex_lock(&pool->mu);
+    if (--pool->busy == 0) pthread_cond_signal(&pool->done);
+  }
+  pthread_mutex_unlock(&pool->mu);
+  return NULL;
+}
+
+static void run_pieces(const native_args *x) {
+  hs_gemm_pool *pool = x->pool;
+  hs_gemm_piece_plan plan;
+  hs__gemm_piece_plan(x->m, x->n, x->k, &plan);
+  if (plan.count == 1 || pool->n_helpers == 0) {
+    for (int i = 0; i < plan.count; i++) run_piece(x, &plan, i);
+    return;
+  }
+  pthread_mutex_lock(&pool->mu);
+  pool->job = x;
+  pool->plan = plan;
+  atomic_store(&pool->next, 0);
+  pool->busy = pool->n_helpers;
+  pool->gen++;
+  pthread_cond_broadcast(&pool->go);
+  pthread_mutex_unlock(&pool->mu);
+  take_pieces(pool);
+  /* Every helper passes through the generation before the next product
+   * may start (it may find no piece left). */
+  pthread_mutex_lock(&pool->mu);
+  while (pool->busy > 0) pthread_cond_wait(&pool->done, &pool->mu);
+  pthread_mutex_unlock(&pool->mu);
+}
+
 static void run_native(void *p) {
   const native_args *x = p;
-  if (atomic_exchange(&openblas_threads, x->threads) != x->threads)
-    openblas_set_num_threads(x->threads);
-  cblas_sgemm(CblasRowMajor, x->trans_a ? CblasTrans : CblasNoTrans,
-              x->trans_b ? CblasTrans : CblasNoTrans, (blasint)x->m, (blasint)x->n,
-              (blasint)x->k, x->alpha, x->a, (blasint)x->lda, x->b, (blasint)x->ldb, x->beta,
-              x->c, (blasint)x->ldc);
+  int threads = x->pool ? 1 : x->threads;
+  if (atomic_exchange(&openblas_threads, threads) != threads) openblas_set_num_threads(threads);
+  if (x->pool) run_pieces(x);
+  else sgemm(x, x->m, x->n, x->a, x->b, x->c);
+}
+
+static hs_status pool_start(hs_gemm *g) {
+  hs_gemm_pool *pool = calloc(1, sizeof *pool);
+  if (!pool) return hs__fail(HS_ERR_NOMEM, "GEMM helper threads");
+  pthread_mutex_init(&pool->mu, NULL);
+  pthread_cond_init(&pool->go, NULL);
+  pthread_cond_init(&pool->done, NULL);
+  g->pool = pool;
+  int want = g->threads - 1;
+  if (want > (int)HS_ARRAY_LEN(pool->th)) want = (int)HS_ARRAY_LEN(pool->th);
+  for (; pool->n_helpers < want; pool->n_helpers++)
+    if (pthread_create(&pool->th[pool->n_helpers], NULL, helper, pool) != 0)
+      return hs__fail(HS_ERR_NOMEM, "GEMM helper thread %d of %d", pool->n_helpers + 1, want);
+  return HS_OK;
+}
+
+void hs__gemm_cblas_release(hs_gemm *g) {
+  hs_gemm_pool *pool = g->pool;
+  if (!pool) return;
+  pthread_mutex_lock(&pool->mu);
+  pool->quit = true;
+  pthread_cond_broadcast(&pool->go);
+  pthread_mutex_unlock(&pool->mu);
+  for (int h = 0; h < pool->n_helpers; h++) pthread_join(pool->th[h], NULL);
+  pthread_mutex_destroy(&pool->mu);
+  pthread_cond_destroy(&pool->go);
+  pthread_cond_destroy(&pool->done);
+  free(pool);
+  g->pool = NULL;
 }
 
 /* The float range [off, off + (rows-1) ld + cols) a matrix occupies. */
@@ -63,6 +195,13 @@ hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
   }
   if (op->c == op->a || op->c == op->b)
     return hs__fail(HS_ERR_INVALID_ARG, "GEMM output shares a buffer with an input");
+  if (g->pieces && !g->pool) {
+    hs_status pst = pool_start(g);
+    if (pst != HS_OK) {
+      hs__gemm_cblas_release(g);
+      return pst;
+    }
+  }
   size_t first[3], count[3];
   span(op->a_off, op->trans_a ? op->k : op->m, op->trans_a ? op->m : op->k, op->lda, &first[0], &count[0]);
   span(op->b_off, op->trans_b ? op->n : op->k, op->trans_b ? op->k : op->n, op->ldb, &first[1], &count[1]);
@@ -91,6 +230,7 @@ hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
       .m = op->m, .n = op->n, .k = op->k, .lda = op->lda, .ldb = op->ldb, .ldc = op->ldc,
       .alpha = op->alpha, .beta = op->beta,
       .trans_a = op->trans_a, .trans_b = op->trans_b, .threads = g->threads,
+      .pool = g->pieces ? g->pool : NULL,
   };
   call = "clEnqueueNativeKernel(cblas_sgemm)";
   err = clEnqueueNativeKernel(g->q, run_native, &args, sizeof args, 0, NULL, NULL, 0, NULL, NULL);
@@ -116,6 +256,13 @@ bool hs__gemm_cblas_available(const hs_dev *dev, const char **why) {
 }
 
 const char *hs__gemm_cblas_core(void) { return NULL; }
+
+void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) {
+  (void)n, (void)k;
+  *out = (hs_gemm_piece_plan){.count = 1, .along_n = false, .size = m};
+}
+
+void hs__gemm_cblas_release(hs_gemm *g) { (void)g; }
 
 hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
                              const cl_event *wait, cl_event *ev) {

@@ -10,6 +10,8 @@ struct hs_gemm {
   hs_dev dev;
   cl_command_queue q;
   int threads;        /* cblas */
+  bool pieces;        /* cblas: products cut by shape (hs__gemm_set_pieces) */
+  struct hs_gemm_pool *pool; /* cblas, pieces: the helper threads, made at first use */
   cl_program program; /* builtin */
   cl_kernel kernel;
   cl_mem temp; /* clblast */
@@ -27,5 +29,6 @@ hs_status hs__gemm_clblast_prepare(hs_gemm *g, const hs_gemm_op *op);
 hs_status hs__gemm_clblast_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
                                const cl_event *wait, cl_event *ev);
 void hs__gemm_clblast_release(hs_gemm *g);
+void hs__gemm_cblas_release(hs_gemm *g);
 
 #endif

@@ -545,3 +545,40 @@ Test(ctr_session, a_checkpoint_records_the_runs_options_and_older_files_load) {
   free(b);
   free(p);
 }
+
+/* The trainer's products are cut into pieces by their shape alone, so a
+ * run gives the same model with 1, 2 or 3 GEMM threads: widths and a batch
+ * large enough to be cut (4096 x 359 by 359 x 256 in four pieces), the
+ * checkpoints equal but for the recorded thread count and the CRC over it. */
+Test(ctr_session, same_bits_whatever_the_gemm_threads) {
+  const hs_ctr_model models[2] = {HS_CTR_DEEPFM, HS_CTR_DLRM};
+  for (int m = 0; m < 2; m++) {
+    hs_ctr_config c;
+    small_cfg(&c, models[m]);
+    c.hidden[0] = 256;
+    c.hidden[1] = 128;
+    c.batch_size = 4096;
+    c.gemm_threads = 1;
+    size_t l0;
+    unsigned char *ref = train_bytes(&c, 1, &l0);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= (uint64_t)ref[CK_NPARAMS + i] << (8 * i);
+    size_t dense = CK_RUN + CK_RUN_BYTES, crc = dense + 12 * (size_t)n;
+    cr_assert_lt(crc + 4, l0);
+    for (int threads = 2; threads <= 3; threads++) {
+      c.gemm_threads = threads;
+      size_t l1;
+      unsigned char *b = train_bytes(&c, 1, &l1);
+      cr_assert_eq(l0, l1);
+      cr_expect_eq(memcmp(ref, b, dense - 4), 0, "%s: header", hs_ctr_model_name(models[m]));
+      cr_expect_eq(memcmp(ref + dense, b + dense, crc - dense), 0,
+                   "%s: dense parameters differ between 1 and %d GEMM threads",
+                   hs_ctr_model_name(models[m]), threads);
+      cr_expect_eq(memcmp(ref + crc + 4, b + crc + 4, l0 - crc - 4), 0,
+                   "%s: embedding rows differ between 1 and %d GEMM threads",
+                   hs_ctr_model_name(models[m]), threads);
+      free(b);
+    }
+    free(ref);
+  }
+}

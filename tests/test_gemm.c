@@ -153,3 +153,107 @@ Test(gemm, provider_retains_its_queue) {
   cr_expect_eq(clf_queue_refs(f.q), before, "the provider did not release its reference");
   clf_close(&f);
 }
+
+/* The piece plan covers C's longer side exactly, in at most
+ * HS_GEMM_MAX_PIECES ranges of a multiple of 16 (the last one shorter),
+ * from the shape alone; small products stay whole. */
+Test(gemm, piece_plan_covers_the_product) {
+  const size_t shapes[][3] = {{4096, 256, 367}, {367, 256, 4096}, {96, 600, 700}, {4096, 16, 64},
+                              {13, 64, 4096},  {40, 4096, 4096}, {1, 1, 1},      {4096, 1, 128}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    size_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+    hs_gemm_piece_plan p, q;
+    hs__gemm_piece_plan(m, n, k, &p);
+    hs__gemm_piece_plan(m, n, k, &q);
+    cr_expect(p.count == q.count && p.size == q.size && p.along_n == q.along_n);
+    cr_assert(p.count >= 1 && p.count <= HS_GEMM_MAX_PIECES, "%zux%zux%zu: %d pieces", m, n, k, p.count);
+    size_t side = p.along_n ? n : m;
+    cr_expect(p.size * (size_t)(p.count - 1) < side && p.size * (size_t)p.count >= side,
+              "%zux%zux%zu: %d pieces of %zu do not cover %zu", m, n, k, p.count, p.size, side);
+    if (p.count > 1) cr_expect_eq(p.size % 16, 0u);
+    if (p.count > 1) cr_expect_eq(p.along_n, n > m);
+  }
+  hs_gemm_piece_plan p;
+  hs__gemm_piece_plan(4096, 16, 64, &p);
+  cr_expect_eq(p.count, 1, "a 4 M multiply-add product is not worth a second thread");
+  hs__gemm_piece_plan(4096, 256, 367, &p);
+  cr_expect_eq(p.count, 4);
+  cr_expect(!p.along_n);
+  hs__gemm_piece_plan(96, 600, 700, &p);
+  cr_expect(p.along_n);
+  cr_expect_gt(p.count, 1);
+}
+
+/* Products in pieces (the CTR trainer's mode) match the reference, and
+ * give the same bits with 1, 2 and 3 threads and as one OpenBLAS call on
+ * one thread: every transpose combination, both split directions, offsets,
+ * padded leading dimensions, alpha and beta. */
+Test(gemm, pieces_give_the_same_bits_whatever_the_threads) {
+  if (!HS_HAVE_CBLAS) cr_skip_test("this build has no CBLAS");
+  cl_fixture f;
+  clf_open(&f);
+  const int threads[4] = {1, 1, 2, 3};
+  hs_gemm *g[4];
+  for (int i = 0; i < 4; i++) {
+    hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, threads[i], &g[i]);
+    if (st == HS_ERR_UNSUPPORTED) {
+      for (int j = 0; j < i; j++) hs__gemm_destroy(g[j]);
+      clf_close(&f);
+      cr_skip_test("%s", hs_last_error());
+    }
+    cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+    hs__gemm_set_pieces(g[i], i > 0); /* g[0]: one OpenBLAS call on one thread */
+  }
+  const size_t shapes[][3] = {{1030, 130, 300}, {70, 1100, 600}};
+  uint64_t s = 5;
+  for (size_t si = 0; si < 2; si++)
+    for (int t = 0; t < 4; t++) {
+      bool ta = t & 2, tb = t & 1;
+      size_t m = shapes[si][0], n = shapes[si][1], k = shapes[si][2];
+      hs_gemm_piece_plan plan;
+      hs__gemm_piece_plan(m, n, k, &plan);
+      cr_assert_gt(plan.count, 1, "%zux%zux%zu should be cut", m, n, k);
+      size_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+      size_t lda = ac + 3, ldb = bc + 1, ldc = n + 2, ao = 5, bo = 7, co = 11;
+      size_t na = ao + ar * lda + 1, nb = bo + br * ldb + 1, nc = co + m * ldc + 1;
+      float *a = malloc(na * 4), *b = malloc(nb * 4), *c = malloc(nc * 4), *want = malloc(nc * 4);
+      float *got[4];
+      fx_fill(a, na, &s, 1.0f);
+      fx_fill(b, nb, &s, 1.0f);
+      fx_fill(c, nc, &s, 1.0f);
+      memcpy(want, c, nc * 4);
+      float alpha = 0.75f, beta = t % 2 ? 0.0f : 0.5f;
+      hs__ref_gemm(ta, tb, m, n, k, alpha, a + ao, lda, b + bo, ldb, beta, want + co, ldc);
+      cl_mem da = clf_upload(&f, a, na * 4), db = clf_upload(&f, b, nb * 4);
+      for (int i = 0; i < 4; i++) {
+        cl_mem dc = clf_upload(&f, c, nc * 4);
+        hs_gemm_op op = {.trans_a = ta, .trans_b = tb, .m = m, .n = n, .k = k, .alpha = alpha,
+                         .beta = beta, .a = da, .b = db, .c = dc, .a_off = ao, .b_off = bo,
+                         .c_off = co, .lda = lda, .ldb = ldb, .ldc = ldc};
+        cr_assert_eq(hs__gemm_run(g[i], &op, 0, NULL, NULL), HS_OK, "%s", hs_last_error());
+        got[i] = malloc(nc * 4);
+        clf_download(&f, dc, got[i], nc * 4);
+        hs__mem_release(&dc);
+      }
+      for (size_t e = 0; e < nc; e++) {
+        bool inside = e >= co && (e - co) / ldc < m && (e - co) % ldc < n;
+        /* Inputs in [-1, 1): within k ulps of the reference at C's scale. */
+        float tol = inside ? 1e-6f * (float)k * (fabsf(alpha) + fabsf(beta)) : 0.0f;
+        cr_expect(fabsf(got[1][e] - want[e]) <= tol, "%zux%zux%zu trans %d%d: c[%zu] = %.8g, want %.8g",
+                  m, n, k, ta, tb, e, (double)got[1][e], (double)want[e]);
+        if (fabsf(got[1][e] - want[e]) > tol) break;
+      }
+      for (int i = 0; i < 4; i++) {
+        size_t differ = 0;
+        for (size_t e = 0; e < nc; e++) differ += memcmp(&got[i][e], &got[1][e], 4) != 0;
+        cr_expect_eq(differ, 0u, "%zux%zux%zu trans %d%d: %zu of %zu floats differ between %s and "
+                     "pieces on 1 thread", m, n, k, ta, tb, differ, nc,
+                     i ? "pieces on more threads" : "one OpenBLAS call");
+      }
+      hs__mem_release(&da), hs__mem_release(&db);
+      for (int i = 0; i < 4; i++) free(got[i]);
+      free(a), free(b), free(c), free(want);
+    }
+  for (int i = 0; i < 4; i++) hs__gemm_destroy(g[i]);
+  clf_close(&f);
+}

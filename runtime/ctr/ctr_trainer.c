@@ -212,6 +212,9 @@ hs_status hs__ctr_trainer_create(const hs_ctx *ctx, const hs_dev *dev, cl_comman
   if ((st = hs__kset_create(ctx, dev, q, &prog, t->opts.wg, &t->ks)) != HS_OK) goto fail;
   if ((st = hs__gemm_create(ctx, dev, q, t->opts.gemm, t->opts.gemm_threads, &t->gemm)) != HS_OK)
     goto fail;
+  /* Products in pieces by shape (a CPU trainer's): the same bits whatever
+   * the thread count, and no OpenBLAS thread spinning beside the lookups. */
+  hs__gemm_set_pieces(t->gemm, true);
   size_t n = t->lay.n_params;
   if ((st = reserve(t, &t->params, n, 4)) != HS_OK || (st = reserve(t, &t->grads, n, 4)) != HS_OK ||
       (st = reserve(t, &t->mom1, n, 4)) != HS_OK || (st = reserve(t, &t->mom2, n, 4)) != HS_OK ||
