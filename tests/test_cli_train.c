@@ -642,7 +642,7 @@ Test(cli_train, ctr_checkpoints_are_kept_and_resume_continues_the_run) {
       {"--lr 0.02", "--lr"},       {"--seed 5", "--seed"},     {"--model deepfm", "--model"},
       {"--sparse-lr 0.2", "--sparse-lr"}, {"--init-range 0.1", "--init-range"},
       {"--batch-size 256", "--batch-size"}, {"--expire-after 5", "--expire-after"},
-      {"--sparse-init-acc 0", "--sparse-init-acc"}, {"--gemm-threads 2", "--gemm-threads"},
+      {"--sparse-init-acc 0", "--sparse-init-acc"},
   };
   for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
     snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --epochs 3 --checkpoint %s "
@@ -652,6 +652,16 @@ Test(cli_train, ctr_checkpoints_are_kept_and_resume_continues_the_run) {
     cr_expect(strstr(err, conflicts[i][1]) && strstr(err, "conflicts with the checkpoint"),
               "%s: %s", conflicts[i][0], err);
   }
+  /* Another GEMM thread count is no conflict (the products' bits do not
+   * depend on it: ctr_session::same_bits_whatever_the_gemm_threads), and
+   * the checkpoint then records it. */
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --epochs 3 --checkpoint %s "
+           "--resume --gemm-threads 2", data, b_dir);
+  run_ok(args, NULL, 0);
+  hs_ctr_config back;
+  hs_ctr_config_init(&back);
+  cr_assert_eq(hs_ctr_config_from_checkpoint(pb, &back), HS_OK, "%s", hs_last_error());
+  cr_expect_eq(back.gemm_threads, 2);
   /* --force trains afresh into it. */
   snprintf(args, sizeof args, "train " CTR_SMALL " --data %s --model lr --epochs 1 --checkpoint "
            "%s --force", data, b_dir);

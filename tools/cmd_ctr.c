@@ -271,7 +271,7 @@ static void common_usage(FILE *f, bool train, bool json) {
           "  --threads T          host threads for lookups and for updates\n"
           "                       (default: the host's cores)\n"
           "  --gemm-threads T     threads of the trainer's BLAS products (default: the\n"
-          "                       trainer's compute units)\n"
+          "                       trainer's compute units; the result is the same)\n"
           "%s"
           "  --board NAME|FILE    board profile; --trainer DEV   trainer device\n"
           "  --embed-budget SIZE  most bytes of the embedding store (e.g. 512M;\n"
@@ -338,8 +338,8 @@ static void train_usage(FILE *f) {
           "                       better validation AUC; Ctrl-C saves DIR/last.ckpt\n"
           "  --resume             continue from DIR/last.ckpt: the options it records\n"
           "                       (model, widths, rates, optimizers, seed, admission,\n"
-          "                       batch, expiry, budget, GEMM threads) come from it;\n"
-          "                       one given that differs is refused\n"
+          "                       batch, expiry, budget) come from it; one given\n"
+          "                       that differs is refused (--gemm-threads may)\n"
           "  --force              train afresh into a --checkpoint DIR that holds the\n"
           "                       checkpoints of an earlier run (its best.ckpt,\n"
           "                       best.json and last.ckpt are removed at the start)\n"
@@ -487,7 +487,6 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
       {CTR_SET_ADMIT_AFTER, "--admit-after"}, {CTR_SET_SEED, "--seed"},
       {CTR_SET_BATCH, "--batch-size"}, {CTR_SET_INITIAL_ACC, "--sparse-init-acc"},
       {CTR_SET_EXPIRE_AFTER, "--expire-after"}, {CTR_SET_EMBED_BUDGET, "--embed-budget"},
-      {CTR_SET_GEMM_THREADS, "--gemm-threads"},
   };
   hs_ctr_config ck = a->cfg;
   hs_status st = hs_ctr_config_from_checkpoint(path, &ck);
@@ -508,6 +507,9 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
                              "--resume continues that run with its options (leave %s out)",
                              opts[i].name, mine, path, theirs, opts[i].name);
   }
+  /* The products' bits do not depend on their thread count (the trainer
+   * cuts them by shape): a resumed run may take another. */
+  if (a->set & CTR_SET_GEMM_THREADS) ck.gemm_threads = a->cfg.gemm_threads;
   a->cfg = ck;
   return 0;
 }
