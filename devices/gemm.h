@@ -62,17 +62,23 @@ hs_gemm_kind hs__gemm_kind_of(const hs_gemm *g);
 
 /* cblas (no effect on other providers): cut each product into pieces of
  * C's rows or columns by its shape alone (hs__gemm_piece_plan), each an
- * OpenBLAS product on one thread, shared out among `threads` threads (the
- * native kernel's and helpers of the provider's own, which sleep between
- * products instead of spinning as OpenBLAS's do). A piece's elements are
- * summed as in the whole product, so the result does not depend on the
- * thread count. Off by default: the GNN trainer keeps OpenBLAS's own
- * threading (and its bits). Set before the first product. */
+ * OpenBLAS product on one thread, shared out among at most `threads`
+ * threads (the native kernel's and up to three helpers of the
+ * provider's own, which sleep between products instead of spinning
+ * as OpenBLAS's do). The pieces depend on the shape alone, so the result
+ * does not depend on the thread count; with OpenBLAS 0.3.21 a piece's
+ * elements also come out as in the whole product on one thread
+ * (gemm::pieces_give_the_same_bits_whatever_the_threads). Off by default:
+ * the GNN trainer keeps OpenBLAS's own threading (and its bits). Set
+ * before the first product. OpenBLAS's thread count is process-wide:
+ * providers with other counts whose products run at the same moment on
+ * two queues of one process (a GNN and a CTR trainer training at once)
+ * may each run with the other's count. */
 void hs__gemm_set_pieces(hs_gemm *g, bool on);
 
 /* The pieces of an m x n x k product: `count` (1..HS_GEMM_MAX_PIECES)
  * ranges of `size` rows (along_n false) or columns (true) of C, the last
- * one shorter. A function of the shape alone. */
+ * one no longer than the others. A function of the shape alone. */
 #define HS_GEMM_MAX_PIECES 8
 typedef struct hs_gemm_piece_plan {
   int count;

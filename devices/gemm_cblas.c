@@ -63,7 +63,7 @@ typedef struct native_args {
 typedef struct hs_gemm_pool {
   pthread_mutex_t mu;
   pthread_cond_t go, done;
-  pthread_t th[255];
+  pthread_t th[PIECE_MAX - 1];
   int n_helpers, busy;
   bool quit;
   uint64_t gen;
@@ -156,8 +156,10 @@ static hs_status pool_start(hs_gemm *g) {
   pthread_cond_init(&pool->go, NULL);
   pthread_cond_init(&pool->done, NULL);
   g->pool = pool;
+  /* No product has more than PIECE_MAX pieces: more helpers would only be
+   * woken for nothing. */
   int want = g->threads - 1;
-  if (want > (int)HS_ARRAY_LEN(pool->th)) want = (int)HS_ARRAY_LEN(pool->th);
+  if (want > PIECE_MAX - 1) want = PIECE_MAX - 1;
   for (; pool->n_helpers < want; pool->n_helpers++)
     if (pthread_create(&pool->th[pool->n_helpers], NULL, helper, pool) != 0)
       return hs__fail(HS_ERR_NOMEM, "GEMM helper thread %d of %d", pool->n_helpers + 1, want);
@@ -167,6 +169,8 @@ static hs_status pool_start(hs_gemm *g) {
 void hs__gemm_cblas_release(hs_gemm *g) {
   hs_gemm_pool *pool = g->pool;
   if (!pool) return;
+  /* A product still queued holds the pool in its arguments. */
+  if (g->q) clFinish(g->q);
   pthread_mutex_lock(&pool->mu);
   pool->quit = true;
   pthread_cond_broadcast(&pool->go);
@@ -256,11 +260,6 @@ bool hs__gemm_cblas_available(const hs_dev *dev, const char **why) {
 }
 
 const char *hs__gemm_cblas_core(void) { return NULL; }
-
-void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) {
-  (void)n, (void)k;
-  *out = (hs_gemm_piece_plan){.count = 1, .along_n = false, .size = m};
-}
 
 void hs__gemm_cblas_release(hs_gemm *g) { (void)g; }
 

@@ -548,8 +548,9 @@ Test(ctr_session, a_checkpoint_records_the_runs_options_and_older_files_load) {
 
 /* The trainer's products are cut into pieces by their shape alone, so a
  * run gives the same model with 1, 2 or 3 GEMM threads: widths and a batch
- * large enough to be cut (4096 x 359 by 359 x 256 in four pieces), the
- * checkpoints equal but for the recorded thread count and the CRC over it. */
+ * large enough to be cut (DLRM's 4096 x 359 by 359 x 256 and DeepFM's
+ * 4096 x 221 by 221 x 256 in four pieces), the checkpoints equal but for
+ * the recorded thread count and the CRC over it. */
 Test(ctr_session, same_bits_whatever_the_gemm_threads) {
   const hs_ctr_model models[2] = {HS_CTR_DEEPFM, HS_CTR_DLRM};
   for (int m = 0; m < 2; m++) {
