@@ -129,6 +129,12 @@ Test(bench, saved_runs_load_and_compare) {
       "{\"hetsage_bench\": 1, \"figures\": [{\"workload\": \"a\", \"device\": \"d\", \"figure\": "
       "\"f\", \"unit\": \"u\", \"better\": \"lower\", \"median\": 1, \"min\": 1, \"max\": 1, "
       "\"runs\": 2.5}]}",
+      /* the run's own counts and fanouts likewise (fuzz: 1.1e20 in fanouts) */
+      "{\"hetsage_bench\": 1, \"runs\": 1e20, \"figures\": []}",
+      "{\"hetsage_bench\": 1, \"warmup\": -2, \"figures\": []}",
+      "{\"hetsage_bench\": 1, \"batch\": 0.5, \"figures\": []}",
+      "{\"hetsage_bench\": 1, \"fanouts\": [15, 1.11111e20], \"figures\": []}",
+      "{\"hetsage_bench\": 1, \"fanouts\": [-2], \"figures\": []}",
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     FILE *fh = fopen(path, "w");

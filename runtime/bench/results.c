@@ -197,6 +197,14 @@ static hs_status load_figure(const char *path, size_t i, const hs_json *o, hs_be
   return HS_OK;
 }
 
+/* v into *out when it is a whole number in [lo, INT_MAX] (a double outside
+ * int's range must not be converted). */
+static bool whole_number(double v, int lo, int *out) {
+  if (!isfinite(v) || v < lo || v > INT_MAX || v != floor(v)) return false;
+  *out = (int)v;
+  return true;
+}
+
 hs_status hs_bench_results_load(const char *path, hs_bench_results **out) {
   if (!path || !out) return hs__fail(HS_ERR_INVALID_ARG, "hs_bench_results_load: NULL argument");
   *out = NULL;
@@ -214,13 +222,23 @@ hs_status hs_bench_results_load(const char *path, hs_bench_results **out) {
                   "(no \"hetsage_bench\": 1 with a \"figures\" array)", path);
     goto fail;
   }
-  r->runs = (int)hs__json_number(doc, "runs", 0);
-  r->warmup = (int)hs__json_number(doc, "warmup", 0);
-  r->batch = (int)hs__json_number(doc, "batch", 0);
+  const char *const counts[3] = {"runs", "warmup", "batch"};
+  int *const count_of[3] = {&r->runs, &r->warmup, &r->batch};
+  for (int k = 0; k < 3; k++)
+    if (!whole_number(hs__json_number(doc, counts[k], 0), 0, count_of[k])) {
+      st = hs__fail(HS_ERR_FORMAT, "%s: %s is %g (a whole number from 0 to %d)", path, counts[k],
+                    hs__json_number(doc, counts[k], 0), INT_MAX);
+      goto fail;
+    }
   snprintf(r->dataset, sizeof r->dataset, "%s", hs__json_text(doc, "dataset", ""));
   const hs_json *fan = hs__json_get(doc, "fanouts");
   for (size_t i = 0; fan && fan->type == HS_JSON_ARRAY && i < fan->n && i < 8; i++)
-    if (fan->items[i].type == HS_JSON_NUMBER) r->fanouts[r->n_fanouts++] = (int)fan->items[i].number;
+    if (fan->items[i].type == HS_JSON_NUMBER &&
+        !whole_number(fan->items[i].number, -1, &r->fanouts[r->n_fanouts++])) {
+      st = hs__fail(HS_ERR_FORMAT, "%s: fanouts[%zu] is %g (a whole number from -1 to %d)", path,
+                    i, fan->items[i].number, INT_MAX);
+      goto fail;
+    }
   for (size_t i = 0; i < figs->n; i++) {
     hs_bench_figure g;
     if ((st = load_figure(path, i, &figs->items[i], &g)) != HS_OK ||
