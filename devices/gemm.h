@@ -79,7 +79,7 @@ void hs__gemm_set_pieces(hs_gemm *g, bool on);
 /* The pieces of an m x n x k product: `count` (1..HS_GEMM_MAX_PIECES)
  * ranges of `size` rows (along_n false) or columns (true) of C, the last
  * one no longer than the others. A function of the shape alone. */
-#define HS_GEMM_MAX_PIECES 8
+#define HS_GEMM_MAX_PIECES 4
 typedef struct hs_gemm_piece_plan {
   int count;
   bool along_n;

@@ -8,18 +8,17 @@
  * mem-object list: PoCL 3.1 pairs that list with args_mem_loc in its own
  * internal order, handing the function the wrong buffers whenever the
  * caller's order differs. Mapping is zero-copy on CPU devices. */
-#include <pthread.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 
 #include "gemm_internal.h"
 #include "hs_config.h"
+#include "hs_pool.h"
 
 /* Pieces: split the longer of C's two sides when the product is large
- * enough to be worth a second thread; at most 4 pieces (each repacks the
- * whole of the other operand), a multiple of 16 rows or columns each. */
-enum { PIECE_WORK = 1 << 24, PIECE_MAX = 4, PIECE_ALIGN = 16 };
-_Static_assert(PIECE_MAX <= HS_GEMM_MAX_PIECES, "piece count");
+ * enough to be worth a second thread; at most HS_GEMM_MAX_PIECES (each
+ * repacks the whole of the other operand), a multiple of 16 rows or
+ * columns each. */
+enum { PIECE_WORK = 1 << 24, PIECE_MAX = HS_GEMM_MAX_PIECES, PIECE_ALIGN = 16 };
 
 void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) {
   double work = (double)m * (double)n * (double)k;
@@ -54,23 +53,8 @@ typedef struct native_args {
   size_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
   int trans_a, trans_b, threads;
-  struct hs_gemm_pool *pool; /* pieces mode; NULL: one OpenBLAS call */
+  hs_pool *pool; /* pieces mode: the provider's threads; NULL: one OpenBLAS call */
 } native_args;
-
-/* The helpers of a provider in pieces mode: threads - 1 threads that wait
- * on a condition for a product, take its pieces by an atomic counter
- * beside the native kernel's thread, and sleep again. */
-typedef struct hs_gemm_pool {
-  pthread_mutex_t mu;
-  pthread_cond_t go, done;
-  pthread_t th[PIECE_MAX - 1];
-  int n_helpers, busy;
-  bool quit;
-  uint64_t gen;
-  const native_args *job;
-  hs_gemm_piece_plan plan;
-  atomic_int next;
-} hs_gemm_pool;
 
 /* OpenBLAS's thread count is process-wide: set it only when a provider
  * with another count runs (providers with different counts take turns,
@@ -95,50 +79,25 @@ static void run_piece(const native_args *x, const hs_gemm_piece_plan *p, int i) 
     sgemm(x, len, x->n, x->trans_a ? x->a + lo : x->a + lo * x->lda, x->b, x->c + lo * x->ldc);
 }
 
-static void take_pieces(hs_gemm_pool *pool) {
-  for (int i; (i = atomic_fetch_add(&pool->next, 1)) < pool->plan.count;)
-    run_piece(pool->job, &pool->plan, i);
-}
+/* One product's pieces, taken by the pool's threads through a counter. */
+typedef struct piece_job {
+  const native_args *x;
+  hs_gemm_piece_plan plan;
+  atomic_int next;
+} piece_job;
 
-static void *helper(void *p) {
-  hs_gemm_pool *pool = p;
-  uint64_t seen = 0;
-  pthread_mutex_lock(&pool->mu);
-  for (;;) {
-    while (!pool->quit && pool->gen == seen) pthread_cond_wait(&pool->go, &pool->mu);
-    if (pool->quit) break;
-    seen = pool->gen;
-    pthread_mutex_unlock(&pool->mu);
-    take_pieces(pool);
-    pthread_mutex_lock(&pool->mu);
-    if (--pool->busy == 0) pthread_cond_signal(&pool->done);
-  }
-  pthread_mutex_unlock(&pool->mu);
-  return NULL;
+static void take_pieces(void *arg, int t, int n) {
+  (void)t, (void)n;
+  piece_job *j = arg;
+  for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->plan.count;) run_piece(j->x, &j->plan, i);
 }
 
 static void run_pieces(const native_args *x) {
-  hs_gemm_pool *pool = x->pool;
-  hs_gemm_piece_plan plan;
-  hs__gemm_piece_plan(x->m, x->n, x->k, &plan);
-  if (plan.count == 1 || pool->n_helpers == 0) {
-    for (int i = 0; i < plan.count; i++) run_piece(x, &plan, i);
-    return;
-  }
-  pthread_mutex_lock(&pool->mu);
-  pool->job = x;
-  pool->plan = plan;
-  atomic_store(&pool->next, 0);
-  pool->busy = pool->n_helpers;
-  pool->gen++;
-  pthread_cond_broadcast(&pool->go);
-  pthread_mutex_unlock(&pool->mu);
-  take_pieces(pool);
-  /* Every helper passes through the generation before the next product
-   * may start (it may find no piece left). */
-  pthread_mutex_lock(&pool->mu);
-  while (pool->busy > 0) pthread_cond_wait(&pool->done, &pool->mu);
-  pthread_mutex_unlock(&pool->mu);
+  piece_job j = {.x = x};
+  hs__gemm_piece_plan(x->m, x->n, x->k, &j.plan);
+  atomic_init(&j.next, 0);
+  if (j.plan.count == 1) take_pieces(&j, 0, 1);
+  else hs__pool_run(x->pool, take_pieces, &j);
 }
 
 static void run_native(void *p) {
@@ -149,37 +108,11 @@ static void run_native(void *p) {
   else sgemm(x, x->m, x->n, x->a, x->b, x->c);
 }
 
-static hs_status pool_start(hs_gemm *g) {
-  hs_gemm_pool *pool = calloc(1, sizeof *pool);
-  if (!pool) return hs__fail(HS_ERR_NOMEM, "GEMM helper threads");
-  pthread_mutex_init(&pool->mu, NULL);
-  pthread_cond_init(&pool->go, NULL);
-  pthread_cond_init(&pool->done, NULL);
-  g->pool = pool;
-  /* No product has more than PIECE_MAX pieces: more helpers would only be
-   * woken for nothing. */
-  int want = g->threads - 1;
-  if (want > PIECE_MAX - 1) want = PIECE_MAX - 1;
-  for (; pool->n_helpers < want; pool->n_helpers++)
-    if (pthread_create(&pool->th[pool->n_helpers], NULL, helper, pool) != 0)
-      return hs__fail(HS_ERR_NOMEM, "GEMM helper thread %d of %d", pool->n_helpers + 1, want);
-  return HS_OK;
-}
-
 void hs__gemm_cblas_release(hs_gemm *g) {
-  hs_gemm_pool *pool = g->pool;
-  if (!pool) return;
+  if (!g->pool) return;
   /* A product still queued holds the pool in its arguments. */
   if (g->q) clFinish(g->q);
-  pthread_mutex_lock(&pool->mu);
-  pool->quit = true;
-  pthread_cond_broadcast(&pool->go);
-  pthread_mutex_unlock(&pool->mu);
-  for (int h = 0; h < pool->n_helpers; h++) pthread_join(pool->th[h], NULL);
-  pthread_mutex_destroy(&pool->mu);
-  pthread_cond_destroy(&pool->go);
-  pthread_cond_destroy(&pool->done);
-  free(pool);
+  hs__pool_destroy(g->pool);
   g->pool = NULL;
 }
 
@@ -199,13 +132,13 @@ hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
   }
   if (op->c == op->a || op->c == op->b)
     return hs__fail(HS_ERR_INVALID_ARG, "GEMM output shares a buffer with an input");
-  if (g->pieces && !g->pool) {
-    hs_status pst = pool_start(g);
-    if (pst != HS_OK) {
-      hs__gemm_cblas_release(g);
-      return pst;
-    }
-  }
+  /* No product has more than PIECE_MAX pieces: more threads would only be
+   * woken for nothing. */
+  hs_status pst;
+  if (g->pieces && !g->pool &&
+      (pst = hs__pool_create("GEMM", g->threads < PIECE_MAX ? g->threads : PIECE_MAX, &g->pool)) !=
+          HS_OK)
+    return pst;
   size_t first[3], count[3];
   span(op->a_off, op->trans_a ? op->k : op->m, op->trans_a ? op->m : op->k, op->lda, &first[0], &count[0]);
   span(op->b_off, op->trans_b ? op->n : op->k, op->trans_b ? op->k : op->n, op->ldb, &first[1], &count[1]);

@@ -11,7 +11,7 @@ struct hs_gemm {
   cl_command_queue q;
   int threads;        /* cblas */
   bool pieces;        /* cblas: products cut by shape (hs__gemm_set_pieces) */
-  struct hs_gemm_pool *pool; /* cblas, pieces: the helper threads, made at first use */
+  struct hs_pool *pool; /* cblas, pieces: the threads (hs_pool.h), made at first use */
   cl_program program; /* builtin */
   cl_kernel kernel;
   cl_mem temp; /* clblast */

@@ -1,11 +1,11 @@
 /* Host gather on a small persistent thread pool (see hs_gather.h). */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hs_base.h"
 #include "hs_gather.h"
+#include "hs_pool.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -27,89 +27,36 @@
 #define DEFAULT_STREAM_ABOVE ((size_t)32 << 20)
 #define STREAM_MIN_ROW 256
 
+/* The generic pool (devices/hs_pool.h) and the gather's store threshold. */
 struct hs_gather_pool {
-  int n_threads;
-  pthread_t *threads;
-  pthread_mutex_t mu;
-  pthread_cond_t wake, done;
-  unsigned long generation;
-  int pending;
-  bool stop;
-  void (*fn)(void *, int, int);
-  void *arg;
+  hs_pool *pool;
   size_t stream_above; /* outputs larger than this: non-temporal stores */
 };
 
-typedef struct worker_arg {
-  hs_gather_pool *p;
-  int t;
-} worker_arg;
-
-static void *worker(void *a) {
-  worker_arg w = *(worker_arg *)a;
-  free(a);
-  hs_gather_pool *p = w.p;
-  unsigned long seen = 0;
-  pthread_mutex_lock(&p->mu);
-  for (;;) {
-    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-    if (p->stop) break;
-    seen = p->generation;
-    pthread_mutex_unlock(&p->mu);
-    p->fn(p->arg, w.t, p->n_threads);
-    pthread_mutex_lock(&p->mu);
-    if (--p->pending == 0) pthread_cond_signal(&p->done);
-  }
-  pthread_mutex_unlock(&p->mu);
-  return NULL;
-}
-
 hs_status hs__gather_pool_create(int n_threads, hs_gather_pool **out) {
   *out = NULL;
-  if (n_threads < 1 || n_threads > 1024)
-    return hs__fail(HS_ERR_INVALID_ARG, "gather: %d threads", n_threads);
+  hs_pool *pool;
+  hs_status st = hs__pool_create("gather", n_threads, &pool);
+  if (st != HS_OK) return st;
   hs_gather_pool *p = calloc(1, sizeof *p);
-  if (!p) return hs__fail(HS_ERR_NOMEM, "gather pool");
-  p->n_threads = n_threads;
-  size_t llc = hs__llc_bytes();
-  p->stream_above = llc ? llc : DEFAULT_STREAM_ABOVE;
-  pthread_mutex_init(&p->mu, NULL);
-  pthread_cond_init(&p->wake, NULL);
-  pthread_cond_init(&p->done, NULL);
-  p->threads = calloc((size_t)n_threads, sizeof *p->threads);
-  if (!p->threads) {
-    hs__gather_pool_destroy(p);
+  if (!p) {
+    hs__pool_destroy(pool);
     return hs__fail(HS_ERR_NOMEM, "gather pool");
   }
-  for (int t = 1; t < n_threads; t++) {
-    worker_arg *a = malloc(sizeof *a);
-    if (a) *a = (worker_arg){p, t};
-    if (!a || pthread_create(&p->threads[t], NULL, worker, a) != 0) {
-      free(a);
-      p->n_threads = t; /* the ones started are joined */
-      hs__gather_pool_destroy(p);
-      return hs__fail(HS_ERR_NOMEM, "gather: cannot start thread %d", t);
-    }
-  }
+  p->pool = pool;
+  size_t llc = hs__llc_bytes();
+  p->stream_above = llc ? llc : DEFAULT_STREAM_ABOVE;
   *out = p;
   return HS_OK;
 }
 
 void hs__gather_pool_destroy(hs_gather_pool *p) {
   if (!p) return;
-  pthread_mutex_lock(&p->mu);
-  p->stop = true;
-  pthread_cond_broadcast(&p->wake);
-  pthread_mutex_unlock(&p->mu);
-  for (int t = 1; t < p->n_threads && p->threads; t++) pthread_join(p->threads[t], NULL);
-  pthread_mutex_destroy(&p->mu);
-  pthread_cond_destroy(&p->wake);
-  pthread_cond_destroy(&p->done);
-  free(p->threads);
+  hs__pool_destroy(p->pool);
   free(p);
 }
 
-int hs__gather_pool_threads(const hs_gather_pool *p) { return p->n_threads; }
+int hs__gather_pool_threads(const hs_gather_pool *p) { return hs__pool_threads(p->pool); }
 
 size_t hs__gather_pool_stream_above(hs_gather_pool *p, size_t bytes) {
   size_t was = p->stream_above;
@@ -118,21 +65,7 @@ size_t hs__gather_pool_stream_above(hs_gather_pool *p, size_t bytes) {
 }
 
 void hs__gather_pool_run(hs_gather_pool *p, void (*fn)(void *arg, int t, int n), void *arg) {
-  if (p->n_threads > 1) {
-    pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->arg = arg;
-    p->pending = p->n_threads - 1;
-    p->generation++;
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-  }
-  fn(arg, 0, p->n_threads);
-  if (p->n_threads > 1) {
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-  }
+  hs__pool_run(p->pool, fn, arg);
 }
 
 /* ---- the copy ------------------------------------------------------------------ */

@@ -1,0 +1,22 @@
+/* A small persistent thread pool: n_threads threads in all, the caller's
+ * thread being thread 0; the others are started at creation, sleep on a
+ * condition between runs, and run fn(arg, t, n_threads) when woken. Used
+ * by the host gather, the caches and the embedding store (through
+ * sample/hs_gather.h) and by the CBLAS provider's products in pieces. */
+#ifndef HS_POOL_H
+#define HS_POOL_H
+
+#include "hs_base.h"
+
+typedef struct hs_pool hs_pool;
+
+/* `what` names the pool in errors ("WHAT: N threads", "WHAT: cannot start
+ * thread T"); n_threads 1..1024. */
+hs_status hs__pool_create(const char *what, int n_threads, hs_pool **out);
+void hs__pool_destroy(hs_pool *p);
+int hs__pool_threads(const hs_pool *p);
+/* Run fn(arg, t, n_threads) once on every thread t of the pool and return
+ * when all have returned. One run at a time per pool. */
+void hs__pool_run(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg);
+
+#endif
