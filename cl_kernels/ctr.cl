@@ -160,9 +160,33 @@ __kernel void hs_ctr_fm_bwd(__global const float *rows, int row, __global const 
  * (j0 .. j0 + 15 of row i) run side by side as the lanes of one float16,
  * from a transposed copy vt[k][j] = v_j[k] of IK columns at a time; a dot
  * longer than IK continues from its stored partial sum (exact: a float
- * stored and loaded is the same float). */
+ * stored and loaded is the same float). Four rows i run at once, each
+ * with the lanes j0 = 0 and, where a row reaches it, j0 = 16: up to eight
+ * independent sums in flight, where one sum at a time waited on its own
+ * previous addition (each keeps its order, so the bits are those of one
+ * row at a time); lanes j >= i and rows i >= N are computed from vt's
+ * zeros and not stored. */
 #define IK 16
-#define IJ 32 /* lanes of vt's rows: N <= 27 rounded up to two float16 */
+#define IJ 32 /* lanes of vt's rows: N + 3 <= 30 rounded up to two float16 */
+
+/* The first w (<= 16) lanes of a row's partial sums: loaded, stored. */
+inline float16 hs_ia_load(__global const float *o, int w) {
+  if (w >= 16) return vload16(0, o);
+  float part[16];
+  for (int l = 0; l < 16; l++) part[l] = l < w ? o[l] : 0.0f;
+  return vload16(0, part);
+}
+
+inline void hs_ia_store(float16 acc, __global float *o, int w) {
+  if (w >= 16) {
+    vstore16(acc, 0, o);
+    return;
+  }
+  float part[16];
+  vstore16(acc, 0, part);
+  for (int l = 0; l < w; l++) o[l] = part[l];
+}
+
 __kernel void hs_ctr_interact(__global const float *z, __global const float *rows,
                               __global const int *idx, int n_fields, int dim, int n,
                               __global float *out) {
@@ -173,32 +197,62 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
   __global const float *zb = z + (size_t)b * dim;
   __global const int *ib = idx + (size_t)b * n_fields;
   for (int k = 0; k < dim; k++) o[k] = zb[k];
-  float vt[IK * IJ], part[16];
+  float vt[IK * IJ];
   for (int q = 0; q < IK * IJ; q++) vt[q] = 0.0f;
   for (int k0 = 0; k0 < dim; k0 += IK) {
     int m = min(IK, dim - k0);
     for (int j = 0; j < N; j++) {
       __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0;
-      for (int kk = 0; kk < m; kk++) vt[kk * IJ + j] = vj[kk];
+      if (m == IK) { /* a whole row at once, then lane by lane */
+        float16 r = vload16(0, vj);
+        float *c = vt + j;
+        c[0] = r.s0, c[IJ] = r.s1, c[2 * IJ] = r.s2, c[3 * IJ] = r.s3;
+        c[4 * IJ] = r.s4, c[5 * IJ] = r.s5, c[6 * IJ] = r.s6, c[7 * IJ] = r.s7;
+        c[8 * IJ] = r.s8, c[9 * IJ] = r.s9, c[10 * IJ] = r.sa, c[11 * IJ] = r.sb;
+        c[12 * IJ] = r.sc, c[13 * IJ] = r.sd, c[14 * IJ] = r.se, c[15 * IJ] = r.sf;
+      } else {
+        for (int kk = 0; kk < m; kk++) vt[kk * IJ + j] = vj[kk];
+      }
     }
-    for (int i = 1; i < N; i++) {
-      __global float *oi = o + dim + i * (i - 1) / 2;
-      for (int j0 = 0; j0 < i; j0 += 16) {
-        int w = min(16, i - j0);
-        float16 acc = (float16)(0.0f);
+    for (int i0 = 1; i0 < N; i0 += 4) {
+      /* row i's sums start at o + dim + t(i); they are i wide */
+      int t0 = dim + i0 * (i0 - 1) / 2, t1 = t0 + i0, t2 = t1 + i0 + 1, t3 = t2 + i0 + 2;
+      int w0 = i0, w1 = i0 + 1 < N ? i0 + 1 : 0, w2 = i0 + 2 < N ? i0 + 2 : 0;
+      int w3 = i0 + 3 < N ? i0 + 3 : 0;
+      float16 a0 = (float16)(0.0f), a1 = a0, a2 = a0, a3 = a0;
+      float16 h0 = a0, h1 = a0, h2 = a0, h3 = a0;
+      if (k0 > 0) {
+        a0 = hs_ia_load(o + t0, w0), a1 = hs_ia_load(o + t1, w1);
+        a2 = hs_ia_load(o + t2, w2), a3 = hs_ia_load(o + t3, w3);
+      }
+      if (i0 + 3 > 16) { /* some row of the four reaches j = 16 */
         if (k0 > 0) {
-          for (int l = 0; l < 16; l++) part[l] = l < w ? oi[j0 + l] : 0.0f;
-          acc = vload16(0, part);
+          h0 = hs_ia_load(o + t0 + 16, w0 - 16), h1 = hs_ia_load(o + t1 + 16, w1 - 16);
+          h2 = hs_ia_load(o + t2 + 16, w2 - 16), h3 = hs_ia_load(o + t3 + 16, w3 - 16);
         }
-        for (int kk = 0; kk < m; kk++)
-          acc = acc + (float16)(vt[kk * IJ + i]) * vload16(0, vt + kk * IJ + j0);
-        if (w == 16) {
-          vstore16(acc, 0, oi + j0);
-        } else {
-          vstore16(acc, 0, part);
-          for (int l = 0; l < w; l++) oi[j0 + l] = part[l];
+        for (int kk = 0; kk < m; kk++) {
+          float16 lo = vload16(0, vt + kk * IJ), hi = vload16(0, vt + kk * IJ + 16);
+          float16 b0 = (float16)(vt[kk * IJ + i0]), b1 = (float16)(vt[kk * IJ + i0 + 1]);
+          float16 b2 = (float16)(vt[kk * IJ + i0 + 2]), b3 = (float16)(vt[kk * IJ + i0 + 3]);
+          a0 = a0 + b0 * lo, a1 = a1 + b1 * lo, a2 = a2 + b2 * lo, a3 = a3 + b3 * lo;
+          h0 = h0 + b0 * hi, h1 = h1 + b1 * hi, h2 = h2 + b2 * hi, h3 = h3 + b3 * hi;
+        }
+        if (w0 > 16) hs_ia_store(h0, o + t0 + 16, w0 - 16);
+        if (w1 > 16) hs_ia_store(h1, o + t1 + 16, w1 - 16);
+        if (w2 > 16) hs_ia_store(h2, o + t2 + 16, w2 - 16);
+        if (w3 > 16) hs_ia_store(h3, o + t3 + 16, w3 - 16);
+      } else {
+        for (int kk = 0; kk < m; kk++) {
+          float16 lo = vload16(0, vt + kk * IJ);
+          float16 b0 = (float16)(vt[kk * IJ + i0]), b1 = (float16)(vt[kk * IJ + i0 + 1]);
+          float16 b2 = (float16)(vt[kk * IJ + i0 + 2]), b3 = (float16)(vt[kk * IJ + i0 + 3]);
+          a0 = a0 + b0 * lo, a1 = a1 + b1 * lo, a2 = a2 + b2 * lo, a3 = a3 + b3 * lo;
         }
       }
+      if (w0 > 0) hs_ia_store(a0, o + t0, w0);
+      if (w1 > 0) hs_ia_store(a1, o + t1, w1);
+      if (w2 > 0) hs_ia_store(a2, o + t2, w2);
+      if (w3 > 0) hs_ia_store(a3, o + t3, w3);
     }
   }
 }
@@ -207,7 +261,12 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
  * increasing, of dT(max, min) v_j; v_0's goes to dz plus the direct part,
  * the others to dE[b, i - 1]. Sixteen columns k at a time as one float16
  * (each column's sum keeps its order over j: the same bits as one column
- * at a time), then eight and four, the last dim % 4 one by one. */
+ * at a time), then eight and four, the last dim % 4 one by one; four
+ * vectors i at a time, each its own sum (so four additions in flight, not
+ * one waiting on the last; a fifth to seventh beyond N repeat vector N - 1
+ * and are not stored). */
+#define HS_IA_C(i, j) dt[max(i, j) * (max(i, j) - 1) / 2 + min(i, j)]
+#define HS_IA_VEC(j) ((j) == 0 ? zb : rows + (size_t)ib[(j) - 1] * dim)
 __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float *rows,
                                   __global const int *idx, int n_fields, int dim,
                                   __global const float *dout, int n, __global float *dz,
@@ -218,36 +277,56 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
   __global const float *d = dout + (size_t)b * width, *dt = d + dim;
   __global const float *zb = z + (size_t)b * dim;
   __global const int *ib = idx + (size_t)b * n_fields;
-  for (int i = 0; i < N; i++) {
-    __global float *out = i == 0 ? dz + (size_t)b * dim : dE + ((size_t)b * n_fields + i - 1) * dim;
-    int k0 = 0;
-#define HS_INTERACT_BWD_COLS(W)                                                      \
+  for (int i0 = 0; i0 < N; i0 += 4) {
+    int q0 = i0, q1 = min(i0 + 1, N - 1), q2 = min(i0 + 2, N - 1), q3 = min(i0 + 3, N - 1);
+    __global float *o0 = i0 == 0 ? dz + (size_t)b * dim : dE + ((size_t)b * n_fields + i0 - 1) * dim;
+    __global float *o1 = dE + ((size_t)b * n_fields + q1 - 1) * dim;
+    __global float *o2 = dE + ((size_t)b * n_fields + q2 - 1) * dim;
+    __global float *o3 = dE + ((size_t)b * n_fields + q3 - 1) * dim;
+    /* where the pairs (q, j) with j < q start in the triangle */
+    int t0 = q0 * (q0 - 1) / 2, t1 = q1 * (q1 - 1) / 2, t2 = q2 * (q2 - 1) / 2;
+    int t3 = q3 * (q3 - 1) / 2, k0 = 0;
+#define HS_INTERACT_BWD_COLS(T, W, LOAD, STORE)                                      \
     for (; k0 + W <= dim; k0 += W) {                                                 \
-      float##W acc = (float##W)(0.0f);                                               \
-      for (int j = 0; j < N; j++) {                                                  \
-        if (j == i) continue;                                                        \
-        int hi = max(i, j), lo = min(i, j);                                          \
-        float c = dt[hi * (hi - 1) / 2 + lo];                                        \
-        __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0; \
-        acc = acc + (float##W)(c) * vload##W(0, vj);                                 \
+      T a0 = (T)(0.0f), a1 = a0, a2 = a0, a3 = a0;                                   \
+      int j = 0;                                                                     \
+      for (; j < i0; j++) { /* below the four: (q, j) at t(q) + j */                 \
+        T v = LOAD(HS_IA_VEC(j) + k0);                                               \
+        a0 = a0 + (T)(dt[t0 + j]) * v, a1 = a1 + (T)(dt[t1 + j]) * v;                \
+        a2 = a2 + (T)(dt[t2 + j]) * v, a3 = a3 + (T)(dt[t3 + j]) * v;                \
       }                                                                              \
-      if (i == 0) acc = vload##W(0, d + k0) + acc;                                   \
-      vstore##W(acc, 0, out + k0);                                                   \
+      for (; j < min(i0 + 4, N); j++) { /* among them: each skips its own j */      \
+        T v = LOAD(HS_IA_VEC(j) + k0);                                               \
+        if (j != q0) a0 = a0 + (T)(HS_IA_C(q0, j)) * v;                              \
+        if (j != q1) a1 = a1 + (T)(HS_IA_C(q1, j)) * v;                              \
+        if (j != q2) a2 = a2 + (T)(HS_IA_C(q2, j)) * v;                              \
+        if (j != q3) a3 = a3 + (T)(HS_IA_C(q3, j)) * v;                              \
+      }                                                                              \
+      for (; j < N; j++) { /* above them (none is clamped then): at t(j) + q */     \
+        T v = LOAD(HS_IA_VEC(j) + k0);                                               \
+        __global const float *c = dt + j * (j - 1) / 2 + i0;                        \
+        a0 = a0 + (T)(c[0]) * v, a1 = a1 + (T)(c[1]) * v;                            \
+        a2 = a2 + (T)(c[2]) * v, a3 = a3 + (T)(c[3]) * v;                            \
+      }                                                                              \
+      if (i0 == 0) a0 = LOAD(d + k0) + a0;                                           \
+      STORE(a0, o0 + k0);                                                            \
+      if (i0 + 1 < N) STORE(a1, o1 + k0);                                            \
+      if (i0 + 2 < N) STORE(a2, o2 + k0);                                            \
+      if (i0 + 3 < N) STORE(a3, o3 + k0);                                            \
     }
-    HS_INTERACT_BWD_COLS(16)
-    HS_INTERACT_BWD_COLS(8)
-    HS_INTERACT_BWD_COLS(4)
+#define HS_IA_LOAD16(p) vload16(0, p)
+#define HS_IA_STORE16(v, p) vstore16(v, 0, p)
+#define HS_IA_LOAD8(p) vload8(0, p)
+#define HS_IA_STORE8(v, p) vstore8(v, 0, p)
+#define HS_IA_LOAD4(p) vload4(0, p)
+#define HS_IA_STORE4(v, p) vstore4(v, 0, p)
+#define HS_IA_LOAD1(p) (*(p))
+#define HS_IA_STORE1(v, p) (*(p) = (v))
+    HS_INTERACT_BWD_COLS(float16, 16, HS_IA_LOAD16, HS_IA_STORE16)
+    HS_INTERACT_BWD_COLS(float8, 8, HS_IA_LOAD8, HS_IA_STORE8)
+    HS_INTERACT_BWD_COLS(float4, 4, HS_IA_LOAD4, HS_IA_STORE4)
+    HS_INTERACT_BWD_COLS(float, 1, HS_IA_LOAD1, HS_IA_STORE1)
 #undef HS_INTERACT_BWD_COLS
-    for (; k0 < dim; k0++) {
-      float acc = 0.0f;
-      for (int j = 0; j < N; j++) {
-        if (j == i) continue;
-        int hi = max(i, j), lo = min(i, j);
-        float vj = j == 0 ? zb[k0] : rows[(size_t)ib[j - 1] * dim + k0];
-        acc += dt[hi * (hi - 1) / 2 + lo] * vj;
-      }
-      out[k0] = i == 0 ? d[k0] + acc : acc;
-    }
   }
 }
 
