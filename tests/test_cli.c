@@ -171,9 +171,28 @@ Test(cli, bad_values_name_the_option_and_the_range) {
   expect_refused("generate --kind sbm --homophily 0.5 --p-in 0.5 /tmp/x", "--p-in", "--homophily");
   expect_refused("generate --kind sbm --margin nan /tmp/x", "--margin", "[0, ");
   expect_refused("generate --kind sbm --vertices 0 /tmp/x", "--vertices", "[1, 2147483647]");
+  expect_refused("generate --kind sbm --features 10 --words 50 /tmp/x", "--words", "--features");
   expect_refused("bringup --soak-seconds 0", "--soak-seconds", "(0, ");
   expect_refused("place --host-cores 0", "--host-cores", "[1, 65536]");
   expect_refused("place --feature-bytes 12Q", "--feature-bytes", "K, M, G, T");
+}
+
+/* A generated split with no training vertex is written (eval and predict
+ * take it) with a warning that names the dataset; one with training
+ * vertices has none. */
+Test(cli, a_split_without_training_vertices_is_warned) {
+  char args[1024], out[4096], err[4096];
+  char *dst = tu_path(scratch, "no_train");
+  snprintf(args, sizeof args, "generate --kind sbm --vertices 100 --split 0,0.5,0.5 -q %s", dst);
+  cr_assert_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  cr_expect(strstr(err, "warning") && strstr(err, "no training vertex") && strstr(err, dst),
+            "%s", err);
+  char *dst2 = tu_path(scratch, "with_train");
+  snprintf(args, sizeof args, "generate --kind sbm --vertices 100 -q %s", dst2);
+  cr_assert_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  cr_expect(!strstr(err, "warning"), "%s", err);
+  free(dst);
+  free(dst2);
 }
 
 /* ---- special files never hang -------------------------------------------- */

@@ -204,6 +204,9 @@ int cmd_generate(int argc, char **argv) {
   if (o.p_in > 0 && drawn_by)
     return cli_usage_error(cmd, "--p-in and --p-out replace --edges and --homophily, and %s was "
                            "given too: give one or the other", drawn_by);
+  if (o.features == HS_GENERATE_WORDS && o.words > (double)o.num_features)
+    return cli_usage_error(cmd, "--words %g is more than --features %" PRId64 ": a vertex's "
+                           "words are drawn from the features", o.words, o.num_features);
   if (!quiet) {
     o.progress = cli_progress;
     o.progress_ctx = (void *)cmd;
@@ -225,6 +228,9 @@ int cmd_generate(int argc, char **argv) {
     cli_report(cmd, dst, st);
     return st == HS_ERR_INVALID_ARG ? 2 : 1;
   }
+  if (info.has_split[HS_SPLIT_TRAIN] && info.split_size[HS_SPLIT_TRAIN] == 0)
+    fprintf(stderr, "hetsage %s: warning: the split has no training vertex (--split's first "
+            "fraction): train refuses %s; eval and predict take it\n", cmd, dst);
   if (json) {
     printf("{\n  \"path\": ");
     cli_json_string(stdout, dst);

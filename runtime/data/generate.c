@@ -552,6 +552,10 @@ static hs_status check_opts(const hs_generate_opts *o, gen *g) {
       (!(o->words >= 1 && o->words <= 1e6) || !(o->topic >= 0 && o->topic <= 1)))
     return hs__fail(HS_ERR_INVALID_ARG, "words %g (need 1 .. 1e6) and topic %g (need 0 .. 1)",
                     o->words, o->topic);
+  if (o->features == HS_GENERATE_WORDS && o->words > (double)o->num_features)
+    return hs__fail(HS_ERR_INVALID_ARG,
+                    "words %g: more than the %" PRId64 " features a vertex's words come from",
+                    o->words, o->num_features);
   if ((unsigned)o->feat_format > HS_FEAT_FORMAT_SPARSE)
     return hs__fail(HS_ERR_INVALID_ARG, "feature format %d", (int)o->feat_format);
   g->homophily = o->homophily;
