@@ -460,6 +460,25 @@ Test(import, edgelist_errors) {
                  "does not fit in int32");
 }
 
+/* A kept id whose vertex count the conversion cannot hold (16 bytes a
+ * vertex at its peak) is refused where it stands, naming the id, the
+ * vertices and the memory, instead of running out of memory later; on a
+ * machine of 32 GiB or more no int32 id is that large, so it skips. */
+Test(import, a_kept_id_beyond_memory_is_refused) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  double phys = (double)pages * (double)page;
+  if (pages <= 0 || page <= 0 || phys >= 16.0 * 2147483647.0)
+    cr_skip_test("%.1f GiB of memory holds any int32 id's vertices", phys / 1073741824.0);
+  TU_EXPECT_FAIL(edgelist_mem("1 2\n0 2147483640\n", true), HS_ERR_NOMEM, "g.txt", ":2:3:",
+                 "vertex id 2147483640");
+  const char *d = hs_last_error();
+  cr_expect(strstr(d, "2147483641 vertices") && strstr(d, "GiB of memory") &&
+                strstr(d, "without --keep-ids"),
+            "%s", d);
+  /* the same id renumbered is two vertices among three */
+  cr_expect_eq(edgelist_mem("1 2\n0 2147483640\n", false), HS_OK, "%s", hs_last_error());
+}
+
 /* ---- building blocks ---------------------------------------------- */
 
 static int cmp_i32(const void *a, const void *b) {
