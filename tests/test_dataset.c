@@ -1,6 +1,7 @@
 /* Native dataset: open + validate, one test per validation rule, the
  * in-memory view, footprints, feature mapping, and the writer's contract. */
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -592,6 +593,40 @@ Test(dataset, writer_force_replaces_dataset) {
 }
 
 /* ---- statistics ------------------------------------------------------- */
+
+/* Feature values that are NaN or infinite are counted, with the first
+ * vertex holding one: float32 and float16 (whose largest finite value is
+ * not one of them). */
+Test(dataset, stats_count_the_features_that_are_not_finite) {
+  char *dir = good_dataset();
+  hs_dataset *ds;
+  hs_dataset_stats s;
+  hs_dataset_stats_init(&s);
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_stats_compute(ds, &s), HS_OK);
+  cr_expect_eq(s.feature_nonfinite, 0);
+  cr_expect_eq(s.feature_nonfinite_first, -1);
+  hs_dataset_close(ds);
+  float feat[15];
+  for (int i = 0; i < 15; i++) feat[i] = (float)i * 0.5f;
+  feat[7] = NAN, feat[8] = -INFINITY, feat[13] = INFINITY, feat[14] = FLT_MAX;
+  put(dir, "feat.npy", HS_DTYPE_FLOAT32, 2, 5, 3, feat);
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_stats_compute(ds, &s), HS_OK);
+  cr_expect_eq(s.feature_nonfinite, 3);
+  cr_expect_eq(s.feature_nonfinite_first, 2);
+  hs_dataset_close(ds);
+  uint16_t half[15] = {0};
+  half[10] = 0x7e00u, half[11] = 0x7bffu, half[12] = 0xfc00u; /* NaN, 65504, -inf */
+  put(dir, "feat.npy", HS_DTYPE_FLOAT16, 2, 5, 3, half);
+  cr_assert_eq(hs_dataset_open(dir, &ds), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_dataset_stats_compute(ds, &s), HS_OK);
+  cr_expect_eq(s.feature_nonfinite, 2);
+  cr_expect_eq(s.feature_nonfinite_first, 3);
+  cr_expect_eq(s.feature_nnz, 3);
+  hs_dataset_close(ds);
+  tu_rmtree(dir);
+}
 
 Test(dataset, stats_of_small_graph) {
   char *dir = good_dataset();

@@ -13,8 +13,9 @@ static void usage(FILE *f) {
           "Open and validate the native dataset DIR and describe it: vertices, edges,\n"
           "features, classes, split sizes, the out-degree distribution (min, median,\n"
           "p99, max, mean), self-loops, isolated vertices (no edge in or out), the\n"
-          "features' storage (dense feat.npy or sparse CSR) and density (non-zeros over\n"
-          "N x F; dense features are read once to count them), and the bytes each role\n"
+          "features' storage (dense feat.npy or sparse CSR), density (non-zeros over\n"
+          "N x F) and values that are NaN or infinite (a warning: training on them gives\n"
+          "NaN; the features are read once to count them), and the bytes each role\n"
           "holds: the topology on the sampler device (indptr int64 + indices int32 +\n"
           "weights), the features on the host, the labels.\n"
           "\n"
@@ -65,8 +66,11 @@ int cmd_stats(int argc, char **argv) {
            ", \"max\": %" PRId64 ", \"mean\": %.4f},\n",
            s.degree_min, s.degree_median, s.degree_p99, s.degree_max, s.degree_mean);
     printf("  \"feature_nnz\": %" PRId64 ",\n  \"feature_density\": %.6g,\n"
-           "  \"feature_row_nnz_max\": %" PRId64 ",\n",
-           s.feature_nnz, s.feature_density, s.feature_row_nnz_max);
+           "  \"feature_row_nnz_max\": %" PRId64 ",\n  \"feature_nonfinite\": %" PRId64
+           ",\n  \"feature_nonfinite_first_vertex\": ",
+           s.feature_nnz, s.feature_density, s.feature_row_nnz_max, s.feature_nonfinite);
+    if (s.feature_nonfinite_first >= 0) printf("%" PRId64 ",\n", s.feature_nonfinite_first);
+    else printf("null,\n");
     printf("  \"self_loops\": %" PRId64 ",\n  \"isolated\": %" PRId64
            ",\n  \"largest_class\": %" PRId64 "\n}\n",
            s.self_loops, s.isolated, s.class_size_max);
@@ -82,6 +86,10 @@ int cmd_stats(int argc, char **argv) {
            hs_feat_format_name(info.feature_format), s.feature_nnz, 100.0 * s.feature_density,
            info.num_vertices ? (double)s.feature_nnz / (double)info.num_vertices : 0.0,
            s.feature_row_nnz_max);
+  if (s.feature_nonfinite)
+    printf("  warning: %" PRId64 " feature values are NaN or infinite (the first in vertex %" PRId64
+           "): training on them gives NaN\n",
+           s.feature_nonfinite, s.feature_nonfinite_first);
   printf("  self-loops %" PRId64 ", isolated vertices %" PRId64, s.self_loops, s.isolated);
   if (info.num_classes)
     printf(", largest class %" PRId64 " (%.1f%% of labelled)", s.class_size_max,

@@ -1,6 +1,9 @@
 /* Dataset statistics: out-degree distribution, self-loops, isolated
- * vertices, class sizes, feature density. Reads the topology and labels,
- * and dense features once to count their non-zeros. */
+ * vertices, class sizes, feature density and values that are not finite.
+ * Reads the topology and labels, and the features once to count their
+ * non-zeros (dense) and NaN or infinite values. */
+#include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,28 +15,40 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Non-zeros of the features and the most in one row. */
-static void feature_counts(const hs_graph *g, int64_t *nnz, int64_t *row_max) {
-  *nnz = 0;
-  *row_max = 0;
-  if (g->feat_sparse) {
-    *nnz = g->feat_nnz;
-    *row_max = g->feat_row_nnz_max;
+/* A float16's bits are NaN or infinite: all exponent bits set. */
+static bool half_nonfinite(uint16_t h) { return (h & 0x7c00u) == 0x7c00u; }
+
+/* Non-zeros of the features, the most in one row, and the values that are
+ * NaN or infinite (with the first vertex holding one, or -1). */
+static void feature_counts(const hs_graph *g, hs_dataset_stats *out) {
+  out->feature_nnz = out->feature_row_nnz_max = out->feature_nonfinite = 0;
+  out->feature_nonfinite_first = -1;
+  if (g->feat_sparse) { /* (opening refuses values that are not finite) */
+    out->feature_nnz = g->feat_nnz;
+    out->feature_row_nnz_max = g->feat_row_nnz_max;
     return;
   }
   if (!g->feat) return;
   size_t f = (size_t)g->f;
   for (int64_t v = 0; v < g->n; v++) {
-    int64_t k = 0;
+    int64_t k = 0, bad = 0;
     if (g->feat_dtype == HS_DTYPE_FLOAT16) {
       const uint16_t *row = (const uint16_t *)g->feat + (size_t)v * f;
-      for (size_t j = 0; j < f; j++) k += (row[j] & 0x7fffu) != 0; /* -0 is a zero */
+      for (size_t j = 0; j < f; j++) {
+        k += (row[j] & 0x7fffu) != 0; /* -0 is a zero */
+        bad += half_nonfinite(row[j]);
+      }
     } else {
       const float *row = (const float *)g->feat + (size_t)v * f;
-      for (size_t j = 0; j < f; j++) k += row[j] != 0.0f;
+      for (size_t j = 0; j < f; j++) {
+        k += row[j] != 0.0f;
+        bad += !isfinite(row[j]);
+      }
     }
-    *nnz += k;
-    if (k > *row_max) *row_max = k;
+    out->feature_nnz += k;
+    if (k > out->feature_row_nnz_max) out->feature_row_nnz_max = k;
+    if (bad && out->feature_nonfinite_first < 0) out->feature_nonfinite_first = v;
+    out->feature_nonfinite += bad;
   }
 }
 
@@ -61,7 +76,7 @@ static hs_status compute(const hs_dataset *ds, hs_dataset_stats *out) {
   hs_status st = hs__graph_topology(g, "dataset statistics");
   if (st != HS_OK) return st;
   int64_t n = g->n;
-  feature_counts(g, &out->feature_nnz, &out->feature_row_nnz_max);
+  feature_counts(g, out);
   if (n > 0 && g->f > 0)
     out->feature_density = (double)out->feature_nnz / ((double)n * (double)g->f);
   if (n == 0) return HS_OK;

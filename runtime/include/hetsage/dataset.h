@@ -177,6 +177,9 @@ typedef struct hs_dataset_stats {
   int64_t feature_nnz;    /* non-zero features (dense: counted) */
   double feature_density; /* feature_nnz / (N x F); 0 without features */
   int64_t feature_row_nnz_max; /* most non-zeros in one row */
+  int64_t feature_nonfinite;   /* dense feature values that are NaN or infinite
+                                * (opening refuses them in sparse ones) */
+  int64_t feature_nonfinite_first; /* the first vertex with one, -1 if none */
 } hs_dataset_stats;
 
 HS_API void hs_dataset_stats_init_sized(hs_dataset_stats *stats, size_t struct_size);
