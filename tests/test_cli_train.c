@@ -1151,3 +1151,28 @@ Test(cli_train, ctr_bayes_gap_only_against_the_folders_test_file) {
   cr_expect(!strstr(out, "bayes"), "%s", out);
   free(data);
 }
+
+/* embed --out naming a file in the dataset's folder (its features, or a
+ * new name beside them) is refused before any work and the folder is left
+ * as it was; a file elsewhere is written. */
+Test(cli_train, embed_does_not_write_into_the_dataset) {
+  char args[2048], out[4096], err[4096];
+  char *ck = tu_path(scratch, "ck_embed"), *feat = tu_path(ds, "feat.npy");
+  char *beside = tu_path(ds, "emb.npy"), *fine = tu_path(scratch, "emb.npy");
+  snprintf(args, sizeof args, "train --dataset %s " SMALL " --checkpoint %s", ds, ck);
+  cr_assert_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  char *before = tool_slurp(feat);
+  const char *bad[] = {feat, beside};
+  for (int k = 0; k < 2; k++) {
+    snprintf(args, sizeof args, "embed --checkpoint %s --dataset %s --out %s", ck, ds, bad[k]);
+    cr_expect_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 2, "%s", err);
+    cr_expect(strstr(err, "dataset's folder") && strstr(err, bad[k]), "%s", err);
+  }
+  char *after = tool_slurp(feat);
+  cr_expect(before && after && strcmp(before, after) == 0, "feat.npy changed");
+  cr_expect_not(tu_exists(ds, "emb.npy"));
+  snprintf(args, sizeof args, "embed --checkpoint %s --dataset %s --out %s", ck, ds, fine);
+  cr_expect_eq(tool_run2("", args, out, sizeof out, err, sizeof err), 0, "%s", err);
+  cr_expect(tu_exists(scratch, "emb.npy"));
+  free(before), free(after), free(ck), free(feat), free(beside), free(fine);
+}

@@ -280,6 +280,24 @@ int cmd_predict(int argc, char **argv) {
   return rc;
 }
 
+/* `out` would be written into the dataset folder `dir` (the folder that
+ * holds it is `dir`, by real path): the embeddings would replace or sit
+ * among the dataset's files. */
+static bool in_dataset(const char *out, const char *dir) {
+  size_t n = strlen(out);
+  char *parent = malloc(n + 2);
+  if (!parent) return false;
+  memcpy(parent, out, n + 1);
+  char *slash = strrchr(parent, '/');
+  if (!slash) strcpy(parent, ".");
+  else if (slash == parent) parent[1] = 0;
+  else *slash = 0;
+  char *a = realpath(parent, NULL), *b = realpath(dir, NULL);
+  bool same = a && b && strcmp(a, b) == 0;
+  free(a), free(b), free(parent);
+  return same;
+}
+
 static void embed_usage(FILE *f) {
   fprintf(f,
           "usage: hetsage embed --checkpoint FILE|DIR --out F.npy [--layer L] [options]\n"
@@ -291,7 +309,7 @@ static void embed_usage(FILE *f) {
           "layers give their output after bias and ReLU; the last layer, the logits.\n"
           "\n"
           "  --layer L        1..layers (default: layers - 1, or 1 for one layer)\n"
-          "  --out F.npy      where to write\n"
+          "  --out F.npy      where to write (not in the dataset's folder)\n"
           "  --json           the result as JSON\n");
   cli_session_usage(f);
 }
@@ -337,6 +355,12 @@ int cmd_embed(int argc, char **argv) {
   if ((int)layer > layers) {
     fprintf(stderr, "hetsage embed: --layer %llu: the model has layers 1..%d\n",
             (unsigned long long)layer, layers);
+    cli_session_close(rt, ds, s);
+    return 2;
+  }
+  if (in_dataset(out, a.path)) {
+    fprintf(stderr, "hetsage embed: --out %s: it is in the dataset's folder %s: write the "
+            "embeddings elsewhere\n", out, a.path);
     cli_session_close(rt, ds, s);
     return 2;
   }
