@@ -172,6 +172,11 @@ Test(cli, bad_values_name_the_option_and_the_range) {
   expect_refused("generate --kind sbm --margin nan /tmp/x", "--margin", "[0, ");
   expect_refused("generate --kind sbm --vertices 0 /tmp/x", "--vertices", "[1, 2147483647]");
   expect_refused("generate --kind sbm --features 10 --words 50 /tmp/x", "--words", "--features");
+  expect_refused("eval --checkpoint /tmp/x --lr 0.1", "--lr", "training only");
+  expect_refused("predict --checkpoint /tmp/x --dropout 0.5", "--dropout", "training only");
+  expect_refused("embed --checkpoint /tmp/x --out /tmp/y --optimizer sgd", "--optimizer",
+                 "training only");
+  expect_refused("eval --checkpoint /tmp/x --weight-decay 0.1", "--weight-decay", "training only");
   expect_refused("bringup --soak-seconds 0", "--soak-seconds", "(0, ");
   expect_refused("place --host-cores 0", "--host-cores", "[1, 65536]");
   expect_refused("place --feature-bytes 12Q", "--feature-bytes", "K, M, G, T");

@@ -9,7 +9,7 @@ void cli_session_args_init(cli_session_args *a) {
   hs_session_config_init(&a->cfg);
 }
 
-void cli_session_usage(FILE *f) {
+void cli_session_usage(FILE *f, bool training) {
   fprintf(f,
           "  --dataset DIR        native dataset (default: the bundled Cora)\n"
           "  --board B            board profile name or file (default: generic-cpu)\n"
@@ -36,11 +36,13 @@ void cli_session_usage(FILE *f) {
           "                       attention\n"
           "  --heads N            GAT's attention heads (default 4; the hidden\n"
           "                       width must be a multiple of N)\n"
-          "  --hidden N           hidden width (default 128)\n"
-          "  --dropout P          (default 0.5)\n"
-          "  --optimizer adam|sgd (default adam)\n"
-          "  --lr X               learning rate (default 0.01)\n"
-          "  --weight-decay X     L2 weight decay (default 5e-4)\n"
+          "  --hidden N           hidden width (default 128)\n");
+  if (training)
+    fprintf(f, "  --dropout P          (default 0.5)\n"
+               "  --optimizer adam|sgd (default adam)\n"
+               "  --lr X               learning rate (default 0.01)\n"
+               "  --weight-decay X     L2 weight decay (default 5e-4)\n");
+  fprintf(f,
           "  --seed S             seeds init, shuffles, sampling, dropout (default 0)\n"
           "  --cache-rows N       trainer-side feature cache rows (default: plan)\n"
           "  --cache-fill first|degree|presample\n"
@@ -100,6 +102,16 @@ int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv,
   do {                                           \
     if (!(v = value(cmd, argc, argv, i))) return -1; \
   } while (0)
+  /* Evaluating a saved model (eval, predict, embed) does not train: the
+   * options of training alone are refused there, not taken and ignored. */
+  static const char *const training_only[] = {"--lr", "--weight-decay", "--optimizer",
+                                              "--dropout"};
+  if (strcmp(cmd, "train") != 0)
+    for (size_t t = 0; t < sizeof training_only / sizeof training_only[0]; t++)
+      if (strcmp(o, training_only[t]) == 0) {
+        cli_usage_error(cmd, "%s applies to training only: %s does not train", o, cmd);
+        return -1;
+      }
   if (strcmp(o, "--dataset") == 0) {
     VAL();
     a->dataset = v;

@@ -42,7 +42,7 @@ void cli_session_args_init(cli_session_args *a);
 int cli_session_arg(const char *cmd, cli_session_args *a, int argc, char **argv, int *i);
 
 /* The help text of the session options. */
-void cli_session_usage(FILE *f);
+void cli_session_usage(FILE *f, bool training);
 
 /* Open the runtime and the dataset (importing the bundled Cora when no
  * dataset is named) and create the session. On failure prints why and

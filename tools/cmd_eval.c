@@ -60,7 +60,7 @@ static void eval_usage(FILE *f) {
           "                             sampled under --sampling weighted|threshold)\n"
           "  --full                     full neighbourhoods whatever the sampling\n"
           "  --json                     result as JSON\n");
-  cli_session_usage(f);
+  cli_session_usage(f, false);
 }
 
 int cmd_eval(int argc, char **argv) {
@@ -138,7 +138,7 @@ static void predict_usage(FILE *f) {
           "  --ids LIST       comma-separated vertex ids\n"
           "  --ids-file F     one vertex id per line ('-': standard input)\n"
           "  --json           one JSON object with ids, classes and logits\n");
-  cli_session_usage(f);
+  cli_session_usage(f, false);
 }
 
 typedef struct id_list {
@@ -311,7 +311,7 @@ static void embed_usage(FILE *f) {
           "  --layer L        1..layers (default: layers - 1, or 1 for one layer)\n"
           "  --out F.npy      where to write (not in the dataset's folder)\n"
           "  --json           the result as JSON\n");
-  cli_session_usage(f);
+  cli_session_usage(f, false);
 }
 
 int cmd_embed(int argc, char **argv) {

@@ -30,7 +30,7 @@ static void usage(FILE *f) {
           "on the bundled Cora on the default board.\n"
           "Click-through-rate models: hetsage train --task ctr --help.\n"
           "\n");
-  cli_session_usage(f);
+  cli_session_usage(f, true);
   cli_dist_usage(f);
   fprintf(f,
           "  --node-embedding D   learn a D-wide embedding per vertex (host store,\n"
