@@ -346,6 +346,7 @@ static void train_usage(FILE *f) {
           "  --stats-json F       one JSON object per epoch: stage times, rates,\n"
           "                       bytes, the store's rows and memory\n"
           "  --log-json F         one JSON object per epoch: loss, validation AUC\n"
+          "                       (epochs from 1 in both, as printed)\n"
           "                       (JSON outputs write null for a figure that is not a\n"
           "                       finite number, e.g. AUC without validation files)\n"
           "distributed (mpiexec -n N hetsage train --task ctr --distributed ...):\n"
@@ -381,7 +382,7 @@ static void jnum(FILE *f, const char *key, double x, int digits) {
 }
 
 static void write_stats(FILE *f, const hs_ctr_epoch_stats *st) {
-  fprintf(f, "{\"epoch\": %lld, \"examples\": %lld, \"batches\": %lld", (long long)st->epoch,
+  fprintf(f, "{\"epoch\": %lld, \"examples\": %lld, \"batches\": %lld", (long long)st->epoch + 1,
           (long long)st->examples, (long long)st->batches);
   jnum(f, "loss", st->loss, 6);
   jnum(f, "wall_s", st->wall_s, 4);
@@ -608,7 +609,7 @@ static int validate_epoch(const char *cmd, const ctr_args *a, hs_ctr_session *s,
             (long long)epoch + 1, ve->auc, ve->logloss);
   if (a->log_path) {
     if (!lines_file(cmd, log_f, a->log_path)) return 1;
-    fprintf(*log_f, "{\"epoch\": %lld", (long long)epoch);
+    fprintf(*log_f, "{\"epoch\": %lld", (long long)epoch + 1);
     jnum(*log_f, "loss", es ? es->loss : NAN, 6);
     jnum(*log_f, "valid_auc", ve->auc, 6);
     jnum(*log_f, "valid_logloss", ve->logloss, 6);

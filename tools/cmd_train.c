@@ -61,6 +61,7 @@ static void usage(FILE *f) {
           "                       utilisation, rates, bytes each way and the block\n"
           "                       transfer path, memory\n"
           "  --log-json F         one JSON object per epoch: loss and accuracies\n"
+          "                       (epochs from 1 in both, as printed)\n"
           "  --json               final result as JSON on stdout (numbers that are not\n"
           "                       finite, e.g. a test accuracy without a test split,\n"
           "                       are null)\n"
@@ -118,7 +119,7 @@ static void ju64(FILE *f, const char *key, uint64_t x) {
 
 static void write_stats_json(FILE *f, const hs_session *s, const hs_epoch_stats *st,
                              double valid_acc) {
-  fprintf(f, "{\"epoch\": %lld, \"batches\": %lld", (long long)st->epoch,
+  fprintf(f, "{\"epoch\": %lld, \"batches\": %lld", (long long)st->epoch + 1,
           (long long)st->batches);
   jnum(f, "wall_s", st->wall_s, 6);
   fprintf(f, ", \"pipeline\": \"%s\", \"depth\": %d, \"stages\": {",
@@ -481,7 +482,7 @@ static int train(int argc, char **argv, hs_world **world) {
       goto out;
     }
     if (log_f) {
-      fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch);
+      fprintf(log_f, "{\"epoch\": %lld", (long long)es.epoch + 1);
       jnum(log_f, "loss", es.loss, 6);
       jnum(log_f, "train_acc", es.train_acc, 4);
       jnum(log_f, "valid_acc", valid, 4);
