@@ -1176,3 +1176,38 @@ Test(cli_train, embed_does_not_write_into_the_dataset) {
   cr_expect(tu_exists(scratch, "emb.npy"));
   free(before), free(after), free(ck), free(feat), free(beside), free(fine);
 }
+
+/* --patience counts across a resume: the epochs after the folder's best
+ * (best.json) count as epochs without improvement, so a resumed run stops
+ * where one run would have, and a run that stopped for it stops again
+ * without training. */
+Test(cli_train, patience_counts_across_a_resume) {
+  char args[2048], out[4096], ckpt[512];
+  snprintf(ckpt, sizeof ckpt, "%s/pat", scratch);
+  const char *o = "--batch 50 --hidden 16 --fanouts 5,3 -q --json";
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 3 --checkpoint %s", ds, o, ckpt);
+  run_ok(args, NULL, 0);
+  /* A best at epoch 1 that nothing beats: epochs 2 and 3 did not improve. */
+  char *bj = tu_path(ckpt, "best.json");
+  FILE *f = fopen(bj, "w");
+  cr_assert_not_null(f);
+  fputs("{\"valid_acc\": 1.0, \"epoch\": 1}\n", f);
+  fclose(f);
+  /* Patience 2 is spent already: no epoch. */
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 10 --patience 2 --checkpoint %s "
+           "--resume", ds, o, ckpt);
+  run_ok(args, out, sizeof out);
+  hs_json *v = json_doc(out, "train --json");
+  cr_expect_eq(hs__json_number(v, "epochs", -1), 3, "%s", out);
+  cr_expect(strstr(out, "\"stopped_by\": \"no validation improvement\""), "%s", out);
+  hs__json_free(v);
+  /* Patience 3: one more epoch (the third without improvement), not three. */
+  snprintf(args, sizeof args, "train --dataset %s %s --epochs 10 --patience 3 --checkpoint %s "
+           "--resume", ds, o, ckpt);
+  run_ok(args, out, sizeof out);
+  v = json_doc(out, "train --json");
+  cr_expect_eq(hs__json_number(v, "epochs", -1), 4, "%s", out);
+  cr_expect(strstr(out, "\"stopped_by\": \"no validation improvement\""), "%s", out);
+  hs__json_free(v);
+  free(bj);
+}

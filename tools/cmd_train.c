@@ -41,6 +41,7 @@ static void usage(FILE *f) {
           "  --epochs N           most epochs (default 50)\n"
           "  --target-acc X       stop once validation accuracy reaches X\n"
           "  --patience P         stop after P epochs without a better validation\n"
+          "                       (a resumed run counts those after best.json's)\n"
           "  --checkpoint DIR     save DIR/last.ckpt each epoch, DIR/best.ckpt on a\n"
           "                       better validation; Ctrl-C saves DIR/last.ckpt\n"
           "  --resume             continue from DIR/last.ckpt: the run's options (model,\n"
@@ -395,7 +396,17 @@ static int train(int argc, char **argv, hs_world **world) {
   double test_at_best = NAN, total_s = 0, last_loss = NAN;
   int64_t best_epoch = -1, since_best = 0, done = 0;
   const char *stop_reason = "max epochs";
-  while (hs_session_epoch(s) < (int64_t)epochs) {
+  /* ... and so is its count of epochs without improvement (--patience):
+   * those after its best epoch (best.json's); a run that stopped for it
+   * stops again without training. */
+  if (resume && has_valid && best_valid >= 0) {
+    double at = cli_best_read(ckpt_dir, "epoch");
+    if (at >= 1 && at <= (double)hs_session_epoch(s)) since_best = hs_session_epoch(s) - (int64_t)at;
+  }
+  if (patience > 0 && since_best >= (int64_t)patience && hs_session_epoch(s) < (int64_t)epochs)
+    stop_reason = "no validation improvement";
+  while (hs_session_epoch(s) < (int64_t)epochs &&
+         !(patience > 0 && since_best >= (int64_t)patience)) {
     pc.epoch = hs_session_epoch(s);
     hs_epoch_stats es;
     hs_epoch_stats_init(&es);
