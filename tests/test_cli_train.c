@@ -249,6 +249,40 @@ Test(cli_train, a_signal_during_evaluation_stops_the_run) {
   free(big);
 }
 
+/* The same with the evaluation layer-wise over the whole graph (--eval
+ * full, HETSAGE_FULL_INFERENCE=layerwise; three layers 512 wide, seconds a
+ * pass): the signal ends it between layers, where the pass ran to its end
+ * and the run then finished with 0. */
+Test(cli_train, a_signal_during_layerwise_evaluation_stops_the_run) {
+  const char *exe = getenv("HS_HETSAGE");
+  if (!exe) cr_skip_test("HS_HETSAGE is not set");
+  char *big = tu_path(scratch, "evl");
+  char args[1024], out[8192];
+  snprintf(args, sizeof args, "generate --kind sbm --vertices 200000 --features 16 "
+           "--split 0.02,0.49,0.49 --quiet %s", big);
+  cr_assert_eq(tool_run("", args, out, sizeof out), 0, "%s", out);
+  static char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && { HETSAGE_FULL_INFERENCE=layerwise %s train --dataset %s --epochs 1 "
+           "--hidden 512 --fanouts 2,2,2 --eval full -q --checkpoint elk --stats-json elk.json "
+           "& pid=$!; i=0; while [ $i -lt 2400 ] && [ ! -s elk.json ]; do sleep 0.05; "
+           "i=$((i+1)); done; [ -s elk.json ] && echo started; kill -INT $pid; wait $pid; "
+           "echo status $?; } 2>&1",
+           scratch, exe, big);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = '\0';
+  pclose(p);
+  cr_assert(strstr(out, "started"), "no validation record appeared: %s", out);
+  cr_expect(strstr(out, "status 130"), "%s", out);
+  cr_expect(strstr(out, "interrupted during the test evaluation"), "%s", out);
+  char *ck = tu_path(scratch, "elk");
+  cr_expect(!tu_exists(ck, "last.ckpt") && !tu_exists(ck, "best.ckpt"), "%s", out);
+  free(ck);
+  free(big);
+}
+
 /* ---- splits ------------------------------------------------------------------------ */
 
 Test(cli_train, missing_splits_are_said_at_the_start) {

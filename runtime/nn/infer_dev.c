@@ -10,6 +10,12 @@
 
 hs_status hs__trainer_infer_layers(hs_trainer *t, const hs_csr_view *g, const float *feat,
                                    int layers, float *result) {
+  return hs__trainer_infer_layers_stop(t, g, feat, layers, result, NULL);
+}
+
+hs_status hs__trainer_infer_layers_stop(hs_trainer *t, const hs_csr_view *g, const float *feat,
+                                        int layers, float *result,
+                                        const volatile sig_atomic_t *stop) {
   const hs_model_shape *sh = &t->shape;
   int L = sh->n_layers;
   if (layers < 1 || layers > L)
@@ -46,6 +52,12 @@ hs_status hs__trainer_infer_layers(hs_trainer *t, const hs_csr_view *g, const fl
   hs_dev_graph dg = {.n = (cl_int)n, .n_edges = (cl_int)e, .row_ptr = rp.m, .col = col.m};
   cl_mem in = x.m;
   for (int l = 0; l < layers; l++) {
+    if (stop && (st = hs__queue_finish(t->q)) != HS_OK) goto fail;
+    if (stop && *stop) {
+      st = hs__fail(HS_ERR_INTERRUPTED, "layer-wise inference stopped after %d of %d layers", l,
+                    layers);
+      goto fail;
+    }
     cl_mem dst = l == layers - 1 ? out.m : act[l % 2].m;
     if ((st = t->ops->dev_layer(t, l, &dg, in, dst, scratch)) != HS_OK) goto fail;
     in = dst;

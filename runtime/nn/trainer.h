@@ -14,6 +14,8 @@
 #ifndef HS_NN_TRAINER_H
 #define HS_NN_TRAINER_H
 
+#include <signal.h>
+
 #include "gemm.h"
 #include "hs_dev.h"
 #include "nn/model.h"
@@ -236,6 +238,11 @@ hs_status hs__trainer_infer_full(hs_trainer *t, const hs_csr_view *g, const floa
  * layers: bias and ReLU applied; the last: logits with bias). */
 hs_status hs__trainer_infer_layers(hs_trainer *t, const hs_csr_view *g, const float *feat,
                                    int layers, float *out);
+
+/* The same, ended between layers (the device idle before each check) with
+ * HS_ERR_INTERRUPTED once *stop is non-zero; stop may be NULL. */
+hs_status hs__trainer_infer_layers_stop(hs_trainer *t, const hs_csr_view *g, const float *feat,
+                                        int layers, float *out, const volatile sig_atomic_t *stop);
 
 /* Device time per phase since the last call (needs opts.profile). Waits. */
 hs_status hs__trainer_times(hs_trainer *t, hs_train_times *out);

@@ -117,7 +117,11 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
   bool owned = false;
   hs_status st = hs__session_check_all_rows(s);
   if (st == HS_OK) st = hs__session_all_rows(s, &x, &owned);
-  if (st == HS_OK) st = hs__trainer_infer_full(s->trainer, &g, x, all);
+  /* (a stop flag up when it began does not end it: stopped_since) */
+  bool up_before = s->stop && *s->stop;
+  const volatile sig_atomic_t *stop = !s->comm && !up_before ? s->stop : NULL;
+  if (st == HS_OK)
+    st = hs__trainer_infer_layers_stop(s->trainer, &g, x, s->model.shape.n_layers, all, stop);
   if (owned) free((void *)x);
   for (int64_t i = 0; st == HS_OK && i < n; i++)
     memcpy(logits + (size_t)i * classes, all + (size_t)ids[i] * classes,
