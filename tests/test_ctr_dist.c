@@ -119,14 +119,15 @@ static void *rank_main(void *p) {
   return NULL;
 }
 
-/* W ranks as threads; out[r] what rank r ended with. */
-static void run_world(const hs_ctr_config *c, int W, outcome *out) {
+/* W ranks as threads, rank r with options cs[r]; out[r] what it ended
+ * with. */
+static void run_ranks(const hs_ctr_config *const *cs, int W, outcome *out) {
   hs_comm *comm[MAX_RANKS];
   rank_job jobs[MAX_RANKS];
   pthread_t th[MAX_RANKS];
   cr_assert_eq(hs__comm_open_local(W, comm), HS_OK, "%s", hs_last_error());
   for (int r = 0; r < W; r++) {
-    jobs[r] = (rank_job){.cfg = c, .world = hs__world_wrap(comm[r])};
+    jobs[r] = (rank_job){.cfg = cs[r], .world = hs__world_wrap(comm[r])};
     cr_assert(jobs[r].world);
   }
   for (int r = 0; r < W; r++) cr_assert_eq(pthread_create(&th[r], NULL, rank_main, &jobs[r]), 0);
@@ -135,6 +136,13 @@ static void run_world(const hs_ctr_config *c, int W, outcome *out) {
     hs_world_destroy(jobs[r].world);
     out[r] = jobs[r].o;
   }
+}
+
+/* W ranks with the same options, each of which must succeed. */
+static void run_world(const hs_ctr_config *c, int W, outcome *out) {
+  const hs_ctr_config *cs[MAX_RANKS];
+  for (int r = 0; r < W; r++) cs[r] = c;
+  run_ranks(cs, W, out);
   for (int r = 0; r < W; r++) {
     if (out[r].st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", out[r].err);
     cr_assert_eq(out[r].st, HS_OK, "%d ranks, rank %d: %s", W, r, out[r].err);
@@ -238,4 +246,39 @@ Test(ctr_dist, modes_not_built_and_checkpoints_are_refused) {
   hs_ctr_session_destroy(s);
   hs_runtime_close(rt);
   hs_world_destroy(w);
+}
+
+/* Ranks started with options that shape the result differently (another
+ * seed) refuse to train together, each saying so; another count of GEMM
+ * threads does not shape it (the CTR trainer's products are cut by shape
+ * alone), and such ranks train the same model as ranks alike. */
+Test(ctr_dist, ranks_started_differently_are_refused_but_not_for_gemm_threads) {
+  hs_ctr_config c, other;
+  small_cfg(&c, HS_CTR_DLRM);
+  other = c;
+  other.seed = c.seed + 1;
+  const hs_ctr_config *seeds[2] = {&c, &other};
+  outcome o[2];
+  run_ranks(seeds, 2, o);
+  for (int r = 0; r < 2; r++) {
+    if (o[r].st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", o[r].err);
+    cr_expect_eq(o[r].st, HS_ERR_INVALID_ARG, "rank %d: %s", r, o[r].err);
+    cr_expect(strstr(o[r].err, "rank 1 was started with options other than rank 0's"),
+              "rank %d: %s", r, o[r].err);
+    free(o[r].prob);
+  }
+  c.gemm_threads = 1;
+  other = c;
+  other.gemm_threads = 2;
+  const hs_ctr_config *threads[2] = {&c, &other};
+  outcome t[2], alike[2];
+  run_ranks(threads, 2, t);
+  for (int r = 0; r < 2; r++) cr_assert_eq(t[r].st, HS_OK, "rank %d: %s", r, t[r].err);
+  run_world(&c, 2, alike);
+  for (int r = 0; r < 2; r++) {
+    cr_expect(same(&t[r], &alike[r], true), "rank %d: 1 and 2 GEMM threads differ from 1 and 1",
+              r);
+    free(t[r].prob);
+    free(alike[r].prob);
+  }
 }

@@ -15,7 +15,9 @@
 #include "dist/hs_world.h"
 
 /* A fingerprint of everything that shapes the result, so that ranks
- * started with different options refuse to train together. */
+ * started with different options refuse to train together (not the GEMM's
+ * threads: the trainer's products are cut by shape alone, whatever their
+ * count). */
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
@@ -27,7 +29,7 @@ static uint64_t fingerprint(const hs_ctr_session *s) {
   uint64_t h = 0xcbf29ce484222325ull;
   int32_t i32[] = {(int32_t)c->model, c->dim, c->n_hidden, c->n_bottom, c->batch_size,
                    (int32_t)c->sparse_optimizer, (int32_t)c->admit_after,
-                   (int32_t)c->expire_after, c->gemm_threads, s->mcfg.n_fields, s->mcfg.n_dense};
+                   (int32_t)c->expire_after, s->mcfg.n_fields, s->mcfg.n_dense};
   float f32[] = {c->lr, c->sparse_lr, c->init_range, c->sparse_initial_accumulator};
   uint64_t u64[] = {c->seed, c->embed_budget, (uint64_t)s->lay.n_params};
   h = fnv(h, i32, sizeof i32);
