@@ -70,10 +70,10 @@ hs_gemm_kind hs__gemm_kind_of(const hs_gemm *g);
  * elements also come out as in the whole product on one thread
  * (gemm::pieces_give_the_same_bits_whatever_the_threads). Off by default:
  * the GNN trainer keeps OpenBLAS's own threading (and its bits). Set
- * before the first product. OpenBLAS's thread count is process-wide:
- * providers with other counts whose products run at the same moment on
- * two queues of one process (a GNN and a CTR trainer training at once)
- * may each run with the other's count. */
+ * before the first product. OpenBLAS's thread count is process-wide: the
+ * providers' products run one at a time in a process, each on its own
+ * count (a GNN and a CTR trainer training at once take turns), whatever
+ * was set before (gemm::a_product_runs_on_its_own_thread_count). */
 void hs__gemm_set_pieces(hs_gemm *g, bool on);
 
 /* The pieces of an m x n x k product: `count` (1..HS_GEMM_MAX_PIECES)

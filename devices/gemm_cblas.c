@@ -8,6 +8,7 @@
  * mem-object list: PoCL 3.1 pairs that list with args_mem_loc in its own
  * internal order, handing the function the wrong buffers whenever the
  * caller's order differs. Mapping is zero-copy on CPU devices. */
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "gemm_internal.h"
@@ -56,10 +57,13 @@ typedef struct native_args {
   hs_pool *pool; /* pieces mode: the provider's threads; NULL: one OpenBLAS call */
 } native_args;
 
-/* OpenBLAS's thread count is process-wide: set it only when a provider
- * with another count runs (providers with different counts take turns,
- * each call setting its own). */
-static atomic_int openblas_threads;
+/* OpenBLAS's thread count is process-wide. Each product runs under one
+ * lock with its own count, set where OpenBLAS holds another (asked of
+ * OpenBLAS, not remembered: code outside the providers may set it), so
+ * that products of providers with other counts (a GNN trainer's and a CTR
+ * trainer's in one process) take turns instead of one running on the
+ * other's count, which would change its bits. */
+static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void sgemm(const native_args *x, size_t m, size_t n, const float *a, const float *b,
                   float *c) {
@@ -103,9 +107,11 @@ static void run_pieces(const native_args *x) {
 static void run_native(void *p) {
   const native_args *x = p;
   int threads = x->pool ? 1 : x->threads;
-  if (atomic_exchange(&openblas_threads, threads) != threads) openblas_set_num_threads(threads);
+  pthread_mutex_lock(&blas_lock);
+  if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
   if (x->pool) run_pieces(x);
   else sgemm(x, x->m, x->n, x->a, x->b, x->c);
+  pthread_mutex_unlock(&blas_lock);
 }
 
 void hs__gemm_cblas_release(hs_gemm *g) {

@@ -3,7 +3,9 @@
  * event chaining; and provider selection. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cl_fixture.h"
 #include "gemm.h"
@@ -256,4 +258,97 @@ Test(gemm, pieces_give_the_same_bits_whatever_the_threads) {
     }
   for (int i = 0; i < 4; i++) hs__gemm_destroy(g[i]);
   clf_close(&f);
+}
+
+#if HS_HAVE_CBLAS
+void openblas_set_num_threads(int);
+
+/* One provider's product of the shape below, `runs` times, each compared
+ * with `want` bit for bit; on its own queue. */
+typedef struct blas_runner {
+  hs_gemm *g;
+  cl_command_queue q;
+  cl_mem a, b, c;
+  const float *want;
+  int runs, differ;
+} blas_runner;
+
+enum { BL_M = 4096, BL_N = 256, BL_K = 367 };
+
+static void blas_product(hs_gemm *g, cl_command_queue q, cl_mem a, cl_mem b, cl_mem c, float *out) {
+  hs_gemm_op op = {.m = BL_M, .n = BL_N, .k = BL_K, .alpha = 1.0f, .beta = 0.0f, .a = a, .b = b,
+                   .c = c, .lda = BL_K, .ldb = BL_N, .ldc = BL_N};
+  cr_assert_eq(hs__gemm_run(g, &op, 0, NULL, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__queue_finish(q), HS_OK);
+  cr_assert_eq(hs__mem_read(q, c, true, 0, 4 * (size_t)BL_M * BL_N, out, 0, NULL, NULL), HS_OK);
+}
+
+static void *blas_run(void *p) {
+  blas_runner *r = p;
+  float *got = malloc(4 * (size_t)BL_M * BL_N);
+  for (int i = 0; i < r->runs; i++) {
+    blas_product(r->g, r->q, r->a, r->b, r->c, got);
+    r->differ += memcmp(got, r->want, 4 * (size_t)BL_M * BL_N) != 0;
+  }
+  free(got);
+  return NULL;
+}
+#endif
+
+/* OpenBLAS's thread count is process-wide: a product runs on its
+ * provider's count whatever another caller set before it (the provider
+ * remembered the count it last set, and trusted it), and the products of
+ * two providers with other counts running at once each keep their bits
+ * (they take turns; without, one could run on the other's count). The
+ * shape is one whose bits differ on one and two OpenBLAS threads; where
+ * they do not, there is nothing to tell apart and the test skips. */
+Test(gemm, a_product_runs_on_its_own_thread_count) {
+#if !HS_HAVE_CBLAS
+  cr_skip_test("this build has no CBLAS");
+#else
+  cl_fixture f;
+  clf_open(&f);
+  hs_gemm *g1, *g2;
+  hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, 1, &g1);
+  if (st == HS_ERR_UNSUPPORTED) {
+    clf_close(&f);
+    cr_skip_test("%s", hs_last_error());
+  }
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  cl_command_queue q2;
+  cr_assert_eq(hs__queue_create(&f.ctx, &f.dev, 0, &q2), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__gemm_create(&f.ctx, &f.dev, q2, HS_GEMM_CBLAS, 2, &g2), HS_OK, "%s",
+               hs_last_error());
+  size_t na = (size_t)BL_M * BL_K, nb = (size_t)BL_K * BL_N, nc = (size_t)BL_M * BL_N;
+  float *a = malloc(4 * na), *b = malloc(4 * nb), *one = malloc(4 * nc), *two = malloc(4 * nc);
+  float *again = malloc(4 * nc);
+  uint64_t s = 9;
+  fx_fill(a, na, &s, 1.0f);
+  fx_fill(b, nb, &s, 1.0f);
+  cl_mem da = clf_upload(&f, a, 4 * na), db = clf_upload(&f, b, 4 * nb);
+  cl_mem c1 = clf_upload(&f, NULL, 4 * nc), c2 = clf_upload(&f, NULL, 4 * nc);
+  blas_product(g1, f.q, da, db, c1, one);
+  blas_product(g2, q2, da, db, c2, two);
+  if (memcmp(one, two, 4 * nc) == 0)
+    cr_skip_test("OpenBLAS gives the same bits on one and two threads here");
+  openblas_set_num_threads(1); /* as code outside the providers may */
+  blas_product(g2, q2, da, db, c2, again);
+  cr_expect(memcmp(again, two, 4 * nc) == 0, "a 2-thread product ran on the count set before it");
+  openblas_set_num_threads(2);
+  blas_product(g1, f.q, da, db, c1, again);
+  cr_expect(memcmp(again, one, 4 * nc) == 0, "a 1-thread product ran on the count set before it");
+  blas_runner r[2] = {{.g = g1, .q = f.q, .a = da, .b = db, .c = c1, .want = one, .runs = 8},
+                      {.g = g2, .q = q2, .a = da, .b = db, .c = c2, .want = two, .runs = 8}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++) cr_assert_eq(pthread_create(&th[i], NULL, blas_run, &r[i]), 0);
+  for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+  cr_expect_eq(r[0].differ, 0, "%d of 8 1-thread products differ beside 2-thread ones", r[0].differ);
+  cr_expect_eq(r[1].differ, 0, "%d of 8 2-thread products differ beside 1-thread ones", r[1].differ);
+  hs__mem_release(&da), hs__mem_release(&db), hs__mem_release(&c1), hs__mem_release(&c2);
+  free(a), free(b), free(one), free(two), free(again);
+  hs__gemm_destroy(g1);
+  hs__gemm_destroy(g2);
+  clReleaseCommandQueue(q2);
+  clf_close(&f);
+#endif
 }
