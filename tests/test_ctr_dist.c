@@ -140,7 +140,7 @@ static void run_ranks(const hs_ctr_config *const *cs, int W, outcome *out) {
 
 /* W ranks with the same options, each of which must succeed. */
 static void run_world(const hs_ctr_config *c, int W, outcome *out) {
-  const hs_ctr_config *cs[MAX_RANKS];
+  const hs_ctr_config *cs[MAX_RANKS] = {0};
   for (int r = 0; r < W; r++) cs[r] = c;
   run_ranks(cs, W, out);
   for (int r = 0; r < W; r++) {
