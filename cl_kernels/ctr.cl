@@ -10,36 +10,55 @@
 #pragma OPENCL FP_CONTRACT OFF
 
 /* logit[b] = c + x.w + sum_f E[b, f, col] (+ FM over columns 0..dim when
- * dim > 0) (+ deep[b] when has_deep), in that order. wc: w[n_dense], c. */
+ * dim > 0) (+ deep[b] when has_deep), in that order. wc: w[n_dense], c.
+ * Work-item i computes examples 4i .. 4i + 3 as the lanes of float4s:
+ * each sum is one long chain of additions (the FM's sum of squares
+ * dim x n_fields of them), and four examples' chains side by side keep
+ * four additions in flight where one waited on the last; each lane sums in
+ * the reference's order (the same bits). Lanes past n repeat example n - 1
+ * and are not stored. */
+#define HS_HEAD_ROW(q) (rows + (size_t)i##q[f] * row)
 __kernel void hs_ctr_head(__global const float *dense, int n_dense, __global const float *rows,
                           int row, __global const int *idx, int n_fields, int col, int dim,
                           __global const float *params, ulong wc_off,
                           __global const float *deep, int has_deep, int n,
                           __global float *logit) {
-  int b = (int)get_global_id(0);
-  if (b >= n) return;
-  __global const float *x = dense + (size_t)b * n_dense, *wc = params + wc_off;
-  __global const int *ib = idx + (size_t)b * n_fields;
-  float acc = wc[n_dense];
-  for (int j = 0; j < n_dense; j++) acc += x[j] * wc[j];
-  for (int f = 0; f < n_fields; f++) acc += rows[(size_t)ib[f] * row + col];
+  int b0 = (int)get_global_id(0) * 4;
+  if (b0 >= n) return;
+  int b1 = min(b0 + 1, n - 1), b2 = min(b0 + 2, n - 1), b3 = min(b0 + 3, n - 1);
+  __global const float *wc = params + wc_off;
+  __global const float *x0 = dense + (size_t)b0 * n_dense, *x1 = dense + (size_t)b1 * n_dense;
+  __global const float *x2 = dense + (size_t)b2 * n_dense, *x3 = dense + (size_t)b3 * n_dense;
+  __global const int *i0 = idx + (size_t)b0 * n_fields, *i1 = idx + (size_t)b1 * n_fields;
+  __global const int *i2 = idx + (size_t)b2 * n_fields, *i3 = idx + (size_t)b3 * n_fields;
+  float4 acc = (float4)(wc[n_dense]);
+  for (int j = 0; j < n_dense; j++) acc += (float4)(x0[j], x1[j], x2[j], x3[j]) * (float4)(wc[j]);
+  for (int f = 0; f < n_fields; f++)
+    acc += (float4)(HS_HEAD_ROW(0)[col], HS_HEAD_ROW(1)[col], HS_HEAD_ROW(2)[col],
+                    HS_HEAD_ROW(3)[col]);
   if (dim > 0) {
-    float a = 0.0f, q = 0.0f;
+    float4 a = (float4)(0.0f), q = (float4)(0.0f);
     for (int k = 0; k < dim; k++) {
-      float s = 0.0f;
-      for (int f = 0; f < n_fields; f++) s += rows[(size_t)ib[f] * row + k];
+      float4 s = (float4)(0.0f);
+      for (int f = 0; f < n_fields; f++)
+        s += (float4)(HS_HEAD_ROW(0)[k], HS_HEAD_ROW(1)[k], HS_HEAD_ROW(2)[k], HS_HEAD_ROW(3)[k]);
       a += s * s;
     }
     for (int f = 0; f < n_fields; f++)
       for (int k = 0; k < dim; k++) {
-        float e = rows[(size_t)ib[f] * row + k];
+        float4 e = (float4)(HS_HEAD_ROW(0)[k], HS_HEAD_ROW(1)[k], HS_HEAD_ROW(2)[k],
+                            HS_HEAD_ROW(3)[k]);
         q += e * e;
       }
     acc += 0.5f * (a - q);
   }
-  if (has_deep) acc += deep[b];
-  logit[b] = acc;
+  if (has_deep) acc += (float4)(deep[b0], deep[b1], deep[b2], deep[b3]);
+  logit[b0] = acc.s0;
+  if (b0 + 1 < n) logit[b0 + 1] = acc.s1;
+  if (b0 + 2 < n) logit[b0 + 2] = acc.s2;
+  if (b0 + 3 < n) logit[b0 + 3] = acc.s3;
 }
+#undef HS_HEAD_ROW
 
 /* Loss of each example and dlogit = (sigmoid(logit) - y) / B. */
 __kernel void hs_ctr_loss(__global const float *logit, __global const float *labels, int n,

@@ -189,6 +189,52 @@ Test(ctr_cl, interaction_kernels_equal_the_reference_bit_for_bit) {
   }
 }
 
+/* The logit head alone, bit for bit against the reference: LR's (one
+ * column) and DeepFM's (its FM over dim columns, the deep part's output
+ * added), over batch sizes that leave 0 to 3 examples in the last
+ * work-item's four, field counts, dims and local sizes. */
+Test(ctr_cl, head_kernel_equals_the_reference_bit_for_bit) {
+  static const int32_t ns[] = {1, 2, 3, 4, 5, 37}, Fs[] = {1, 5, 26}, Ds[] = {0, 1, 4, 16};
+  static const size_t wgs[] = {0, 1, 7, 64};
+  const int32_t nd = 13, n_rows = 50;
+  uint64_t s = 23;
+  ctr_fix f;
+  cf_make(&f, HS_CTR_DEEPFM, 8, 5, 4, n_rows, 3);
+  for (size_t w = 0; w < sizeof wgs / sizeof wgs[0]; w++) {
+    hs_ctr_trainer_opts o = {.wg = wgs[w]};
+    hs_ctr_trainer *t;
+    cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, &o, &t),
+                 HS_OK, "%s", hs_last_error());
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+      for (size_t fi = 0; fi < sizeof Fs / sizeof Fs[0]; fi++)
+        for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++)
+          for (int deep = 0; deep < 2; deep++) {
+            int32_t n = ns[ni], F = Fs[fi], D = Ds[di], R = D + 1, col = D;
+            float *dense = random_floats((size_t)n * nd, &s);
+            float *rows = random_floats((size_t)n_rows * R, &s), *wc = random_floats(nd + 1, &s);
+            float *dv = random_floats((size_t)n, &s);
+            int32_t *idx = random_rows((size_t)n * F, n_rows, &s);
+            float *want = malloc(4 * (size_t)n), *got = malloc(4 * (size_t)n);
+            hs__ctr_ref_head(dense, rows, idx, n, nd, F, R, col, D, wc, deep ? dv : NULL, want);
+            cl_mem mx = clf_upload(&clf, dense, 4 * (size_t)n * nd);
+            cl_mem mr = clf_upload(&clf, rows, 4 * (size_t)n_rows * R);
+            cl_mem mi = clf_upload(&clf, idx, 4 * (size_t)n * F);
+            cl_mem mw = clf_upload(&clf, wc, 4 * (nd + 1)), md = clf_upload(&clf, dv, 4 * (size_t)n);
+            cl_mem ml = clf_upload(&clf, NULL, 4 * (size_t)n);
+            cr_assert_eq(hs__ctr_trainer_run_head(t, mx, nd, mr, R, mi, F, col, D, mw,
+                                                  deep ? md : NULL, n, ml),
+                         HS_OK, "%s", hs_last_error());
+            clf_download(&clf, ml, got, 4 * (size_t)n);
+            expect_close(got, want, (size_t)n, true, "head");
+            hs__mem_release(&mx), hs__mem_release(&mr), hs__mem_release(&mi);
+            hs__mem_release(&mw), hs__mem_release(&md), hs__mem_release(&ml);
+            free(dense), free(rows), free(wc), free(dv), free(idx), free(want), free(got);
+          }
+    hs__ctr_trainer_destroy(t);
+  }
+  cf_free(&f);
+}
+
 /* DeepFM's row gradient alone, bit for bit against the reference, over
  * field counts (1, 5, 26), dims (1; 4, 8, 12: a float4, a float8, both;
  * 13: both and a rest; 16: one float16; 29: every block and a rest) and

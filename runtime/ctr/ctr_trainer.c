@@ -84,14 +84,20 @@ static hs_status gemm(hs_ctr_trainer *t, const hs_gemm_op *op) {
 
 /* ---- the CTR kernels' launchers (one each) -------------------------------------------- */
 
+static hs_status launch_head(hs_ctr_trainer *t, cl_mem dense, cl_int nd, cl_mem rows, cl_int R,
+                             cl_mem idx, cl_int F, cl_int col, cl_int dim, cl_mem params,
+                             cl_ulong wc, cl_mem deep, cl_int has_deep, cl_int n, cl_mem logit) {
+  hs_karg a[] = {HS_KARG(dense),  HS_KARG(nd),  HS_KARG(rows), HS_KARG(R),        HS_KARG(idx),
+                 HS_KARG(F),      HS_KARG(col), HS_KARG(dim),  HS_KARG(params),   HS_KARG(wc),
+                 HS_KARG(deep),   HS_KARG(has_deep), HS_KARG(n), HS_KARG(logit)};
+  /* four examples a work-item (ctr.cl) */
+  return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_HEAD, ((size_t)n + 3) / 4, 0, a, 14);
+}
+
 static hs_status k_head(hs_ctr_trainer *t, cl_int col, cl_int dim, cl_mem deep, cl_int has_deep) {
-  cl_int nd = t->cfg.n_dense, R = t->lay.row, F = t->cfg.n_fields, n = t->n;
-  cl_ulong wc = t->lay.lin_w;
-  hs_karg a[] = {HS_KARG(t->dense.m), HS_KARG(nd), HS_KARG(t->rows.m), HS_KARG(R),
-                 HS_KARG(t->idx.m), HS_KARG(F), HS_KARG(col), HS_KARG(dim),
-                 HS_KARG(t->params.m), HS_KARG(wc), HS_KARG(deep), HS_KARG(has_deep),
-                 HS_KARG(n), HS_KARG(t->logit.m)};
-  return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_HEAD, (size_t)n, 0, a, 14);
+  return launch_head(t, t->dense.m, t->cfg.n_dense, t->rows.m, t->lay.row, t->idx.m,
+                     t->cfg.n_fields, col, dim, t->params.m, t->lay.lin_w, deep, has_deep, t->n,
+                     t->logit.m);
 }
 
 static hs_status k_loss(hs_ctr_trainer *t, cl_int slot) {
@@ -543,6 +549,14 @@ hs_status hs__ctr_trainer_drain_loss(hs_ctr_trainer *t, double *loss_sum, int64_
   t->ring_first = (t->ring_first + t->ring_pending) % STATS_RING;
   t->ring_pending = 0;
   return HS_OK;
+}
+
+hs_status hs__ctr_trainer_run_head(hs_ctr_trainer *t, cl_mem dense, int32_t n_dense, cl_mem rows,
+                                   int32_t row, cl_mem idx, int32_t n_fields, int32_t col,
+                                   int32_t dim, cl_mem wc, cl_mem deep, int32_t n, cl_mem logit) {
+  hs_status st = launch_head(t, dense, n_dense, rows, row, idx, n_fields, col, dim, wc, 0,
+                             deep ? deep : wc, deep != NULL, n, logit);
+  return st != HS_OK ? st : hs__queue_finish(t->q);
 }
 
 hs_status hs__ctr_trainer_run_interact(hs_ctr_trainer *t, cl_mem z, cl_mem rows, cl_mem idx,

@@ -69,6 +69,14 @@ hs_status hs__ctr_trainer_read_state(hs_ctr_trainer *t, float *params, float *m,
 hs_status hs__ctr_trainer_write_state(hs_ctr_trainer *t, const float *params, const float *m,
                                       const float *v, uint64_t step);
 
+/* The logit head alone (LR's, and DeepFM's with its FM over columns
+ * 0..dim and deep[b] when deep is not NULL; wc: w[n_dense] then c), on the
+ * caller's buffers; waits. For tests, against hs__ctr_ref_head bit for
+ * bit. */
+hs_status hs__ctr_trainer_run_head(hs_ctr_trainer *t, cl_mem dense, int32_t n_dense, cl_mem rows,
+                                   int32_t row, cl_mem idx, int32_t n_fields, int32_t col,
+                                   int32_t dim, cl_mem wc, cl_mem deep, int32_t n, cl_mem logit);
+
 /* The DLRM interaction (z: B x dim, rows indexed by idx: B x n_fields)
  * and its gradient alone, on the caller's buffers and the trainer's queue
  * at its local size; waits. For tests: the same launches the step makes,
