@@ -264,16 +264,20 @@ bool cli_parse_id_list(const char *s, int64_t **ids, int64_t *n) {
   return true;
 }
 
+void cli_parent_dir(const char *path, char *dir, size_t cap) {
+  snprintf(dir, cap, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash == dir) slash[1] = '\0';
+  else if (slash) *slash = '\0';
+  else snprintf(dir, cap, ".");
+}
+
 bool cli_writable(const char *cmd, const char *opt, const char *path) {
   if (access(path, F_OK) == 0) {
     if (access(path, W_OK) == 0) return true;
   } else {
     char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash == dir) slash[1] = '\0';
-    else if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
+    cli_parent_dir(path, dir, sizeof dir);
     if (access(dir, W_OK | X_OK) == 0) return true;
   }
   fprintf(stderr, "hetsage %s: %s %s: cannot write: %s\n", cmd, opt, path, strerror(errno));

@@ -89,6 +89,9 @@ bool cli_file_close(const char *cmd, FILE *f, const char *path);
  * said at the start of a run rather than after its first epoch; false
  * (said, naming `opt`) if not. */
 bool cli_writable(const char *cmd, const char *opt, const char *path);
+/* The folder that holds `path` (".", "/" or the part before its last '/')
+ * into dir[cap]. */
+void cli_parent_dir(const char *path, char *dir, size_t cap);
 /* Remove the files that exist of paths[0..n) (e.g. an earlier run's
  * checkpoints under --force); false (said, naming `opt`) on the first that
  * cannot be. */

@@ -284,17 +284,11 @@ int cmd_predict(int argc, char **argv) {
  * holds it is `dir`, by real path): the embeddings would replace or sit
  * among the dataset's files. */
 static bool in_dataset(const char *out, const char *dir) {
-  size_t n = strlen(out);
-  char *parent = malloc(n + 2);
-  if (!parent) return false;
-  memcpy(parent, out, n + 1);
-  char *slash = strrchr(parent, '/');
-  if (!slash) strcpy(parent, ".");
-  else if (slash == parent) parent[1] = 0;
-  else *slash = 0;
+  char parent[4200];
+  cli_parent_dir(out, parent, sizeof parent);
   char *a = realpath(parent, NULL), *b = realpath(dir, NULL);
   bool same = a && b && strcmp(a, b) == 0;
-  free(a), free(b), free(parent);
+  free(a), free(b);
   return same;
 }
 

@@ -403,10 +403,9 @@ static int train(int argc, char **argv, hs_world **world) {
     double at = cli_best_read(ckpt_dir, "epoch");
     if (at >= 1 && at <= (double)hs_session_epoch(s)) since_best = hs_session_epoch(s) - (int64_t)at;
   }
-  if (patience > 0 && since_best >= (int64_t)patience && hs_session_epoch(s) < (int64_t)epochs)
-    stop_reason = "no validation improvement";
-  while (hs_session_epoch(s) < (int64_t)epochs &&
-         !(patience > 0 && since_best >= (int64_t)patience)) {
+  bool spent = patience > 0 && since_best >= (int64_t)patience;
+  if (spent && hs_session_epoch(s) < (int64_t)epochs) stop_reason = "no validation improvement";
+  while (!spent && hs_session_epoch(s) < (int64_t)epochs) {
     pc.epoch = hs_session_epoch(s);
     hs_epoch_stats es;
     hs_epoch_stats_init(&es);
@@ -508,7 +507,7 @@ static int train(int argc, char **argv, hs_world **world) {
       stop_reason = "target accuracy";
       break;
     }
-    if (patience > 0 && since_best >= (int64_t)patience) {
+    if ((spent = patience > 0 && since_best >= (int64_t)patience)) {
       stop_reason = "no validation improvement";
       break;
     }

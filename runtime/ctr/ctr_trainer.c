@@ -87,9 +87,9 @@ static hs_status gemm(hs_ctr_trainer *t, const hs_gemm_op *op) {
 static hs_status launch_head(hs_ctr_trainer *t, cl_mem dense, cl_int nd, cl_mem rows, cl_int R,
                              cl_mem idx, cl_int F, cl_int col, cl_int dim, cl_mem params,
                              cl_ulong wc, cl_mem deep, cl_int has_deep, cl_int n, cl_mem logit) {
-  hs_karg a[] = {HS_KARG(dense),  HS_KARG(nd),  HS_KARG(rows), HS_KARG(R),        HS_KARG(idx),
-                 HS_KARG(F),      HS_KARG(col), HS_KARG(dim),  HS_KARG(params),   HS_KARG(wc),
-                 HS_KARG(deep),   HS_KARG(has_deep), HS_KARG(n), HS_KARG(logit)};
+  hs_karg a[] = {HS_KARG(dense), HS_KARG(nd), HS_KARG(rows), HS_KARG(R), HS_KARG(idx),
+                 HS_KARG(F), HS_KARG(col), HS_KARG(dim), HS_KARG(params), HS_KARG(wc),
+                 HS_KARG(deep), HS_KARG(has_deep), HS_KARG(n), HS_KARG(logit)};
   /* four examples a work-item (ctr.cl) */
   return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_HEAD, ((size_t)n + 3) / 4, 0, a, 14);
 }

@@ -29,12 +29,12 @@ static hs_status eval_full_on_root(hs_session *s, int split, double *accuracy) {
   return hs_session_evaluate_full(s, (hs_split)split, accuracy);
 }
 
-/* Whether a stop flag raised since `up_before` was read ends an evaluation
- * or a prediction between batches (one up when it began does not: a
- * program evaluating the model of an epoch it stopped). Not distributed:
- * the other ranks wait on rank 0's answer. */
-static bool stopped_since(const hs_session *s, bool up_before) {
-  return !s->comm && s->stop && *s->stop && !up_before;
+/* The stop flag an evaluation or a prediction starting now watches, to end
+ * between batches (or layers) once it is raised: NULL where one is up
+ * already (a program evaluating the model of an epoch it stopped) and
+ * when distributed (the other ranks wait on rank 0's answer). */
+static const volatile sig_atomic_t *watched_stop(const hs_session *s) {
+  return !s->comm && s->stop && !*s->stop ? s->stop : NULL;
 }
 
 static hs_status no_split(const hs_session *s, hs_split split) {
@@ -59,10 +59,10 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   hs_slot_data *d = &s->slots[0];
   int64_t correct = 0;
   hs_status st = HS_OK;
-  bool up_before = s->stop && *s->stop;
+  const volatile sig_atomic_t *stop = watched_stop(s);
   for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
     int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
-    if (stopped_since(s, up_before)) {
+    if (stop && *stop) {
       st = hs__fail(HS_ERR_INTERRUPTED, "evaluation stopped after %lld of %lld vertices",
                     (long long)first, (long long)n);
       break;
@@ -117,11 +117,9 @@ static hs_status layerwise_logits(hs_session *s, const int32_t *ids, int64_t n, 
   bool owned = false;
   hs_status st = hs__session_check_all_rows(s);
   if (st == HS_OK) st = hs__session_all_rows(s, &x, &owned);
-  /* (a stop flag up when it began does not end it: stopped_since) */
-  bool up_before = s->stop && *s->stop;
-  const volatile sig_atomic_t *stop = !s->comm && !up_before ? s->stop : NULL;
   if (st == HS_OK)
-    st = hs__trainer_infer_layers_stop(s->trainer, &g, x, s->model.shape.n_layers, all, stop);
+    st = hs__trainer_infer_layers_stop(s->trainer, &g, x, s->model.shape.n_layers, all,
+                                       watched_stop(s));
   if (owned) free((void *)x);
   for (int64_t i = 0; st == HS_OK && i < n; i++)
     memcpy(logits + (size_t)i * classes, all + (size_t)ids[i] * classes,
@@ -147,10 +145,10 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   if (use_layerwise(s, n)) return layerwise_logits(s, ids, n, logits);
   out = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *out);
   if (!out) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
-  bool up_before = s->stop && *s->stop;
+  const volatile sig_atomic_t *stop = watched_stop(s);
   for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
     int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
-    if (stopped_since(s, up_before)) {
+    if (stop && *stop) {
       st = hs__fail(HS_ERR_INTERRUPTED, "inference stopped after %lld of %lld vertices",
                     (long long)first, (long long)n);
       break;
