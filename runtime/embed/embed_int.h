@@ -77,8 +77,10 @@ struct hs_embed {
    * oldest once full: which of them must be applied before an eviction. */
   uint32_t recent[HS_EMBED_LAG];
   uint32_t n_recent;
-  /* Per-lookup scratch: hashes and owners of the occurrences. */
+  /* Per-lookup scratch: hashes, shards (table x n_shards + shard) and
+   * owners of the occurrences. */
   uint64_t *hash;
+  int32_t *gid;
   uint8_t *owner;
   int32_t *mult; /* occurrences per first occurrence */
   int32_t scratch_cap;
