@@ -276,6 +276,16 @@ hs_event_state hs__events_poll(const cl_event *events, int n);
 /* Block until every event completed; HS_ERR_OPENCL naming the failed
  * command's status otherwise. */
 hs_status hs__events_wait(const cl_event *events, int n);
+/* Waiting for the next completion among several events (a driving
+ * thread with nothing to do until some device finishes): read the
+ * completion count, poll, and when nothing is done ask to be told of the
+ * events' completions (clSetEventCallback; once per event) and wait for
+ * the count to move past what was read, at most `timeout_s` (callbacks
+ * only wake the thread early: what completed is still learnt by polling).
+ * The count is process-wide: another waiter's completions wake it too. */
+uint64_t hs__events_generation(void);
+void hs__events_notify(const cl_event *events, int n);
+void hs__events_wait_next(uint64_t since, double timeout_s);
 /* Release and clear events (NULL entries are skipped). */
 void hs__events_release(cl_event *events, int n);
 /* Take one more reference to `ev` (NULL is fine) and return it, so that

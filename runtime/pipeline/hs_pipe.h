@@ -31,6 +31,7 @@ typedef struct hs_pipe_slot {
   /* engine-private */
   cl_event events[HS_PIPE_MAX_EVENTS];
   int n_events;
+  bool notified; /* async: completion callbacks asked for its events */
   double t_begin;
 } hs_pipe_slot;
 
