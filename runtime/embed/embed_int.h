@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "embed/embed_slab.h"
 #include "embed/hs_embed.h"
 #include "sample/hs_gather.h"
 
@@ -66,6 +67,7 @@ struct hs_embed {
   int32_t stride;  /* words per record */
   int32_t n_shards; /* per table */
   shard *shards;   /* n_tables x n_shards */
+  hs_embed_slabs slabs; /* the shards' record chunks */
   hs_gather_pool *lk_pool, *up_pool;
   lk_scratch *scratch; /* one per lookup thread */
   /* The last batch whose update was applied (-1: none), written by

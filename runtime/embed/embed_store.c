@@ -78,7 +78,7 @@ static hs_status add_chunks(hs_embed *e, shard *s, uint64_t want) {
       s->chunks_cap = ncap;
     }
     uint32_t n = chunk_records(s->n_chunks);
-    uint32_t *c = malloc((size_t)n * (size_t)e->stride * 4u);
+    uint32_t *c = hs__embed_slabs_alloc(&e->slabs, (size_t)n * (size_t)e->stride * 4u);
     if (!c) return hs__fail(HS_ERR_NOMEM, "embedding store: %u rows", n);
     s->chunks[s->n_chunks++] = c;
     s->allocated += n;
@@ -302,6 +302,7 @@ hs_status hs__embed_create(const hs_embed_cfg *cfg, hs_embed **out) {
   hs_embed *e = calloc(1, sizeof *e);
   if (!e) return hs__fail(HS_ERR_NOMEM, "embedding store");
   e->cfg = *cfg;
+  hs__embed_slabs_init(&e->slabs);
   if (e->cfg.threads == 0) e->cfg.threads = 1;
   e->state_w = hs__embed_state_width(cfg->optim.kind, cfg->dim);
   e->stride = HDR_WORDS + cfg->dim + e->state_w;
@@ -337,13 +338,13 @@ void hs__embed_destroy(hs_embed *e) {
   size_t n = (size_t)e->cfg.n_tables * (size_t)e->n_shards;
   for (size_t i = 0; e->shards && i < n; i++) {
     shard *s = &e->shards[i];
-    for (int k = 0; k < s->n_chunks; k++) free(s->chunks[k]);
     free(s->chunks);
     free(s->index);
     free(s->pend);
     free(s->todo);
   }
   free(e->shards);
+  hs__embed_slabs_free(&e->slabs);
   for (int t = 0; e->scratch && t < e->cfg.threads; t++) {
     free(e->scratch[t].map);
     free(e->scratch[t].hist);

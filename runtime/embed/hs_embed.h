@@ -20,7 +20,11 @@
  *                without touching it) and bits 24..0 the record number + 1
  *            ->  records, in chunks that never move (16, 16, 32 ... 512,
  *                then 1024 records each), so a record's address stays valid
- *                from the lookup that finds it to the update that writes it
+ *                from the lookup that finds it to the update that writes it;
+ *                the chunks of all shards are cut front to back from 8 MiB
+ *                slabs aligned to and advised for 2 MiB huge pages
+ *                (embed_slab.h), which the budget does not count beyond
+ *                the chunks
  *   record   ->  u32 id_lo, u32 id_hi, u32 tick, f32 row[dim],
  *                f32 state[state_width(optimizer, dim)]
  *                (tick: the last batch that looked the row up; a free
