@@ -65,7 +65,8 @@ hs_gemm_kind hs__gemm_kind_of(const hs_gemm *g);
  * OpenBLAS product on one thread, shared out among at most `threads`
  * threads (the native kernel's and up to three helpers of the
  * provider's own, which sleep between products instead of spinning
- * as OpenBLAS's do). The pieces depend on the shape alone, so the result
+ * as OpenBLAS's do, and are woken kept off the native kernel's CPU:
+ * hs__pool_run_elsewhere). The pieces depend on the shape alone, so the result
  * does not depend on the thread count; with OpenBLAS 0.3.21 a piece's
  * elements also come out as in the whole product on one thread
  * (gemm::pieces_give_the_same_bits_whatever_the_threads). Off by default:

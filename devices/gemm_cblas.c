@@ -101,7 +101,7 @@ static void run_pieces(const native_args *x) {
   hs__gemm_piece_plan(x->m, x->n, x->k, &j.plan);
   atomic_init(&j.next, 0);
   if (j.plan.count == 1) take_pieces(&j, 0, 1);
-  else hs__pool_run(x->pool, take_pieces, &j);
+  else hs__pool_run_elsewhere(x->pool, take_pieces, &j);
 }
 
 static void run_native(void *p) {

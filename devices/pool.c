@@ -1,5 +1,6 @@
 /* The thread pool (see hs_pool.h). */
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -15,6 +16,11 @@ struct hs_pool {
   bool stop;
   void (*fn)(void *, int, int);
   void *arg;
+#ifdef __linux__
+  cpu_set_t allowed; /* the process's CPUs when the pool was made */
+  int n_allowed;
+  int avoided;       /* the CPU the helpers were last kept off, -1: none */
+#endif
 };
 
 typedef struct worker_arg {
@@ -51,6 +57,10 @@ hs_status hs__pool_create(const char *what, int n_threads, hs_pool **out) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done, NULL);
+#ifdef __linux__
+  p->avoided = -1;
+  if (sched_getaffinity(0, sizeof p->allowed, &p->allowed) == 0) p->n_allowed = CPU_COUNT(&p->allowed);
+#endif
   p->threads = calloc((size_t)n_threads, sizeof *p->threads);
   if (!p->threads) {
     hs__pool_destroy(p);
@@ -102,4 +112,19 @@ void hs__pool_run(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg) {
     while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
   }
+}
+
+void hs__pool_run_elsewhere(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg) {
+#ifdef __linux__
+  int cpu = p->n_threads > 1 && p->n_allowed > 1 ? sched_getcpu() : -1;
+  if (cpu >= 0 && cpu != p->avoided && CPU_ISSET(cpu, &p->allowed)) {
+    cpu_set_t set = p->allowed;
+    CPU_CLR(cpu, &set);
+    /* A hint: when it fails the helpers stay where they may run. */
+    for (int t = 1; t < p->n_threads; t++)
+      (void)pthread_setaffinity_np(p->threads[t], sizeof set, &set);
+    p->avoided = cpu;
+  }
+#endif
+  hs__pool_run(p, fn, arg);
 }

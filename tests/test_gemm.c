@@ -4,12 +4,14 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cl_fixture.h"
 #include "gemm.h"
 #include "hs_config.h"
+#include "hs_pool.h"
 #include "nn/ref_nn.h"
 #include "nn_fixtures.h"
 
@@ -351,4 +353,50 @@ Test(gemm, a_product_runs_on_its_own_thread_count) {
   clReleaseCommandQueue(q2);
   clf_close(&f);
 #endif
+}
+
+/* The CBLAS provider wakes its helpers for a product's pieces through
+ * hs__pool_run_elsewhere: they are kept off the CPU of the thread that
+ * woke them, which goes on computing (a helper queued behind it there,
+ * while another CPU idled, started its pieces milliseconds late). The
+ * caller is held on one CPU here; each helper must find that CPU outside
+ * its affinity and run elsewhere, on every run, also after the caller
+ * moved to another CPU. */
+typedef struct elsewhere_job {
+  int caller_cpu;
+  int bad_mask, bad_cpu;
+} elsewhere_job;
+
+static void elsewhere_fn(void *arg, int t, int n) {
+  (void)n;
+  elsewhere_job *j = arg;
+  if (t == 0) return;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_ISSET(j->caller_cpu, &set))
+    __atomic_add_fetch(&j->bad_mask, 1, __ATOMIC_RELAXED);
+  if (sched_getcpu() == j->caller_cpu) __atomic_add_fetch(&j->bad_cpu, 1, __ATOMIC_RELAXED);
+}
+
+Test(gemm, pool_helpers_run_off_the_callers_cpu) {
+  cpu_set_t all;
+  cr_assert_eq(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) cr_skip_test("the process may use one CPU");
+  int cpus[2], found = 0;
+  for (int c = 0; c < CPU_SETSIZE && found < 2; c++)
+    if (CPU_ISSET(c, &all)) cpus[found++] = c;
+  hs_pool *p;
+  cr_assert_eq(hs__pool_create("test", 3, &p), HS_OK, "%s", hs_last_error());
+  for (int round = 0; round < 6; round++) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[round % 2], &one);
+    cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+    elsewhere_job j = {.caller_cpu = cpus[round % 2]};
+    hs__pool_run_elsewhere(p, elsewhere_fn, &j);
+    cr_expect_eq(j.bad_mask, 0, "round %d: %d helper(s) may still run on CPU %d", round, j.bad_mask,
+                 j.caller_cpu);
+    cr_expect_eq(j.bad_cpu, 0, "round %d: %d helper(s) ran on CPU %d", round, j.bad_cpu, j.caller_cpu);
+  }
+  cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof all, &all), 0);
+  hs__pool_destroy(p);
 }
