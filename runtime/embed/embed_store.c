@@ -101,21 +101,21 @@ static uint32_t cap_for(uint32_t cap, uint32_t n) {
   return cap;
 }
 
-static uint32_t rec_home(const hs_embed *e, const shard *s, uint32_t entry, int32_t table,
-                         uint32_t cap) {
-  const uint32_t *r = hs__embed_rec(s, (entry & REC_MASK) - 1, e->stride);
-  return hs__embed_home(hs__embed_mix(hs__embed_rec_id(r), table), cap);
-}
-
+/* The index again at `ncap` entries, from the live records in memory
+ * order (front to back through the chunks, where reading them in the old
+ * index's order went to a record at random for each entry). Where two
+ * entries collide their slots may differ from the old order's; what the
+ * index finds does not. */
 static hs_status grow_index(hs_embed *e, shard *s, int32_t table, uint32_t ncap) {
   uint32_t *ni = calloc(ncap, sizeof *ni);
   if (!ni) return hs__fail(HS_ERR_NOMEM, "embedding store: index of %u entries", ncap);
-  for (uint32_t i = 0; i < s->cap; i++) {
-    uint32_t en = s->index[i];
-    if (!en) continue;
-    uint32_t j = rec_home(e, s, en, table, ncap);
+  for (uint32_t r = 0; r < s->used; r++) {
+    const uint32_t *rec = hs__embed_rec(s, r, e->stride);
+    if (rec[2] == HS_EMBED_FREE) continue;
+    uint64_t h = hs__embed_mix(hs__embed_rec_id(rec), table);
+    uint32_t j = hs__embed_home(h, ncap);
     while (ni[j]) j = j + 1 == ncap ? 0 : j + 1;
-    ni[j] = en;
+    ni[j] = hs__embed_tag(h) << TAG_SHIFT | (r + 1);
   }
   free(s->index);
   s->index = ni;
