@@ -8,7 +8,10 @@
  *  - HS_PIPE_THREADS  one host thread per stage, bounded FIFO queues between
  *                     them; back-pressure comes from the slot pool;
  *  - HS_PIPE_ASYNC    one host thread advances every in-flight slot by
- *                     polling event status (no reliance on callbacks).
+ *                     polling event status; with nothing to do it sleeps
+ *                     until a completion callback of a pending event, or
+ *                     2 ms (callbacks only wake it: what completed, and
+ *                     any error, is learnt by polling).
  *
  * In every driver each stage sees batches in increasing order, one at a
  * time, so results do not depend on the driver. Slots are the caller's and
