@@ -11,12 +11,16 @@
 #include <pthread.h>
 #include <stddef.h>
 
+typedef struct hs_embed_mapping {
+  void *p;
+  size_t len; /* hs__huge_map's length; 0: a malloc (under ASan) */
+} hs_embed_mapping;
+
 typedef struct hs_embed_slabs {
   pthread_mutex_t mu;
-  char *cur;        /* the slab being handed out, NULL: none */
-  size_t used, cap; /* bytes of it */
-  void **maps;      /* every mapping, to unmap */
-  size_t *sizes;
+  char *cur;               /* the slab being handed out, NULL: none */
+  size_t used;             /* bytes of it handed out */
+  hs_embed_mapping *maps;  /* everything to give back */
   int n, n_cap;
 } hs_embed_slabs;
 
@@ -24,7 +28,7 @@ void hs__embed_slabs_init(hs_embed_slabs *s);
 /* `bytes` (a multiple of 64 is kept 64-aligned), or NULL when out of
  * memory. */
 void *hs__embed_slabs_alloc(hs_embed_slabs *s, size_t bytes);
-/* Unmap everything handed out. */
+/* Give back everything handed out. */
 void hs__embed_slabs_free(hs_embed_slabs *s);
 
 #endif
