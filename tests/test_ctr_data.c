@@ -487,3 +487,60 @@ Test(ctr_data, generator_stops_cleanly_and_writes_strict_json) {
   free(text);
   free(d);
 }
+
+/* Plain files are read a piece at a time (runtime/ctr/criteo.c): lines
+ * cut by a piece's end, a file several pieces long, and a line longer
+ * than a piece, which must still be read whole (its error names its line
+ * and column), read as from one buffer. */
+Test(ctr_data, a_plain_file_longer_than_a_read_and_a_line_longer_than_one) {
+  char *p = tu_path(dir, "long.txt");
+  FILE *f = fopen(p, "w");
+  cr_assert(f);
+  const int n = 6000; /* ~1.2 MB: several reads */
+  for (int i = 0; i < n; i++) {
+    fprintf(f, "%d", i % 3 == 0);
+    for (int j = 0; j < 13; j++) fprintf(f, "\t%d", (i * 7 + j) % 50);
+    for (int k = 0; k < 26; k++) fprintf(f, "\t%x", i * 26 + k + 1);
+    fputc('\n', f);
+  }
+  fclose(f);
+  hs_ctr_reader *r = open1("long.txt", true);
+  hs_ctr_rows rows;
+  cr_assert_eq(hs__ctr_rows_alloc(&rows, 777), HS_OK);
+  int64_t total = 0;
+  for (;;) {
+    cr_assert_eq(hs__ctr_reader_next(r, 777, &rows), HS_OK, "%s", hs_last_error());
+    if (!rows.n) break;
+    for (int i = 0; i < rows.n; i++, total++) {
+      cr_assert_eq(rows.labels[i], total % 3 == 0, "line %lld", (long long)total + 1);
+      for (int k = 0; k < 26; k++)
+        cr_assert_eq(rows.ids[(size_t)i * 26 + k], (uint64_t)(total * 26 + k + 1), "line %lld field %d",
+                     (long long)total + 1, k);
+      cr_assert_eq(rows.dense[(size_t)i * 13 + 12],
+                   hs__ctr_log_transform((int64_t)((total * 7 + 12) % 50)), "line %lld",
+                   (long long)total + 1);
+    }
+  }
+  cr_assert_eq(total, n);
+  hs__ctr_reader_close(r);
+  /* Line 3 has an id of 400,000 digits in column 16. */
+  f = fopen(p, "w");
+  put_line(f, "0", NULL, NULL);
+  put_line(f, "1", NULL, NULL);
+  fputs("1", f);
+  for (int j = 0; j < 13; j++) fputs("\t5", f);
+  fputc('\t', f);
+  for (int d = 0; d < 400000; d++) fputc('a', f);
+  for (int k = 1; k < 26; k++) fputs("\tb1", f);
+  fputc('\n', f);
+  put_line(f, "0", NULL, NULL);
+  fclose(f);
+  r = open1("long.txt", true);
+  cr_assert_eq(hs__ctr_reader_next(r, 1, &rows), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__ctr_reader_next(r, 1, &rows), HS_OK, "%s", hs_last_error());
+  TU_EXPECT_FAIL(hs__ctr_reader_next(r, 1, &rows), HS_ERR_FORMAT, "long.txt:3:", "column 15",
+                 "more than 16 hexadecimal digits");
+  hs__ctr_reader_close(r);
+  hs__ctr_rows_free(&rows);
+  free(p);
+}

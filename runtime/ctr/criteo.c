@@ -2,6 +2,7 @@
  * gzip (zlib's gz* functions read both), a hand-written parser, and errors
  * that name the file, the line and the column. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,11 @@
 #include "ctr/hs_ctr.h"
 
 #define BUF_BYTES (4u << 20) /* longest line: a little less */
+/* Plain files are read this much at a time: a read that stays in the
+ * core's cache for the parse that follows (zlib's gzread passes large
+ * requests through, but a 4 MiB read lands in memory before the parser
+ * reads it back). */
+#define PLAIN_READ (256u << 10)
 #define LOG_TABLE 4096
 
 static float log_table[LOG_TABLE];
@@ -171,7 +177,8 @@ struct hs_ctr_reader {
   int n_paths;
   bool labels;
   int cur; /* file open: paths[cur] */
-  gzFile z;
+  gzFile z; /* gzip files */
+  int fd;   /* plain files (-1: none open) */
   char *buf;
   size_t head, tail; /* unread bytes buf[head..tail) */
   bool eof;          /* of the current file */
@@ -180,9 +187,15 @@ struct hs_ctr_reader {
   uint64_t bytes;
 };
 
-static hs_status open_file(hs_ctr_reader *r, int k) {
+static void close_file(hs_ctr_reader *r) {
   if (r->z) gzclose(r->z);
+  if (r->fd >= 0) close(r->fd);
   r->z = NULL;
+  r->fd = -1;
+}
+
+static hs_status open_file(hs_ctr_reader *r, int k) {
+  close_file(r);
   r->cur = k;
   r->head = r->tail = 0;
   r->eof = false;
@@ -191,6 +204,21 @@ static hs_status open_file(hs_ctr_reader *r, int k) {
   hs_status st;
   int fd = hs__open_regular(r->paths[k], "CTR data", &st);
   if (fd < 0) return st;
+  /* gzip's two magic bytes, or the file is read as it is. */
+  unsigned char magic[2];
+  ssize_t got;
+  while ((got = pread(fd, magic, 2, 0)) < 0 && errno == EINTR) {
+  }
+  if (got < 0) {
+    st = hs__fail(HS_ERR_IO, "%s: cannot read: %s", r->paths[k], strerror(errno));
+    close(fd);
+    return st;
+  }
+  if (got < 2 || magic[0] != 0x1f || magic[1] != 0x8b) {
+    r->fd = fd;
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return HS_OK;
+  }
   r->z = gzdopen(fd, "rb");
   if (!r->z) {
     close(fd);
@@ -208,6 +236,7 @@ hs_status hs__ctr_reader_open(const char *const *paths, int n_paths, bool labels
   hs_ctr_reader *r = calloc(1, sizeof *r);
   if (!r) return hs__fail(HS_ERR_NOMEM, "CTR reader");
   r->labels = labels;
+  r->fd = -1;
   r->n_paths = n_paths;
   r->paths = calloc((size_t)n_paths, sizeof *r->paths);
   r->buf = malloc(BUF_BYTES + 1);
@@ -226,7 +255,7 @@ hs_status hs__ctr_reader_open(const char *const *paths, int n_paths, bool labels
 
 void hs__ctr_reader_close(hs_ctr_reader *r) {
   if (!r) return;
-  if (r->z) gzclose(r->z);
+  close_file(r);
   for (int i = 0; r->paths && i < r->n_paths; i++) free(r->paths[i]);
   free(r->paths);
   free(r->buf);
@@ -249,14 +278,25 @@ static hs_status fill(hs_ctr_reader *r) {
   r->head = 0;
   r->tail = rest;
   while (!r->eof && r->tail < BUF_BYTES) {
-    int k = gzread(r->z, r->buf + r->tail, (unsigned)(BUF_BYTES - r->tail));
+    ssize_t k;
+    if (r->fd >= 0) {
+      size_t want = BUF_BYTES - r->tail < PLAIN_READ ? BUF_BYTES - r->tail : PLAIN_READ;
+      while ((k = read(r->fd, r->buf + r->tail, want)) < 0 && errno == EINTR) {
+      }
+      if (k < 0)
+        return hs__fail(HS_ERR_IO, "%s: after line %lld: %s", r->paths[r->cur], (long long)r->line,
+                        strerror(errno));
+      if (k == 0) r->eof = true;
+    } else {
+      k = gzread(r->z, r->buf + r->tail, (unsigned)(BUF_BYTES - r->tail));
+    }
     if (k < 0) {
       int code;
       const char *msg = gzerror(r->z, &code);
       return hs__fail(HS_ERR_IO, "%s: after line %lld: %s", r->paths[r->cur], (long long)r->line,
                       code == Z_ERRNO ? strerror(errno) : msg);
     }
-    if (k == 0) {
+    if (k == 0 && !r->eof) {
       /* zlib ends a stream cut short (a truncated or unfinished .gz) as it
        * ends a whole one, and says which in its error state. */
       int code;
