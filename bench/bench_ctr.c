@@ -108,6 +108,7 @@ typedef struct side {
   double ex_s[16]; /* per epoch */
   double auc, logloss, train_s;
   int epochs;
+  hs_pipeline_mode pipeline; /* the driver the session ran */
 } side;
 
 static int run_hetsage(hs_runtime *rt, const hs_ctr_config *c, const char *train, const char *test,
@@ -125,6 +126,7 @@ static int run_hetsage(hs_runtime *rt, const hs_ctr_config *c, const char *train
     hs_ctr_epoch_stats_init(&es);
     if ((st = hs_ctr_session_train_epoch(s, tr, 1, &es)) != HS_OK) break;
     out->ex_s[e] = es.examples_per_s;
+    out->pipeline = es.pipeline;
     out->train_s += es.wall_s;
     out->epochs = e + 1;
     fprintf(stderr, "bench_ctr: hetsage epoch %d: %.0f examples/s (read %.1f s, lookup %.1f s, "
@@ -232,7 +234,8 @@ static const char usage[] =
     "  --dim D  --hidden W,W  --bottom W,W  --batch-size B  --lr X  --sparse-lr X\n"
     "  --sparse-optimizer NAME  --sparse-init-acc A  --init-range R  --admit-after K\n"
     "  --embed-budget BYTES\n"
-    "  --threads N  --gemm-threads N  --pipeline async|threads|off\n"
+    "  --threads N  --gemm-threads N  --pipeline async|threads|off  --depth N (batches in flight)\n"
+    "  --host-nice N (0..19: how much nicer the read and lookup threads run; default 10)\n"
     "  --peer  --python PY ($HS_PEER_PYTHON, else python3)  --peer-threads N\n"
     "  --peer-sparse-optimizer NAME (default: the same as hetsage's)\n"
     "dump: writes PREFIX_label.npy, PREFIX_dense.npy, PREFIX_ids.npy from Criteo-layout\n"
@@ -301,6 +304,8 @@ int main(int argc, char **argv) {
       if (!parse_w(v, c.bottom, &c.n_bottom)) return 2;
     } else if (!strcmp(o, "--threads")) c.threads = atoi(v);
     else if (!strcmp(o, "--gemm-threads")) c.gemm_threads = atoi(v);
+    else if (!strcmp(o, "--depth")) c.depth = atoi(v);
+    else if (!strcmp(o, "--host-nice")) c.host_nice = atoi(v);
     else if (!strcmp(o, "--peer-threads")) peer_threads = atoi(v);
     else if (!strcmp(o, "--peer-sparse-optimizer")) peer_sparse = v;
     else if (!strcmp(o, "--admit-after")) c.admit_after = (uint32_t)atoi(v);
@@ -371,13 +376,16 @@ int main(int argc, char **argv) {
          "  \"sparse_optimizer\": \"%s\",\n  \"sparse_lr\": %g,\n"
          "  \"sparse_initial_accumulator\": %g,\n  \"epochs\": %d,\n"
          "  \"seed\": %llu,\n  \"blas_core\": %s%s%s,\n  \"openblas_thread_timeout\": %s%s%s,\n"
+         "  \"pipeline\": \"%s\",\n  \"host_nice\": %d,\n"
          "  \"bayes_auc\": %.6f,\n"
          "  \"runs\": [\n",
          dir, hs_ctr_model_name(c.model), c.dim, hid, bot, c.batch_size, (double)c.lr,
          hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr,
          (double)c.sparse_initial_accumulator, epochs, (unsigned long long)c.seed,
          blas ? "\"" : "", blas ? blas : "null", blas ? "\"" : "",
-         timeout ? "\"" : "", timeout ? timeout : "null", timeout ? "\"" : "", bayes);
+         timeout ? "\"" : "", timeout ? timeout : "null", timeout ? "\"" : "",
+         hs_pipeline_mode_name(hs[0].pipeline), hs[0].pipeline == HS_PIPELINE_THREADS ? c.host_nice : 0,
+         bayes);
   for (int r = 0; r < repeat; r++) {
     double ex = 0;
     for (int e = 0; e < hs[r].epochs; e++) ex += hs[r].ex_s[e] > 0 ? 1.0 / hs[r].ex_s[e] : 0;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -199,6 +201,22 @@ bool hs__thp_available(void) {
             (strstr(line, "[always]") != NULL || strstr(line, "[madvise]") != NULL);
   fclose(f);
   return ok;
+}
+
+int hs__thread_nicer(int by) {
+#ifdef __linux__
+  if (by <= 0) return INT_MIN;
+  id_t tid = (id_t)syscall(SYS_gettid);
+  errno = 0;
+  int cur = getpriority(PRIO_PROCESS, tid);
+  if (cur == -1 && errno) return INT_MIN;
+  int want = cur > 19 - by ? 19 : cur + by;
+  if (want != cur && setpriority(PRIO_PROCESS, tid, want) != 0) return INT_MIN;
+  return want;
+#else
+  (void)by;
+  return INT_MIN;
+#endif
 }
 
 #define HUGE_PAGE ((size_t)2 << 20)

@@ -3,6 +3,7 @@
 #ifndef HS_BASE_H
 #define HS_BASE_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -90,6 +91,15 @@ bool hs__thp_available(void);
  * (errno set) when it cannot be mapped. Release with hs__huge_unmap. */
 void *hs__huge_map(size_t bytes, size_t *len, bool *advised);
 void hs__huge_unmap(void *p, size_t len);
+
+/* Lower the calling thread's scheduling priority: its nice value raised
+ * by `by` (at most to 19), the thread alone (Linux, where nice values are
+ * per thread; elsewhere nothing is done). Returns the nice value the
+ * thread runs at, or INT_MIN where nothing was changed (not Linux, `by`
+ * 0 or less, or the kernel refused). A thread cannot raise its priority
+ * back without privilege: meant for threads that end, or that serve only
+ * work that should take the CPU time others leave. */
+int hs__thread_nicer(int by);
 
 /* "1.5 GiB" style text of a byte count (powers of 1024). Returns buf. */
 char *hs__fmt_bytes(uint64_t bytes, char *buf, size_t cap);

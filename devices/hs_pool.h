@@ -23,6 +23,9 @@ void hs__pool_run(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg);
  * thread that keeps computing was queued behind it on the same CPU, the
  * kernel's wake-up placement, while another CPU stayed idle for
  * milliseconds. The affinity is changed only when the caller's CPU did. */
+/* The pool's own threads (not the caller's) run `by` nicer for the rest
+ * of the pool's life (hs__thread_nicer). Returns how many did. */
+int hs__pool_nicer(hs_pool *p, int by);
 void hs__pool_run_elsewhere(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg);
 
 #endif

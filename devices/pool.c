@@ -1,6 +1,7 @@
 /* The thread pool (see hs_pool.h). */
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -112,6 +113,24 @@ void hs__pool_run(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg) {
     while (p->pending > 0) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
   }
+}
+
+typedef struct nicer_job {
+  int by;
+  atomic_int done;
+} nicer_job;
+
+static void nicer_fn(void *arg, int t, int n) {
+  (void)n;
+  nicer_job *j = arg;
+  if (t > 0 && hs__thread_nicer(j->by) != INT_MIN) atomic_fetch_add(&j->done, 1);
+}
+
+int hs__pool_nicer(hs_pool *p, int by) {
+  nicer_job j = {.by = by};
+  atomic_init(&j.done, 0);
+  hs__pool_run(p, nicer_fn, &j);
+  return atomic_load(&j.done);
 }
 
 void hs__pool_run_elsewhere(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg) {

@@ -583,3 +583,36 @@ Test(ctr_session, same_bits_whatever_the_gemm_threads) {
     free(ref);
   }
 }
+
+/* host_nice: AUTO takes the threads driver with the read and lookup
+ * stages nicer (Linux, one process); host_nice 0 leaves the plan's
+ * driver at the trainer's priority; out of range is refused by name. */
+Test(ctr_session, auto_pipeline_runs_the_host_stages_nicer) {
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_DLRM);
+  cr_expect_eq(c.host_nice, 10);
+  char text[4096];
+  hs_ctr_session *s = make(&c);
+  hs_ctr_session_describe(s, text, sizeof text);
+  hs_ctr_session_destroy(s);
+#ifdef __linux__
+  cr_expect(strstr(text, "pipeline: threads") != NULL, "%s", text);
+  cr_expect(strstr(text, "read and lookup threads nice +10") != NULL, "%s", text);
+#endif
+  c.host_nice = 0;
+  s = make(&c);
+  hs_ctr_session_describe(s, text, sizeof text);
+  hs_ctr_session_destroy(s);
+  cr_expect(strstr(text, "nice") == NULL, "%s", text);
+  c.host_nice = 7;
+  c.pipeline = HS_PIPELINE_ASYNC; /* one thread: nothing to lower */
+  s = make(&c);
+  hs_ctr_session_describe(s, text, sizeof text);
+  hs_ctr_session_destroy(s);
+  cr_expect(strstr(text, "pipeline: async") != NULL && strstr(text, "nice") == NULL, "%s", text);
+  c.host_nice = 20;
+  hs_ctr_session *bad = NULL;
+  cr_expect_eq(hs_ctr_session_create(rt, &c, &bad), HS_ERR_INVALID_ARG);
+  cr_expect(strstr(hs_last_error(), "host_nice") != NULL, "%s", hs_last_error());
+  cr_expect_null(bad);
+}

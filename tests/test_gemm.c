@@ -7,6 +7,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cl_fixture.h"
 #include "gemm.h"
@@ -398,5 +401,38 @@ Test(gemm, pool_helpers_run_off_the_callers_cpu) {
     cr_expect_eq(j.bad_cpu, 0, "round %d: %d helper(s) ran on CPU %d", round, j.bad_cpu, j.caller_cpu);
   }
   cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof all, &all), 0);
+  hs__pool_destroy(p);
+}
+
+/* hs__pool_nicer lowers the priority of the pool's own threads, for every
+ * later run, and leaves the caller's (the CTR lookup's helpers under the
+ * threads driver take the CPU time the trainer leaves). */
+static int my_nice(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
+
+static void record_nice(void *arg, int t, int n) {
+  (void)n;
+  ((int *)arg)[t] = my_nice();
+}
+
+Test(gemm, pool_nicer_lowers_the_helpers_not_the_caller) {
+  int base = my_nice();
+  cr_assert_eq(hs__thread_nicer(0), INT_MIN, "by 0 changes nothing");
+  hs_pool *p;
+  cr_assert_eq(hs__pool_create("test", 3, &p), HS_OK, "%s", hs_last_error());
+  int seen[3] = {99, 99, 99};
+  hs__pool_run(p, record_nice, seen);
+  for (int t = 0; t < 3; t++) cr_expect_eq(seen[t], base, "thread %d before: %d", t, seen[t]);
+#ifdef __linux__
+  int want = base + 4 > 19 ? 19 : base + 4;
+  cr_expect_eq(hs__pool_nicer(p, 4), 2, "both helpers lowered");
+  for (int round = 0; round < 2; round++) {
+    hs__pool_run(p, record_nice, seen);
+    cr_expect_eq(seen[0], base, "the caller stays at %d (%d)", base, seen[0]);
+    for (int t = 1; t < 3; t++) cr_expect_eq(seen[t], want, "helper %d at %d, not %d", t, seen[t], want);
+  }
+  cr_expect_eq(my_nice(), base);
+#else
+  cr_expect_eq(hs__pool_nicer(p, 4), 0);
+#endif
   hs__pool_destroy(p);
 }

@@ -7,7 +7,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hs_test_cl.h"
 #include "pipeline/hs_pipe.h"
@@ -76,10 +79,14 @@ typedef struct run_ctx {
   int gate_lag;                  /* stage 1 waits for batch b - gate_lag (0: no gate) */
   atomic_int finished;           /* batches through the last stage's finish */
   atomic_int gate_broken;        /* stage 1 began a batch too early */
+  int nice_seen[3];              /* each stage's thread's nice value */
 } run_ctx;
+
+static int my_nice(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
 
 static hs_status stage_begin(run_ctx *c, int s, hs_pipe_slot *slot, cl_event *ev, int *n) {
   c->order[s][c->n_seen[s]++] = slot->batch;
+  c->nice_seen[s] = my_nice();
   if (s == 1 && c->gate_lag > 0 && atomic_load(&c->finished) < slot->batch - c->gate_lag + 1)
     atomic_fetch_add(&c->gate_broken, 1);
   if (s == 0 && slot->batch == c->stop_after) c->stop_flag = 1;
@@ -308,5 +315,31 @@ Test(pipeline, thread_init_runs_once_on_every_stage_thread) {
     cr_assert_eq(hs__pipe_run(&p, 0, 5, NULL), HS_OK, "%s", hs_last_error());
     /* Only the threads driver starts threads; the others run on the caller's. */
     cr_expect_eq(atomic_load(&inits), m == HS_PIPE_THREADS ? 3 : 0, "mode %d", m);
+  }
+}
+
+/* stage_nice: under the threads driver the stage's thread runs that much
+ * nicer than the caller, the other stages as the caller; the other
+ * drivers run every stage on the caller's thread, unchanged. */
+Test(pipeline, threads_driver_runs_a_stage_at_its_nice) {
+  int base = my_nice();
+  for (int m = 0; m < 3; m++) {
+    run_ctx c = fresh(0.0005, -0.0005, 0.0005);
+    hs_pipe_slot slots[3];
+    memset(slots, 0, sizeof slots);
+    c.cl = ctx.ctx;
+    hs_pipe p = {.stages = STAGES, .n_stages = 3, .ctx = &c, .slots = slots, .depth = 3,
+                 .mode = (hs_pipe_mode)m};
+    p.stage_nice[1] = 5;
+    cr_assert_eq(hs__pipe_run(&p, 0, 4, NULL), HS_OK, "%s", hs_last_error());
+#ifdef __linux__
+    int want1 = m == HS_PIPE_THREADS ? (base + 5 > 19 ? 19 : base + 5) : base;
+#else
+    int want1 = base;
+#endif
+    cr_expect_eq(c.nice_seen[0], base, "mode %d: stage 0 at %d", m, c.nice_seen[0]);
+    cr_expect_eq(c.nice_seen[1], want1, "mode %d: stage 1 at %d, not %d", m, c.nice_seen[1], want1);
+    cr_expect_eq(c.nice_seen[2], base, "mode %d: stage 2 at %d", m, c.nice_seen[2]);
+    cr_expect_eq(my_nice(), base, "mode %d: the caller unchanged", m);
   }
 }

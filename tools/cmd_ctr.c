@@ -95,7 +95,7 @@ typedef struct ctr_args {
   const char *data_dir; /* a generated dataset folder, if one was given */
   int n_dirs;           /* --data folders given */
   bool given_valid, given_test; /* --valid, --test given */
-  const char *given_pipe;       /* --pipeline or --depth given (training only) */
+  const char *given_pipe;       /* --pipeline, --depth or --host-nice given (training only) */
   const char *ckpt;     /* train: folder; eval/predict: file or folder */
   const char *stats_path, *log_path, *output;
   int64_t epochs;
@@ -225,6 +225,13 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       return -1;
     }
     a->cfg.depth = (int)x;
+  } else if (strcmp(o, "--host-nice") == 0 && has) {
+    a->given_pipe = o;
+    if (!cli_parse_i64(v, &x) || x < 0 || x > 19) {
+      cli_usage_error(cmd, "--host-nice '%s': expected 0..19", v);
+      return -1;
+    }
+    a->cfg.host_nice = (int)x;
   } else if (strcmp(o, "--board") == 0 && has) {
     a->cfg.board = v;
   } else if (strcmp(o, "--trainer") == 0 && has) {
@@ -276,8 +283,12 @@ static void common_usage(FILE *f, bool train, bool json) {
           "  --board NAME|FILE    board profile; --trainer DEV   trainer device\n"
           "  --embed-budget SIZE  most bytes of the embedding store (e.g. 512M;\n"
           "                       default none): the least recently used rows go\n",
-          train ? "  --pipeline off|threads|async   (default: the board's plan)\n"
+          train ? "  --pipeline off|threads|async   (default: threads on Linux, where\n"
+                  "                       --host-nice applies; else the board's plan)\n"
                   "  --depth N            batches in flight (default 3)\n"
+                  "  --host-nice N        threads driver: the read and lookup threads run N\n"
+                  "                       nicer than the trainer (0..19, default 10), taking\n"
+                  "                       the CPU time it leaves; the result is the same\n"
                 : "");
   fprintf(f, json ? "  --json               result as JSON;  -q, --quiet   no progress\n"
                   : "  -q, --quiet          no progress\n");

@@ -61,6 +61,7 @@ void hs_ctr_config_init_sized(hs_ctr_config *user, size_t struct_size) {
   c->init_range = 0.05f;
   c->seed = 1;
   c->pipeline = HS_PIPELINE_AUTO;
+  c->host_nice = 10;
   hs__sized_init(user, struct_size, c, sizeof *c);
 }
 
@@ -86,6 +87,8 @@ static hs_status check_config(const hs_ctr_config *c) {
   if (c->threads < 0 || c->threads > 256 || c->gemm_threads < 0 || c->gemm_threads > 256)
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: %d threads, %d GEMM threads (0..256)",
                     c->threads, c->gemm_threads);
+  if (c->host_nice < 0 || c->host_nice > 19)
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR config: host_nice %d (0..19)", c->host_nice);
   if ((unsigned)c->pipeline > HS_PIPELINE_OFF)
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: pipeline mode %d", (int)c->pipeline);
   return HS_OK;
@@ -171,7 +174,17 @@ hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *user, hs_ct
   model_cfg(cfg, &s->mcfg);
   if ((st = hs__ctr_layout(&s->mcfg, &s->lay)) != HS_OK) goto fail;
   if ((st = place(s, cfg)) != HS_OK) goto fail;
-  hs_pipeline_mode pm = cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline : s->plan->pipeline;
+  /* Nicer host stages need threads of their own: AUTO takes the threads
+   * driver where they apply (on the project's 2-core box the plan's async
+   * driver ran DLRM ~6% slower than threads with them, bench/ctr-vs-pytorch.md). */
+#ifdef __linux__
+  bool nice_ok = cfg->host_nice > 0 && !cfg->world;
+#else
+  bool nice_ok = false;
+#endif
+  hs_pipeline_mode pm = cfg->pipeline != HS_PIPELINE_AUTO ? cfg->pipeline
+                        : nice_ok                         ? HS_PIPELINE_THREADS
+                                                          : s->plan->pipeline;
   s->mode = pm == HS_PIPELINE_THREADS ? HS_PIPE_THREADS
             : pm == HS_PIPELINE_OFF   ? HS_PIPE_OFF
                                       : HS_PIPE_ASYNC;
@@ -210,6 +223,12 @@ hs_status hs_ctr_session_create(hs_runtime *rt, const hs_ctr_config *user, hs_ct
     goto fail;
   }
   s->cfg.dist = NULL; /* borrowed during creation only (taken into s->dist) */
+  /* (A thread cannot be made less nice again without privilege: the
+   * lookup's threads serve this session's store alone.) */
+  if (nice_ok && s->mode == HS_PIPE_THREADS) {
+    s->host_nice = cfg->host_nice;
+    (void)hs__embed_lookup_nicer(s->store, cfg->host_nice);
+  }
   if ((st = make_slots(s)) != HS_OK) goto fail;
   *out = s;
   return HS_OK;
@@ -273,7 +292,9 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
   const hs_embed_cfg *ec = hs__embed_cfg(s->store);
   hs_gemm_kind gk = hs__ctr_trainer_gemm_kind(s->trainer);
   const char *core = gk == HS_GEMM_CBLAS ? hs__gemm_cblas_core() : NULL;
-  char dist[160] = "";
+  char dist[160] = "", nice[64] = "";
+  if (s->host_nice)
+    snprintf(nice, sizeof nice, ", read and lookup threads nice +%d", s->host_nice);
   if (s->comm)
     snprintf(dist, sizeof dist, " per rank\ndistributed: rank %d of %d, tables sharded by id hash, "
              "dense gradients all-reduced", s->rank, s->world_size);
@@ -284,7 +305,7 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
       "Adam lr %g\n"
       "embedding store: %d tables, %s lr %g, rows start U(-%g, %g), admitted after %u "
       "sighting(s), budget %llu bytes%s, expiry after %u batches, %d threads per pool\n"
-      "pipeline: %s, depth %d, batches of %d%s\n",
+      "pipeline: %s, depth %d, batches of %d%s%s\n",
       hs_device_type_name(d->type), d->name, s->plan->trainer.device,
       hs__gemm_kind_name(gk), core ? " (OpenBLAS kernels: " : "", core ? core : "",
       core ? ")" : "", reasons,
@@ -298,7 +319,7 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
       (unsigned long long)ec->memory_budget, ec->memory_budget ? "" : " (none)",
       ec->expire_after, ec->threads,
       s->mode == HS_PIPE_THREADS ? "threads" : s->mode == HS_PIPE_OFF ? "off" : "async",
-      s->depth, c->batch_size, dist);
+      s->depth, c->batch_size, nice, dist);
 }
 
 /* ---- checkpoints ---------------------------------------------------------------------- */

@@ -38,6 +38,7 @@ struct hs_ctr_session {
 
   hs_pipe_mode mode;
   int depth;
+  int host_nice; /* the read and lookup stages' (threads driver), 0: none */
   hs_pipe_slot *pslots;
   ctr_slot *slots;
 

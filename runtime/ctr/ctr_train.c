@@ -191,6 +191,7 @@ static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_
   s->acc_unique = s->acc_deferred = s->acc_up = s->acc_down = 0;
   hs_pipe p = {.stages = stages, .n_stages = HS_CTR_STAGE_COUNT_, .ctx = s, .slots = s->pslots,
                .depth = s->depth, .mode = s->mode, .stop = &s->halt};
+  p.stage_nice[HS_CTR_STAGE_READ] = p.stage_nice[HS_CTR_STAGE_LOOKUP] = s->host_nice;
   if (!s->comm) {
     /* A store that evicts looks batch b up only once batch
      * b - HS_EMBED_LAG was applied (hs_embed.h): deeper pipelines wait

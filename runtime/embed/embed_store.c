@@ -968,6 +968,8 @@ hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, 
   return HS_OK;
 }
 
+int hs__embed_lookup_nicer(hs_embed *e, int by) { return hs__gather_pool_nicer(e->lk_pool, by); }
+
 void hs__embed_refresh(hs_embed *e, hs_embed_batch *b) {
   if (!b->n_deferred) return;
   copy_job c = {.e = e, .b = b, .deferred_only = true};

@@ -142,6 +142,10 @@ typedef struct hs_embed hs_embed;
  * smaller than the store's fixed part. */
 hs_status hs__embed_create(const hs_embed_cfg *cfg, hs_embed **out);
 void hs__embed_destroy(hs_embed *e);
+/* The lookup's own threads (not the caller's, and not the update's) run
+ * `by` nicer from now on (hs__thread_nicer): for a lookup stage that runs
+ * on a thread of its own at that priority. Returns how many did. */
+int hs__embed_lookup_nicer(hs_embed *e, int by);
 const hs_embed_cfg *hs__embed_cfg(const hs_embed *e);
 
 /* ---- one batch ------------------------------------------------------------- */

@@ -79,6 +79,12 @@ typedef struct hs_pipe {
   /* Optional: run first on every thread the threads driver starts (e.g. to
    * bind it to the host's cores). */
   void (*thread_init)(void *ctx);
+  /* Threads driver: stage s's thread runs stage_nice[s] nicer than the
+   * thread that started it (hs__thread_nicer; 0: the same), so that host
+   * work that can wait takes the CPU time the other stages leave instead
+   * of time slices from them. Ignored by the other drivers, which run the
+   * stages on the caller's thread. */
+  int stage_nice[HS_PIPE_MAX_STAGES];
   /* Optional (gate_lag > 0): stage gate_stage begins batch b only once
    * batch b - gate_lag has finished the last stage (e.g. a lookup that
    * needs the updates of every batch up to b - gate_lag). A driver never

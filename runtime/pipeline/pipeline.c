@@ -155,6 +155,7 @@ static void *stage_thread(void *arg) {
   const int s = a->stage;
   const bool last = s == p->n_stages - 1;
   if (p->thread_init) p->thread_init(p->ctx);
+  if (p->stage_nice[s] > 0) (void)hs__thread_nicer(p->stage_nice[s]);
   if (s == 0) {
     for (int64_t b = a->first; b < a->first + a->count; b++) {
       if (stopped(p) || err_set(a->err)) break;

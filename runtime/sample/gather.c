@@ -58,6 +58,8 @@ void hs__gather_pool_destroy(hs_gather_pool *p) {
 
 int hs__gather_pool_threads(const hs_gather_pool *p) { return hs__pool_threads(p->pool); }
 
+int hs__gather_pool_nicer(hs_gather_pool *p, int by) { return hs__pool_nicer(p->pool, by); }
+
 size_t hs__gather_pool_stream_above(hs_gather_pool *p, size_t bytes) {
   size_t was = p->stream_above;
   p->stream_above = bytes;

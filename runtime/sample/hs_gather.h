@@ -22,6 +22,9 @@ typedef struct hs_gather_pool hs_gather_pool;
 hs_status hs__gather_pool_create(int n_threads, hs_gather_pool **out);
 void hs__gather_pool_destroy(hs_gather_pool *p);
 int hs__gather_pool_threads(const hs_gather_pool *p);
+/* The pool's own threads run `by` nicer from now on (hs__pool_nicer);
+ * returns how many did. */
+int hs__gather_pool_nicer(hs_gather_pool *p, int by);
 /* Outputs of more than `bytes` are written with non-temporal stores where
  * the host has them (gather.c says why); the default is the last-level
  * cache size. Returns the previous threshold. Not while a gather runs. */

@@ -178,8 +178,9 @@ typedef struct hs_ctr_config {
   const char *board;
   const hs_board_profile *profile;
   const char *trainer;
-  /* Pipeline of read -> lookup -> train: AUTO takes the plan's driver
-   * (threads, or async on boards of 2 cores or fewer); depth 0: 3. */
+  /* Pipeline of read -> lookup -> train: AUTO is threads where host_nice
+   * applies (below), else the plan's driver (threads, or async on boards
+   * of 2 cores or fewer); depth 0: 3. */
   hs_pipeline_mode pipeline;
   int depth;
   /* Adagrad's accumulator of a new row (element-wise Adagrad: each of its
@@ -205,6 +206,13 @@ typedef struct hs_ctr_config {
    * Epoch statistics count the store of every rank (rows, bytes). */
   hs_world *world;
   const hs_dist_config *dist;
+  /* Under the threads driver, on Linux, and not distributed: the read
+   * and lookup stages' threads and the store's lookup threads run
+   * host_nice nicer than the trainer's (0..19; default 10; 0: at the same
+   * priority). They then take the CPU time the trainer leaves instead of
+   * time slices from it: a trainer on the CPU device waits for its
+   * slowest thread at every product. Results do not depend on it. */
+  int host_nice;
 } hs_ctr_config;
 
 HS_API void hs_ctr_config_init_sized(hs_ctr_config *cfg, size_t struct_size);
