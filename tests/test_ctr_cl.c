@@ -46,7 +46,7 @@ static void compare(hs_ctr_model kind, int32_t n, int32_t fields, int32_t dim, i
   float loss, dloss;
   cr_assert_eq(hs__ctr_ref_gradients(&f.cfg, &f.lay, f.params, &f.b, g, rg, &loss), HS_OK);
   hs_ctr_trainer *t = make_trainer(&f);
-  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b, false), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs__ctr_trainer_gradients(t, dg, drg, &dloss), HS_OK, "%s", hs_last_error());
   /* Sums run in the reference's order, but the device's exp (the
    * sigmoid) may round its last bit unlike the C library's, and GEMM
@@ -83,7 +83,7 @@ static void compare(hs_ctr_model kind, int32_t n, int32_t fields, int32_t dim, i
   hs__ctr_trainer_destroy(t);
   /* Another trainer, the same batch: the same bits. */
   t = make_trainer(&f);
-  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b), HS_OK);
+  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b, false), HS_OK);
   float *dg2 = malloc(np * 4), *drg2 = malloc(nr * 4);
   cr_assert_eq(hs__ctr_trainer_gradients(t, dg2, drg2, &dloss), HS_OK);
   cr_assert_eq(memcmp(dg, dg2, np * 4), 0);
@@ -111,7 +111,7 @@ Test(ctr_cl, bad_batch_refused) {
   cf_make(&f, HS_CTR_DEEPFM, 10, 3, 4, 12, 1);
   hs_ctr_trainer *t = make_trainer(&f);
   f.idx[7] = -1;
-  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b), HS_ERR_FORMAT);
+  cr_assert_eq(hs__ctr_trainer_upload(t, &f.b, false), HS_ERR_FORMAT);
   float p[10];
   cr_assert_eq(hs__ctr_trainer_predict(t, p), HS_ERR_STATE);
   hs__ctr_trainer_destroy(t);

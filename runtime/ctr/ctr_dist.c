@@ -121,7 +121,7 @@ hs_status hs__ctr_dist_step(hs_ctr_session *s, ctr_slot *d, uint32_t tick) {
     hs_ctr_batch b = {.n = n, .n_unique = d->eb.n_unique, .dense = d->rows.dense,
                       .rows = d->eb.rows, .idx = d->eb.unique_of, .occ_ptr = d->eb.occ_ptr,
                       .occ = d->eb.occ, .labels = d->labels};
-    if ((st = hs__ctr_trainer_upload(s->trainer, &b)) != HS_OK ||
+    if ((st = hs__ctr_trainer_upload(s->trainer, &b, false)) != HS_OK ||
         (st = hs__ctr_trainer_backward(s->trainer, s->dense_grads, d->row_grads)) != HS_OK)
       return st;
   } else {

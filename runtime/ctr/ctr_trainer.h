@@ -31,10 +31,11 @@ void hs__ctr_trainer_destroy(hs_ctr_trainer *t);
 const hs_ctr_layout *hs__ctr_trainer_layout(const hs_ctr_trainer *t);
 hs_gemm_kind hs__ctr_trainer_gemm_kind(const hs_ctr_trainer *t);
 
-/* Validate a batch and enqueue its writes without waiting: the host
- * arrays must stay unchanged until the next step's event completes.
- * labels NULL: prediction only. */
-hs_status hs__ctr_trainer_upload(hs_ctr_trainer *t, const hs_ctr_batch *b);
+/* Validate a batch (unless `checked`: the caller passed it through
+ * hs__ctr_batch_validate already, off the trainer's path) and enqueue its
+ * writes without waiting: the host arrays must stay unchanged until the
+ * next step's event completes. labels NULL: prediction only. */
+hs_status hs__ctr_trainer_upload(hs_ctr_trainer *t, const hs_ctr_batch *b, bool checked);
 
 /* Enqueue a training step on the uploaded batch (the dense parameters
  * updated as step t + 1), then a read of the rows' gradients (U x R)
