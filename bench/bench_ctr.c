@@ -130,9 +130,11 @@ static int run_hetsage(hs_runtime *rt, const hs_ctr_config *c, const char *train
     out->train_s += es.wall_s;
     out->epochs = e + 1;
     fprintf(stderr, "bench_ctr: hetsage epoch %d: %.0f examples/s (read %.1f s, lookup %.1f s, "
-            "train %.1f s busy, of which %.1f s applying row gradients; %.1f s wall)\n", e + 1,
+            "train %.1f s busy, of which %.1f s applying row gradients; %.1f s wall; %.1f%% of "
+            "the rows looked up copied after the previous batch's update)\n", e + 1,
             es.examples_per_s, es.stage_busy_s[0], es.stage_busy_s[1], es.stage_busy_s[2],
-            es.update_s, es.wall_s);
+            es.update_s, es.wall_s,
+            es.unique_rows ? 100.0 * (double)es.deferred_rows / (double)es.unique_rows : 0.0);
   }
   hs_ctr_eval ev;
   hs_ctr_eval_init(&ev);
