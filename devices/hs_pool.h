@@ -18,14 +18,14 @@ int hs__pool_threads(const hs_pool *p);
 /* Run fn(arg, t, n_threads) once on every thread t of the pool and return
  * when all have returned. One run at a time per pool. */
 void hs__pool_run(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg);
+/* The pool's own threads (not the caller's) run `by` nicer for the rest
+ * of the pool's life (hs__thread_nicer). Returns how many did. */
+int hs__pool_nicer(hs_pool *p, int by);
 /* hs__pool_run with the other threads kept off the CPU the caller runs on
  * (Linux; where the process may use more than one): a helper woken by a
  * thread that keeps computing was queued behind it on the same CPU, the
  * kernel's wake-up placement, while another CPU stayed idle for
  * milliseconds. The affinity is changed only when the caller's CPU did. */
-/* The pool's own threads (not the caller's) run `by` nicer for the rest
- * of the pool's life (hs__thread_nicer). Returns how many did. */
-int hs__pool_nicer(hs_pool *p, int by);
 void hs__pool_run_elsewhere(hs_pool *p, void (*fn)(void *arg, int t, int n), void *arg);
 
 #endif

@@ -1,5 +1,6 @@
-/* Small helpers shared by the dataset tests: scratch directories, raw file
- * writes, and the check that an error detail names a file and a position. */
+/* Small helpers shared by the tests: scratch directories, raw file writes,
+ * the check that an error detail names a file and a position, and the
+ * calling thread's nice value. */
 #ifndef HS_TEST_UTIL_H
 #define HS_TEST_UTIL_H
 
@@ -9,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hetsage.h"
@@ -92,6 +95,11 @@ static inline const char *tu_data_dir(void) {
   const char *d = getenv("HS_TEST_DATA");
   cr_assert(d, "HS_TEST_DATA is not set");
   return d;
+}
+
+/* The calling thread's nice value (Linux keeps one per thread). */
+static inline int tu_thread_nice(void) {
+  return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
 }
 
 #endif

@@ -7,14 +7,12 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "cl_fixture.h"
 #include "gemm.h"
 #include "hs_config.h"
 #include "hs_pool.h"
+#include "hs_test_util.h"
 #include "nn/ref_nn.h"
 #include "nn_fixtures.h"
 
@@ -407,15 +405,13 @@ Test(gemm, pool_helpers_run_off_the_callers_cpu) {
 /* hs__pool_nicer lowers the priority of the pool's own threads, for every
  * later run, and leaves the caller's (the CTR lookup's helpers under the
  * threads driver take the CPU time the trainer leaves). */
-static int my_nice(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
-
 static void record_nice(void *arg, int t, int n) {
   (void)n;
-  ((int *)arg)[t] = my_nice();
+  ((int *)arg)[t] = tu_thread_nice();
 }
 
 Test(gemm, pool_nicer_lowers_the_helpers_not_the_caller) {
-  int base = my_nice();
+  int base = tu_thread_nice();
   cr_assert_eq(hs__thread_nicer(0), INT_MIN, "by 0 changes nothing");
   hs_pool *p;
   cr_assert_eq(hs__pool_create("test", 3, &p), HS_OK, "%s", hs_last_error());
@@ -430,7 +426,7 @@ Test(gemm, pool_nicer_lowers_the_helpers_not_the_caller) {
     cr_expect_eq(seen[0], base, "the caller stays at %d (%d)", base, seen[0]);
     for (int t = 1; t < 3; t++) cr_expect_eq(seen[t], want, "helper %d at %d, not %d", t, seen[t], want);
   }
-  cr_expect_eq(my_nice(), base);
+  cr_expect_eq(tu_thread_nice(), base);
 #else
   cr_expect_eq(hs__pool_nicer(p, 4), 0);
 #endif

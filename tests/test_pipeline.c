@@ -7,12 +7,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "hs_test_cl.h"
+#include "hs_test_util.h"
 #include "pipeline/hs_pipe.h"
 
 /* ---- fake device: completes user events when they fall due -------------- */
@@ -82,11 +80,9 @@ typedef struct run_ctx {
   int nice_seen[3];              /* each stage's thread's nice value */
 } run_ctx;
 
-static int my_nice(void) { return getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)); }
-
 static hs_status stage_begin(run_ctx *c, int s, hs_pipe_slot *slot, cl_event *ev, int *n) {
   c->order[s][c->n_seen[s]++] = slot->batch;
-  c->nice_seen[s] = my_nice();
+  c->nice_seen[s] = tu_thread_nice();
   if (s == 1 && c->gate_lag > 0 && atomic_load(&c->finished) < slot->batch - c->gate_lag + 1)
     atomic_fetch_add(&c->gate_broken, 1);
   if (s == 0 && slot->batch == c->stop_after) c->stop_flag = 1;
@@ -322,7 +318,7 @@ Test(pipeline, thread_init_runs_once_on_every_stage_thread) {
  * nicer than the caller, the other stages as the caller; the other
  * drivers run every stage on the caller's thread, unchanged. */
 Test(pipeline, threads_driver_runs_a_stage_at_its_nice) {
-  int base = my_nice();
+  int base = tu_thread_nice();
   for (int m = 0; m < 3; m++) {
     run_ctx c = fresh(0.0005, -0.0005, 0.0005);
     hs_pipe_slot slots[3];
@@ -340,6 +336,6 @@ Test(pipeline, threads_driver_runs_a_stage_at_its_nice) {
     cr_expect_eq(c.nice_seen[0], base, "mode %d: stage 0 at %d", m, c.nice_seen[0]);
     cr_expect_eq(c.nice_seen[1], want1, "mode %d: stage 1 at %d, not %d", m, c.nice_seen[1], want1);
     cr_expect_eq(c.nice_seen[2], base, "mode %d: stage 2 at %d", m, c.nice_seen[2]);
-    cr_expect_eq(my_nice(), base, "mode %d: the caller unchanged", m);
+    cr_expect_eq(tu_thread_nice(), base, "mode %d: the caller unchanged", m);
   }
 }

@@ -271,6 +271,41 @@ hs_status hs__ctr_reader_rewind(hs_ctr_reader *r) {
 int64_t hs__ctr_reader_count(const hs_ctr_reader *r) { return r->count; }
 uint64_t hs__ctr_reader_bytes(const hs_ctr_reader *r) { return r->bytes; }
 
+/* Up to `room` more bytes of the current file at buf + tail (a plain file
+ * PLAIN_READ at most); *got 0 at its end, eof then set. */
+static hs_status read_some(hs_ctr_reader *r, size_t room, size_t *got) {
+  char *to = r->buf + r->tail;
+  if (r->fd >= 0) {
+    ssize_t k;
+    while ((k = read(r->fd, to, room < PLAIN_READ ? room : PLAIN_READ)) < 0 && errno == EINTR) {
+    }
+    if (k < 0)
+      return hs__fail(HS_ERR_IO, "%s: after line %lld: %s", r->paths[r->cur], (long long)r->line,
+                      strerror(errno));
+    *got = (size_t)k;
+    r->eof = k == 0;
+    return HS_OK;
+  }
+  int k = gzread(r->z, to, (unsigned)room);
+  int code;
+  if (k < 0) {
+    const char *msg = gzerror(r->z, &code);
+    return hs__fail(HS_ERR_IO, "%s: after line %lld: %s", r->paths[r->cur], (long long)r->line,
+                    code == Z_ERRNO ? strerror(errno) : msg);
+  }
+  if (k == 0) {
+    /* zlib ends a stream cut short (a truncated or unfinished .gz) as it
+     * ends a whole one, and says which in its error state. */
+    const char *msg = gzerror(r->z, &code);
+    if (code == Z_BUF_ERROR)
+      return hs__fail(HS_ERR_IO, "%s: after line %lld: truncated: the compressed data ends early (%s)",
+                      r->paths[r->cur], (long long)r->line, msg);
+    r->eof = true;
+  }
+  *got = (size_t)k;
+  return HS_OK;
+}
+
 /* Refill: move the unread tail to the front and read more. */
 static hs_status fill(hs_ctr_reader *r) {
   size_t rest = r->tail - r->head;
@@ -278,36 +313,11 @@ static hs_status fill(hs_ctr_reader *r) {
   r->head = 0;
   r->tail = rest;
   while (!r->eof && r->tail < BUF_BYTES) {
-    ssize_t k;
-    if (r->fd >= 0) {
-      size_t want = BUF_BYTES - r->tail < PLAIN_READ ? BUF_BYTES - r->tail : PLAIN_READ;
-      while ((k = read(r->fd, r->buf + r->tail, want)) < 0 && errno == EINTR) {
-      }
-      if (k < 0)
-        return hs__fail(HS_ERR_IO, "%s: after line %lld: %s", r->paths[r->cur], (long long)r->line,
-                        strerror(errno));
-      if (k == 0) r->eof = true;
-    } else {
-      k = gzread(r->z, r->buf + r->tail, (unsigned)(BUF_BYTES - r->tail));
-    }
-    if (k < 0) {
-      int code;
-      const char *msg = gzerror(r->z, &code);
-      return hs__fail(HS_ERR_IO, "%s: after line %lld: %s", r->paths[r->cur], (long long)r->line,
-                      code == Z_ERRNO ? strerror(errno) : msg);
-    }
-    if (k == 0 && !r->eof) {
-      /* zlib ends a stream cut short (a truncated or unfinished .gz) as it
-       * ends a whole one, and says which in its error state. */
-      int code;
-      const char *msg = gzerror(r->z, &code);
-      if (code == Z_BUF_ERROR)
-        return hs__fail(HS_ERR_IO, "%s: after line %lld: truncated: the compressed data ends early (%s)",
-                        r->paths[r->cur], (long long)r->line, msg);
-      r->eof = true;
-    }
-    r->tail += (size_t)k;
-    if (k > 0 && memchr(r->buf + r->tail - (size_t)k, '\n', (size_t)k)) break;
+    size_t k = 0;
+    hs_status st = read_some(r, BUF_BYTES - r->tail, &k);
+    if (st != HS_OK) return st;
+    r->tail += k;
+    if (k > 0 && memchr(r->buf + r->tail - k, '\n', k)) break;
   }
   return HS_OK;
 }
