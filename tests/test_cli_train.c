@@ -1020,6 +1020,46 @@ Test(cli_train, ctr_inputs_are_checked_before_training) {
   free(data);
 }
 
+/* Training files that hold no example are an error naming them (an empty
+ * plain file, and a gzip file of no lines), before any epoch is written or
+ * a checkpoint folder left; a run without test files, or whose test files
+ * hold none, says so where the test AUC would be. */
+Test(cli_train, ctr_no_examples_to_train_on_is_an_error) {
+  char *data = make_ctr_dataset("ctr");
+  char args[2048], out[8192], err[16384], stats[512], ck[512], cmd[1024];
+  snprintf(stats, sizeof stats, "%s/nstats.json", scratch);
+  snprintf(ck, sizeof ck, "%s/nck", scratch);
+  tu_write_bytes(scratch, "empty.txt", "", 0);
+  snprintf(cmd, sizeof cmd, "gzip -c < /dev/null > %s/empty.gz", scratch);
+  cr_assert_eq(system(cmd), 0);
+  static const char *const files[] = {"empty.txt", "empty.gz", "empty.txt --data %s/empty.gz"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char file[700];
+    snprintf(file, sizeof file, files[i], scratch);
+    snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/%s --model lr --stats-json %s "
+             "--checkpoint %s", scratch, file, stats, ck);
+    int rc = tool_run2("", args, out, sizeof out, err, sizeof err);
+    cr_expect_eq(rc, 1, "%s: %s", file, err);
+    cr_expect(strstr(err, "hold no examples"), "%s: %s", file, err);
+    cr_expect(strstr(err, i == 1 ? "empty.gz)" : i == 0 ? "empty.txt)" : "empty.txt and the others)"),
+              "%s: %s", file, err);
+    cr_expect(!strstr(out, "AUC"), "%s: %s", file, out);
+    struct stat sb;
+    cr_expect_neq(stat(stats, &sb), 0, "%s: an epoch's stats were written", file);
+    cr_expect_neq(stat(ck, &sb), 0, "%s: the checkpoint folder was left", file);
+  }
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr", data);
+  run_ok(args, out, sizeof out);
+  cr_expect(strstr(out, "no test AUC: no --test files"), "%s", out);
+  cr_expect(!strstr(out, "nan"), "%s", out);
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --test %s/empty.txt "
+           "--model lr", data, scratch);
+  run_ok(args, out, sizeof out);
+  cr_expect(strstr(out, "no test AUC: the test files hold no examples"), "%s", out);
+  cr_expect(!strstr(out, "nan"), "%s", out);
+  free(data);
+}
+
 /* --resume compares the values the run uses: --admit-after 1 is the
  * default's admission; a decimal that differs beyond 6 digits is refused. */
 Test(cli_train, ctr_resume_compares_exact_values) {

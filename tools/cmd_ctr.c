@@ -1029,9 +1029,15 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
              (unsigned long long)es.embed_rows, (unsigned long long)es.embed_bytes,
              (unsigned long long)es.embed_evicted);
     } else if (root) {
-      printf("%s: test AUC %.4f, logloss %.4f on %lld examples", hs_ctr_model_name(a.cfg.model),
-             te.auc, te.logloss, (long long)te.examples);
-      if (isfinite(bayes)) printf(" (Bayes AUC %.4f, gap %.4f)", bayes, bayes - te.auc);
+      const char *name = hs_ctr_model_name(a.cfg.model);
+      if (te.examples > 0) {
+        printf("%s: test AUC %.4f, logloss %.4f on %lld examples", name, te.auc, te.logloss,
+               (long long)te.examples);
+        if (isfinite(bayes)) printf(" (Bayes AUC %.4f, gap %.4f)", bayes, bayes - te.auc);
+      } else {
+        printf("%s: %s", name, a.test.n ? "no test AUC: the test files hold no examples"
+                                        : "no test AUC: no --test files");
+      }
       if (ran) printf("; %.0f examples/s", es.examples_per_s);
       printf("\n");
     }

@@ -214,6 +214,9 @@ static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_
   if (st == HS_OK) st = st2;
   s->next_tick += (uint32_t)s->acc_batches;
   bool interrupted = s->stop && *s->stop;
+  /* What the files held, the examples skipped on resuming included (the
+   * same on every rank: each reads every file). */
+  int64_t held = hs__ctr_reader_count(s->reader);
   hs__ctr_reader_close(s->reader);
   s->reader = NULL;
   stats->epoch = s->epoch;
@@ -242,6 +245,11 @@ static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_
                                                : HS_PIPELINE_ASYNC;
   stats->depth = s->depth;
   if (st != HS_OK) return st;
+  /* A pass that found nothing to train on would end an epoch of nothing
+   * (its loss, and an evaluation's AUC, undefined) as if it had trained. */
+  if (!interrupted && held == 0)
+    return hs__fail(HS_ERR_FORMAT, "the training files hold no examples (%s%s)", files[0],
+                    n_files > 1 ? " and the others" : "");
   s->done += s->acc_examples;
   if (interrupted) {
     stats->interrupted = true;

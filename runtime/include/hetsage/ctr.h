@@ -286,7 +286,8 @@ HS_API void hs_ctr_session_set_stop_flag(hs_ctr_session *s, volatile sig_atomic_
 
 /* Train one pass over `files` (the rest of it after an interruption or a
  * loaded checkpoint): examples in file order, batch after batch. `stats`
- * (may be NULL) was set up by hs_ctr_epoch_stats_init. */
+ * (may be NULL) was set up by hs_ctr_epoch_stats_init. Files that hold
+ * no example at all are HS_ERR_FORMAT, and the epoch does not count. */
 HS_API hs_status hs_ctr_session_train_epoch(hs_ctr_session *s, const char *const *files,
                                             int n_files, hs_ctr_epoch_stats *stats);
 HS_API int64_t hs_ctr_session_epoch(const hs_ctr_session *s);
