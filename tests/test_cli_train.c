@@ -1057,6 +1057,27 @@ Test(cli_train, ctr_no_examples_to_train_on_is_an_error) {
   run_ok(args, out, sizeof out);
   cr_expect(strstr(out, "no test AUC: the test files hold no examples"), "%s", out);
   cr_expect(!strstr(out, "nan"), "%s", out);
+  /* eval: no examples is an error; one class only has no AUC, said so. */
+  snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --model lr --checkpoint %s",
+           data, ck);
+  run_ok(args, NULL, 0);
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s/empty.txt", ck, scratch);
+  int rc = tool_run2("", args, out, sizeof out, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, "the files hold no examples") && strstr(err, "empty.txt"), "%s", err);
+  cr_expect_eq(out[0], '\0', "%s", out);
+  char line[256];
+  snprintf(cmd, sizeof cmd, "%s/train.txt", data);
+  FILE *f = fopen(cmd, "r");
+  cr_assert(f);
+  while (fgets(line, sizeof line, f) && line[0] != '0') {
+  }
+  fclose(f);
+  cr_assert_eq(line[0], '0');
+  tu_write_bytes(scratch, "neg.txt", line, strlen(line));
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s/neg.txt", ck, scratch);
+  run_ok(args, out, sizeof out);
+  cr_expect(strstr(out, "no AUC (the labels are all 0), logloss "), "%s", out);
   free(data);
 }
 

@@ -1164,6 +1164,11 @@ int cmd_eval_ctr(int argc, char **argv) {
     } else if (st != HS_OK) {
       cli_report(cmd, "evaluation", st);
       rc = 1;
+    } else if (e.examples == 0) {
+      /* Nothing to measure: a mistake, not a model with no AUC. */
+      fprintf(stderr, "hetsage eval: the files hold no examples (%s%s)\n", files->path[0],
+              files->n > 1 ? " and the others" : "");
+      rc = 1;
     } else if (a.json) {
       printf("{\"examples\": %lld", (long long)e.examples);
       jnum(stdout, "auc", e.auc, 6);
@@ -1173,8 +1178,10 @@ int cmd_eval_ctr(int argc, char **argv) {
       jnum(stdout, "seconds", e.seconds, 3);
       printf("}\n");
     } else {
-      printf("AUC %.4f, logloss %.4f on %lld examples (click rate %.4f, mean prediction %.4f)\n",
-             e.auc, e.logloss, (long long)e.examples, e.positive_rate, e.mean_prob);
+      if (isfinite(e.auc)) printf("AUC %.4f, ", e.auc);
+      else printf("no AUC (the labels are all %d), ", e.positive_rate > 0.5 ? 1 : 0);
+      printf("logloss %.4f on %lld examples (click rate %.4f, mean prediction %.4f)\n",
+             e.logloss, (long long)e.examples, e.positive_rate, e.mean_prob);
     }
     hs_ctr_session_destroy(s);
     hs_runtime_close(rt);
