@@ -118,9 +118,7 @@ hs_status hs__ctr_dist_step(hs_ctr_session *s, ctr_slot *d, uint32_t tick) {
   d->t_lookup = hs__now() - t0;
   if (st != HS_OK) return st;
   if (n) {
-    hs_ctr_batch b = {.n = n, .n_unique = d->eb.n_unique, .dense = d->rows.dense,
-                      .rows = d->eb.rows, .idx = d->eb.unique_of, .occ_ptr = d->eb.occ_ptr,
-                      .occ = d->eb.occ, .labels = d->labels};
+    hs_ctr_batch b = hs__ctr_slot_batch(d, true);
     if ((st = hs__ctr_trainer_upload(s->trainer, &b, false)) != HS_OK ||
         (st = hs__ctr_trainer_backward(s->trainer, s->dense_grads, d->row_grads)) != HS_OK)
       return st;

@@ -23,6 +23,14 @@ typedef struct ctr_slot {
   int32_t step_n;      /* distributed: the step's examples over every rank */
 } ctr_slot;
 
+/* The trainer's view of a slot's batch as looked up (labels NULL when not
+ * `labels`: prediction). */
+static inline hs_ctr_batch hs__ctr_slot_batch(const ctr_slot *d, bool labels) {
+  return (hs_ctr_batch){.n = d->rows.n, .n_unique = d->eb.n_unique, .dense = d->rows.dense,
+                        .rows = d->eb.rows, .idx = d->eb.unique_of, .occ_ptr = d->eb.occ_ptr,
+                        .occ = d->eb.occ, .labels = labels ? d->labels : NULL};
+}
+
 struct hs_ctr_session {
   hs_runtime *rt;
   hs_ctr_config cfg;

@@ -37,13 +37,6 @@ static hs_status read_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_
   return HS_OK;
 }
 
-static void batch_of(const hs_ctr_session *s, const ctr_slot *d, bool labels, hs_ctr_batch *b) {
-  (void)s;
-  *b = (hs_ctr_batch){.n = d->rows.n, .n_unique = d->eb.n_unique, .dense = d->rows.dense,
-                      .rows = d->eb.rows, .idx = d->eb.unique_of, .occ_ptr = d->eb.occ_ptr,
-                      .occ = d->eb.occ, .labels = labels ? d->labels : NULL};
-}
-
 static hs_status lookup_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
   (void)ev;
   *n_ev = 0;
@@ -60,8 +53,7 @@ static hs_status lookup_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   if (st != HS_OK) return st;
   /* Checked here, on the lookup's thread: the train stage, which waits
    * for nothing else, uploads it unchecked. */
-  hs_ctr_batch b;
-  batch_of(s, d, true, &b);
+  hs_ctr_batch b = hs__ctr_slot_batch(d, true);
   return hs__ctr_batch_validate(&s->lay, &s->mcfg, &b);
 }
 
@@ -74,8 +66,7 @@ static hs_status train_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n
   /* Every earlier batch's update is applied (train_finish runs in batch
    * order, before this): rows the lookup had to defer are current now. */
   hs__embed_refresh(s->store, &d->eb);
-  hs_ctr_batch b;
-  batch_of(s, d, true, &b);
+  hs_ctr_batch b = hs__ctr_slot_batch(d, true);
   hs_status st = hs__ctr_trainer_upload(s->trainer, &b, true);
   if (st == HS_OK) st = hs__ctr_trainer_step(s->trainer, d->row_grads, &ev[0]);
   if (st == HS_OK) *n_ev = 1;
@@ -269,8 +260,7 @@ static hs_status predict_batch(hs_ctr_session *s, ctr_slot *d, float *prob) {
   hs_status st = s->comm ? hs__embed_shard_lookup(s->shard, &q, 0, false, &d->eb)
                          : hs__embed_lookup(s->store, &q, 0, false, &d->eb);
   if (st != HS_OK) return st;
-  hs_ctr_batch b;
-  batch_of(s, d, false, &b);
+  hs_ctr_batch b = hs__ctr_slot_batch(d, false);
   if ((st = hs__ctr_trainer_upload(s->trainer, &b, false)) != HS_OK) return st;
   return hs__ctr_trainer_predict(s->trainer, prob);
 }
