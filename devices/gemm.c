@@ -128,10 +128,33 @@ hs_status hs__gemm_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait, const c
   if (st != HS_OK) return st;
   switch (g->kind) {
   case HS_GEMM_CBLAS:
-    return hs__gemm_cblas_run(g, op, n_wait, wait, ev);
+    if (op->c == op->a || op->c == op->b)
+      return hs__fail(HS_ERR_INVALID_ARG, "GEMM output shares a buffer with an input");
+    return hs__gemm_cblas_run(g, op, 1, n_wait, wait, ev);
   case HS_GEMM_CLBLAST:
     return hs__gemm_clblast_run(g, op, n_wait, wait, ev);
   default:
     return builtin_run(g, op, n_wait, wait, ev);
   }
+}
+
+hs_status hs__gemm_run_group(hs_gemm *g, const hs_gemm_op *ops, int n_ops, cl_uint n_wait,
+                             const cl_event *wait, cl_event *ev) {
+  if (n_ops < 1 || n_ops > HS_GEMM_GROUP_MAX)
+    return hs__fail(HS_ERR_INVALID_ARG, "GEMM group of %d products (1..%d)", n_ops, HS_GEMM_GROUP_MAX);
+  for (int i = 0; i < n_ops; i++) {
+    hs_status st = check_op(&ops[i]);
+    if (st != HS_OK) return st;
+    for (int j = 0; j < n_ops; j++)
+      if (ops[i].c == ops[j].a || ops[i].c == ops[j].b || (i != j && ops[i].c == ops[j].c))
+        return hs__fail(HS_ERR_INVALID_ARG, "GEMM group: product %d's output shares a buffer with "
+                        "product %d's %s", i, j, ops[i].c == ops[j].a ? "A" : ops[i].c == ops[j].b ? "B" : "C");
+  }
+  if (g->kind == HS_GEMM_CBLAS) return hs__gemm_cblas_run(g, ops, n_ops, n_wait, wait, ev);
+  /* Elsewhere one after another: the first after `wait`, the queue in order. */
+  for (int i = 0; i < n_ops; i++) {
+    hs_status st = hs__gemm_run(g, &ops[i], i ? 0 : n_wait, i ? NULL : wait, i == n_ops - 1 ? ev : NULL);
+    if (st != HS_OK) return st;
+  }
+  return HS_OK;
 }

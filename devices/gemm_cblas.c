@@ -37,6 +37,21 @@ void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) 
   out->count = (int)((side + size - 1) / size);
 }
 
+void hs__gemm_group_piece_plan(size_t m, size_t n, size_t k, int n_prods, int threads,
+                               hs_gemm_piece_plan *out) {
+  hs__gemm_piece_plan(m, n, k, out);
+  int most = threads / 2 > 1 ? threads / 2 : 1;
+  if (n_prods < 2 || k <= m || k <= n || out->count <= most) return;
+  if (most == 1) {
+    *out = (hs_gemm_piece_plan){.count = 1, .along_n = false, .size = m};
+    return;
+  }
+  size_t side = out->along_n ? n : m;
+  size_t size = (side + (size_t)most - 1) / (size_t)most;
+  out->size = (size + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+  out->count = (int)((side + out->size - 1) / out->size);
+}
+
 #if HS_HAVE_CBLAS
 #include <cblas.h>
 
@@ -48,24 +63,31 @@ bool hs__gemm_cblas_available(const hs_dev *dev, const char **why) {
   return true;
 }
 
-typedef struct native_args {
+/* One product of a native kernel's job. */
+typedef struct native_prod {
   const float *a, *b;
   float *c;
   size_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
-  int trans_a, trans_b, threads;
-  hs_pool *pool; /* pieces mode: the provider's threads; NULL: one OpenBLAS call */
+  int trans_a, trans_b;
+} native_prod;
+
+/* A native kernel's job: products that do not depend on each other. */
+typedef struct native_args {
+  int n_prods, threads;
+  hs_pool *pool; /* pieces mode: the provider's threads; NULL: OpenBLAS calls */
+  native_prod p[HS_GEMM_GROUP_MAX];
 } native_args;
 
-/* OpenBLAS's thread count is process-wide. Each product runs under one
- * lock with its own count, set where OpenBLAS holds another (asked of
+/* OpenBLAS's thread count is process-wide. Each job runs under one lock
+ * with its own count, set where OpenBLAS holds another (asked of
  * OpenBLAS, not remembered: code outside the providers may set it), so
  * that products of providers with other counts (a GNN trainer's and a CTR
  * trainer's in one process) take turns instead of one running on the
  * other's count, which would change its bits. */
 static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void sgemm(const native_args *x, size_t m, size_t n, const float *a, const float *b,
+static void sgemm(const native_prod *x, size_t m, size_t n, const float *a, const float *b,
                   float *c) {
   cblas_sgemm(CblasRowMajor, x->trans_a ? CblasTrans : CblasNoTrans,
               x->trans_b ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)x->k,
@@ -74,7 +96,7 @@ static void sgemm(const native_args *x, size_t m, size_t n, const float *a, cons
 
 /* Piece i of the product: rows [i size, ...) of C and of op(A), or its
  * columns and those of op(B). */
-static void run_piece(const native_args *x, const hs_gemm_piece_plan *p, int i) {
+static void run_piece(const native_prod *x, const hs_gemm_piece_plan *p, int i) {
   size_t lo = (size_t)i * p->size, side = p->along_n ? x->n : x->m;
   size_t len = side - lo < p->size ? side - lo : p->size;
   if (p->along_n)
@@ -83,24 +105,34 @@ static void run_piece(const native_args *x, const hs_gemm_piece_plan *p, int i) 
     sgemm(x, len, x->n, x->trans_a ? x->a + lo : x->a + lo * x->lda, x->b, x->c + lo * x->ldc);
 }
 
-/* One product's pieces, taken by the pool's threads through a counter. */
+/* A job's pieces, product after product, taken by the pool's threads
+ * through a counter. */
 typedef struct piece_job {
   const native_args *x;
-  hs_gemm_piece_plan plan;
+  hs_gemm_piece_plan plan[HS_GEMM_GROUP_MAX];
+  int first[HS_GEMM_GROUP_MAX + 1]; /* product i's pieces are [first[i], first[i + 1]) */
   atomic_int next;
 } piece_job;
 
 static void take_pieces(void *arg, int t, int n) {
   (void)t, (void)n;
   piece_job *j = arg;
-  for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->plan.count;) run_piece(j->x, &j->plan, i);
+  int total = j->first[j->x->n_prods];
+  for (int i, o = 0; (i = atomic_fetch_add(&j->next, 1)) < total;) {
+    while (i >= j->first[o + 1]) o++;
+    run_piece(&j->x->p[o], &j->plan[o], i - j->first[o]);
+  }
 }
 
 static void run_pieces(const native_args *x) {
   piece_job j = {.x = x};
-  hs__gemm_piece_plan(x->m, x->n, x->k, &j.plan);
+  for (int o = 0; o < x->n_prods; o++) {
+    const native_prod *p = &x->p[o];
+    hs__gemm_group_piece_plan(p->m, p->n, p->k, x->n_prods, hs__pool_threads(x->pool), &j.plan[o]);
+    j.first[o + 1] = j.first[o] + j.plan[o].count;
+  }
   atomic_init(&j.next, 0);
-  if (j.plan.count == 1) take_pieces(&j, 0, 1);
+  if (j.first[x->n_prods] == 1) take_pieces(&j, 0, 1);
   else hs__pool_run_elsewhere(x->pool, take_pieces, &j);
 }
 
@@ -110,7 +142,8 @@ static void run_native(void *p) {
   pthread_mutex_lock(&blas_lock);
   if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
   if (x->pool) run_pieces(x);
-  else sgemm(x, x->m, x->n, x->a, x->b, x->c);
+  else
+    for (int o = 0; o < x->n_prods; o++) sgemm(&x->p[o], x->p[o].m, x->p[o].n, x->p[o].a, x->p[o].b, x->p[o].c);
   pthread_mutex_unlock(&blas_lock);
 }
 
@@ -130,14 +163,8 @@ static void span(size_t off, size_t rows, size_t cols, size_t ld, size_t *first,
 
 const char *hs__gemm_cblas_core(void) { return openblas_get_corename(); }
 
-hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
+hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *ops, int n_ops, cl_uint n_wait,
                              const cl_event *wait, cl_event *ev) {
-  if (op->m == 0 || op->n == 0) {
-    cl_int err = clEnqueueMarkerWithWaitList(g->q, n_wait, n_wait ? wait : NULL, ev);
-    return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueMarkerWithWaitList", g->dev.id);
-  }
-  if (op->c == op->a || op->c == op->b)
-    return hs__fail(HS_ERR_INVALID_ARG, "GEMM output shares a buffer with an input");
   /* No product has more than PIECE_MAX pieces: more threads would only be
    * woken for nothing. */
   hs_status pst;
@@ -145,46 +172,53 @@ hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
       (pst = hs__pool_create("GEMM", g->threads < PIECE_MAX ? g->threads : PIECE_MAX, &g->pool)) !=
           HS_OK)
     return pst;
-  size_t first[3], count[3];
-  span(op->a_off, op->trans_a ? op->k : op->m, op->trans_a ? op->m : op->k, op->lda, &first[0], &count[0]);
-  span(op->b_off, op->trans_b ? op->n : op->k, op->trans_b ? op->k : op->n, op->ldb, &first[1], &count[1]);
-  span(op->c_off, op->m, op->n, op->ldc, &first[2], &count[2]);
-  cl_mem mems[3] = {op->a, op->b, op->c};
-  /* With beta 0 and no padding between C's rows nothing in the mapped span
-   * needs its old contents: a copying implementation may then skip reading
-   * them. */
-  bool overwrite = op->beta == 0.0f && op->ldc == op->n;
-  cl_map_flags flags[3] = {CL_MAP_READ, CL_MAP_READ,
-                           overwrite ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ | CL_MAP_WRITE};
-  void *ptr[3] = {NULL, NULL, NULL};
+  native_args args = {.threads = g->threads, .pool = g->pieces ? g->pool : NULL};
+  cl_mem mems[3 * HS_GEMM_GROUP_MAX];
+  void *ptr[3 * HS_GEMM_GROUP_MAX];
   int mapped = 0;
   cl_int err = CL_SUCCESS;
   const char *call = "clEnqueueMapBuffer";
-  hs_status st = HS_OK;
-  for (; mapped < 3; mapped++) {
-    /* Only the first command waits: the queue is in order. */
-    ptr[mapped] = clEnqueueMapBuffer(g->q, mems[mapped], CL_FALSE, flags[mapped],
-                                     first[mapped] * sizeof(float), count[mapped] * sizeof(float),
-                                     mapped ? 0 : n_wait, mapped || !n_wait ? NULL : wait, NULL, &err);
-    if (err != CL_SUCCESS) goto fail;
+  for (int o = 0; o < n_ops; o++) {
+    const hs_gemm_op *op = &ops[o];
+    if (op->m == 0 || op->n == 0) continue;
+    size_t first[3], count[3];
+    span(op->a_off, op->trans_a ? op->k : op->m, op->trans_a ? op->m : op->k, op->lda, &first[0], &count[0]);
+    span(op->b_off, op->trans_b ? op->n : op->k, op->trans_b ? op->k : op->n, op->ldb, &first[1], &count[1]);
+    span(op->c_off, op->m, op->n, op->ldc, &first[2], &count[2]);
+    cl_mem m3[3] = {op->a, op->b, op->c};
+    /* With beta 0 and no padding between C's rows nothing in the mapped
+     * span needs its old contents: a copying implementation may then skip
+     * reading them. */
+    bool overwrite = op->beta == 0.0f && op->ldc == op->n;
+    cl_map_flags flags[3] = {CL_MAP_READ, CL_MAP_READ,
+                             overwrite ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ | CL_MAP_WRITE};
+    for (int i = 0; i < 3; i++, mapped++) {
+      /* Only the first command waits: the queue is in order. */
+      mems[mapped] = m3[i];
+      ptr[mapped] = clEnqueueMapBuffer(g->q, m3[i], CL_FALSE, flags[i], first[i] * sizeof(float),
+                                       count[i] * sizeof(float), mapped ? 0 : n_wait,
+                                       mapped || !n_wait ? NULL : wait, NULL, &err);
+      if (err != CL_SUCCESS) goto fail;
+    }
+    args.p[args.n_prods++] = (native_prod){
+        .a = ptr[mapped - 3], .b = ptr[mapped - 2], .c = ptr[mapped - 1],
+        .m = op->m, .n = op->n, .k = op->k, .lda = op->lda, .ldb = op->ldb, .ldc = op->ldc,
+        .alpha = op->alpha, .beta = op->beta, .trans_a = op->trans_a, .trans_b = op->trans_b,
+    };
   }
-  native_args args = {
-      .a = ptr[0], .b = ptr[1], .c = ptr[2],
-      .m = op->m, .n = op->n, .k = op->k, .lda = op->lda, .ldb = op->ldb, .ldc = op->ldc,
-      .alpha = op->alpha, .beta = op->beta,
-      .trans_a = op->trans_a, .trans_b = op->trans_b, .threads = g->threads,
-      .pool = g->pieces ? g->pool : NULL,
-  };
+  if (!args.n_prods) {
+    err = clEnqueueMarkerWithWaitList(g->q, n_wait, n_wait ? wait : NULL, ev);
+    return err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, "clEnqueueMarkerWithWaitList", g->dev.id);
+  }
   call = "clEnqueueNativeKernel(cblas_sgemm)";
   err = clEnqueueNativeKernel(g->q, run_native, &args, sizeof args, 0, NULL, NULL, 0, NULL, NULL);
-  if (err != CL_SUCCESS) goto fail;
-fail:
-  /* Unmap whatever was mapped, also after a failure; the last unmap (of C)
-   * is the event that says the product is done. */
-  st = err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, call, g->dev.id);
+fail:;
+  /* Unmap whatever was mapped, also after a failure; the last unmap is the
+   * event that says the products are done. */
+  hs_status st = err == CL_SUCCESS ? HS_OK : hs__cl_fail(err, call, g->dev.id);
   for (int i = 0; i < mapped; i++) {
     cl_int e = clEnqueueUnmapMemObject(g->q, mems[i], ptr[i], 0, NULL,
-                                       i == 2 && st == HS_OK ? ev : NULL);
+                                       i == mapped - 1 && st == HS_OK ? ev : NULL);
     if (e != CL_SUCCESS && st == HS_OK) st = hs__cl_fail(e, "clEnqueueUnmapMemObject", g->dev.id);
   }
   return st;
@@ -202,9 +236,9 @@ const char *hs__gemm_cblas_core(void) { return NULL; }
 
 void hs__gemm_cblas_release(hs_gemm *g) { (void)g; }
 
-hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
+hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *ops, int n_ops, cl_uint n_wait,
                              const cl_event *wait, cl_event *ev) {
-  (void)g, (void)op, (void)n_wait, (void)wait, (void)ev;
+  (void)g, (void)ops, (void)n_ops, (void)n_wait, (void)wait, (void)ev;
   return hs__fail(HS_ERR_UNSUPPORTED, "this build has no CBLAS");
 }
 

@@ -23,7 +23,7 @@ struct hs_gemm {
 bool hs__gemm_cblas_available(const hs_dev *dev, const char **why);
 bool hs__gemm_clblast_available(const hs_dev *dev, const char **why);
 
-hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,
+hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *ops, int n_ops, cl_uint n_wait,
                              const cl_event *wait, cl_event *ev);
 hs_status hs__gemm_clblast_prepare(hs_gemm *g, const hs_gemm_op *op);
 hs_status hs__gemm_clblast_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait,

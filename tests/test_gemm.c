@@ -263,6 +263,121 @@ Test(gemm, pieces_give_the_same_bits_whatever_the_threads) {
   clf_close(&f);
 }
 
+/* In a group a product whose inner side is its longest (a weights'
+ * gradient) is cut into at most threads / 2 pieces, whole up to three
+ * threads; the others, and a lone product, keep hs__gemm_piece_plan's. */
+Test(gemm, group_piece_plan_keeps_long_inner_products_whole_on_few_threads) {
+  hs_gemm_piece_plan lone, p;
+  hs__gemm_piece_plan(221, 256, 4096, &lone);
+  cr_assert_eq(lone.count, 4);
+  for (int threads = 1; threads <= 4; threads++) {
+    hs__gemm_group_piece_plan(221, 256, 4096, 1, threads, &p);
+    cr_expect(p.count == lone.count && p.size == lone.size && p.along_n == lone.along_n,
+              "a lone product keeps its plan");
+    hs__gemm_group_piece_plan(221, 256, 4096, 2, threads, &p);
+    cr_expect_eq(p.count, threads < 4 ? 1 : 2, "%d threads: %d pieces", threads, p.count);
+    if (p.count == 1) cr_expect(p.size == 221 && !p.along_n);
+    else cr_expect(p.along_n && p.size * (size_t)p.count >= 256 && p.size % 16 == 0);
+    hs_gemm_piece_plan dx;
+    hs__gemm_group_piece_plan(4096, 221, 256, 2, threads, &p);
+    hs__gemm_piece_plan(4096, 221, 256, &dx);
+    cr_expect(p.count == dx.count && p.size == dx.size, "the input's gradient keeps its plan");
+  }
+}
+
+/* A group of products (the CTR trainer's weights' and input's gradients
+ * of one layer, and a padded, offset pair with alpha and beta) gives each
+ * product's bits of one OpenBLAS call on one thread, on 1 to 4 threads in
+ * pieces and without; a group whose output is another's input is refused
+ * before anything runs. */
+Test(gemm, a_group_gives_the_bits_of_its_products_one_at_a_time) {
+  if (!HS_HAVE_CBLAS) cr_skip_test("this build has no CBLAS");
+  cl_fixture f;
+  clf_open(&f);
+  enum { NG = 5 };
+  const int threads[NG] = {1, 1, 2, 3, 4};
+  hs_gemm *g[NG];
+  for (int i = 0; i < NG; i++) {
+    hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, threads[i], &g[i]);
+    if (st == HS_ERR_UNSUPPORTED) {
+      for (int j = 0; j < i; j++) hs__gemm_destroy(g[j]);
+      clf_close(&f);
+      cr_skip_test("%s", hs_last_error());
+    }
+    cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+    hs__gemm_set_pieces(g[i], i > 0); /* g[0]: one OpenBLAS call per product */
+  }
+  uint64_t s = 11;
+  for (int shape = 0; shape < 2; shape++) {
+    /* x (B x in), dy (B x out), w (in x out): dW = x^T dy, dx = dy w^T. */
+    size_t B = shape ? 1100 : 4096, in = shape ? 150 : 221, out = shape ? 90 : 256;
+    size_t pad = shape ? 3 : 0, off = shape ? 5 : 0;
+    size_t lx = in + pad, ly = out + pad, lw = out + pad, ldw = out + pad, ldx = in + pad;
+    size_t nx = off + B * lx, ny = off + B * ly, nw = off + in * lw, ndw = off + in * ldw,
+           ndx = off + B * ldx;
+    float *x = malloc(nx * 4), *y = malloc(ny * 4), *w = malloc(nw * 4), *c0 = malloc(ndw * 4),
+          *c1 = malloc(ndx * 4);
+    fx_fill(x, nx, &s, 1.0f), fx_fill(y, ny, &s, 1.0f), fx_fill(w, nw, &s, 1.0f);
+    fx_fill(c0, ndw, &s, 1.0f), fx_fill(c1, ndx, &s, 1.0f);
+    float alpha = shape ? 0.75f : 1.0f, beta = shape ? 0.5f : 0.0f;
+    cl_mem dx = clf_upload(&f, x, nx * 4), dy = clf_upload(&f, y, ny * 4),
+           dw = clf_upload(&f, w, nw * 4);
+    float *got[NG][2];
+    for (int i = 0; i < NG; i++) {
+      cl_mem gw = clf_upload(&f, c0, ndw * 4), gx = clf_upload(&f, c1, ndx * 4);
+      hs_gemm_op ops[2] = {
+          {.trans_a = true, .m = in, .n = out, .k = B, .alpha = alpha, .beta = beta, .a = dx,
+           .a_off = off, .lda = lx, .b = dy, .b_off = off, .ldb = ly, .c = gw, .c_off = off,
+           .ldc = ldw},
+          {.trans_b = true, .m = B, .n = in, .k = out, .alpha = alpha, .beta = beta, .a = dy,
+           .a_off = off, .lda = ly, .b = dw, .b_off = off, .ldb = lw, .c = gx, .c_off = off,
+           .ldc = ldx}};
+      if (i == 0) {
+        for (int o = 0; o < 2; o++)
+          cr_assert_eq(hs__gemm_run(g[i], &ops[o], 0, NULL, NULL), HS_OK, "%s", hs_last_error());
+      } else {
+        cr_assert_eq(hs__gemm_run_group(g[i], ops, 2, 0, NULL, NULL), HS_OK, "%s", hs_last_error());
+      }
+      got[i][0] = malloc(ndw * 4), got[i][1] = malloc(ndx * 4);
+      clf_download(&f, gw, got[i][0], ndw * 4);
+      clf_download(&f, gx, got[i][1], ndx * 4);
+      if (i == 1) {
+        /* Refused: the second product's output is the first's input. */
+        hs_gemm_op bad[2] = {ops[0], ops[1]};
+        bad[1].c = dx;
+        cr_expect_eq(hs__gemm_run_group(g[i], bad, 2, 0, NULL, NULL), HS_ERR_INVALID_ARG);
+        cr_expect(strstr(hs_last_error(), "product 1's output shares a buffer with product 0's A"),
+                  "%s", hs_last_error());
+        bad[1].c = gw;
+        cr_expect_eq(hs__gemm_run_group(g[i], bad, 2, 0, NULL, NULL), HS_ERR_INVALID_ARG);
+        cr_expect_eq(hs__gemm_run_group(g[i], ops, 0, 0, NULL, NULL), HS_ERR_INVALID_ARG);
+      }
+      hs__mem_release(&gw), hs__mem_release(&gx);
+    }
+    /* Against the reference, then bit for bit against g[0]. */
+    float *want = malloc(ndw * 4);
+    memcpy(want, c0, ndw * 4);
+    hs__ref_gemm(true, false, in, out, B, alpha, x + off, lx, y + off, ly, beta, want + off, ldw);
+    for (size_t e = 0; e < ndw; e++)
+      if (fabsf(got[0][0][e] - want[e]) > 1e-6f * (float)B * (alpha + beta)) {
+        cr_expect(false, "dW[%zu] = %.8g, want %.8g", e, (double)got[0][0][e], (double)want[e]);
+        break;
+      }
+    for (int i = 1; i < NG; i++)
+      for (int o = 0; o < 2; o++) {
+        size_t nc = o ? ndx : ndw, differ = 0;
+        for (size_t e = 0; e < nc; e++) differ += memcmp(&got[i][o][e], &got[0][o][e], 4) != 0;
+        cr_expect_eq(differ, 0u, "shape %d, %d threads: %zu of %zu floats of product %d differ "
+                     "from one OpenBLAS call", shape, threads[i], differ, nc, o);
+      }
+    for (int i = 0; i < NG; i++) free(got[i][0]), free(got[i][1]);
+    free(want), free(x), free(y), free(w), free(c0), free(c1);
+    hs__mem_release(&dx), hs__mem_release(&dy), hs__mem_release(&dw);
+  }
+  for (int i = 0; i < NG; i++) hs__gemm_destroy(g[i]);
+  clf_close(&f);
+}
+
 #if HS_HAVE_CBLAS
 void openblas_set_num_threads(int);
 
