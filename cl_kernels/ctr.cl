@@ -11,6 +11,9 @@
 
 /* logit[b] = c + x.w + sum_f E[b, f, col] (+ FM over columns 0..dim when
  * dim > 0) (+ deep[b] when has_deep), in that order. wc: w[n_dense], c.
+ * With store_s (and dim > 0) the FM's field sums of example b, s[b, k] =
+ * sum_f E[b, f, k] in field order, into fm_s[b dim + k] (what
+ * hs_ctr_fm_rowgrad takes).
  * Work-item i computes examples 4i .. 4i + 3 as the lanes of float4s:
  * each sum is one long chain of additions (the FM's sum of squares
  * dim x n_fields of them), and four examples' chains side by side keep
@@ -22,7 +25,7 @@ __kernel void hs_ctr_head(__global const float *dense, int n_dense, __global con
                           int row, __global const int *idx, int n_fields, int col, int dim,
                           __global const float *params, ulong wc_off,
                           __global const float *deep, int has_deep, int n,
-                          __global float *logit) {
+                          __global float *logit, __global float *fm_s, int store_s) {
   int b0 = (int)get_global_id(0) * 4;
   if (b0 >= n) return;
   int b1 = min(b0 + 1, n - 1), b2 = min(b0 + 2, n - 1), b3 = min(b0 + 3, n - 1);
@@ -42,6 +45,12 @@ __kernel void hs_ctr_head(__global const float *dense, int n_dense, __global con
       float4 s = (float4)(0.0f);
       for (int f = 0; f < n_fields; f++)
         s += (float4)(HS_HEAD_ROW(0)[k], HS_HEAD_ROW(1)[k], HS_HEAD_ROW(2)[k], HS_HEAD_ROW(3)[k]);
+      if (store_s) {
+        fm_s[(size_t)b0 * dim + k] = s.s0;
+        if (b0 + 1 < n) fm_s[(size_t)(b0 + 1) * dim + k] = s.s1;
+        if (b0 + 2 < n) fm_s[(size_t)(b0 + 2) * dim + k] = s.s2;
+        if (b0 + 3 < n) fm_s[(size_t)(b0 + 3) * dim + k] = s.s3;
+      }
       a += s * s;
     }
     for (int f = 0; f < n_fields; f++)
@@ -130,45 +139,53 @@ __kernel void hs_ctr_lr_bwd(__global const float *dlogit, int n_fields, int n_oc
   dE[o] = dlogit[o / n_fields];
 }
 
-/* DeepFM, work-item b: for k < D, dE[b, f, k] = g (s_k - e_fk) +
- * d_in[b, f D + k] with s_k the sum over fields in field order; the
- * first-order column: dE[b, f, D] = g. Sixteen columns k at a time as one
- * float16 (each lane the reference's operations on its column), then
- * eight and four as a float8 and a float4, the last D % 4 one by one. */
-__kernel void hs_ctr_fm_bwd(__global const float *rows, int row, __global const int *idx,
-                            int n_fields, int dim, __global const float *dlogit,
-                            __global const float *d_in, int d_in_width, int n,
-                            __global float *dE) {
-  int b = (int)get_global_id(0);
-  if (b >= n) return;
-  __global const int *ib = idx + (size_t)b * n_fields;
-  __global const float *din = d_in + (size_t)b * d_in_width;
-  float g = dlogit[b];
-  __global float *out = dE + (size_t)b * n_fields * row;
-  for (int f = 0; f < n_fields; f++) out[(size_t)f * row + dim] = g;
+/* DeepFM's gradient of each unique row u (row = D + 1 floats), work-item
+ * u: out[u, k] = the sum over u's occurrences o (example b, field f), in
+ * list order, of dE[o, k] = g (s[b, k] - e_k) + d_in[b, f D + k] for k < D
+ * (g = dlogit[b], s the head's field sums, e row u: every occurrence of u
+ * is u's row), and of g for k = D; each dE[o, k] rounded as a float before
+ * it is added, so the bits of the occurrences' gradients summed by
+ * hs_ctr_segment_sum, without them written and read back. Sixteen columns
+ * k at a time as one float16 (each lane the reference's operations on its
+ * column), then eight and four, the last D % 4 one by one. */
+__kernel void hs_ctr_fm_rowgrad(__global const float *rows, int row, __global const float *fm_s,
+                                int dim, __global const float *dlogit, __global const float *d_in,
+                                int d_in_width, int n_fields, __global const int *occ_ptr,
+                                __global const int *occ, int n_unique, __global float *out) {
+  int u = (int)get_global_id(0);
+  if (u >= n_unique) return;
+  int o0 = occ_ptr[u], o1 = occ_ptr[u + 1];
+  __global const float *e = rows + (size_t)u * row;
+  __global float *ou = out + (size_t)u * row;
   int k = 0;
-#define HS_FM_BWD_COLS(W)                                                            \
+#define HS_FM_ROWGRAD_COLS(W)                                                        \
   for (; k + W <= dim; k += W) {                                                     \
-    float##W s = (float##W)(0.0f);                                                   \
-    for (int f = 0; f < n_fields; f++) s = s + vload##W(0, rows + (size_t)ib[f] * row + k); \
-    for (int f = 0; f < n_fields; f++) {                                             \
-      float##W e = vload##W(0, rows + (size_t)ib[f] * row + k);                      \
-      vstore##W((float##W)(g) * (s - e) + vload##W(0, din + f * dim + k), 0,         \
-                out + (size_t)f * row + k);                                          \
+    float##W ev = vload##W(0, e + k), acc = (float##W)(0.0f);                        \
+    for (int o = o0; o < o1; o++) {                                                  \
+      int oc = occ[o], b = oc / n_fields, f = oc - b * n_fields;                     \
+      float##W d = (float##W)(dlogit[b]) * (vload##W(0, fm_s + (size_t)b * dim + k) - ev) + \
+                   vload##W(0, d_in + (size_t)b * d_in_width + f * dim + k);         \
+      acc = acc + d;                                                                 \
     }                                                                                \
+    vstore##W(acc, 0, ou + k);                                                       \
   }
-  HS_FM_BWD_COLS(16)
-  HS_FM_BWD_COLS(8)
-  HS_FM_BWD_COLS(4)
-#undef HS_FM_BWD_COLS
+  HS_FM_ROWGRAD_COLS(16)
+  HS_FM_ROWGRAD_COLS(8)
+  HS_FM_ROWGRAD_COLS(4)
+#undef HS_FM_ROWGRAD_COLS
   for (; k < dim; k++) {
-    float s = 0.0f;
-    for (int f = 0; f < n_fields; f++) s += rows[(size_t)ib[f] * row + k];
-    for (int f = 0; f < n_fields; f++) {
-      float e = rows[(size_t)ib[f] * row + k];
-      out[(size_t)f * row + k] = g * (s - e) + din[f * dim + k];
+    float ev = e[k], acc = 0.0f;
+    for (int o = o0; o < o1; o++) {
+      int oc = occ[o], b = oc / n_fields, f = oc - b * n_fields;
+      float d = dlogit[b] * (fm_s[(size_t)b * dim + k] - ev) +
+                d_in[(size_t)b * d_in_width + f * dim + k];
+      acc += d;
     }
+    ou[k] = acc;
   }
+  float acc = 0.0f;
+  for (int o = o0; o < o1; o++) acc += dlogit[occ[o] / n_fields];
+  ou[dim] = acc;
 }
 
 /* DLRM interaction, work-item b: example b's vectors v_0 = z, v_i = the

@@ -139,7 +139,7 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
          .sources = NUL_LIST(TRAIN_SOURCES, "ctr.cl"),
          .kernels = NUL_LIST(TRAIN_KERNELS, "hs_ctr_head", "hs_ctr_loss", "hs_ctr_loss_reduce",
                              "hs_ctr_sigmoid", "hs_ctr_head_prep", "hs_ctr_deep_in",
-                             "hs_ctr_lr_bwd", "hs_ctr_fm_bwd", "hs_ctr_interact",
+                             "hs_ctr_lr_bwd", "hs_ctr_fm_rowgrad", "hs_ctr_interact",
                              "hs_ctr_interact_bwd", "hs_ctr_segment_sum"),
          .options = "",
          .cpu_options = "",

@@ -221,11 +221,24 @@ Test(ctr_cl, head_kernel_equals_the_reference_bit_for_bit) {
             cl_mem mi = clf_upload(&clf, idx, 4 * (size_t)n * F);
             cl_mem mw = clf_upload(&clf, wc, 4 * (nd + 1)), md = clf_upload(&clf, dv, 4 * (size_t)n);
             cl_mem ml = clf_upload(&clf, NULL, 4 * (size_t)n);
+            /* DeepFM's field sums kept on every other run (the logits the
+             * same either way). */
+            size_t ns_ = (size_t)n * (size_t)(D ? D : 1);
+            bool keep = D > 0 && deep;
+            cl_mem ms = keep ? clf_upload(&clf, NULL, 4 * ns_) : NULL;
             cr_assert_eq(hs__ctr_trainer_run_head(t, mx, nd, mr, R, mi, F, col, D, mw,
-                                                  deep ? md : NULL, n, ml),
+                                                  deep ? md : NULL, n, ml, ms),
                          HS_OK, "%s", hs_last_error());
             clf_download(&clf, ml, got, 4 * (size_t)n);
             expect_close(got, want, (size_t)n, true, "head");
+            if (keep) {
+              float *want_s = malloc(4 * ns_), *got_s = malloc(4 * ns_);
+              hs__ctr_ref_fm_sums(rows, R, idx, n, F, D, want_s);
+              clf_download(&clf, ms, got_s, 4 * ns_);
+              expect_close(got_s, want_s, ns_, true, "field sums");
+              free(want_s), free(got_s);
+              hs__mem_release(&ms);
+            }
             hs__mem_release(&mx), hs__mem_release(&mr), hs__mem_release(&mi);
             hs__mem_release(&mw), hs__mem_release(&md), hs__mem_release(&ml);
             free(dense), free(rows), free(wc), free(dv), free(idx), free(want), free(got);
@@ -235,43 +248,58 @@ Test(ctr_cl, head_kernel_equals_the_reference_bit_for_bit) {
   cf_free(&f);
 }
 
-/* DeepFM's row gradient alone, bit for bit against the reference, over
- * field counts (1, 5, 26), dims (1; 4, 8, 12: a float4, a float8, both;
- * 13: both and a rest; 16: one float16; 29: every block and a rest) and
- * local sizes. */
-Test(ctr_cl, fm_gradient_kernel_equals_the_reference_bit_for_bit) {
+/* DeepFM's gradient of each unique row, bit for bit against the
+ * reference's per-occurrence gradients (hs__ctr_ref_fm_bwd) summed in list
+ * order (hs__ctr_ref_segment_sum), over field counts (1, 5, 26), dims (1;
+ * 4, 8, 12: a float4, a float8, both; 13: both and a rest; 16: one
+ * float16; 29: every block and a rest) and local sizes; rows with no
+ * occurrence, one and many. */
+Test(ctr_cl, fm_row_gradient_kernel_equals_the_reference_bit_for_bit) {
   static const int32_t Fs[] = {1, 5, 26}, Ds[] = {1, 4, 8, 12, 13, 16, 29};
   static const size_t wgs[] = {0, 1, 7, 64};
   const int32_t n = 37, n_rows = 50;
   uint64_t s = 17;
   for (size_t fi = 0; fi < sizeof Fs / sizeof Fs[0]; fi++) {
     for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
-      int32_t F = Fs[fi], D = Ds[di], R = D + 1, w = F * D + 13;
+      int32_t F = Fs[fi], D = Ds[di], R = D + 1, w = F * D + 13, n_occ = n * F;
       ctr_fix f;
       cf_make(&f, HS_CTR_DEEPFM, n, F, D, n_rows, 3);
-      size_t nr = (size_t)n_rows * R, nd = (size_t)n * w, ne = (size_t)n * F * R;
+      size_t nr = (size_t)n_rows * R, nd = (size_t)n * w, ne = (size_t)n_occ * R;
       float *rows = random_floats(nr, &s), *dlogit = random_floats((size_t)n, &s);
       float *d_in = random_floats(nd, &s);
-      int32_t *idx = random_rows((size_t)n * F, n_rows, &s);
-      float *want = malloc(4 * ne), *got = malloc(4 * ne);
-      hs__ctr_ref_fm_bwd(rows, R, idx, n, F, D, dlogit, d_in, w, want);
+      /* Rows 0..n_rows - 1 drawn from the first 40: the last ten have no
+       * occurrence. */
+      int32_t *idx = random_rows((size_t)n_occ, 40, &s);
+      int32_t *occ_ptr = calloc((size_t)n_rows + 1, 4), *occ = malloc(4 * (size_t)n_occ);
+      int32_t *fill = calloc((size_t)n_rows, 4);
+      for (int32_t o = 0; o < n_occ; o++) occ_ptr[idx[o] + 1]++;
+      for (int32_t u = 0; u < n_rows; u++) occ_ptr[u + 1] += occ_ptr[u];
+      for (int32_t o = 0; o < n_occ; o++) occ[occ_ptr[idx[o]] + fill[idx[o]]++] = o;
+      float *fs = malloc(4 * (size_t)n * D), *dE = malloc(4 * ne);
+      float *want = malloc(4 * nr), *got = malloc(4 * nr);
+      hs__ctr_ref_fm_sums(rows, R, idx, n, F, D, fs);
+      hs__ctr_ref_fm_bwd(rows, R, idx, n, F, D, dlogit, d_in, w, dE);
+      hs__ctr_ref_segment_sum(dE, occ_ptr, occ, n_rows, R, want);
       for (size_t k = 0; k < sizeof wgs / sizeof wgs[0]; k++) {
         hs_ctr_trainer_opts o = {.wg = wgs[k]};
         hs_ctr_trainer *t;
         cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, &o, &t),
                      HS_OK, "%s", hs_last_error());
-        cl_mem mr = clf_upload(&clf, rows, 4 * nr), mi = clf_upload(&clf, idx, 4 * (size_t)n * F);
+        cl_mem mr = clf_upload(&clf, rows, 4 * nr), ms = clf_upload(&clf, fs, 4 * (size_t)n * D);
         cl_mem mg = clf_upload(&clf, dlogit, 4 * (size_t)n), md = clf_upload(&clf, d_in, 4 * nd);
-        cl_mem mE = clf_upload(&clf, NULL, 4 * ne);
-        cr_assert_eq(hs__ctr_trainer_run_fm_bwd(t, mr, R, mi, F, D, mg, md, w, n, mE), HS_OK,
-                     "%s", hs_last_error());
-        clf_download(&clf, mE, got, 4 * ne);
-        expect_close(got, want, ne, true, "DeepFM row gradient");
-        hs__mem_release(&mr), hs__mem_release(&mi), hs__mem_release(&mg), hs__mem_release(&md);
-        hs__mem_release(&mE);
+        cl_mem mp = clf_upload(&clf, occ_ptr, 4 * ((size_t)n_rows + 1));
+        cl_mem mo = clf_upload(&clf, occ, 4 * (size_t)n_occ), mu = clf_upload(&clf, NULL, 4 * nr);
+        cr_assert_eq(hs__ctr_trainer_run_fm_rowgrad(t, mr, R, ms, D, mg, md, w, F, mp, mo, n_rows,
+                                                    mu),
+                     HS_OK, "%s", hs_last_error());
+        clf_download(&clf, mu, got, 4 * nr);
+        expect_close(got, want, nr, true, "DeepFM row gradient");
+        hs__mem_release(&mr), hs__mem_release(&ms), hs__mem_release(&mg), hs__mem_release(&md);
+        hs__mem_release(&mp), hs__mem_release(&mo), hs__mem_release(&mu);
         hs__ctr_trainer_destroy(t);
       }
       free(rows), free(dlogit), free(d_in), free(want), free(got), free(idx);
+      free(occ_ptr), free(occ), free(fill), free(fs), free(dE);
       cf_free(&f);
     }
   }

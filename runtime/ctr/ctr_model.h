@@ -130,6 +130,10 @@ void hs__ctr_ref_interact_bwd(const float *z, const float *rows, const int32_t *
 void hs__ctr_ref_fm_bwd(const float *rows, int32_t row, const int32_t *idx, int32_t n,
                         int32_t n_fields, int32_t dim, const float *dlogit, const float *d_in,
                         int32_t d_in_width, float *dE);
+/* DeepFM's field sums: s[b, k] = the sum of example b's rows' column k in
+ * field order (k < dim), what hs__ctr_ref_fm_bwd's s_k is. */
+void hs__ctr_ref_fm_sums(const float *rows, int32_t row, const int32_t *idx, int32_t n,
+                         int32_t n_fields, int32_t dim, float *s);
 /* out[u] = sum of dE over the occurrences of unique u, in list order. */
 void hs__ctr_ref_segment_sum(const float *dE, const int32_t *occ_ptr, const int32_t *occ,
                              int32_t n_unique, int32_t row, float *out);

@@ -20,7 +20,7 @@ enum {
   K_HEAD_PREP,
   K_DEEP_IN,
   K_LR_BWD,
-  K_FM_BWD,
+  K_FM_ROWGRAD,
   K_INTERACT,
   K_INTERACT_BWD,
   K_SEGMENT_SUM,
@@ -29,7 +29,7 @@ enum {
 
 static const char *const ctr_kernels[K_END - HS_K_MODEL] = {
     "hs_ctr_head",     "hs_ctr_loss",    "hs_ctr_loss_reduce", "hs_ctr_sigmoid",
-    "hs_ctr_head_prep", "hs_ctr_deep_in", "hs_ctr_lr_bwd",      "hs_ctr_fm_bwd",
+    "hs_ctr_head_prep", "hs_ctr_deep_in", "hs_ctr_lr_bwd",      "hs_ctr_fm_rowgrad",
     "hs_ctr_interact", "hs_ctr_interact_bwd", "hs_ctr_segment_sum",
 };
 
@@ -58,6 +58,7 @@ struct hs_ctr_trainer {
   /* Activations and gradients. */
   dbuf out[HS_CTR_MAX_LIN], first_in, inter;
   dbuf logit, loss_rows, dlogit, head_m, part, pp[2], dfirst, dinter, dz, dE, dU;
+  dbuf fm_s; /* DeepFM: the head's field sums (B x D), kept for the rows' gradient */
   int ring_first, ring_pending;
   double loss_overflow;
   int64_t steps_overflow;
@@ -86,18 +87,22 @@ static hs_status gemm(hs_ctr_trainer *t, const hs_gemm_op *op) {
 
 static hs_status launch_head(hs_ctr_trainer *t, cl_mem dense, cl_int nd, cl_mem rows, cl_int R,
                              cl_mem idx, cl_int F, cl_int col, cl_int dim, cl_mem params,
-                             cl_ulong wc, cl_mem deep, cl_int has_deep, cl_int n, cl_mem logit) {
-  hs_karg a[] = {HS_KARG(dense), HS_KARG(nd), HS_KARG(rows), HS_KARG(R), HS_KARG(idx),
-                 HS_KARG(F), HS_KARG(col), HS_KARG(dim), HS_KARG(params), HS_KARG(wc),
-                 HS_KARG(deep), HS_KARG(has_deep), HS_KARG(n), HS_KARG(logit)};
+                             cl_ulong wc, cl_mem deep, cl_int has_deep, cl_int n, cl_mem logit,
+                             cl_mem fm_s, cl_int store_s) {
+  hs_karg a[] = {HS_KARG(dense), HS_KARG(nd),     HS_KARG(rows),  HS_KARG(R),
+                 HS_KARG(idx),   HS_KARG(F),      HS_KARG(col),   HS_KARG(dim),
+                 HS_KARG(params), HS_KARG(wc),    HS_KARG(deep),  HS_KARG(has_deep),
+                 HS_KARG(n),     HS_KARG(logit),  HS_KARG(fm_s),  HS_KARG(store_s)};
   /* four examples a work-item (ctr.cl) */
-  return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_HEAD, ((size_t)n + 3) / 4, 0, a, 14);
+  return hs__kset_run(&t->ks, HS_PHASE_ELEM, K_HEAD, ((size_t)n + 3) / 4, 0, a, 16);
 }
 
-static hs_status k_head(hs_ctr_trainer *t, cl_int col, cl_int dim, cl_mem deep, cl_int has_deep) {
+/* The head; `store_s`: DeepFM's field sums into fm_s for the backward. */
+static hs_status k_head(hs_ctr_trainer *t, cl_int col, cl_int dim, cl_mem deep, cl_int has_deep,
+                        bool store_s) {
   return launch_head(t, t->dense.m, t->cfg.n_dense, t->rows.m, t->lay.row, t->idx.m,
                      t->cfg.n_fields, col, dim, t->params.m, t->lay.lin_w, deep, has_deep, t->n,
-                     t->logit.m);
+                     t->logit.m, store_s ? t->fm_s.m : t->logit.m, store_s);
 }
 
 static hs_status k_loss(hs_ctr_trainer *t, cl_int slot) {
@@ -136,17 +141,19 @@ static hs_status k_lr_bwd(hs_ctr_trainer *t) {
   return hs__kset_run(&t->ks, HS_PHASE_AGG, K_LR_BWD, (size_t)occ, 0, a, 4);
 }
 
-static hs_status launch_fm_bwd(hs_ctr_trainer *t, cl_mem rows, cl_int R, cl_mem idx, cl_int F,
-                               cl_int D, cl_mem dlogit, cl_mem d_in, cl_int w, cl_int n,
-                               cl_mem dE) {
-  hs_karg a[] = {HS_KARG(rows), HS_KARG(R), HS_KARG(idx), HS_KARG(F), HS_KARG(D),
-                 HS_KARG(dlogit), HS_KARG(d_in), HS_KARG(w), HS_KARG(n), HS_KARG(dE)};
-  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_BWD, (size_t)n, 0, a, 10);
+static hs_status launch_fm_rowgrad(hs_ctr_trainer *t, cl_mem rows, cl_int R, cl_mem fm_s,
+                                   cl_int D, cl_mem dlogit, cl_mem d_in, cl_int w, cl_int F,
+                                   cl_mem occ_ptr, cl_mem occ, cl_int U, cl_mem out) {
+  hs_karg a[] = {HS_KARG(rows),   HS_KARG(R),     HS_KARG(fm_s), HS_KARG(D),
+                 HS_KARG(dlogit), HS_KARG(d_in),  HS_KARG(w),    HS_KARG(F),
+                 HS_KARG(occ_ptr), HS_KARG(occ),  HS_KARG(U),    HS_KARG(out)};
+  return hs__kset_run(&t->ks, HS_PHASE_AGG, K_FM_ROWGRAD, (size_t)U, 0, a, 12);
 }
 
-static hs_status k_fm_bwd(hs_ctr_trainer *t) {
-  return launch_fm_bwd(t, t->rows.m, t->lay.row, t->idx.m, t->cfg.n_fields, t->cfg.dim,
-                       t->dlogit.m, t->dfirst.m, t->lay.deep_in, t->n, t->dE.m);
+static hs_status k_fm_rowgrad(hs_ctr_trainer *t) {
+  return launch_fm_rowgrad(t, t->rows.m, t->lay.row, t->fm_s.m, t->cfg.dim, t->dlogit.m,
+                           t->dfirst.m, t->lay.deep_in, t->cfg.n_fields, t->occ_ptr.m, t->occ.m,
+                           t->n_unique, t->dU.m);
 }
 
 /* Interaction kernels: work-item b is example b (cl_kernels/ctr.cl). The
@@ -251,7 +258,7 @@ void hs__ctr_trainer_destroy(hs_ctr_trainer *t) {
                  &t->rows,   &t->idx,    &t->occ_ptr, &t->occ,    &t->labels,  &t->first_in,
                  &t->inter,  &t->logit,  &t->loss_rows, &t->dlogit, &t->head_m, &t->part,
                  &t->pp[0],  &t->pp[1],  &t->dfirst, &t->dinter,  &t->dz,      &t->dE,
-                 &t->dU};
+                 &t->dU,     &t->fm_s};
   for (size_t i = 0; i < HS_ARRAY_LEN(all); i++) drop(all[i]);
   for (int l = 0; l < HS_CTR_MAX_LIN; l++) drop(&t->out[l]);
   hs__gemm_destroy(t->gemm);
@@ -305,13 +312,17 @@ static hs_status reserve_batch(hs_ctr_trainer *t, int32_t n, int32_t u) {
       (st = reserve(t, &t->loss_rows, B, 4)) != HS_OK || (st = reserve(t, &t->dlogit, B, 4)) != HS_OK ||
       (st = reserve(t, &t->head_m, B * ((size_t)c->n_dense + 1), 4)) != HS_OK ||
       (st = reserve(t, &t->pp[0], B * maxw, 4)) != HS_OK || (st = reserve(t, &t->pp[1], B * maxw, 4)) != HS_OK ||
-      (st = reserve(t, &t->dE, B * F * R, 4)) != HS_OK || (st = reserve(t, &t->dU, U * R, 4)) != HS_OK)
+      (st = reserve(t, &t->dU, U * R, 4)) != HS_OK)
     return st;
+  /* DeepFM sums its rows' gradients from the field sums (fm_s), without
+   * one gradient row per occurrence. */
+  if (c->kind != HS_CTR_DEEPFM && (st = reserve(t, &t->dE, B * F * R, 4)) != HS_OK) return st;
   for (int l = 0; l < L->n_lin; l++)
     if ((st = reserve(t, &t->out[l], B, (size_t)L->lin[l].out * 4)) != HS_OK) return st;
   if (c->kind == HS_CTR_DEEPFM &&
       ((st = reserve(t, &t->first_in, B, (size_t)L->deep_in * 4)) != HS_OK ||
-       (st = reserve(t, &t->dfirst, B, (size_t)L->deep_in * 4)) != HS_OK))
+       (st = reserve(t, &t->dfirst, B, (size_t)L->deep_in * 4)) != HS_OK ||
+       (st = reserve(t, &t->fm_s, B, (size_t)c->dim * 4)) != HS_OK))
     return st;
   if (c->kind == HS_CTR_DLRM &&
       ((st = reserve(t, &t->inter, B, (size_t)L->deep_in * 4)) != HS_OK ||
@@ -402,16 +413,17 @@ static hs_status mlp_backward(hs_ctr_trainer *t, int first, int last, cl_mem cur
   return HS_OK;
 }
 
-static hs_status forward(hs_ctr_trainer *t) {
+/* `train`: keep what the backward takes (DeepFM's field sums). */
+static hs_status forward(hs_ctr_trainer *t, bool train) {
   const hs_ctr_model_cfg *c = &t->cfg;
   const hs_ctr_layout *L = &t->lay;
   hs_status st;
   switch (c->kind) {
     case HS_CTR_LR:
-      return k_head(t, 0, 0, t->logit.m, 0);
+      return k_head(t, 0, 0, t->logit.m, 0, false);
     case HS_CTR_DEEPFM:
       if ((st = k_deep_in(t)) != HS_OK || (st = mlp_forward(t, 0, L->n_lin)) != HS_OK) return st;
-      return k_head(t, c->dim, c->dim, t->out[L->n_lin - 1].m, 1);
+      return k_head(t, c->dim, c->dim, t->out[L->n_lin - 1].m, 1, train);
     case HS_CTR_DLRM:
       if ((st = mlp_forward(t, 0, L->first_top)) != HS_OK ||
           (st = k_interact(t, t->out[L->first_top - 1].m)) != HS_OK ||
@@ -455,10 +467,9 @@ static hs_status backward(hs_ctr_trainer *t) {
        * not learnt. */
       if ((st = head_bwd(t)) != HS_OK ||
           (st = mlp_backward(t, 0, L->n_lin, t->dlogit.m, t->dfirst.m,
-                             t->cfg.n_fields * t->cfg.dim)) != HS_OK ||
-          (st = k_fm_bwd(t)) != HS_OK)
+                             t->cfg.n_fields * t->cfg.dim)) != HS_OK)
         return st;
-      break;
+      return k_fm_rowgrad(t);
     case HS_CTR_DLRM:
       if ((st = mlp_backward(t, L->first_top, L->n_lin, t->dlogit.m, t->dinter.m,
                              L->deep_in)) != HS_OK ||
@@ -484,7 +495,7 @@ static hs_status optimizer(hs_ctr_trainer *t) {
 static hs_status gradients(hs_ctr_trainer *t) {
   if (!t->uploaded || !t->has_labels)
     return hs__fail(HS_ERR_STATE, "CTR trainer: no labelled batch uploaded");
-  hs_status st = forward(t);
+  hs_status st = forward(t, true);
   if (st == HS_OK) st = loss(t);
   if (st == HS_OK) st = backward(t);
   return st;
@@ -535,7 +546,7 @@ hs_status hs__ctr_trainer_gradients(hs_ctr_trainer *t, float *grads, float *row_
 
 hs_status hs__ctr_trainer_predict(hs_ctr_trainer *t, float *prob) {
   if (!t->uploaded) return hs__fail(HS_ERR_STATE, "CTR trainer: no batch uploaded");
-  hs_status st = forward(t);
+  hs_status st = forward(t, false);
   if (st == HS_OK) st = k_sigmoid(t, t->loss_rows.m);
   if (st != HS_OK) return st;
   return hs__mem_read(t->q, t->loss_rows.m, true, 0, (size_t)t->n * 4, prob, 0, NULL, NULL);
@@ -562,9 +573,11 @@ hs_status hs__ctr_trainer_drain_loss(hs_ctr_trainer *t, double *loss_sum, int64_
 
 hs_status hs__ctr_trainer_run_head(hs_ctr_trainer *t, cl_mem dense, int32_t n_dense, cl_mem rows,
                                    int32_t row, cl_mem idx, int32_t n_fields, int32_t col,
-                                   int32_t dim, cl_mem wc, cl_mem deep, int32_t n, cl_mem logit) {
+                                   int32_t dim, cl_mem wc, cl_mem deep, int32_t n, cl_mem logit,
+                                   cl_mem fm_s) {
   hs_status st = launch_head(t, dense, n_dense, rows, row, idx, n_fields, col, dim, wc, 0,
-                             deep ? deep : wc, deep != NULL, n, logit);
+                             deep ? deep : wc, deep != NULL, n, logit, fm_s ? fm_s : logit,
+                             fm_s != NULL);
   return st != HS_OK ? st : hs__queue_finish(t->q);
 }
 
@@ -588,9 +601,11 @@ hs_status hs__ctr_trainer_run_segment_sum(hs_ctr_trainer *t, cl_mem dE, int32_t 
   return st != HS_OK ? st : hs__queue_finish(t->q);
 }
 
-hs_status hs__ctr_trainer_run_fm_bwd(hs_ctr_trainer *t, cl_mem rows, int32_t row, cl_mem idx,
-                                     int32_t n_fields, int32_t dim, cl_mem dlogit, cl_mem d_in,
-                                     int32_t d_in_width, int32_t n, cl_mem dE) {
-  hs_status st = launch_fm_bwd(t, rows, row, idx, n_fields, dim, dlogit, d_in, d_in_width, n, dE);
+hs_status hs__ctr_trainer_run_fm_rowgrad(hs_ctr_trainer *t, cl_mem rows, int32_t row,
+                                         cl_mem fm_s, int32_t dim, cl_mem dlogit, cl_mem d_in,
+                                         int32_t d_in_width, int32_t n_fields, cl_mem occ_ptr,
+                                         cl_mem occ, int32_t n_unique, cl_mem out) {
+  hs_status st = launch_fm_rowgrad(t, rows, row, fm_s, dim, dlogit, d_in, d_in_width, n_fields,
+                                   occ_ptr, occ, n_unique, out);
   return st != HS_OK ? st : hs__queue_finish(t->q);
 }

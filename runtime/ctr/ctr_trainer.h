@@ -72,11 +72,13 @@ hs_status hs__ctr_trainer_write_state(hs_ctr_trainer *t, const float *params, co
 
 /* The logit head alone (LR's, and DeepFM's with its FM over columns
  * 0..dim and deep[b] when deep is not NULL; wc: w[n_dense] then c), on the
- * caller's buffers; waits. For tests, against hs__ctr_ref_head bit for
- * bit. */
+ * caller's buffers, and the FM's field sums (n x dim) into fm_s when it is
+ * not NULL; waits. For tests, against hs__ctr_ref_head and
+ * hs__ctr_ref_fm_sums bit for bit. */
 hs_status hs__ctr_trainer_run_head(hs_ctr_trainer *t, cl_mem dense, int32_t n_dense, cl_mem rows,
                                    int32_t row, cl_mem idx, int32_t n_fields, int32_t col,
-                                   int32_t dim, cl_mem wc, cl_mem deep, int32_t n, cl_mem logit);
+                                   int32_t dim, cl_mem wc, cl_mem deep, int32_t n, cl_mem logit,
+                                   cl_mem fm_s);
 
 /* The DLRM interaction (z: B x dim, rows indexed by idx: B x n_fields)
  * and its gradient alone, on the caller's buffers and the trainer's queue
@@ -94,11 +96,14 @@ hs_status hs__ctr_trainer_run_segment_sum(hs_ctr_trainer *t, cl_mem dE, int32_t 
                                           cl_mem occ_ptr, cl_mem occ, int32_t n_unique,
                                           cl_mem out);
 
-/* DeepFM's row gradient alone (rows of `row` = dim + 1 floats, d_in the
- * deep part's input gradient, d_in_width floats per example), likewise
- * against hs__ctr_ref_fm_bwd. */
-hs_status hs__ctr_trainer_run_fm_bwd(hs_ctr_trainer *t, cl_mem rows, int32_t row, cl_mem idx,
-                                     int32_t n_fields, int32_t dim, cl_mem dlogit, cl_mem d_in,
-                                     int32_t d_in_width, int32_t n, cl_mem dE);
+/* DeepFM's gradient of each unique row alone (rows of `row` = dim + 1
+ * floats, fm_s the field sums hs__ctr_trainer_run_head keeps, d_in the
+ * deep part's input gradient, d_in_width floats per example; occ_ptr, occ:
+ * each unique row's occurrences b n_fields + f), likewise against
+ * hs__ctr_ref_fm_bwd then hs__ctr_ref_segment_sum. */
+hs_status hs__ctr_trainer_run_fm_rowgrad(hs_ctr_trainer *t, cl_mem rows, int32_t row,
+                                         cl_mem fm_s, int32_t dim, cl_mem dlogit, cl_mem d_in,
+                                         int32_t d_in_width, int32_t n_fields, cl_mem occ_ptr,
+                                         cl_mem occ, int32_t n_unique, cl_mem out);
 
 #endif

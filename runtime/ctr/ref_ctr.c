@@ -252,6 +252,17 @@ void hs__ctr_ref_head_bwd(const float *dense, const float *dlogit, int32_t n, in
   free(m);
 }
 
+void hs__ctr_ref_fm_sums(const float *rows, int32_t row, const int32_t *idx, int32_t n,
+                         int32_t n_fields, int32_t dim, float *s) {
+  for (int32_t i = 0; i < n; i++)
+    for (int32_t k = 0; k < dim; k++) {
+      float sum = 0.0f;
+      for (int32_t f = 0; f < n_fields; f++)
+        sum += rows[(size_t)idx[(size_t)i * (size_t)n_fields + (size_t)f] * (size_t)row + (size_t)k];
+      s[(size_t)i * (size_t)dim + (size_t)k] = sum;
+    }
+}
+
 void hs__ctr_ref_fm_bwd(const float *rows, int32_t row, const int32_t *idx, int32_t n,
                         int32_t n_fields, int32_t dim, const float *dlogit, const float *d_in,
                         int32_t d_in_width, float *dE) {
