@@ -45,13 +45,14 @@ Test(ctr_data, reads_values_missing_and_the_log_transform) {
   FILE *f = fopen(p, "w");
   const char *ints[13] = {"0", "", "-3", "1", "4095", "4096", "123456789012", "7", "", "2", "3", "", "9"};
   const char *cats[26] = {"68fd1e64", "", "FFFFFFFF", "0", "ffffffffffffffff", "abc", "", "1",
-                          "2", "3", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d", "e", "f",
-                          "10", "11", "12", "DeadBeef"};
+                          "123456789", "1234567", "4", "5", "6", "7", "8", "9", "a", "b", "c", "d",
+                          "e", "f", "10", "11", "12", "DeadBeef"};
   put_line(f, "1", ints, cats);
   put_line(f, "0", NULL, NULL);
   fputs("0", f); /* a last line without its newline, and CRLF endings are fine too */
   for (int j = 0; j < 13; j++) fputs("\t5", f);
-  for (int k = 0; k < 26; k++) fputs("\tab", f);
+  for (int k = 0; k < 25; k++) fputs("\tab", f);
+  fputs("\t0123abCD\r", f);
   fclose(f);
   free(p);
   hs_ctr_reader *r = open1("a.txt", true);
@@ -76,9 +77,12 @@ Test(ctr_data, reads_values_missing_and_the_log_transform) {
   cr_assert_eq(id[3], 0u);
   cr_assert_eq(id[4], HS_CTR_MISSING, "all f's share the missing key");
   cr_assert_eq(id[5], 0xabcu);
+  cr_assert_eq(id[8], 0x123456789u);
+  cr_assert_eq(id[9], 0x1234567u);
   cr_assert_eq(id[25], 0xdeadbeefu);
   cr_assert_eq(rows.dense[2 * 13], (float)log1p(5.0));
-  cr_assert_eq(rows.ids[2 * 26 + 25], 0xabu);
+  cr_assert_eq(rows.ids[2 * 26 + 24], 0xabu);
+  cr_assert_eq(rows.ids[2 * 26 + 25], 0x0123abcdu, "eight digits before a CR");
   cr_assert_eq(hs__ctr_reader_count(r), 3);
   cr_assert_eq(hs__ctr_reader_next(r, 8, &rows), HS_OK);
   cr_assert_eq(rows.n, 0, "end of data");
@@ -243,6 +247,12 @@ Test(ctr_data, errors_name_file_line_and_column) {
   expect_bad(b, ":2:", "column 2: '1x' is not an integer");
   snprintf(b, sizeof b, "%.*s\tzz\n", (int)(strlen(line) - 4), line);
   expect_bad(b, ":2:", "column 40: 'zz' is not a hexadecimal id");
+  /* Eight characters, the last or the first not a digit (ids of eight
+   * digits take a path of their own). */
+  snprintf(b, sizeof b, "%.*s\t1234567g\n", (int)(strlen(line) - 4), line);
+  expect_bad(b, ":2:", "column 40: '1234567g' is not a hexadecimal id");
+  snprintf(b, sizeof b, "%.*s\t 2345678\t1c\n", (int)(strlen(line) - 7), line);
+  expect_bad(b, ":2:", "column 39: ' 2345678' is not a hexadecimal id");
   snprintf(b, sizeof b, "%.*s\t11112222333344445\n", (int)(strlen(line) - 4), line);
   expect_bad(b, ":2:", "more than 16 hexadecimal digits");
   snprintf(b, sizeof b, "%.*s\n", (int)(strlen(line) - 4), line);
