@@ -128,7 +128,8 @@ static void run_pieces(const native_args *x) {
   piece_job j = {.x = x};
   for (int o = 0; o < x->n_prods; o++) {
     const native_prod *p = &x->p[o];
-    hs__gemm_group_piece_plan(p->m, p->n, p->k, x->n_prods, hs__pool_threads(x->pool), &j.plan[o]);
+    hs__gemm_group_piece_plan(p->m, p->n, p->k, x->n_prods, hs__pool_threads(x->pool),
+                              &j.plan[o]);
     j.first[o + 1] = j.first[o] + j.plan[o].count;
   }
   atomic_init(&j.next, 0);
@@ -143,7 +144,7 @@ static void run_native(void *p) {
   if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
   if (x->pool) run_pieces(x);
   else
-    for (int o = 0; o < x->n_prods; o++) sgemm(&x->p[o], x->p[o].m, x->p[o].n, x->p[o].a, x->p[o].b, x->p[o].c);
+    for (const native_prod *q = x->p; q < x->p + x->n_prods; q++) sgemm(q, q->m, q->n, q->a, q->b, q->c);
   pthread_mutex_unlock(&blas_lock);
 }
 
