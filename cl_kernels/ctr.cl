@@ -6,7 +6,9 @@
  * whose sums run in the same order, term for term.
  *
  * Layout: E[b, f] is the row rows[idx[b F + f]] (R floats) of field f of
- * example b; dE holds one gradient row per occurrence (B F x R). */
+ * example b; dE holds one gradient row per occurrence (B F x R) for LR and
+ * DLRM, whose rows' gradients hs_ctr_segment_sum sums (DeepFM's are summed
+ * straight into each unique row: hs_ctr_fm_rowgrad). */
 #pragma OPENCL FP_CONTRACT OFF
 
 /* logit[b] = c + x.w + sum_f E[b, f, col] (+ FM over columns 0..dim when

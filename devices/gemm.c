@@ -128,7 +128,7 @@ hs_status hs__gemm_run(hs_gemm *g, const hs_gemm_op *op, cl_uint n_wait, const c
   if (st != HS_OK) return st;
   switch (g->kind) {
   case HS_GEMM_CBLAS:
-    if (op->c == op->a || op->c == op->b)
+    if (op->m && op->n && (op->c == op->a || op->c == op->b))
       return hs__fail(HS_ERR_INVALID_ARG, "GEMM output shares a buffer with an input");
     return hs__gemm_cblas_run(g, op, 1, n_wait, wait, ev);
   case HS_GEMM_CLBLAST:

@@ -66,12 +66,11 @@ hs_gemm_kind hs__gemm_kind_of(const hs_gemm *g);
  * threads (the native kernel's and up to three helpers of the
  * provider's own, which sleep between products instead of spinning
  * as OpenBLAS's do, and are woken kept off the native kernel's CPU:
- * hs__pool_run_elsewhere). A lone product's pieces depend on its shape
- * alone, so its result does not depend on the thread count; with OpenBLAS
- * 0.3.21 a piece's elements also come out as in the whole product on one
- * thread (gemm::pieces_give_the_same_bits_whatever_the_threads), which is
- * what lets a group's pieces depend on the thread count too
- * (hs__gemm_group_piece_plan). Off by default:
+ * hs__pool_run_elsewhere). The pieces depend on the shapes alone (of the
+ * product, and in a group of the group's: hs__gemm_group_piece_plan), so
+ * the result does not depend on the thread count; with OpenBLAS 0.3.21 a
+ * piece's elements also come out as in the whole product on one thread
+ * (gemm::pieces_give_the_same_bits_whatever_the_threads). Off by default:
  * the GNN trainer keeps OpenBLAS's own threading (and its bits). Set
  * before the first product. OpenBLAS's thread count is process-wide: the
  * providers' products run one at a time in a process, each on its own
@@ -89,15 +88,16 @@ typedef struct hs_gemm_piece_plan {
   size_t size;
 } hs_gemm_piece_plan;
 void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out);
-/* The pieces of an m x n x k product in a group of n_prods products run
- * on `threads` threads (hs__gemm_run_group): hs__gemm_piece_plan's, but a
- * product whose inner side k is the longest of the three (a weights'
- * gradient, k the batch) in a group of two or more is cut into at most
- * threads / 2 pieces (whole on up to three threads): each of its pieces
- * repacks the whole of its other operand (a quarter of the product's time
- * at 4 pieces of a 221 x 256 x 4096 one), while the group's other products
- * keep the other threads busy. */
-void hs__gemm_group_piece_plan(size_t m, size_t n, size_t k, int n_prods, int threads,
+/* The pieces of an m x n x k product in a group of n_prods products
+ * (hs__gemm_run_group): hs__gemm_piece_plan's, but a product whose inner
+ * side k is the longest of the three (a weights' gradient, k the batch)
+ * in a group of two or more is cut into at most HS_GEMM_GROUP_LONG_PIECES:
+ * each of its pieces repacks the whole of its other operand (four pieces
+ * of a 221 x 256 x 4096 product took 7.6 ms on one thread, the whole one
+ * 5.5), while the group's other products keep the other threads busy. A
+ * function of the shapes alone, like hs__gemm_piece_plan. */
+#define HS_GEMM_GROUP_LONG_PIECES 2
+void hs__gemm_group_piece_plan(size_t m, size_t n, size_t k, int n_prods,
                                hs_gemm_piece_plan *out);
 
 #define HS_GEMM_GROUP_MAX 4

@@ -37,17 +37,12 @@ void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) 
   out->count = (int)((side + size - 1) / size);
 }
 
-void hs__gemm_group_piece_plan(size_t m, size_t n, size_t k, int n_prods, int threads,
+void hs__gemm_group_piece_plan(size_t m, size_t n, size_t k, int n_prods,
                                hs_gemm_piece_plan *out) {
   hs__gemm_piece_plan(m, n, k, out);
-  int most = threads / 2 > 1 ? threads / 2 : 1;
-  if (n_prods < 2 || k <= m || k <= n || out->count <= most) return;
-  if (most == 1) {
-    *out = (hs_gemm_piece_plan){.count = 1, .along_n = false, .size = m};
-    return;
-  }
+  if (n_prods < 2 || k <= m || k <= n || out->count <= HS_GEMM_GROUP_LONG_PIECES) return;
   size_t side = out->along_n ? n : m;
-  size_t size = (side + (size_t)most - 1) / (size_t)most;
+  size_t size = (side + HS_GEMM_GROUP_LONG_PIECES - 1) / HS_GEMM_GROUP_LONG_PIECES;
   out->size = (size + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
   out->count = (int)((side + out->size - 1) / out->size);
 }
@@ -128,8 +123,7 @@ static void run_pieces(const native_args *x) {
   piece_job j = {.x = x};
   for (int o = 0; o < x->n_prods; o++) {
     const native_prod *p = &x->p[o];
-    hs__gemm_group_piece_plan(p->m, p->n, p->k, x->n_prods, hs__pool_threads(x->pool),
-                              &j.plan[o]);
+    hs__gemm_group_piece_plan(p->m, p->n, p->k, x->n_prods, &j.plan[o]);
     j.first[o + 1] = j.first[o] + j.plan[o].count;
   }
   atomic_init(&j.next, 0);

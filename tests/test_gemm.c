@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cl_fixture.h"
 #include "gemm.h"
@@ -264,25 +265,26 @@ Test(gemm, pieces_give_the_same_bits_whatever_the_threads) {
 }
 
 /* In a group a product whose inner side is its longest (a weights'
- * gradient) is cut into at most threads / 2 pieces, whole up to three
- * threads; the others, and a lone product, keep hs__gemm_piece_plan's. */
-Test(gemm, group_piece_plan_keeps_long_inner_products_whole_on_few_threads) {
-  hs_gemm_piece_plan lone, p;
+ * gradient) is cut into at most HS_GEMM_GROUP_LONG_PIECES (whole where its
+ * own plan is); the others, and a lone product, keep hs__gemm_piece_plan's.
+ * From the shapes alone. */
+Test(gemm, group_piece_plan_cuts_long_inner_products_in_fewer_pieces) {
+  hs_gemm_piece_plan lone, p, dx, q;
   hs__gemm_piece_plan(221, 256, 4096, &lone);
   cr_assert_eq(lone.count, 4);
-  for (int threads = 1; threads <= 4; threads++) {
-    hs__gemm_group_piece_plan(221, 256, 4096, 1, threads, &p);
-    cr_expect(p.count == lone.count && p.size == lone.size && p.along_n == lone.along_n,
-              "a lone product keeps its plan");
-    hs__gemm_group_piece_plan(221, 256, 4096, 2, threads, &p);
-    cr_expect_eq(p.count, threads < 4 ? 1 : 2, "%d threads: %d pieces", threads, p.count);
-    if (p.count == 1) cr_expect(p.size == 221 && !p.along_n);
-    else cr_expect(p.along_n && p.size * (size_t)p.count >= 256 && p.size % 16 == 0);
-    hs_gemm_piece_plan dx;
-    hs__gemm_group_piece_plan(4096, 221, 256, 2, threads, &p);
-    hs__gemm_piece_plan(4096, 221, 256, &dx);
-    cr_expect(p.count == dx.count && p.size == dx.size, "the input's gradient keeps its plan");
-  }
+  hs__gemm_group_piece_plan(221, 256, 4096, 1, &p);
+  cr_expect(p.count == lone.count && p.size == lone.size && p.along_n == lone.along_n,
+            "a lone product keeps its plan");
+  hs__gemm_group_piece_plan(221, 256, 4096, 2, &p);
+  cr_expect_eq(p.count, HS_GEMM_GROUP_LONG_PIECES);
+  cr_expect(p.along_n && p.size * (size_t)p.count >= 256 && p.size * (size_t)(p.count - 1) < 256 &&
+            p.size % 16 == 0);
+  hs__gemm_group_piece_plan(4096, 221, 256, 2, &q);
+  hs__gemm_piece_plan(4096, 221, 256, &dx);
+  cr_expect(q.count == dx.count && q.size == dx.size && q.along_n == dx.along_n,
+            "the input's gradient keeps its plan");
+  hs__gemm_group_piece_plan(13, 64, 4096, 2, &q);
+  cr_expect_eq(q.count, 1, "a small weights' gradient stays whole");
 }
 
 /* A group of products (the CTR trainer's weights' and input's gradients
@@ -388,6 +390,68 @@ Test(gemm, a_group_gives_the_bits_of_its_products_one_at_a_time) {
     hs__mem_release(&dx), hs__mem_release(&dy), hs__mem_release(&dw);
   }
   for (int i = 0; i < NG; i++) hs__gemm_destroy(g[i]);
+  clf_close(&f);
+}
+
+/* A group waits for its wait list and completes its event: held by a
+ * user event, it has not run (its outputs are untouched, its event not
+ * complete) until the event is set, then its event completes with both
+ * products done; also when its first product is empty (the wait then
+ * falls on the next product's first command). */
+Test(gemm, a_group_waits_for_its_wait_list_and_completes_its_event) {
+  if (!HS_HAVE_CBLAS) cr_skip_test("this build has no CBLAS");
+  cl_fixture f;
+  clf_open(&f);
+  hs_gemm *g;
+  hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, 2, &g);
+  if (st == HS_ERR_UNSUPPORTED) {
+    clf_close(&f);
+    cr_skip_test("%s", hs_last_error());
+  }
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  hs__gemm_set_pieces(g, true);
+  enum { M = 300, K = 40, N = 50 };
+  uint64_t s = 3;
+  float *y = malloc(M * N * 4), *w = malloc(N * K * 4), *z = malloc(M * K * 4),
+        *x = malloc(M * K * 4), *want = calloc(M * K, 4), *zeros = calloc(M * K, 4);
+  fx_fill(y, M * N, &s, 1.0f), fx_fill(w, N * K, &s, 1.0f);
+  hs__ref_gemm(false, false, M, K, N, 1.0f, y, N, w, K, 0.0f, want, K);
+  cl_mem dy = clf_upload(&f, y, M * N * 4), dw = clf_upload(&f, w, N * K * 4);
+  for (int empty_first = 0; empty_first < 2; empty_first++) {
+    cl_mem dz = clf_upload(&f, zeros, M * K * 4), dx = clf_upload(&f, zeros, M * K * 4),
+           de = clf_upload(&f, zeros, 4);
+    cl_int err;
+    cl_event u = clCreateUserEvent(f.ctx.ctx, &err), done = NULL;
+    cr_assert_eq(err, CL_SUCCESS);
+    /* z = y w and x = y w: two equal products, after an empty one or not. */
+    hs_gemm_op grp[3] = {
+        {.m = 0, .n = K, .k = N, .alpha = 1.0f, .a = dy, .lda = N, .b = dw, .ldb = K, .c = de, .ldc = K},
+        {.m = M, .n = K, .k = N, .alpha = 1.0f, .a = dy, .lda = N, .b = dw, .ldb = K, .c = dz, .ldc = K},
+        {.m = M, .n = K, .k = N, .alpha = 1.0f, .a = dy, .lda = N, .b = dw, .ldb = K, .c = dx, .ldc = K}};
+    cr_assert_eq(hs__gemm_run_group(g, grp + !empty_first, empty_first ? 3 : 2, 1, &u, &done),
+                 HS_OK, "%s", hs_last_error());
+    cr_assert_eq(clFlush(f.q), CL_SUCCESS);
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    cl_int status;
+    cr_assert_eq(clGetEventInfo(done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status,
+                                NULL), CL_SUCCESS);
+    cr_expect_neq(status, CL_COMPLETE, "the group ran before its wait list was complete");
+    cr_assert_eq(clSetUserEventStatus(u, CL_COMPLETE), CL_SUCCESS);
+    cr_assert_eq(clWaitForEvents(1, &done), CL_SUCCESS);
+    clf_download(&f, dz, z, M * K * 4);
+    clf_download(&f, dx, x, M * K * 4);
+    for (int i = 0; i < M * K; i++) {
+      cr_assert(fabsf(z[i] - want[i]) <= 1e-5f * (float)N, "z[%d] = %g, want %g", i, (double)z[i],
+                (double)want[i]);
+      cr_assert_eq(memcmp(&x[i], &z[i], 4), 0, "the group's two equal products differ at %d", i);
+    }
+    clReleaseEvent(u), clReleaseEvent(done);
+    hs__mem_release(&dz), hs__mem_release(&dx), hs__mem_release(&de);
+  }
+  hs__mem_release(&dy), hs__mem_release(&dw);
+  free(y), free(w), free(z), free(x), free(want), free(zeros);
+  hs__gemm_destroy(g);
   clf_close(&f);
 }
 

@@ -383,10 +383,8 @@ static hs_status mlp_forward(hs_ctr_trainer *t, int first, int last) {
 
 /* Backward through layers [first, last) from the gradient at the last
  * layer's output (`cur`, overwritten where ReLU masks it); the gradient at
- * the first layer's input into `din` when it is not NULL, its first
- * `din_cols` columns only (the others are not written). */
-static hs_status mlp_backward(hs_ctr_trainer *t, int first, int last, cl_mem cur, cl_mem din,
-                              int32_t din_cols) {
+ * the first layer's input into `din` when it is not NULL. */
+static hs_status mlp_backward(hs_ctr_trainer *t, int first, int last, cl_mem cur, cl_mem din) {
   cl_int n = t->n;
   hs_status st;
   for (int l = last - 1; l >= first; l--) {
@@ -401,8 +399,7 @@ static hs_status mlp_backward(hs_ctr_trainer *t, int first, int last, cl_mem cur
     if (l == first && !din) return gemm(t, &dw);
     cl_mem prev = l == first ? din : cur == t->pp[0].m ? t->pp[1].m : t->pp[0].m;
     hs_gemm_op pair[2] = {
-        dw, {.trans_b = true, .m = (size_t)n, .n = (size_t)(l == first ? din_cols : x->in),
-             .k = (size_t)x->out,
+        dw, {.trans_b = true, .m = (size_t)n, .n = (size_t)x->in, .k = (size_t)x->out,
              .alpha = 1.0f, .a = cur, .lda = (size_t)x->out, .b = t->params.m, .b_off = x->w,
              .ldb = (size_t)x->out, .c = prev, .ldc = (size_t)x->in}};
     /* The weights' and the input's gradients at once: their pieces share
@@ -462,19 +459,19 @@ static hs_status backward(hs_ctr_trainer *t) {
       break;
     case HS_CTR_DEEPFM:
       /* The deep part's output gradient is dlogit (its last layer has no
-       * ReLU, so dlogit is not written); of its input's gradient only the
-       * rows' columns, the first F D: the integer features' last ones are
-       * not learnt. */
+       * ReLU, so dlogit is not written). Its input's gradient is computed
+       * whole, the integer features' columns too, which nothing reads: a
+       * product only F D columns wide gave other bits in those columns
+       * than the whole one at some shapes with OpenBLAS 0.3.21 (batches of
+       * 7 or 64 examples, F D of 15 or 26, ...). */
       if ((st = head_bwd(t)) != HS_OK ||
-          (st = mlp_backward(t, 0, L->n_lin, t->dlogit.m, t->dfirst.m,
-                             t->cfg.n_fields * t->cfg.dim)) != HS_OK)
+          (st = mlp_backward(t, 0, L->n_lin, t->dlogit.m, t->dfirst.m)) != HS_OK)
         return st;
       return k_fm_rowgrad(t);
     case HS_CTR_DLRM:
-      if ((st = mlp_backward(t, L->first_top, L->n_lin, t->dlogit.m, t->dinter.m,
-                             L->deep_in)) != HS_OK ||
+      if ((st = mlp_backward(t, L->first_top, L->n_lin, t->dlogit.m, t->dinter.m)) != HS_OK ||
           (st = k_interact_bwd(t, t->out[L->first_top - 1].m)) != HS_OK ||
-          (st = mlp_backward(t, 0, L->first_top, t->dz.m, NULL, 0)) != HS_OK)
+          (st = mlp_backward(t, 0, L->first_top, t->dz.m, NULL)) != HS_OK)
         return st;
       break;
   }
