@@ -21,6 +21,14 @@
  * columns each. */
 enum { PIECE_WORK = 1 << 24, PIECE_MAX = HS_GEMM_MAX_PIECES, PIECE_ALIGN = 16 };
 
+/* `side` (of C, along out->along_n) cut into about `count` (>= 2)
+ * pieces of a multiple of PIECE_ALIGN. */
+static void cut(size_t side, size_t count, hs_gemm_piece_plan *out) {
+  size_t size = (side + count - 1) / count;
+  out->size = (size + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
+  out->count = (int)((side + out->size - 1) / out->size);
+}
+
 void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) {
   double work = (double)m * (double)n * (double)k;
   size_t count = work >= (double)PIECE_MAX * PIECE_WORK ? PIECE_MAX : (size_t)(work / PIECE_WORK);
@@ -31,20 +39,14 @@ void hs__gemm_piece_plan(size_t m, size_t n, size_t k, hs_gemm_piece_plan *out) 
     *out = (hs_gemm_piece_plan){.count = 1, .along_n = false, .size = m};
     return;
   }
-  size_t size = (side + count - 1) / count;
-  size = (size + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
-  out->size = size;
-  out->count = (int)((side + size - 1) / size);
+  cut(side, count, out);
 }
 
 void hs__gemm_group_piece_plan(size_t m, size_t n, size_t k, int n_prods,
                                hs_gemm_piece_plan *out) {
   hs__gemm_piece_plan(m, n, k, out);
   if (n_prods < 2 || k <= m || k <= n || out->count <= HS_GEMM_GROUP_LONG_PIECES) return;
-  size_t side = out->along_n ? n : m;
-  size_t size = (side + HS_GEMM_GROUP_LONG_PIECES - 1) / HS_GEMM_GROUP_LONG_PIECES;
-  out->size = (size + PIECE_ALIGN - 1) / PIECE_ALIGN * PIECE_ALIGN;
-  out->count = (int)((side + out->size - 1) / out->size);
+  cut(out->along_n ? n : m, HS_GEMM_GROUP_LONG_PIECES, out);
 }
 
 #if HS_HAVE_CBLAS

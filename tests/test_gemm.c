@@ -17,19 +17,29 @@
 #include "nn/ref_nn.h"
 #include "nn_fixtures.h"
 
+/* A provider of `kind` on `threads` threads, or the test skipped where
+ * the device cannot run it (the providers in made[0..n_made) destroyed and
+ * the fixture closed first). */
+static hs_gemm *provider_or_skip(cl_fixture *f, hs_gemm_kind kind, int threads, hs_gemm **made,
+                                 int n_made) {
+  hs_gemm *g;
+  hs_status st = hs__gemm_create(&f->ctx, &f->dev, f->q, kind, threads, &g);
+  if (st == HS_ERR_UNSUPPORTED) {
+    for (int j = 0; j < n_made; j++) hs__gemm_destroy(made[j]);
+    clf_close(f);
+    cr_skip_test("%s", hs_last_error());
+  }
+  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  return g;
+}
+
 /* Runs a battery of products through `kind` and compares with the
  * reference: |got - want| <= 1e-5 * sum_p |a_ip b_pj| (the error bound of
  * any summation order) plus a tiny absolute floor. */
 static void battery(hs_gemm_kind kind) {
   cl_fixture f;
   clf_open(&f);
-  hs_gemm *g;
-  hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, kind, 0, &g);
-  if (st == HS_ERR_UNSUPPORTED) {
-    clf_close(&f);
-    cr_skip_test("%s", hs_last_error());
-  }
-  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  hs_gemm *g = provider_or_skip(&f, kind, 0, NULL, 0);
   cr_expect_eq(hs__gemm_kind_of(g), kind);
   const size_t shapes[][3] = {{37, 29, 53}, {1, 17, 5}, {64, 64, 64}, {5, 1, 1}, {0, 3, 4}, {64, 1, 128}};
   uint64_t s = 17;
@@ -201,13 +211,7 @@ Test(gemm, pieces_give_the_same_bits_whatever_the_threads) {
   const int threads[4] = {1, 1, 2, 3};
   hs_gemm *g[4];
   for (int i = 0; i < 4; i++) {
-    hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, threads[i], &g[i]);
-    if (st == HS_ERR_UNSUPPORTED) {
-      for (int j = 0; j < i; j++) hs__gemm_destroy(g[j]);
-      clf_close(&f);
-      cr_skip_test("%s", hs_last_error());
-    }
-    cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+    g[i] = provider_or_skip(&f, HS_GEMM_CBLAS, threads[i], g, i);
     hs__gemm_set_pieces(g[i], i > 0); /* g[0]: one OpenBLAS call on one thread */
   }
   const size_t shapes[][3] = {{1030, 130, 300}, {70, 1100, 600}};
@@ -300,13 +304,7 @@ Test(gemm, a_group_gives_the_bits_of_its_products_one_at_a_time) {
   const int threads[NG] = {1, 1, 2, 3, 4};
   hs_gemm *g[NG];
   for (int i = 0; i < NG; i++) {
-    hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, threads[i], &g[i]);
-    if (st == HS_ERR_UNSUPPORTED) {
-      for (int j = 0; j < i; j++) hs__gemm_destroy(g[j]);
-      clf_close(&f);
-      cr_skip_test("%s", hs_last_error());
-    }
-    cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+    g[i] = provider_or_skip(&f, HS_GEMM_CBLAS, threads[i], g, i);
     hs__gemm_set_pieces(g[i], i > 0); /* g[0]: one OpenBLAS call per product */
   }
   uint64_t s = 11;
@@ -402,13 +400,7 @@ Test(gemm, a_group_waits_for_its_wait_list_and_completes_its_event) {
   if (!HS_HAVE_CBLAS) cr_skip_test("this build has no CBLAS");
   cl_fixture f;
   clf_open(&f);
-  hs_gemm *g;
-  hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, 2, &g);
-  if (st == HS_ERR_UNSUPPORTED) {
-    clf_close(&f);
-    cr_skip_test("%s", hs_last_error());
-  }
-  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  hs_gemm *g = provider_or_skip(&f, HS_GEMM_CBLAS, 2, NULL, 0);
   hs__gemm_set_pieces(g, true);
   enum { M = 300, K = 40, N = 50 };
   uint64_t s = 3;
@@ -503,13 +495,7 @@ Test(gemm, a_product_runs_on_its_own_thread_count) {
 #else
   cl_fixture f;
   clf_open(&f);
-  hs_gemm *g1, *g2;
-  hs_status st = hs__gemm_create(&f.ctx, &f.dev, f.q, HS_GEMM_CBLAS, 1, &g1);
-  if (st == HS_ERR_UNSUPPORTED) {
-    clf_close(&f);
-    cr_skip_test("%s", hs_last_error());
-  }
-  cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+  hs_gemm *g1 = provider_or_skip(&f, HS_GEMM_CBLAS, 1, NULL, 0), *g2;
   cl_command_queue q2;
   cr_assert_eq(hs__queue_create(&f.ctx, &f.dev, 0, &q2), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs__gemm_create(&f.ctx, &f.dev, q2, HS_GEMM_CBLAS, 2, &g2), HS_OK, "%s",
