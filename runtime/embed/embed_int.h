@@ -52,11 +52,13 @@ typedef struct shard {
 } shard;
 
 /* Per-thread scratch of a lookup: the batch's dedup map (entries are
- * first occurrence + 1, keyed through the query) and an eviction
- * histogram. */
+ * first occurrence + 1, keyed through the query), where the occurrences
+ * of the thread's range of pass_hash start in `own` for each owner
+ * (own_off[o] .. own_off[o + 1]), and an eviction histogram. */
 typedef struct lk_scratch {
   int32_t *map;
   uint32_t map_cap; /* power of two */
+  int32_t own_off[257];
   uint32_t *hist;
   uint64_t hist_older;
 } lk_scratch;
@@ -84,6 +86,7 @@ struct hs_embed {
   uint64_t *hash;
   int32_t *gid;
   uint8_t *owner;
+  int32_t *own;  /* occurrences by pass_hash's range, then owner */
   int32_t *mult; /* occurrences per first occurrence */
   int32_t scratch_cap;
   hs_embed_stats st;
