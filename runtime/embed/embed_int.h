@@ -69,6 +69,7 @@ struct hs_embed {
   int32_t stride;  /* words per record */
   int32_t n_shards; /* per table */
   shard *shards;   /* n_tables x n_shards */
+  uint8_t *gid_owner; /* the lookup thread of each shard: its index mod threads */
   hs_embed_slabs slabs; /* the shards' record chunks */
   hs_gather_pool *lk_pool, *up_pool;
   lk_scratch *scratch; /* one per lookup thread */

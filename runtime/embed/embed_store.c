@@ -313,10 +313,12 @@ hs_status hs__embed_create(const hs_embed_cfg *cfg, hs_embed **out) {
   size_t n = (size_t)cfg->n_tables * (size_t)e->n_shards;
   e->shards = calloc(n, sizeof *e->shards);
   e->scratch = calloc((size_t)e->cfg.threads, sizeof *e->scratch);
-  if (!e->shards || !e->scratch) {
+  e->gid_owner = malloc(n);
+  if (!e->shards || !e->scratch || !e->gid_owner) {
     st = hs__fail(HS_ERR_NOMEM, "embedding store: %zu shards", n);
     goto fail;
   }
+  for (size_t g = 0; g < n; g++) e->gid_owner[g] = (uint8_t)(g % (size_t)e->cfg.threads);
   if ((st = hs__gather_pool_create(e->cfg.threads, &e->lk_pool)) != HS_OK ||
       (st = hs__gather_pool_create(e->cfg.threads, &e->up_pool)) != HS_OK)
     goto fail;
@@ -344,6 +346,7 @@ void hs__embed_destroy(hs_embed *e) {
     free(s->todo);
   }
   free(e->shards);
+  free(e->gid_owner);
   hs__embed_slabs_free(&e->slabs);
   for (int t = 0; e->scratch && t < e->cfg.threads; t++) {
     free(e->scratch[t].map);
@@ -448,11 +451,16 @@ static void pass_hash(void *arg, int t, int n_threads) {
           hi = (int32_t)((int64_t)n * (t + 1) / n_threads);
   int32_t *off = e->scratch[t].own_off, at[256];
   memset(off, 0, (size_t)(n_threads + 1) * sizeof *off);
+  /* The field of occurrence i counted along (i mod n_fields without a
+   * division), the owner of a shard looked up (gid_owner). */
+  const uint16_t *tables = j->q->tables;
+  int32_t nf = j->q->n_fields, fld = tables ? 0 : lo % nf;
   for (int32_t i = lo; i < hi; i++) {
-    int32_t tb = hs__embed_occ_table(j->q, i);
+    int32_t tb = tables ? (int32_t)tables[i] : fld;
+    if (!tables && ++fld == nf) fld = 0;
     uint64_t h = hs__embed_mix(j->q->ids[i], tb);
     int32_t g = shard_gid(e, tb, h);
-    uint8_t o = (uint8_t)((uint32_t)g % (uint32_t)n_threads);
+    uint8_t o = e->gid_owner[g];
     e->hash[i] = h;
     e->gid[i] = g;
     e->owner[i] = o;
