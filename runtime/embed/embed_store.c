@@ -255,7 +255,8 @@ uint64_t hs__embed_shard_bytes(const hs_embed *e, const shard *s) {
 }
 
 static uint64_t fixed_bytes(const hs_embed *e) {
-  return sizeof *e + (uint64_t)e->cfg.n_tables * (uint64_t)e->n_shards * sizeof(shard);
+  /* the store, and per shard its bookkeeping and its lookup thread */
+  return sizeof *e + (uint64_t)e->cfg.n_tables * (uint64_t)e->n_shards * (sizeof(shard) + 1);
 }
 
 static uint64_t total_bytes(const hs_embed *e) {
