@@ -19,6 +19,7 @@ enum {
   CHUNK_BIG = 1024,    /* records per chunk once past the small ones */
   CHUNK_BIG_K = 7,     /* chunks 0..6 hold 16, 16, 32, 64, 128, 256, 512 */
   INDEX_MIN = 32,
+  MAX_THREADS = 256,   /* per pool: what the per-thread arrays below hold */
 };
 
 /* Index loads stay at or below 4/5; growth is by 5/4 (hs_embed.h). */
@@ -58,7 +59,7 @@ typedef struct shard {
 typedef struct lk_scratch {
   int32_t *map;
   uint32_t map_cap; /* power of two */
-  int32_t own_off[257];
+  int32_t own_off[MAX_THREADS + 1];
   uint32_t *hist;
   uint64_t hist_older;
 } lk_scratch;

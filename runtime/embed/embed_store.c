@@ -291,8 +291,9 @@ static hs_status check_cfg(const hs_embed_cfg *c) {
       !(o->ftrl_alpha > 0 && finite_nonneg(o->ftrl_alpha) && finite_nonneg(o->ftrl_beta) &&
         finite_nonneg(o->ftrl_l1) && finite_nonneg(o->ftrl_l2)))
     return hs__fail(HS_ERR_INVALID_ARG, "embedding store: FTRL alpha > 0, beta, l1, l2 >= 0");
-  if (c->threads < 0 || c->threads > 256)
-    return hs__fail(HS_ERR_INVALID_ARG, "embedding store: %d threads (0..256)", c->threads);
+  if (c->threads < 0 || c->threads > MAX_THREADS)
+    return hs__fail(HS_ERR_INVALID_ARG, "embedding store: %d threads (0..%d)", c->threads,
+                    MAX_THREADS);
   return HS_OK;
 }
 
@@ -430,11 +431,11 @@ typedef struct lk_job {
   /* Records with tick <= evictable may be evicted: tick - HS_EMBED_LAG,
    * whose batches are all applied (hs__embed_lookup checked). */
   int64_t evictable;
-  uint64_t misses[256];
-  hs_status st[256];
+  uint64_t misses[MAX_THREADS];
+  hs_status st[MAX_THREADS];
   /* eviction */
   int64_t evict_below; /* evict evictable records with tick < this */
-  uint64_t evicted[256];
+  uint64_t evicted[MAX_THREADS];
 } lk_job;
 
 static inline int32_t occ_count(const hs_embed_query *q, int32_t i) {
@@ -450,7 +451,7 @@ static void pass_hash(void *arg, int t, int n_threads) {
   hs_embed *e = j->e;
   int32_t n = j->q->n, lo = (int32_t)((int64_t)n * t / n_threads),
           hi = (int32_t)((int64_t)n * (t + 1) / n_threads);
-  int32_t *off = e->scratch[t].own_off, at[256];
+  int32_t *off = e->scratch[t].own_off, at[MAX_THREADS];
   memset(off, 0, (size_t)(n_threads + 1) * sizeof *off);
   /* The field of occurrence i counted along (i mod n_fields without a
    * division), the owner of a shard looked up (gid_owner). */
