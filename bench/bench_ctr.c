@@ -376,14 +376,15 @@ int main(int argc, char **argv) {
   printf("{\n  \"bench\": \"ctr\",\n  \"data\": \"%s\",\n  \"model\": \"%s\",\n  \"dim\": %d,\n"
          "  \"hidden\": \"%s\",\n  \"bottom\": \"%s\",\n  \"batch\": %d,\n  \"lr\": %g,\n"
          "  \"sparse_optimizer\": \"%s\",\n  \"sparse_lr\": %g,\n"
-         "  \"sparse_initial_accumulator\": %g,\n  \"epochs\": %d,\n"
+         "  \"sparse_initial_accumulator\": %g,\n  \"init_range\": %g,\n  \"epochs\": %d,\n"
          "  \"seed\": %llu,\n  \"blas_core\": %s%s%s,\n  \"openblas_thread_timeout\": %s%s%s,\n"
          "  \"pipeline\": \"%s\",\n  \"host_nice\": %d,\n"
          "  \"bayes_auc\": %.6f,\n"
          "  \"runs\": [\n",
          dir, hs_ctr_model_name(c.model), c.dim, hid, bot, c.batch_size, (double)c.lr,
          hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr,
-         (double)c.sparse_initial_accumulator, epochs, (unsigned long long)c.seed,
+         (double)c.sparse_initial_accumulator, (double)c.init_range, epochs,
+         (unsigned long long)c.seed,
          blas ? "\"" : "", blas ? blas : "null", blas ? "\"" : "",
          timeout ? "\"" : "", timeout ? timeout : "null", timeout ? "\"" : "",
          hs_pipeline_mode_name(hs[0].pipeline), hs[0].pipeline == HS_PIPELINE_THREADS ? c.host_nice : 0,
