@@ -167,11 +167,11 @@ static int run_peer(const char *py, const char *dir, const hs_ctr_config *c, con
   snprintf(cmd, sizeof cmd,
            "%s %s/peer_ctr.py --train %s/peer/train --test %s/peer/test --model %s --dim %d "
            "--hidden '%s' --bottom '%s' --batch %d --lr %g --sparse-optimizer %s --sparse-lr %g "
-           "--sparse-init-acc %g --init-range %g --epochs %d --threads %d --seed %llu",
+           "--sparse-init-acc %g --init-range %g --epochs %d --threads %d --seed %llu%s",
            py, HS_BENCH_DIR, dir, dir, hs_ctr_model_name(c->model), c->dim, hid, bot,
            c->batch_size, (double)c->lr, sparse, (double)c->sparse_lr,
            (double)c->sparse_initial_accumulator, (double)c->init_range, epochs, threads,
-           (unsigned long long)c->seed);
+           (unsigned long long)c->seed, c->standardize_dense ? " --standardize-dense" : "");
   fprintf(stderr, "bench_ctr: %s\n", cmd);
   FILE *p = popen(cmd, "r");
   if (!p) return 1;
@@ -235,7 +235,7 @@ static const char usage[] =
     "  --model deepfm|dlrm|lr  --epochs N (1..16)  --repeat R (1..8)  --seed S\n"
     "  --dim D  --hidden W,W  --bottom W,W  --batch-size B  --lr X  --sparse-lr X\n"
     "  --sparse-optimizer NAME  --sparse-init-acc A  --init-range R  --admit-after K\n"
-    "  --embed-budget BYTES\n"
+    "  --embed-budget BYTES  --standardize-dense (both sides)\n"
     "  --threads N  --gemm-threads N  --pipeline async|threads|off  --depth N (batches in flight)\n"
     "  --host-nice N (0..19: how much nicer the read and lookup threads run; default 10)\n"
     "  --peer  --python PY ($HS_PEER_PYTHON, else python3)  --peer-threads N\n"
@@ -278,6 +278,10 @@ int main(int argc, char **argv) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(o, "--peer")) {
       peer = true;
+      continue;
+    }
+    if (!strcmp(o, "--standardize-dense")) {
+      c.standardize_dense = 1;
       continue;
     }
     if (!v) {
@@ -376,14 +380,16 @@ int main(int argc, char **argv) {
   printf("{\n  \"bench\": \"ctr\",\n  \"data\": \"%s\",\n  \"model\": \"%s\",\n  \"dim\": %d,\n"
          "  \"hidden\": \"%s\",\n  \"bottom\": \"%s\",\n  \"batch\": %d,\n  \"lr\": %g,\n"
          "  \"sparse_optimizer\": \"%s\",\n  \"sparse_lr\": %g,\n"
-         "  \"sparse_initial_accumulator\": %g,\n  \"init_range\": %g,\n  \"epochs\": %d,\n"
+         "  \"sparse_initial_accumulator\": %g,\n  \"init_range\": %g,\n"
+         "  \"standardize_dense\": %s,\n  \"epochs\": %d,\n"
          "  \"seed\": %llu,\n  \"blas_core\": %s%s%s,\n  \"openblas_thread_timeout\": %s%s%s,\n"
          "  \"pipeline\": \"%s\",\n  \"host_nice\": %d,\n"
          "  \"bayes_auc\": %.6f,\n"
          "  \"runs\": [\n",
          dir, hs_ctr_model_name(c.model), c.dim, hid, bot, c.batch_size, (double)c.lr,
          hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr,
-         (double)c.sparse_initial_accumulator, (double)c.init_range, epochs,
+         (double)c.sparse_initial_accumulator, (double)c.init_range,
+         c.standardize_dense ? "true" : "false", epochs,
          (unsigned long long)c.seed,
          blas ? "\"" : "", blas ? blas : "null", blas ? "\"" : "",
          timeout ? "\"" : "", timeout ? timeout : "null", timeout ? "\"" : "",

@@ -7,7 +7,7 @@ usage: peer_ctr.py --train PREFIX --test PREFIX --model deepfm|dlrm|lr
                    [--dim D] [--hidden 256,128] [--bottom 64] [--batch B]
                    [--lr X] [--sparse-optimizer adagrad|elementwise-adagrad|sgd|adam]
                    [--sparse-lr X] [--sparse-eps X] [--sparse-init-acc A]
-                   [--init-range R] [--epochs N]
+                   [--init-range R] [--standardize-dense] [--epochs N]
                    [--threads T] [--seed S]
 
 PREFIX_label.npy (int32 [N]), PREFIX_dense.npy (float32 [N, 13], already
@@ -33,6 +33,11 @@ coordinate). Both take hetsage's eps, 1e-8 (torch's Adagrad defaults to
 at --sparse-init-acc (hetsage's --sparse-init-acc, torch's
 initial_accumulator_value; default 0). torch's SparseAdam counts steps
 per table where hetsage counts them per row.
+
+--standardize-dense standardizes the 13 integers as hetsage's option of
+that name does: each column's mean and (population) standard deviation
+over the first batch of the training rows, an sd below 1e-6 taken as 1,
+x' = (x - mean) / sd in float32 for training and test rows alike.
 
 Each epoch is timed by wall clock from the first batch to the last
 optimizer step. The last line printed is one JSON object; anything else
@@ -127,6 +132,7 @@ def main():
     p.add_argument('--sparse-eps', type=float, default=1e-8)
     p.add_argument('--sparse-init-acc', type=float, default=0.0)
     p.add_argument('--init-range', type=float, default=0.05)
+    p.add_argument('--standardize-dense', action='store_true')
     p.add_argument('--epochs', type=int, default=1)
     p.add_argument('--threads', type=int, default=2)
     p.add_argument('--seed', type=int, default=1)
@@ -149,6 +155,15 @@ def main():
     y_tr = torch.from_numpy(np.ascontiguousarray(ytr, dtype=np.float32))
     r_tr = torch.from_numpy(rows_tr)
     x_te = torch.from_numpy(np.ascontiguousarray(xte, dtype=np.float32))
+    if a.standardize_dense:
+        first = np.asarray(xtr[:a.batch], dtype=np.float64)
+        mu = first.mean(0)
+        sd = np.sqrt(((first - mu) ** 2).mean(0))
+        inv = np.where(sd < 1e-6, 1.0, 1.0 / np.where(sd < 1e-6, 1.0, sd))
+        mu_t = torch.from_numpy(mu.astype(np.float32))
+        inv_t = torch.from_numpy(inv.astype(np.float32))
+        x_tr = (x_tr - mu_t) * inv_t
+        x_te = (x_te - mu_t) * inv_t
     r_te = torch.from_numpy(rows_te)
     print(f'peer_ctr: loaded and indexed {len(ytr)} + {len(yte)} examples, {n_rows} rows '
           f'in {time.time() - t0:.1f} s', file=sys.stderr)

@@ -1082,7 +1082,8 @@ Test(cli_train, ctr_no_examples_to_train_on_is_an_error) {
 }
 
 /* --resume compares the values the run uses: --admit-after 1 is the
- * default's admission; a decimal that differs beyond 6 digits is refused. */
+ * default's admission; a decimal that differs beyond 6 digits is refused;
+ * so is --standardize-dense for a run that did not standardize. */
 Test(cli_train, ctr_resume_compares_exact_values) {
   char *data = make_ctr_dataset("ctr");
   char args[2048], err[16384], ck[512];
@@ -1098,6 +1099,7 @@ Test(cli_train, ctr_resume_compares_exact_values) {
       {"--sparse-init-acc 1.000001e-6", "--sparse-init-acc"},
       {"--init-range 0.05000001", "--init-range"},
       {"--admit-after 2", "--admit-after"},
+      {"--standardize-dense", "--standardize-dense"},
   };
   for (size_t i = 0; i < sizeof conflicts / sizeof conflicts[0]; i++) {
     snprintf(args, sizeof args, "train " CTR_SMALL " --data %s/train.txt --checkpoint %s --resume "

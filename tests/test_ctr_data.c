@@ -554,3 +554,36 @@ Test(ctr_data, a_plain_file_longer_than_a_read_and_a_line_longer_than_one) {
   hs__ctr_rows_free(&rows);
   free(p);
 }
+
+/* --standardize-dense's statistics: each column's mean and 1 / population
+ * sd over the batch (a column constant in it keeps its scale, 1), and the
+ * transform that uses them. */
+Test(ctr_data, dense_statistics_and_standardization) {
+  hs_ctr_rows rows;
+  cr_assert_eq(hs__ctr_rows_alloc(&rows, 4), HS_OK);
+  rows.n = 4;
+  const float col0[4] = {0.0f, 1.0f, 2.0f, 5.0f}; /* mean 2, var (4+1+0+9)/4 = 3.5 */
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < HS_CTR_DENSE; j++)
+      rows.dense[i * HS_CTR_DENSE + j] = j == 0 ? col0[i] : j == 1 ? 7.0f : (float)(i * j);
+  float mu[HS_CTR_DENSE], inv[HS_CTR_DENSE];
+  hs__ctr_dense_stats(&rows, mu, inv);
+  cr_assert_float_eq(mu[0], 2.0f, 1e-6);
+  cr_assert_float_eq(inv[0], (float)(1.0 / sqrt(3.5)), 1e-6);
+  cr_assert_eq(mu[1], 7.0f);
+  cr_assert_eq(inv[1], 1.0f, "a constant column keeps its scale");
+  for (int j = 2; j < HS_CTR_DENSE; j++) { /* 0, j, 2j, 3j: mean 1.5 j, var 1.25 j^2 */
+    cr_assert_float_eq(mu[j], 1.5f * (float)j, 1e-5);
+    cr_assert_float_eq(inv[j], (float)(1.0 / (sqrt(1.25) * j)), 1e-6);
+  }
+  hs__ctr_dense_standardize(&rows, mu, inv);
+  for (int j = 0; j < HS_CTR_DENSE; j++) {
+    double sum = 0, sq = 0;
+    for (int i = 0; i < 4; i++) sum += rows.dense[i * HS_CTR_DENSE + j];
+    for (int i = 0; i < 4; i++) sq += rows.dense[i * HS_CTR_DENSE + j] * rows.dense[i * HS_CTR_DENSE + j];
+    cr_assert_float_eq(sum / 4, 0.0, 1e-6, "column %d mean %g after", j, sum / 4);
+    cr_assert_float_eq(sq / 4, j == 1 ? 0.0 : 1.0, 1e-5, "column %d variance %g after", j, sq / 4);
+  }
+  cr_assert_float_eq(rows.dense[3 * HS_CTR_DENSE], (float)(3.0 / sqrt(3.5)), 1e-6);
+  hs__ctr_rows_free(&rows);
+}

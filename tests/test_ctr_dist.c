@@ -215,7 +215,7 @@ Test(ctr_dist, ranks_agree_repeat_and_learn) {
   }
 }
 
-Test(ctr_dist, modes_not_built_and_checkpoints_are_refused) {
+Test(ctr_dist, modes_not_built_checkpoints_and_standardization_are_refused) {
   hs_ctr_config c;
   small_cfg(&c, HS_CTR_LR);
   hs_comm *comm;
@@ -244,6 +244,13 @@ Test(ctr_dist, modes_not_built_and_checkpoints_are_refused) {
   cr_assert_eq(hs_ctr_session_load(s, ck), HS_ERR_UNSUPPORTED);
   free(ck);
   hs_ctr_session_destroy(s);
+  /* Standardized integers take the first batch's statistics, which would
+   * be each rank's own. */
+  c.standardize_dense = 1;
+  s = NULL;
+  cr_assert_eq(hs_ctr_session_create(rt, &c, &s), HS_ERR_UNSUPPORTED);
+  cr_assert(strstr(hs_last_error(), "standardize_dense"), "%s", hs_last_error());
+  cr_assert_null(s);
   hs_runtime_close(rt);
   hs_world_destroy(w);
 }

@@ -616,3 +616,67 @@ Test(ctr_session, auto_pipeline_runs_the_host_stages_nicer) {
   cr_expect(strstr(hs_last_error(), "host_nice") != NULL, "%s", hs_last_error());
   cr_expect_null(bad);
 }
+
+/* standardize_dense: DLRM learns with it; the statistics of the first
+ * batch travel in the checkpoint (version 3; a plain run's file stays
+ * version 2), so a session made from the file evaluates to the same bits;
+ * a session that does not standardize refuses the file; it changes what
+ * the model sees (another AUC than without); out-of-range values are
+ * refused. */
+Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_checkpoint) {
+  const char *files[1] = {train_f}, *tests[1] = {test_f};
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_DLRM);
+  c.standardize_dense = 2;
+  hs_ctr_session *bad;
+  cr_assert_eq(hs_ctr_session_create(rt, &c, &bad), HS_ERR_INVALID_ARG);
+  cr_assert(strstr(hs_last_error(), "standardize_dense"), "%s", hs_last_error());
+  hs_ctr_eval plain, after, again;
+  hs_ctr_eval_init(&plain);
+  hs_ctr_eval_init(&after);
+  hs_ctr_eval_init(&again);
+  c.standardize_dense = 0;
+  hs_ctr_session *s = make(&c);
+  cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &plain), HS_OK, "%s", hs_last_error());
+  char *pp = tu_path(dir, "plain.ckpt");
+  cr_assert_eq(hs_ctr_session_save(s, pp), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+
+  c.standardize_dense = 1;
+  s = make(&c);
+  cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &after), HS_OK, "%s", hs_last_error());
+  cr_assert_gt(after.auc, 0.62, "test AUC %.4f", after.auc);
+  cr_assert_neq(after.auc, plain.auc, "the same AUC with and without standardization");
+  char *p = tu_path(dir, "std.ckpt");
+  cr_assert_eq(hs_ctr_session_save(s, p), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+
+  size_t lp, ls;
+  unsigned char *bp = slurp(pp, &lp), *bs = slurp(p, &ls);
+  cr_assert_eq(bp[8] | bp[9] << 8, 2, "a plain run's checkpoint is version 2");
+  cr_assert_eq(bs[8] | bs[9] << 8, 3, "a standardized run's checkpoint is version 3");
+  cr_assert_eq(ls, lp + 4 * (2 + 2 * HS_CTR_DENSE), "%zu bytes against %zu", ls, lp);
+  free(bp);
+  free(bs);
+
+  hs_ctr_config c2;
+  hs_ctr_config_init(&c2);
+  cr_assert_eq(hs_ctr_config_from_checkpoint(p, &c2), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(c2.standardize_dense, 1);
+  s = make(&c2);
+  cr_assert_eq(hs_ctr_session_load(s, p), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &again), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(again.auc, after.auc);
+  cr_assert_eq(again.logloss, after.logloss);
+  hs_ctr_session_destroy(s);
+
+  c2.standardize_dense = 0;
+  s = make(&c2);
+  cr_assert_eq(hs_ctr_session_load(s, p), HS_ERR_INVALID_ARG);
+  cr_assert(strstr(hs_last_error(), "standardized"), "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+  free(p);
+  free(pp);
+}

@@ -121,6 +121,7 @@ enum {
   CTR_SET_EXPIRE_AFTER = 1u << 12,
   CTR_SET_EMBED_BUDGET = 1u << 13,
   CTR_SET_GEMM_THREADS = 1u << 14,
+  CTR_SET_STANDARDIZE = 1u << 15,
 };
 
 static bool parse_widths(const char *v, int32_t *w, int *n) {
@@ -342,6 +343,9 @@ static void train_usage(FILE *f) {
           "  --init-range R       new rows draw U(-R, R) (default 0.05)\n"
           "  --admit-after K      create a row once its id was seen K times (default 1)\n"
           "  --expire-after N     drop rows unused for max(N, 3) batches (default never)\n"
+          "  --standardize-dense  the 13 integers (log1p) enter standardized by the\n"
+          "                       mean and sd of the first batch (kept in checkpoints);\n"
+          "                       keeps DLRM's bottom ReLUs from starting dead\n"
           "  --seed S             (default 1)\n"
           "training:\n"
           "  --epochs N           passes over the training files (default 1)\n"
@@ -451,6 +455,7 @@ static void ctr_opt_text(const hs_ctr_config *c, unsigned bit, char *buf, size_t
       snprintf(buf, len, "%llu bytes", (unsigned long long)c->embed_budget);
       return;
     case CTR_SET_GEMM_THREADS: snprintf(buf, len, "%d", c->gemm_threads); return;
+    case CTR_SET_STANDARDIZE: snprintf(buf, len, "%s", c->standardize_dense ? "on" : "off"); return;
     default: return;
   }
   size_t at = 0;
@@ -499,6 +504,7 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
       {CTR_SET_ADMIT_AFTER, "--admit-after"}, {CTR_SET_SEED, "--seed"},
       {CTR_SET_BATCH, "--batch-size"}, {CTR_SET_INITIAL_ACC, "--sparse-init-acc"},
       {CTR_SET_EXPIRE_AFTER, "--expire-after"}, {CTR_SET_EMBED_BUDGET, "--embed-budget"},
+      {CTR_SET_STANDARDIZE, "--standardize-dense"},
   };
   hs_ctr_config ck = a->cfg;
   hs_status st = hs_ctr_config_from_checkpoint(path, &ck);
@@ -786,6 +792,10 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
       continue;
     } else if (!strcmp(o, "--force")) {
       a.force = true;
+      continue;
+    } else if (!strcmp(o, "--standardize-dense")) {
+      a.cfg.standardize_dense = 1;
+      a.set |= CTR_SET_STANDARDIZE;
       continue;
     } else {
       cli_usage_error(cmd, v ? "unknown option '%s'" : "unknown option '%s' (or it needs a value)", o);

@@ -372,3 +372,26 @@ hs_status hs__ctr_reader_next(hs_ctr_reader *r, int32_t max, hs_ctr_rows *out) {
   }
   return HS_OK;
 }
+
+void hs__ctr_dense_stats(const hs_ctr_rows *r, float mu[HS_CTR_DENSE], float inv[HS_CTR_DENSE]) {
+  for (int j = 0; j < HS_CTR_DENSE; j++) {
+    double sum = 0, sq = 0;
+    for (int32_t i = 0; i < r->n; i++) sum += r->dense[(size_t)i * HS_CTR_DENSE + j];
+    double m = r->n > 0 ? sum / r->n : 0;
+    for (int32_t i = 0; i < r->n; i++) {
+      double d = r->dense[(size_t)i * HS_CTR_DENSE + j] - m;
+      sq += d * d;
+    }
+    double sd = r->n > 0 ? sqrt(sq / r->n) : 0;
+    mu[j] = (float)m;
+    inv[j] = sd < 1e-6 ? 1.0f : (float)(1.0 / sd);
+  }
+}
+
+void hs__ctr_dense_standardize(hs_ctr_rows *r, const float mu[HS_CTR_DENSE],
+                               const float inv[HS_CTR_DENSE]) {
+  for (int32_t i = 0; i < r->n; i++) {
+    float *x = r->dense + (size_t)i * HS_CTR_DENSE;
+    for (int j = 0; j < HS_CTR_DENSE; j++) x[j] = (x[j] - mu[j]) * inv[j];
+  }
+}

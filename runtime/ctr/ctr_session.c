@@ -2,6 +2,7 @@
  * the embedding store, the pipeline's slots; description; checkpoints. */
 #include <errno.h>
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,12 @@ static hs_status check_config(const hs_ctr_config *c) {
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: host_nice %d (0..19)", c->host_nice);
   if ((unsigned)c->pipeline > HS_PIPELINE_OFF)
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: pipeline mode %d", (int)c->pipeline);
+  if (c->standardize_dense != 0 && c->standardize_dense != 1)
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR config: standardize_dense %d (0 or 1)",
+                    c->standardize_dense);
+  if (c->standardize_dense && c->world)
+    return hs__fail(HS_ERR_UNSUPPORTED, "CTR config: standardize_dense is not supported in "
+                    "distributed training (each rank would see a different first batch)");
   return HS_OK;
 }
 
@@ -302,7 +309,7 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
       buf, len,
       "trainer: %s '%s' (index %d), whole device; GEMM %s%s%s%s\n%s"
       "model: %s, embedding dim %d (rows of %d floats), %s%s%s%s%s, %d dense parameters, "
-      "Adam lr %g\n"
+      "Adam lr %g%s\n"
       "embedding store: %d tables, %s lr %g, rows start U(-%g, %g), admitted after %u "
       "sighting(s), budget %llu bytes%s, expiry after %u batches, %d threads per pool\n"
       "pipeline: %s, depth %d, batches of %d%s%s\n",
@@ -313,7 +320,9 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
       c->model == HS_CTR_DLRM ? "bottom " : "", c->model == HS_CTR_DLRM ? bot : "",
       c->model == HS_CTR_DLRM ? ", top " : c->model == HS_CTR_DEEPFM ? "deep " : "",
       c->model == HS_CTR_LR ? "no MLP" : hid, c->model == HS_CTR_LR ? "" : "-1",
-      (int)s->lay.n_params, (double)c->lr, ec->n_tables,
+      (int)s->lay.n_params, (double)c->lr,
+      c->standardize_dense ? ", integers standardized by their first batch's statistics" : "",
+      ec->n_tables,
       hs_sparse_optimizer_name(c->sparse_optimizer), (double)c->sparse_lr,
       (double)c->init_range, (double)c->init_range, ec->admit_after > 1 ? ec->admit_after : 1,
       (unsigned long long)ec->memory_budget, ec->memory_budget ? "" : " (none)",
@@ -333,11 +342,15 @@ size_t hs_ctr_session_describe(const hs_ctr_session *s, char *buf, size_t len) {
  *   version 2: the rest of the run's options that decide its result:
  *     u32 batch size, f32 sparse initial accumulator, u32 expire_after,
  *     u64 embed_budget, u32 GEMM threads asked for (0: compute units)
+ *   version 3 (written only by a session with standardize_dense, so the
+ *     files of every other run are version 2 as before): u32 1, then
+ *     u32 statistics known (0: no batch read yet), f32 mean[13], 1/sd[13]
  *   f32 params[n_params], m[n_params], v[n_params]
  *   u32 CRC-32 of the above
  *   the embedding store's section (embed_io.c), with its own CRC */
 static const char ckpt_magic[8] = {'H', 'S', 'C', 'T', 'R', 'C', 'K', '1'};
 #define CTR_CKPT_VERSION 2u /* version 1 (without the run's options) is still read */
+#define CTR_CKPT_VERSION_STD 3u /* version 2 and standardized integers */
 #define N_U32 (6 + HS_CTR_MAX_HIDDEN + 1 + HS_CTR_MAX_HIDDEN + 2)
 
 typedef struct ckpt_head {
@@ -349,6 +362,9 @@ typedef struct ckpt_head {
   uint32_t batch, expire_after, gemm_threads;
   float initial_accumulator;
   uint64_t embed_budget;
+  /* Version 3: standardize_dense and its statistics (std false before). */
+  bool std, std_ready;
+  float std_mu[HS_CTR_DENSE], std_inv[HS_CTR_DENSE];
 } ckpt_head;
 
 static void encode(const hs_ctr_session *s, uint64_t step, ckpt_head *h) {
@@ -356,7 +372,7 @@ static void encode(const hs_ctr_session *s, uint64_t step, ckpt_head *h) {
   memset(h, 0, sizeof *h);
   uint32_t *u = h->u;
   int k = 0;
-  u[k++] = CTR_CKPT_VERSION;
+  u[k++] = c->standardize_dense ? CTR_CKPT_VERSION_STD : CTR_CKPT_VERSION;
   u[k++] = (uint32_t)c->model;
   u[k++] = (uint32_t)c->dim;
   u[k++] = (uint32_t)s->mcfg.n_fields;
@@ -382,6 +398,10 @@ static void encode(const hs_ctr_session *s, uint64_t step, ckpt_head *h) {
   h->expire_after = c->expire_after;
   h->embed_budget = c->embed_budget;
   h->gemm_threads = (uint32_t)c->gemm_threads;
+  h->std = c->standardize_dense != 0;
+  h->std_ready = s->std_ready;
+  memcpy(h->std_mu, s->std_mu, sizeof h->std_mu);
+  memcpy(h->std_inv, s->std_inv, sizeof h->std_inv);
 }
 
 static void decode_cfg(const ckpt_head *h, hs_ctr_config *c) {
@@ -407,6 +427,7 @@ static void decode_cfg(const ckpt_head *h, hs_ctr_config *c) {
     c->embed_budget = h->embed_budget;
     c->gemm_threads = (int)h->gemm_threads;
   }
+  c->standardize_dense = h->std ? 1 : 0;
 }
 
 hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path) {
@@ -439,6 +460,12 @@ hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path) {
   hs__afile_u32(&a, h.expire_after);
   hs__afile_u64(&a, h.embed_budget);
   hs__afile_u32(&a, h.gemm_threads);
+  if (h.std) {
+    hs__afile_u32(&a, 1);
+    hs__afile_u32(&a, h.std_ready ? 1u : 0u);
+    hs__afile_f32(&a, h.std_mu, HS_CTR_DENSE);
+    hs__afile_f32(&a, h.std_inv, HS_CTR_DENSE);
+  }
   hs__afile_f32(&a, p, 3 * n);
   hs__afile_crc(&a);
   free(p);
@@ -457,9 +484,9 @@ static hs_status read_head(hs_rfile *r, ckpt_head *h) {
     return hs__fail(HS_ERR_FORMAT, "%s: not a hetsage CTR checkpoint", r->name);
   for (int i = 0; i < N_U32; i++)
     if (!hs__rfile_u32(r, &h->u[i])) return r->st;
-  if (h->u[0] != CTR_CKPT_VERSION && h->u[0] != 1)
+  if (h->u[0] < 1 || h->u[0] > CTR_CKPT_VERSION_STD)
     return hs__fail(HS_ERR_UNSUPPORTED, "%s: CTR checkpoint version %u (this build reads 1 "
-                    "and %u)", r->name, h->u[0], CTR_CKPT_VERSION);
+                    "to %u)", r->name, h->u[0], CTR_CKPT_VERSION_STD);
   if (!hs__rfile_f32(r, h->f, 3)) return r->st;
   for (int i = 0; i < 6; i++)
     if (!hs__rfile_u64(r, &h->q[i])) return r->st;
@@ -477,6 +504,22 @@ static hs_status read_head(hs_rfile *r, ckpt_head *h) {
                       "(1..2^20), sparse initial accumulator %g (finite, >= 0), %u GEMM "
                       "threads (0..256)", r->name, h->batch, (double)h->initial_accumulator,
                       h->gemm_threads);
+  }
+  h->std = h->std_ready = false;
+  if (h->u[0] >= CTR_CKPT_VERSION_STD) {
+    uint32_t on, ready;
+    if (!hs__rfile_u32(r, &on) || !hs__rfile_u32(r, &ready) ||
+        !hs__rfile_f32(r, h->std_mu, HS_CTR_DENSE) || !hs__rfile_f32(r, h->std_inv, HS_CTR_DENSE))
+      return r->st;
+    bool finite = true;
+    for (int j = 0; j < HS_CTR_DENSE; j++)
+      finite = finite && isfinite(h->std_mu[j]) && isfinite(h->std_inv[j]) && h->std_inv[j] > 0;
+    if (on != 1 || ready > 1 || (ready && !finite))
+      return hs__fail(HS_ERR_FORMAT, "%s: CTR checkpoint's standardization out of range (flag "
+                      "%u, statistics known %u, each mean finite and each 1/sd finite and > 0)",
+                      r->name, on, ready);
+    h->std = true;
+    h->std_ready = ready == 1;
   }
   hs_ctr_config c;
   hs_ctr_config_init(&c);
@@ -569,6 +612,12 @@ hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path) {
                   s->cfg.dim, s->lay.n_params, hs_sparse_optimizer_name(s->cfg.sparse_optimizer));
     goto done;
   }
+  if (h.std != (s->cfg.standardize_dense != 0)) {
+    st = hs__fail(HS_ERR_INVALID_ARG, "%s: a model trained %s standardized integers does not fit "
+                  "this session, which %s them", path, h.std ? "on" : "without",
+                  s->cfg.standardize_dense ? "standardizes" : "does not standardize");
+    goto done;
+  }
   size_t n = s->lay.n_params;
   p = malloc((n ? n : 1) * 3 * sizeof *p);
   if (!p) {
@@ -586,6 +635,9 @@ hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path) {
   s->epoch = (int64_t)h.q[1];
   s->done = (int64_t)h.q[2];
   s->next_tick = (uint32_t)h.q[3];
+  s->std_ready = h.std_ready;
+  memcpy(s->std_mu, h.std_mu, sizeof s->std_mu);
+  memcpy(s->std_inv, h.std_inv, sizeof s->std_inv);
 done:
   free(p);
   fclose(f);

@@ -50,6 +50,11 @@ struct hs_ctr_session {
   hs_pipe_slot *pslots;
   ctr_slot *slots;
 
+  /* cfg.standardize_dense: each integer's mean and 1 / sd, from the first
+   * batch read (std_ready) or a checkpoint. */
+  bool std_ready;
+  float std_mu[HS_CTR_DENSE], std_inv[HS_CTR_DENSE];
+
   /* Training position: the epoch under way, examples of it done, and the
    * next batch's store tick. */
   int64_t epoch;

@@ -16,6 +16,17 @@
 /* Progress (and the device's loss, which waits) every this many batches. */
 #define PROGRESS_EVERY 64
 
+/* cfg.standardize_dense: the statistics of the first batch read, kept for
+ * every later one (and in checkpoints). */
+static void standardize(hs_ctr_session *s, hs_ctr_rows *r) {
+  if (!s->cfg.standardize_dense || !r->n) return;
+  if (!s->std_ready) {
+    hs__ctr_dense_stats(r, s->std_mu, s->std_inv);
+    s->std_ready = true;
+  }
+  hs__ctr_dense_standardize(r, s->std_mu, s->std_inv);
+}
+
 static hs_status read_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
   (void)ev;
   *n_ev = 0;
@@ -33,6 +44,7 @@ static hs_status read_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_
   if (s->comm) return hs__ctr_dist_read(s, d);
   hs_status st = hs__ctr_reader_next(s->reader, s->cfg.batch_size, &d->rows);
   if (st != HS_OK) return st;
+  standardize(s, &d->rows);
   if (d->rows.n < s->cfg.batch_size) s->halt = 1; /* the end of the data */
   return HS_OK;
 }
@@ -286,6 +298,7 @@ static hs_status each_batch(hs_ctr_session *s, const char *const *files, int n_f
       break;
     }
     if ((st = hs__ctr_reader_next(r, s->cfg.batch_size, &d->rows)) != HS_OK || !d->rows.n) break;
+    standardize(s, &d->rows);
     if ((st = predict_batch(s, d, d->labels)) != HS_OK) break;
     if ((st = fn(user, d->labels, d->rows.labels, d->rows.n)) != HS_OK) break;
   }

@@ -52,4 +52,11 @@ hs_status hs__ctr_parse_line(const char *p, size_t len, bool labels, const char 
 /* log(1 + x) for x > 0, else 0, as a float (the integer transform). */
 float hs__ctr_log_transform(int64_t x);
 
+/* Each integer column's mean and 1 / sd over the r->n (>= 1) examples of
+ * `r` (population sd, summed in double; an sd below 1e-6 gives 1), and
+ * x' = (x - mu) * inv applied to the examples of `r` in place. */
+void hs__ctr_dense_stats(const hs_ctr_rows *r, float mu[HS_CTR_DENSE], float inv[HS_CTR_DENSE]);
+void hs__ctr_dense_standardize(hs_ctr_rows *r, const float mu[HS_CTR_DENSE],
+                               const float inv[HS_CTR_DENSE]);
+
 #endif

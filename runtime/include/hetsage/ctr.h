@@ -213,6 +213,16 @@ typedef struct hs_ctr_config {
    * time slices from it: a trainer on the CPU device waits for its
    * slowest thread at every product. Results do not depend on it. */
   int host_nice;
+  /* 1: the 13 integers (after the log transform) reach the model
+   * standardized, x' = (x - mean) / sd, with the mean and standard
+   * deviation of each in the first batch the session reads (an sd below
+   * 1e-6 counts as 1); checkpoints keep them, so a loaded session
+   * evaluates and predicts with the statistics it trained with. log1p(x)
+   * is at least 0, so without it a ReLU unit of DLRM's bottom MLP whose
+   * weights are mostly negative can be off for nearly every example from
+   * the start. 0 (default): the log-transformed values as they are. Not
+   * with `world` (HS_ERR_UNSUPPORTED). */
+  int standardize_dense;
 } hs_ctr_config;
 
 HS_API void hs_ctr_config_init_sized(hs_ctr_config *cfg, size_t struct_size);
