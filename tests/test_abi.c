@@ -390,6 +390,24 @@ Test(abi, a_ctr_program_with_structs_one_field_shorter_runs, .timeout = 600) {
   cr_assert_eq(hs_ctr_config_from_checkpoint(cb, oc), HS_OK, "%s", hs_last_error());
   cr_expect_eq(oc->dim, 8);
   expect_guard(oc, cc_size, "hs_ctr_config (from checkpoint)");
+  /* The struct as it ended at host_nice, with the padding after it (the
+   * caller's, whatever it holds): standardize_dense, added since, lies
+   * beyond it and stays off. */
+  size_t pc_size = sizeof(void *) == 8 ? 200 /* that struct's size on LP64 */
+                                        : offsetof(hs_ctr_config, standardize_dense);
+  cr_assert_geq(offsetof(hs_ctr_config, standardize_dense), pc_size);
+  hs_ctr_config *pc = short_struct(pc_size);
+  hs_ctr_config_init_sized(pc, pc_size);
+  small_model(pc);
+  size_t pad = offsetof(hs_ctr_config, host_nice) + sizeof(int);
+  memset((unsigned char *)pc + pad, 0x01, pc_size - pad);
+  cr_assert_eq(hs_ctr_session_create(rt, pc, &s), HS_OK, "%s", hs_last_error());
+  char desc[4096];
+  hs_ctr_session_describe(s, desc, sizeof desc);
+  cr_expect_null(strstr(desc, "standardized"), "%s", desc);
+  hs_ctr_session_destroy(s);
+  expect_guard(pc, pc_size, "hs_ctr_config (ending at host_nice)");
+  free(pc);
 
   free(oev);
   free(oes);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "ctr/hs_ctr.h"
 #include "hetsage.h"
 #include "hs_test_util.h"
 
@@ -289,6 +290,10 @@ Test(ctr_session, interrupted_epoch_resumes_bit_identically) {
   hs_ctr_session_destroy(s);
   c.embed_budget = st.embed_bytes / 2;
   interrupted_case(&c);
+  /* Standardized integers: the statistics come back with the file. */
+  c.embed_budget = 0;
+  c.standardize_dense = 1;
+  interrupted_case(&c);
 }
 
 typedef struct probs {
@@ -466,7 +471,8 @@ Test(ctr_session, initial_accumulator_damps_new_rows) {
 /* Offsets of a CTR checkpoint (ctr_session.c): the version after the
  * magic, n_params among the u64s, version 2's run options after them. */
 enum { CK_VERSION = 8, CK_NPARAMS = 8 + 23 * 4 + 12 + 32, CK_RUN = CK_NPARAMS + 16,
-       CK_RUN_BYTES = 24 };
+       CK_RUN_BYTES = 24, CK_STD = CK_RUN + CK_RUN_BYTES, /* version 3's extension */
+       CK_STD_BYTES = 8 + 8 * HS_CTR_DENSE };
 
 static void put32(unsigned char *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -618,11 +624,13 @@ Test(ctr_session, auto_pipeline_runs_the_host_stages_nicer) {
 }
 
 /* standardize_dense: DLRM learns with it; the statistics of the first
- * batch travel in the checkpoint (version 3; a plain run's file stays
- * version 2), so a session made from the file evaluates to the same bits;
- * a session that does not standardize refuses the file; it changes what
- * the model sees (another AUC than without); out-of-range values are
- * refused. */
+ * training batch travel in the checkpoint (version 3; a plain run's file
+ * stays version 2), so a session made from the file evaluates to the same
+ * bits, and evaluation uses them (another mean in the file, another
+ * logloss); a session that does not standardize refuses the file, and a
+ * corrupt extension is a bad file; an evaluation before training keeps
+ * nothing (the trained model is the same bits); out-of-range config
+ * values are refused. */
 Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_checkpoint) {
   const char *files[1] = {train_f}, *tests[1] = {test_f};
   hs_ctr_config c;
@@ -631,10 +639,12 @@ Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_check
   hs_ctr_session *bad;
   cr_assert_eq(hs_ctr_session_create(rt, &c, &bad), HS_ERR_INVALID_ARG);
   cr_assert(strstr(hs_last_error(), "standardize_dense"), "%s", hs_last_error());
-  hs_ctr_eval plain, after, again;
+  hs_ctr_eval plain, before, after, again, moved;
   hs_ctr_eval_init(&plain);
+  hs_ctr_eval_init(&before);
   hs_ctr_eval_init(&after);
   hs_ctr_eval_init(&again);
+  hs_ctr_eval_init(&moved);
   c.standardize_dense = 0;
   hs_ctr_session *s = make(&c);
   cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
@@ -644,7 +654,10 @@ Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_check
   hs_ctr_session_destroy(s);
 
   c.standardize_dense = 1;
+  size_t l0;
+  unsigned char *straight = train_bytes(&c, 1, &l0);
   s = make(&c);
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &before), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_ctr_session_train_epoch(s, files, 1, NULL), HS_OK, "%s", hs_last_error());
   cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &after), HS_OK, "%s", hs_last_error());
   cr_assert_gt(after.auc, 0.62, "test AUC %.4f", after.auc);
@@ -655,11 +668,28 @@ Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_check
 
   size_t lp, ls;
   unsigned char *bp = slurp(pp, &lp), *bs = slurp(p, &ls);
-  cr_assert_eq(bp[8] | bp[9] << 8, 2, "a plain run's checkpoint is version 2");
-  cr_assert_eq(bs[8] | bs[9] << 8, 3, "a standardized run's checkpoint is version 3");
-  cr_assert_eq(ls, lp + 4 * (2 + 2 * HS_CTR_DENSE), "%zu bytes against %zu", ls, lp);
-  free(bp);
-  free(bs);
+  cr_assert_eq(ls, l0);
+  cr_assert_eq(memcmp(bs, straight, ls), 0, "an evaluation before training changed the run");
+  cr_assert_eq(bp[CK_VERSION] | bp[CK_VERSION + 1] << 8, 2, "a plain run's file is version 2");
+  cr_assert_eq(bs[CK_VERSION] | bs[CK_VERSION + 1] << 8, 3, "a standardizing run's is version 3");
+  cr_assert_eq(ls, lp + CK_STD_BYTES, "%zu bytes against %zu", ls, lp);
+  /* The extension holds the first training batch's statistics. */
+  hs_ctr_reader *r;
+  hs_ctr_rows rows;
+  cr_assert_eq(hs__ctr_rows_alloc(&rows, c.batch_size), HS_OK);
+  cr_assert_eq(hs__ctr_reader_open(files, 1, true, &r), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs__ctr_reader_next(r, c.batch_size, &rows), HS_OK);
+  hs__ctr_reader_close(r);
+  float mu[HS_CTR_DENSE], inv[HS_CTR_DENSE], fmu[HS_CTR_DENSE], finv[HS_CTR_DENSE];
+  hs__ctr_dense_stats(&rows, mu, inv);
+  hs__ctr_rows_free(&rows);
+  cr_assert_eq(bs[CK_STD] | bs[CK_STD + 4] << 8, 1 | 1 << 8, "flag and statistics known");
+  memcpy(fmu, bs + CK_STD + 8, sizeof fmu);
+  memcpy(finv, bs + CK_STD + 8 + sizeof fmu, sizeof finv);
+  for (int j = 0; j < HS_CTR_DENSE; j++) {
+    cr_expect_eq(fmu[j], mu[j], "mean %d: %g in the file, %g of the first batch", j, fmu[j], mu[j]);
+    cr_expect_eq(finv[j], inv[j], "1/sd %d: %g in the file, %g", j, finv[j], inv[j]);
+  }
 
   hs_ctr_config c2;
   hs_ctr_config_init(&c2);
@@ -672,11 +702,48 @@ Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_check
   cr_assert_eq(again.logloss, after.logloss);
   hs_ctr_session_destroy(s);
 
+  /* Another mean in the file: the loaded session evaluates with it. */
+  uint64_t n = 0;
+  for (int i = 0; i < 8; i++) n |= (uint64_t)bs[CK_NPARAMS + i] << (8 * i);
+  size_t end = CK_STD + CK_STD_BYTES + 12 * (size_t)n;
+  cr_assert_lt(end + 4, ls);
+  unsigned char *b2 = malloc(ls);
+  memcpy(b2, bs, ls);
+  float m0 = fmu[0] + 1.0f;
+  memcpy(b2 + CK_STD + 8, &m0, sizeof m0);
+  reseal(b2, end);
+  char *p2 = tu_path(dir, "std2.ckpt");
+  spill(p2, b2, ls);
+  s = make(&c2);
+  cr_assert_eq(hs_ctr_session_load(s, p2), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &moved), HS_OK, "%s", hs_last_error());
+  cr_assert_neq(moved.logloss, after.logloss, "a moved mean left the evaluation as it was");
+  hs_ctr_session_destroy(s);
+  /* A corrupt extension is a bad file. */
+  memcpy(b2, bs, ls);
+  put32(b2 + CK_STD, 2);
+  reseal(b2, end);
+  spill(p2, b2, ls);
+  TU_EXPECT_FAIL(hs_ctr_config_from_checkpoint(p2, &c2), HS_ERR_FORMAT, "std2.ckpt",
+                 "standardization", "");
+  memcpy(b2, bs, ls);
+  float zero = 0.0f;
+  memcpy(b2 + CK_STD + 8 + sizeof fmu, &zero, sizeof zero);
+  reseal(b2, end);
+  spill(p2, b2, ls);
+  TU_EXPECT_FAIL(hs_ctr_config_from_checkpoint(p2, &c2), HS_ERR_FORMAT, "std2.ckpt",
+                 "standardization", "");
+
   c2.standardize_dense = 0;
   s = make(&c2);
   cr_assert_eq(hs_ctr_session_load(s, p), HS_ERR_INVALID_ARG);
   cr_assert(strstr(hs_last_error(), "standardized"), "%s", hs_last_error());
   hs_ctr_session_destroy(s);
+  free(b2);
+  free(bp);
+  free(bs);
+  free(straight);
   free(p);
+  free(p2);
   free(pp);
 }

@@ -96,10 +96,15 @@ static hs_status check_config(const hs_ctr_config *c) {
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: standardize_dense %d (0 or 1)",
                     c->standardize_dense);
   if (c->standardize_dense && c->world)
-    return hs__fail(HS_ERR_UNSUPPORTED, "CTR config: standardize_dense is not supported in "
-                    "distributed training (each rank would see a different first batch)");
+    return hs__fail(HS_ERR_UNSUPPORTED, "CTR config: standardize_dense (--standardize-dense) "
+                    "is not supported in distributed training (each rank would see a different "
+                    "first batch)");
   return HS_OK;
 }
+
+/* The fields added after host_nice lie past the struct's former size. */
+_Static_assert(sizeof(void *) != 8 || offsetof(hs_ctr_config, standardize_dense) >= 200,
+               "standardize_dense within an older hs_ctr_config");
 
 static void model_cfg(const hs_ctr_config *c, hs_ctr_model_cfg *m) {
   hs__ctr_model_cfg_defaults(c->model, m);
@@ -478,6 +483,7 @@ hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path) {
 
 /* The header of an open checkpoint, checked as far as it goes alone. */
 static hs_status read_head(hs_rfile *r, ckpt_head *h) {
+  memset(h, 0, sizeof *h);
   char m[8];
   if (!hs__rfile_read(r, m, sizeof m)) return r->st;
   if (memcmp(m, ckpt_magic, sizeof m) != 0)

@@ -16,8 +16,8 @@
 /* Progress (and the device's loss, which waits) every this many batches. */
 #define PROGRESS_EVERY 64
 
-/* cfg.standardize_dense: the statistics of the first batch read, kept for
- * every later one (and in checkpoints). */
+/* cfg.standardize_dense: the statistics of the first batch trained on,
+ * kept for every later one (and in checkpoints). */
 static void standardize(hs_ctr_session *s, hs_ctr_rows *r) {
   if (!s->cfg.standardize_dense || !r->n) return;
   if (!s->std_ready) {
@@ -25,6 +25,23 @@ static void standardize(hs_ctr_session *s, hs_ctr_rows *r) {
     s->std_ready = true;
   }
   hs__ctr_dense_standardize(r, s->std_mu, s->std_inv);
+}
+
+/* The same for evaluation and prediction, which change nothing: before any
+ * training they use their own first batch's statistics (`mu`, `inv`, *own
+ * false until then), and keep them to themselves. */
+static void standardize_eval(const hs_ctr_session *s, hs_ctr_rows *r, float *mu, float *inv,
+                             bool *own) {
+  if (!s->cfg.standardize_dense || !r->n) return;
+  if (s->std_ready) {
+    hs__ctr_dense_standardize(r, s->std_mu, s->std_inv);
+    return;
+  }
+  if (!*own) {
+    hs__ctr_dense_stats(r, mu, inv);
+    *own = true;
+  }
+  hs__ctr_dense_standardize(r, mu, inv);
 }
 
 static hs_status read_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_ev) {
@@ -291,6 +308,8 @@ static hs_status each_batch(hs_ctr_session *s, const char *const *files, int n_f
    * epoch it stopped) does not, as before evaluation could be stopped.
    * (Distributed: never, as in training.) */
   bool up_before = s->stop && *s->stop;
+  float mu[HS_CTR_DENSE], inv[HS_CTR_DENSE];
+  bool own = false;
   for (;;) {
     if (!s->comm && s->stop && *s->stop && !up_before) {
       st = hs__fail(HS_ERR_INTERRUPTED, "stopped after %lld examples",
@@ -298,7 +317,7 @@ static hs_status each_batch(hs_ctr_session *s, const char *const *files, int n_f
       break;
     }
     if ((st = hs__ctr_reader_next(r, s->cfg.batch_size, &d->rows)) != HS_OK || !d->rows.n) break;
-    standardize(s, &d->rows);
+    standardize_eval(s, &d->rows, mu, inv, &own);
     if ((st = predict_batch(s, d, d->labels)) != HS_OK) break;
     if ((st = fn(user, d->labels, d->rows.labels, d->rows.n)) != HS_OK) break;
   }

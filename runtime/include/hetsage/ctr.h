@@ -213,15 +213,21 @@ typedef struct hs_ctr_config {
    * time slices from it: a trainer on the CPU device waits for its
    * slowest thread at every product. Results do not depend on it. */
   int host_nice;
+  /* Unused. The struct ended after host_nice (200 bytes with its padding
+   * on LP64): this keeps the fields below outside the struct_size of a
+   * program built against that header. */
+  int reserved0_;
   /* 1: the 13 integers (after the log transform) reach the model
    * standardized, x' = (x - mean) / sd, with the mean and standard
-   * deviation of each in the first batch the session reads (an sd below
-   * 1e-6 counts as 1); checkpoints keep them, so a loaded session
-   * evaluates and predicts with the statistics it trained with. log1p(x)
-   * is at least 0, so without it a ReLU unit of DLRM's bottom MLP whose
-   * weights are mostly negative can be off for nearly every example from
-   * the start. 0 (default): the log-transformed values as they are. Not
-   * with `world` (HS_ERR_UNSUPPORTED). */
+   * deviation of each in the first batch the session trains on (an sd
+   * below 1e-6 counts as 1); checkpoints keep them, so a loaded session
+   * evaluates and predicts with the statistics it trained with (an
+   * evaluation or prediction before any training uses its own first
+   * batch's and keeps nothing). log1p(x) is at least 0, so without it a
+   * ReLU unit of DLRM's bottom MLP whose weights are mostly negative can
+   * be off for nearly every example from the start. 0 (default): the
+   * log-transformed values as they are. Not with `world`
+   * (HS_ERR_UNSUPPORTED). */
   int standardize_dense;
 } hs_ctr_config;
 
@@ -334,8 +340,9 @@ HS_API hs_status hs_ctr_session_predict(hs_ctr_session *s, const char *const *fi
                                         void *user);
 
 /* The dense model and its optimizer state, the embedding store and the
- * position, written atomically. Loading refuses another model or row
- * layout. */
+ * position (and standardize_dense's statistics), written atomically.
+ * Loading refuses another model or row layout, or a file of a run that
+ * standardized (or not) into a session that does not (or does). */
 HS_API hs_status hs_ctr_session_save(hs_ctr_session *s, const char *path);
 HS_API hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path);
 /* The options a checkpoint records into `cfg`: the model part (model,
@@ -343,7 +350,8 @@ HS_API hs_status hs_ctr_session_load(hs_ctr_session *s, const char *path);
  * and, from files that record them (version 2 on), the rest of the run's
  * options that decide its result: batch size, sparse initial accumulator,
  * expire_after, embed_budget and gemm_threads (an older file leaves those
- * as `cfg` has them). */
+ * as `cfg` has them); standardize_dense (1 from a version 3 file, which
+ * only a standardizing run writes, else 0). */
 HS_API hs_status hs_ctr_config_from_checkpoint(const char *path, hs_ctr_config *cfg);
 
 /* ---- metrics ----------------------------------------------------------- */
