@@ -342,6 +342,16 @@ Test(ctr_session, learns_and_evaluation_agrees_with_prediction) {
   }
 }
 
+/* A session of `c` with checkpoint `path` loaded evaluates the test file
+ * into *ev. */
+static void load_and_evaluate(const hs_ctr_config *c, const char *path, hs_ctr_eval *ev) {
+  const char *tests[1] = {test_f};
+  hs_ctr_session *s = make(c);
+  cr_assert_eq(hs_ctr_session_load(s, path), HS_OK, "%s", hs_last_error());
+  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, ev), HS_OK, "%s", hs_last_error());
+  hs_ctr_session_destroy(s);
+}
+
 /* Element-wise Adagrad (an accumulator per coordinate) on DLRM, whose
  * dot-product interactions read each coordinate on its own: it learns in
  * one epoch, and its checkpoint names it and restores it: a session made
@@ -376,12 +386,9 @@ Test(ctr_session, elementwise_adagrad_learns_and_its_checkpoint_restores_it) {
   cr_assert_eq(hs_ctr_config_from_checkpoint(p, &c2), HS_OK, "%s", hs_last_error());
   cr_assert_eq(c2.sparse_optimizer, HS_SPARSE_ELEMENTWISE_ADAGRAD);
   cr_assert_eq(c2.sparse_initial_accumulator, 0.01f);
-  s = make(&c2);
-  cr_assert_eq(hs_ctr_session_load(s, p), HS_OK, "%s", hs_last_error());
-  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &again), HS_OK, "%s", hs_last_error());
+  load_and_evaluate(&c2, p, &again);
   cr_assert_eq(again.auc, after.auc);
   cr_assert_eq(again.logloss, after.logloss);
-  hs_ctr_session_destroy(s);
   /* A row-wise session refuses the file (its rows carry D accumulators). */
   c2.sparse_optimizer = HS_SPARSE_ADAGRAD;
   s = make(&c2);
@@ -695,12 +702,9 @@ Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_check
   hs_ctr_config_init(&c2);
   cr_assert_eq(hs_ctr_config_from_checkpoint(p, &c2), HS_OK, "%s", hs_last_error());
   cr_assert_eq(c2.standardize_dense, 1);
-  s = make(&c2);
-  cr_assert_eq(hs_ctr_session_load(s, p), HS_OK, "%s", hs_last_error());
-  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &again), HS_OK, "%s", hs_last_error());
+  load_and_evaluate(&c2, p, &again);
   cr_assert_eq(again.auc, after.auc);
   cr_assert_eq(again.logloss, after.logloss);
-  hs_ctr_session_destroy(s);
 
   /* Another mean in the file: the loaded session evaluates with it. */
   uint64_t n = 0;
@@ -714,11 +718,8 @@ Test(ctr_session, standardized_integers_and_their_statistics_travel_in_the_check
   reseal(b2, end);
   char *p2 = tu_path(dir, "std2.ckpt");
   spill(p2, b2, ls);
-  s = make(&c2);
-  cr_assert_eq(hs_ctr_session_load(s, p2), HS_OK, "%s", hs_last_error());
-  cr_assert_eq(hs_ctr_session_evaluate(s, tests, 1, &moved), HS_OK, "%s", hs_last_error());
+  load_and_evaluate(&c2, p2, &moved);
   cr_assert_neq(moved.logloss, after.logloss, "a moved mean left the evaluation as it was");
-  hs_ctr_session_destroy(s);
   /* A corrupt extension is a bad file. */
   memcpy(b2, bs, ls);
   put32(b2 + CK_STD, 2);

@@ -16,30 +16,16 @@
 /* Progress (and the device's loss, which waits) every this many batches. */
 #define PROGRESS_EVERY 64
 
-/* cfg.standardize_dense: the statistics of the first batch trained on,
- * kept for every later one (and in checkpoints). */
-static void standardize(hs_ctr_session *s, hs_ctr_rows *r) {
+/* cfg.standardize_dense: the statistics of the first batch standardized
+ * (`mu`, `inv`, *ready false until then), kept for every later one. Training
+ * passes the session's (kept in checkpoints); evaluation and prediction,
+ * which change nothing, the session's once known, before that their own. */
+static void standardize(const hs_ctr_session *s, hs_ctr_rows *r, bool *ready, float *mu,
+                        float *inv) {
   if (!s->cfg.standardize_dense || !r->n) return;
-  if (!s->std_ready) {
-    hs__ctr_dense_stats(r, s->std_mu, s->std_inv);
-    s->std_ready = true;
-  }
-  hs__ctr_dense_standardize(r, s->std_mu, s->std_inv);
-}
-
-/* The same for evaluation and prediction, which change nothing: before any
- * training they use their own first batch's statistics (`mu`, `inv`, *own
- * false until then), and keep them to themselves. */
-static void standardize_eval(const hs_ctr_session *s, hs_ctr_rows *r, float *mu, float *inv,
-                             bool *own) {
-  if (!s->cfg.standardize_dense || !r->n) return;
-  if (s->std_ready) {
-    hs__ctr_dense_standardize(r, s->std_mu, s->std_inv);
-    return;
-  }
-  if (!*own) {
+  if (!*ready) {
     hs__ctr_dense_stats(r, mu, inv);
-    *own = true;
+    *ready = true;
   }
   hs__ctr_dense_standardize(r, mu, inv);
 }
@@ -61,7 +47,7 @@ static hs_status read_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_
   if (s->comm) return hs__ctr_dist_read(s, d);
   hs_status st = hs__ctr_reader_next(s->reader, s->cfg.batch_size, &d->rows);
   if (st != HS_OK) return st;
-  standardize(s, &d->rows);
+  standardize(s, &d->rows, &s->std_ready, s->std_mu, s->std_inv);
   if (d->rows.n < s->cfg.batch_size) s->halt = 1; /* the end of the data */
   return HS_OK;
 }
@@ -308,8 +294,9 @@ static hs_status each_batch(hs_ctr_session *s, const char *const *files, int n_f
    * epoch it stopped) does not, as before evaluation could be stopped.
    * (Distributed: never, as in training.) */
   bool up_before = s->stop && *s->stop;
-  float mu[HS_CTR_DENSE], inv[HS_CTR_DENSE];
-  bool own = false;
+  float own_mu[HS_CTR_DENSE], own_inv[HS_CTR_DENSE];
+  bool own_ready = false, *ready = s->std_ready ? &s->std_ready : &own_ready;
+  float *mu = s->std_ready ? s->std_mu : own_mu, *inv = s->std_ready ? s->std_inv : own_inv;
   for (;;) {
     if (!s->comm && s->stop && *s->stop && !up_before) {
       st = hs__fail(HS_ERR_INTERRUPTED, "stopped after %lld examples",
@@ -317,7 +304,7 @@ static hs_status each_batch(hs_ctr_session *s, const char *const *files, int n_f
       break;
     }
     if ((st = hs__ctr_reader_next(r, s->cfg.batch_size, &d->rows)) != HS_OK || !d->rows.n) break;
-    standardize_eval(s, &d->rows, mu, inv, &own);
+    standardize(s, &d->rows, ready, mu, inv);
     if ((st = predict_batch(s, d, d->labels)) != HS_OK) break;
     if ((st = fn(user, d->labels, d->rows.labels, d->rows.n)) != HS_OK) break;
   }
