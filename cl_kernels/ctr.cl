@@ -203,7 +203,15 @@ __kernel void hs_ctr_fm_rowgrad(__global const float *rows, int row, __global co
  * independent sums in flight, where one sum at a time waited on its own
  * previous addition (each keeps its order, so the bits are those of one
  * row at a time); lanes j >= i and rows i >= N are computed from vt's
- * zeros and not stored. */
+ * zeros and not kept.
+ *
+ * Where the dots are one chunk long (dim <= IK) the rows are stored
+ * whole, 16 lanes at a time, in increasing order: a row's lanes j >= i
+ * land on the rows after it, which are stored later and cover them (the
+ * triangle is contiguous), so only a store that would pass the end of
+ * the example's output is cut to the row's own lanes. Longer dots load
+ * their partial sums back, and a later row's partial sums must not be
+ * overwritten before they are loaded: there every store is cut. */
 #define IK 16
 #define IJ 32 /* lanes of vt's rows: N + 3 <= 30 rounded up to two float16 */
 
@@ -225,6 +233,23 @@ inline void hs_ia_store(float16 acc, __global float *o, int w) {
   for (int l = 0; l < w; l++) o[l] = part[l];
 }
 
+/* Row w's lanes [0, 16) and, past 16, [16, 32) at o; whole (lanes >= w
+ * included) where `whole` and 16 lanes fit before `end`. */
+inline void hs_ia_put_row(float16 lo, float16 hi, __global float *o, int w, bool whole,
+                          __global const float *end) {
+  if (w <= 0) return;
+  if (whole && o + 16 <= end) vstore16(lo, 0, o);
+  else hs_ia_store(lo, o, w);
+  if (w <= 16) return;
+  if (whole && o + 32 <= end) vstore16(hi, 0, o + 16);
+  else hs_ia_store(hi, o + 16, w - 16);
+}
+
+/* vt[kk][j] = v[kk]: a row of 4 or 8 columns, lane by lane. */
+#define HS_IA_T4(c, r) (c[0] = r.s0, c[IJ] = r.s1, c[2 * IJ] = r.s2, c[3 * IJ] = r.s3)
+#define HS_IA_T8(c, r) \
+  (HS_IA_T4(c, r), c[4 * IJ] = r.s4, c[5 * IJ] = r.s5, c[6 * IJ] = r.s6, c[7 * IJ] = r.s7)
+
 __kernel void hs_ctr_interact(__global const float *z, __global const float *rows,
                               __global const int *idx, int n_fields, int dim, int n,
                               __global float *out) {
@@ -232,24 +257,34 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
   if (b >= n) return;
   int N = n_fields + 1, width = dim + n_fields * (n_fields + 1) / 2;
   __global float *o = out + (size_t)b * width;
+  __global const float *end = o + width;
   __global const float *zb = z + (size_t)b * dim;
   __global const int *ib = idx + (size_t)b * n_fields;
+  bool whole = dim <= IK;
   for (int k = 0; k < dim; k++) o[k] = zb[k];
+  /* Lanes j >= N are read (a row's lanes past its own, rows past N - 1)
+   * but never kept: zeros, once; lanes j < N are written before read. */
   float vt[IK * IJ];
-  for (int q = 0; q < IK * IJ; q++) vt[q] = 0.0f;
+  for (int kk = 0; kk < IK; kk++)
+    for (int j = N; j < IJ; j++) vt[kk * IJ + j] = 0.0f;
   for (int k0 = 0; k0 < dim; k0 += IK) {
     int m = min(IK, dim - k0);
     for (int j = 0; j < N; j++) {
       __global const float *vj = (j == 0 ? zb : rows + (size_t)ib[j - 1] * dim) + k0;
+      float *c = vt + j;
       if (m == IK) { /* a whole row at once, then lane by lane */
         float16 r = vload16(0, vj);
-        float *c = vt + j;
-        c[0] = r.s0, c[IJ] = r.s1, c[2 * IJ] = r.s2, c[3 * IJ] = r.s3;
-        c[4 * IJ] = r.s4, c[5 * IJ] = r.s5, c[6 * IJ] = r.s6, c[7 * IJ] = r.s7;
-        c[8 * IJ] = r.s8, c[9 * IJ] = r.s9, c[10 * IJ] = r.sa, c[11 * IJ] = r.sb;
-        c[12 * IJ] = r.sc, c[13 * IJ] = r.sd, c[14 * IJ] = r.se, c[15 * IJ] = r.sf;
+        float8 rl = r.lo, rh = r.hi;
+        float *c8 = c + 8 * IJ;
+        HS_IA_T8(c, rl), HS_IA_T8(c8, rh);
+      } else if (m == 8) {
+        float8 r = vload8(0, vj);
+        HS_IA_T8(c, r);
+      } else if (m == 4) {
+        float4 r = vload4(0, vj);
+        HS_IA_T4(c, r);
       } else {
-        for (int kk = 0; kk < m; kk++) vt[kk * IJ + j] = vj[kk];
+        for (int kk = 0; kk < m; kk++) c[kk * IJ] = vj[kk];
       }
     }
     for (int i0 = 1; i0 < N; i0 += 4) {
@@ -275,10 +310,6 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
           a0 = a0 + b0 * lo, a1 = a1 + b1 * lo, a2 = a2 + b2 * lo, a3 = a3 + b3 * lo;
           h0 = h0 + b0 * hi, h1 = h1 + b1 * hi, h2 = h2 + b2 * hi, h3 = h3 + b3 * hi;
         }
-        if (w0 > 16) hs_ia_store(h0, o + t0 + 16, w0 - 16);
-        if (w1 > 16) hs_ia_store(h1, o + t1 + 16, w1 - 16);
-        if (w2 > 16) hs_ia_store(h2, o + t2 + 16, w2 - 16);
-        if (w3 > 16) hs_ia_store(h3, o + t3 + 16, w3 - 16);
       } else {
         for (int kk = 0; kk < m; kk++) {
           float16 lo = vload16(0, vt + kk * IJ);
@@ -287,13 +318,16 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
           a0 = a0 + b0 * lo, a1 = a1 + b1 * lo, a2 = a2 + b2 * lo, a3 = a3 + b3 * lo;
         }
       }
-      if (w0 > 0) hs_ia_store(a0, o + t0, w0);
-      if (w1 > 0) hs_ia_store(a1, o + t1, w1);
-      if (w2 > 0) hs_ia_store(a2, o + t2, w2);
-      if (w3 > 0) hs_ia_store(a3, o + t3, w3);
+      hs_ia_put_row(a0, h0, o + t0, w0, whole, end);
+      hs_ia_put_row(a1, h1, o + t1, w1, whole, end);
+      hs_ia_put_row(a2, h2, o + t2, w2, whole, end);
+      hs_ia_put_row(a3, h3, o + t3, w3, whole, end);
     }
   }
 }
+
+#undef HS_IA_T8
+#undef HS_IA_T4
 
 /* Its gradient, work-item b: for each vector i, dv_i = sum over j != i,
  * increasing, of dT(max, min) v_j; v_0's goes to dz plus the direct part,
