@@ -336,9 +336,9 @@ __kernel void hs_ctr_interact(__global const float *z, __global const float *row
  * at a time), then eight and four, the last dim % 4 one by one; four
  * vectors i at a time, each its own sum (so four additions in flight, not
  * one waiting on the last; a fifth to seventh beyond N repeat vector N - 1
- * and are not stored). */
+ * and are not stored). The vectors' addresses are looked up once, not once
+ * for each four. */
 #define HS_IA_C(i, j) dt[max(i, j) * (max(i, j) - 1) / 2 + min(i, j)]
-#define HS_IA_VEC(j) ((j) == 0 ? zb : rows + (size_t)ib[(j) - 1] * dim)
 __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float *rows,
                                   __global const int *idx, int n_fields, int dim,
                                   __global const float *dout, int n, __global float *dz,
@@ -349,6 +349,10 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
   __global const float *d = dout + (size_t)b * width, *dt = d + dim;
   __global const float *zb = z + (size_t)b * dim;
   __global const int *ib = idx + (size_t)b * n_fields;
+  /* the vectors' addresses, once */
+  __global const float *vec[IJ];
+  vec[0] = zb;
+  for (int j = 1; j < N; j++) vec[j] = rows + (size_t)ib[j - 1] * dim;
   for (int i0 = 0; i0 < N; i0 += 4) {
     int q0 = i0, q1 = min(i0 + 1, N - 1), q2 = min(i0 + 2, N - 1), q3 = min(i0 + 3, N - 1);
     __global float *o0 = i0 == 0 ? dz + (size_t)b * dim : dE + ((size_t)b * n_fields + i0 - 1) * dim;
@@ -363,19 +367,19 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
       T a0 = (T)(0.0f), a1 = a0, a2 = a0, a3 = a0;                                   \
       int j = 0;                                                                     \
       for (; j < i0; j++) { /* below the four: (q, j) at t(q) + j */                 \
-        T v = LOAD(HS_IA_VEC(j) + k0);                                               \
+        T v = LOAD(vec[j] + k0);                                               \
         a0 = a0 + (T)(dt[t0 + j]) * v, a1 = a1 + (T)(dt[t1 + j]) * v;                \
         a2 = a2 + (T)(dt[t2 + j]) * v, a3 = a3 + (T)(dt[t3 + j]) * v;                \
       }                                                                              \
       for (; j < min(i0 + 4, N); j++) { /* among them: each skips its own j */      \
-        T v = LOAD(HS_IA_VEC(j) + k0);                                               \
+        T v = LOAD(vec[j] + k0);                                               \
         if (j != q0) a0 = a0 + (T)(HS_IA_C(q0, j)) * v;                              \
         if (j != q1) a1 = a1 + (T)(HS_IA_C(q1, j)) * v;                              \
         if (j != q2) a2 = a2 + (T)(HS_IA_C(q2, j)) * v;                              \
         if (j != q3) a3 = a3 + (T)(HS_IA_C(q3, j)) * v;                              \
       }                                                                              \
       for (; j < N; j++) { /* above them (none is clamped then): at t(j) + q */     \
-        T v = LOAD(HS_IA_VEC(j) + k0);                                               \
+        T v = LOAD(vec[j] + k0);                                               \
         __global const float *c = dt + j * (j - 1) / 2 + i0;                        \
         a0 = a0 + (T)(c[0]) * v, a1 = a1 + (T)(c[1]) * v;                            \
         a2 = a2 + (T)(c[2]) * v, a3 = a3 + (T)(c[3]) * v;                            \
