@@ -1,7 +1,8 @@
 /* Distributed CTR sessions with their ranks as threads of one process
  * (the local communication backend): a world of one rank trains exactly
  * as a session without one; 2 and 3 ranks give every rank the same model,
- * the same bits run to run, and learn; modes not built are refused. */
+ * the same bits run to run, and learn (with standardized integers too);
+ * modes not built are refused. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -157,18 +158,22 @@ static bool same(const outcome *a, const outcome *b, bool loss) {
          memcmp(&a->logloss, &b->logloss, sizeof a->logloss) == 0 && a->rows == b->rows;
 }
 
+/* (DLRM a second time with standardized integers: the one rank takes its
+ * statistics from the data's first batch, as one process does.) */
 Test(ctr_dist, one_rank_trains_as_one_process) {
-  static const hs_ctr_model models[] = {HS_CTR_LR, HS_CTR_DLRM};
+  static const hs_ctr_model models[] = {HS_CTR_LR, HS_CTR_DLRM, HS_CTR_DLRM};
   for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
     hs_ctr_config c;
     small_cfg(&c, models[m]);
+    c.standardize_dense = m == 2;
     outcome alone, one;
     run_one(&c, NULL, &alone);
     if (alone.st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", alone.err);
     cr_assert_eq(alone.st, HS_OK, "%s", alone.err);
     run_world(&c, 1, &one);
-    cr_assert(same(&alone, &one, true), "%s: one rank differs from one process (loss %.9g vs %.9g, "
+    cr_assert(same(&alone, &one, true), "%s%s: one rank differs from one process (loss %.9g vs %.9g, "
               "test logloss %.9g vs %.9g, rows %llu vs %llu)", hs_ctr_model_name(models[m]),
+              c.standardize_dense ? " (standardized)" : "",
               alone.loss, one.loss, alone.logloss, one.logloss, (unsigned long long)alone.rows,
               (unsigned long long)one.rows);
     free(alone.prob);
@@ -215,7 +220,36 @@ Test(ctr_dist, ranks_agree_repeat_and_learn) {
   }
 }
 
-Test(ctr_dist, modes_not_built_checkpoints_and_standardization_are_refused) {
+/* Standardized integers: every rank takes the statistics of the data's
+ * first batch, so the ranks evaluate and predict alike (a rank that took
+ * its own first batch's would predict otherwise), a second run gives the
+ * same bits, the model learns, and neither its training loss nor its
+ * predictions are those of the model trained on the integers as they are. */
+Test(ctr_dist, standardized_ranks_agree_repeat_and_learn) {
+  hs_ctr_config c;
+  small_cfg(&c, HS_CTR_DLRM);
+  outcome plain[2], a[2], b[2];
+  run_world(&c, 2, plain);
+  for (int r = 0; r < 2; r++) {
+    if (plain[r].st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", plain[r].err);
+    cr_assert_eq(plain[r].st, HS_OK, "rank %d: %s", r, plain[r].err);
+  }
+  c.standardize_dense = 1;
+  run_world(&c, 2, a);
+  run_world(&c, 2, b);
+  for (int r = 0; r < 2; r++) {
+    cr_assert_eq(a[r].st, HS_OK, "rank %d: %s", r, a[r].err);
+    cr_assert_eq(b[r].st, HS_OK, "rank %d: %s", r, b[r].err);
+    cr_assert(same(&a[r], &a[0], false), "rank %d's predictions differ from rank 0's", r);
+    cr_assert(same(&a[r], &b[r], true), "rank %d: a second run differs", r);
+    cr_assert(!same(&a[r], &plain[r], false), "rank %d: standardizing changed nothing", r);
+    cr_assert(a[r].loss != plain[r].loss, "rank %d: training saw the integers as they are", r);
+  }
+  cr_assert_gt(a[0].auc, 0.57, "test AUC %.4f (0.5 untrained)", a[0].auc);
+  for (int r = 0; r < 2; r++) free(plain[r].prob), free(a[r].prob), free(b[r].prob);
+}
+
+Test(ctr_dist, modes_not_built_and_checkpoints_are_refused) {
   hs_ctr_config c;
   small_cfg(&c, HS_CTR_LR);
   hs_comm *comm;
@@ -244,19 +278,12 @@ Test(ctr_dist, modes_not_built_checkpoints_and_standardization_are_refused) {
   cr_assert_eq(hs_ctr_session_load(s, ck), HS_ERR_UNSUPPORTED);
   free(ck);
   hs_ctr_session_destroy(s);
-  /* Standardized integers take the first batch's statistics, which would
-   * be each rank's own. */
-  c.standardize_dense = 1;
-  s = NULL;
-  cr_assert_eq(hs_ctr_session_create(rt, &c, &s), HS_ERR_UNSUPPORTED);
-  cr_assert(strstr(hs_last_error(), "standardize_dense"), "%s", hs_last_error());
-  cr_assert_null(s);
   hs_runtime_close(rt);
   hs_world_destroy(w);
 }
 
 /* Ranks started with options that shape the result differently (another
- * seed) refuse to train together, each saying so; another count of GEMM
+ * seed, standardized integers on one rank) refuse to train together, each saying so; another count of GEMM
  * threads does not shape it (the CTR trainer's products are cut by shape
  * alone), and such ranks train the same model as ranks alike. */
 Test(ctr_dist, ranks_started_differently_are_refused_but_not_for_gemm_threads) {
@@ -271,17 +298,22 @@ Test(ctr_dist, ranks_started_differently_are_refused_but_not_for_gemm_threads) {
   if (alone.st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", alone.err);
   cr_assert_eq(alone.st, HS_OK, "%s", alone.err);
   free(alone.prob);
-  other = c;
-  other.seed = c.seed + 1;
-  const hs_ctr_config *seeds[2] = {&c, &other};
-  outcome o[2];
-  run_ranks(seeds, 2, o);
-  for (int r = 0; r < 2; r++) {
-    if (o[r].st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", o[r].err);
-    cr_expect_eq(o[r].st, HS_ERR_INVALID_ARG, "rank %d: %s", r, o[r].err);
-    cr_expect(strstr(o[r].err, "rank 1 was started with options other than rank 0's"),
-              "rank %d: %s", r, o[r].err);
-    free(o[r].prob);
+  /* another seed; standardized integers on one rank only */
+  for (int k = 0; k < 2; k++) {
+    other = c;
+    if (k == 0) other.seed = c.seed + 1;
+    else other.standardize_dense = 1;
+    const hs_ctr_config *differ[2] = {&c, &other};
+    outcome o[2];
+    run_ranks(differ, 2, o);
+    for (int r = 0; r < 2; r++) {
+      if (o[r].st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", o[r].err);
+      cr_expect_eq(o[r].st, HS_ERR_INVALID_ARG, "%s, rank %d: %s", k ? "standardization" : "seed",
+                   r, o[r].err);
+      cr_expect(strstr(o[r].err, "rank 1 was started with options other than rank 0's"),
+                "%s, rank %d: %s", k ? "standardization" : "seed", r, o[r].err);
+      free(o[r].prob);
+    }
   }
   c.gemm_threads = 1;
   other = c;

@@ -93,16 +93,23 @@ TestSuite(ctr_dist_cli, .init = setup, .fini = teardown, .timeout = 900);
 
 #define MODEL "--task ctr --data d --model dlrm --dim 8 --hidden 32,16 --bottom 16 --lr 0.01 --json -q"
 
+/* (And with standardized integers: one rank takes the data's first
+ * batch's statistics, as one process does.) */
 Test(ctr_dist_cli, one_rank_prints_what_one_process_prints) {
-  char *alone, *one;
-  cr_assert_eq(run(0, "train " MODEL " --batch-size 256", "alone", &alone), 0);
-  cr_assert_eq(run(1, "train " MODEL " --batch-size 256 --distributed", "one", &one), 0);
-  strip_times(alone);
-  strip_times(one);
-  cr_assert(strstr(alone, "\"test_auc\""), "%s", alone);
-  cr_assert_str_eq(one, alone);
-  free(alone);
-  free(one);
+  static const char *const extra[] = {"", " --standardize-dense"};
+  for (int k = 0; k < 2; k++) {
+    char *alone, *one, a1[512], a2[512];
+    snprintf(a1, sizeof a1, "train " MODEL " --batch-size 256%s", extra[k]);
+    snprintf(a2, sizeof a2, "train " MODEL " --batch-size 256 --distributed%s", extra[k]);
+    cr_assert_eq(run(0, a1, k ? "alone_std" : "alone", &alone), 0);
+    cr_assert_eq(run(1, a2, k ? "one_std" : "one", &one), 0);
+    strip_times(alone);
+    strip_times(one);
+    cr_assert(strstr(alone, "\"test_auc\""), "%s", alone);
+    cr_assert_str_eq(one, alone, "%s", extra[k]);
+    free(alone);
+    free(one);
+  }
 }
 
 Test(ctr_dist_cli, two_ranks_repeat_and_learn) {

@@ -29,7 +29,8 @@ static uint64_t fingerprint(const hs_ctr_session *s) {
   uint64_t h = 0xcbf29ce484222325ull;
   int32_t i32[] = {(int32_t)c->model, c->dim, c->n_hidden, c->n_bottom, c->batch_size,
                    (int32_t)c->sparse_optimizer, (int32_t)c->admit_after,
-                   (int32_t)c->expire_after, s->mcfg.n_fields, s->mcfg.n_dense};
+                   (int32_t)c->expire_after, s->mcfg.n_fields, s->mcfg.n_dense,
+                   c->standardize_dense};
   float f32[] = {c->lr, c->sparse_lr, c->init_range, c->sparse_initial_accumulator};
   uint64_t u64[] = {c->seed, c->embed_budget, (uint64_t)s->lay.n_params};
   h = fnv(h, i32, sizeof i32);
@@ -63,7 +64,7 @@ hs_status hs__ctr_dist_open(hs_ctr_session *s, const hs_ctr_config *cfg, const h
     if (all[r] != all[0])
       st = hs__fail(HS_ERR_INVALID_ARG, "distributed CTR training: rank %d was started with "
                     "options other than rank 0's (model, widths, batch size, learning rates, "
-                    "sparse optimizer, store settings or seed differ)", r);
+                    "sparse optimizer, store settings, standardization or seed differ)", r);
   free(all);
   hs__comm_set_timeout(s->comm, was);
   if (st != HS_OK) return st;
@@ -92,7 +93,10 @@ void hs__ctr_dist_close(hs_ctr_session *s) {
 hs_status hs__ctr_dist_read(hs_ctr_session *s, ctr_slot *d) {
   /* Every rank reads every batch (the files are the same on each) and
    * keeps its own: each knows the step's size and where the data ends
-   * without a message. */
+   * without a message. With standardize_dense every rank takes its
+   * statistics from the same batch, the data's first (rank 0's of the
+   * first step: what one process takes), so the ranks agree without a
+   * message too, and one rank trains as one process. */
   int32_t B = s->cfg.batch_size;
   int64_t total = 0;
   d->rows.n = 0;
@@ -100,9 +104,14 @@ hs_status hs__ctr_dist_read(hs_ctr_session *s, ctr_slot *d) {
     hs_ctr_rows *into = p == s->rank ? &d->rows : &s->skip;
     hs_status st = hs__ctr_reader_next(s->reader, B, into);
     if (st != HS_OK) return st;
+    if (p == 0 && s->cfg.standardize_dense && !s->std_ready && into->n) {
+      hs__ctr_dense_stats(into, s->std_mu, s->std_inv);
+      s->std_ready = true;
+    }
     total += into->n;
     if (into->n < B) s->halt = 1;
   }
+  if (s->cfg.standardize_dense && d->rows.n) hs__ctr_dense_standardize(&d->rows, s->std_mu, s->std_inv);
   d->step_n = (int32_t)(total > INT32_MAX ? INT32_MAX : total);
   return HS_OK;
 }

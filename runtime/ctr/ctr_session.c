@@ -95,10 +95,6 @@ static hs_status check_config(const hs_ctr_config *c) {
   if (c->standardize_dense != 0 && c->standardize_dense != 1)
     return hs__fail(HS_ERR_INVALID_ARG, "CTR config: standardize_dense %d (0 or 1)",
                     c->standardize_dense);
-  if (c->standardize_dense && c->world)
-    return hs__fail(HS_ERR_UNSUPPORTED, "CTR config: standardize_dense (--standardize-dense) "
-                    "is not supported in distributed training (each rank would see a different "
-                    "first batch)");
   return HS_OK;
 }
 

@@ -226,8 +226,9 @@ typedef struct hs_ctr_config {
    * batch's and keeps nothing). log1p(x) is at least 0, so without it a
    * ReLU unit of DLRM's bottom MLP whose weights are mostly negative can
    * be off for nearly every example from the start. 0 (default): the
-   * log-transformed values as they are. Not with `world`
-   * (HS_ERR_UNSUPPORTED). */
+   * log-transformed values as they are. With `world` every rank takes
+   * the statistics of the data's first batch (rank 0's first), the
+   * batch one process would take them from. */
   int standardize_dense;
 } hs_ctr_config;
 
