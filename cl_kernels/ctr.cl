@@ -367,19 +367,19 @@ __kernel void hs_ctr_interact_bwd(__global const float *z, __global const float 
       T a0 = (T)(0.0f), a1 = a0, a2 = a0, a3 = a0;                                   \
       int j = 0;                                                                     \
       for (; j < i0; j++) { /* below the four: (q, j) at t(q) + j */                 \
-        T v = LOAD(vec[j] + k0);                                               \
+        T v = LOAD(vec[j] + k0);                                                     \
         a0 = a0 + (T)(dt[t0 + j]) * v, a1 = a1 + (T)(dt[t1 + j]) * v;                \
         a2 = a2 + (T)(dt[t2 + j]) * v, a3 = a3 + (T)(dt[t3 + j]) * v;                \
       }                                                                              \
       for (; j < min(i0 + 4, N); j++) { /* among them: each skips its own j */      \
-        T v = LOAD(vec[j] + k0);                                               \
+        T v = LOAD(vec[j] + k0);                                                     \
         if (j != q0) a0 = a0 + (T)(HS_IA_C(q0, j)) * v;                              \
         if (j != q1) a1 = a1 + (T)(HS_IA_C(q1, j)) * v;                              \
         if (j != q2) a2 = a2 + (T)(HS_IA_C(q2, j)) * v;                              \
         if (j != q3) a3 = a3 + (T)(HS_IA_C(q3, j)) * v;                              \
       }                                                                              \
       for (; j < N; j++) { /* above them (none is clamped then): at t(j) + q */     \
-        T v = LOAD(vec[j] + k0);                                               \
+        T v = LOAD(vec[j] + k0);                                                     \
         __global const float *c = dt + j * (j - 1) / 2 + i0;                        \
         a0 = a0 + (T)(c[0]) * v, a1 = a1 + (T)(c[1]) * v;                            \
         a2 = a2 + (T)(c[2]) * v, a3 = a3 + (T)(c[3]) * v;                            \

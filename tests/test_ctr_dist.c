@@ -152,6 +152,19 @@ static void run_world(const hs_ctr_config *c, int W, outcome *out) {
 
 /* The same model: predictions, test logloss and rows (and, for runs of
  * the same rank, its training loss: each rank's own batches). */
+/* One process of `c` first, on the test's own thread (skipping the test
+ * without a device): the OpenCL compiler sets itself up on the first
+ * thread that builds a program (an alternate signal stack of its own,
+ * which ASan takes for its own and fails to unmap when a rank's thread
+ * ends), as in ranks_agree_repeat_and_learn. */
+static void first_on_this_thread(const hs_ctr_config *c) {
+  outcome alone;
+  run_one(c, NULL, &alone);
+  if (alone.st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", alone.err);
+  cr_assert_eq(alone.st, HS_OK, "%s", alone.err);
+  free(alone.prob);
+}
+
 static bool same(const outcome *a, const outcome *b, bool loss) {
   return a->n == b->n && a->n > 0 && memcmp(a->prob, b->prob, (size_t)a->n * sizeof *a->prob) == 0 &&
          (!loss || memcmp(&a->loss, &b->loss, sizeof a->loss) == 0) &&
@@ -228,13 +241,7 @@ Test(ctr_dist, ranks_agree_repeat_and_learn) {
 Test(ctr_dist, standardized_ranks_agree_repeat_and_learn) {
   hs_ctr_config c;
   small_cfg(&c, HS_CTR_DLRM);
-  /* One process first, on this thread (see
-   * ranks_started_differently_are_refused_but_not_for_gemm_threads). */
-  outcome alone;
-  run_one(&c, NULL, &alone);
-  if (alone.st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", alone.err);
-  cr_assert_eq(alone.st, HS_OK, "%s", alone.err);
-  free(alone.prob);
+  first_on_this_thread(&c);
   outcome plain[2], a[2], b[2];
   run_world(&c, 2, plain);
   for (int r = 0; r < 2; r++) {
@@ -290,21 +297,14 @@ Test(ctr_dist, modes_not_built_and_checkpoints_are_refused) {
 }
 
 /* Ranks started with options that shape the result differently (another
- * seed, standardized integers on one rank) refuse to train together, each saying so; another count of GEMM
- * threads does not shape it (the CTR trainer's products are cut by shape
- * alone), and such ranks train the same model as ranks alike. */
+ * seed, standardized integers on one rank) refuse to train together,
+ * each saying so; another count of GEMM threads does not shape it (the
+ * CTR trainer's products are cut by shape alone), and such ranks train
+ * the same model as ranks alike. */
 Test(ctr_dist, ranks_started_differently_are_refused_but_not_for_gemm_threads) {
   hs_ctr_config c, other;
   small_cfg(&c, HS_CTR_DLRM);
-  /* One process first, on this thread: the OpenCL compiler sets itself up
-   * on the first thread that builds a program (an alternate signal stack
-   * of its own, which ASan takes for its own and fails to unmap when a
-   * rank's thread ends), as in ranks_agree_repeat_and_learn. */
-  outcome alone;
-  run_one(&c, NULL, &alone);
-  if (alone.st == HS_ERR_NO_DEVICE) cr_skip_test("no OpenCL device: %s", alone.err);
-  cr_assert_eq(alone.st, HS_OK, "%s", alone.err);
-  free(alone.prob);
+  first_on_this_thread(&c);
   /* another seed; standardized integers on one rank only */
   for (int k = 0; k < 2; k++) {
     other = c;

@@ -106,12 +106,11 @@ hs_status hs__ctr_dist_read(hs_ctr_session *s, ctr_slot *d) {
     if (st != HS_OK) return st;
     if (p == 0 && s->cfg.standardize_dense && !s->std_ready && into->n) {
       hs__ctr_dense_stats(into, s->std_mu, s->std_inv);
-      s->std_ready = true;
+      s->std_ready = true; /* the read stage standardizes this rank's rows */
     }
     total += into->n;
     if (into->n < B) s->halt = 1;
   }
-  if (s->cfg.standardize_dense && d->rows.n) hs__ctr_dense_standardize(&d->rows, s->std_mu, s->std_inv);
   d->step_n = (int32_t)(total > INT32_MAX ? INT32_MAX : total);
   return HS_OK;
 }

@@ -44,8 +44,10 @@ static hs_status read_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *n_
     s->halt = 1;
     return HS_OK;
   }
-  if (s->comm) return hs__ctr_dist_read(s, d);
-  hs_status st = hs__ctr_reader_next(s->reader, s->cfg.batch_size, &d->rows);
+  /* (Distributed: the step's batches read; the statistics, where asked,
+   * taken from the data's first.) */
+  hs_status st = s->comm ? hs__ctr_dist_read(s, d)
+                         : hs__ctr_reader_next(s->reader, s->cfg.batch_size, &d->rows);
   if (st != HS_OK) return st;
   standardize(s, &d->rows, &s->std_ready, s->std_mu, s->std_inv);
   if (d->rows.n < s->cfg.batch_size) s->halt = 1; /* the end of the data */
