@@ -244,6 +244,8 @@ static const char usage[] =
     "files with hetsage's parser (what the peer reads).\n";
 
 int main(int argc, char **argv) {
+  /* OpenBLAS on the kernel set this CPU runs best where it fell back to an older one. */
+  hs_blas_reexec(argv);
   for (int i = 1; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       fputs(usage, stdout);

@@ -1,6 +1,7 @@
 /* GEMM provider selection, and the builtin tiled kernel's host side. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gemm_internal.h"
 #include "hs_launch.h"
@@ -22,6 +23,32 @@ hs_status hs__gemm_kind_parse(const char *name, hs_gemm_kind *out) {
     }
   return hs__fail(HS_ERR_INVALID_ARG, "unknown GEMM provider '%s' (auto, cblas, clblast, builtin)",
                   name);
+}
+
+hs_cpu_simd hs__gemm_cpu_simd(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return HS_SIMD_OLDER;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    return HS_SIMD_AVX512;
+  return HS_SIMD_AVX2;
+#else
+  return HS_SIMD_OLDER;
+#endif
+}
+
+/* OpenBLAS's x86 kernel sets that use AVX2 or AVX-512: its choices for the
+ * CPUs it knows that have them. */
+static const char *const vector_cores[] = {"Haswell",    "Zen",            "SkylakeX",
+                                           "Cooperlake", "SapphireRapids", "Excavator"};
+
+const char *hs__gemm_core_suggestion(const char *core, hs_cpu_simd simd) {
+  if (!core || simd == HS_SIMD_OLDER) return NULL;
+  for (unsigned i = 0; i < HS_ARRAY_LEN(vector_cores); i++)
+    if (strcasecmp(core, vector_cores[i]) == 0) return NULL;
+  return simd == HS_SIMD_AVX512 ? "SkylakeX" : "Haswell";
 }
 
 static hs_gemm_kind choose(const hs_dev *dev) {

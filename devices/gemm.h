@@ -34,6 +34,25 @@ hs_status hs__gemm_kind_parse(const char *name, hs_gemm_kind *out);
  * build without CBLAS: it sets a CPU trainer's GEMM speed. */
 const char *hs__gemm_cblas_core(void);
 
+/* The vector instructions of this CPU that OpenBLAS's kernel sets use. */
+typedef enum hs_cpu_simd {
+  HS_SIMD_OLDER = 0,  /* neither of the below (or not an x86 CPU) */
+  HS_SIMD_AVX2 = 1,   /* AVX2 and FMA: OpenBLAS's "Haswell" kernels */
+  HS_SIMD_AVX512 = 2, /* AVX-512 F, CD, BW, DQ and VL as well: "SkylakeX" */
+} hs_cpu_simd;
+hs_cpu_simd hs__gemm_cpu_simd(void);
+/* The kernel set to ask OpenBLAS for (OPENBLAS_CORETYPE) on a CPU with
+ * `simd`, where OpenBLAS chose `core` itself: "SkylakeX" or "Haswell"
+ * where `core` uses neither AVX2 nor AVX-512 and the CPU has them (what
+ * OpenBLAS falls back to on a CPU newer than its table: 0.3.21 runs its
+ * SSE3 "Prescott" kernels on Intel's Sapphire and Emerald Rapids, a third
+ * of the speed of its AVX-512 ones there), else NULL: a set OpenBLAS chose
+ * with vector instructions is its own informed choice and stays. */
+const char *hs__gemm_core_suggestion(const char *core, hs_cpu_simd simd);
+/* hs__gemm_core_suggestion for this process's OpenBLAS on this CPU; NULL
+ * in a build without CBLAS. */
+const char *hs__gemm_cblas_core_suggested(void);
+
 /* One product. Offsets and leading dimensions count floats. m or n may be
  * 0 (nothing to do); k may not be 0 unless m or n is (CLBlast cannot, so
  * no provider does). C must not share a buffer with A or B. */

@@ -133,6 +133,38 @@ static void expect_refused(const char *args, const char *opt, const char *range)
             err);
 }
 
+/* The command runs OpenBLAS on the kernel set hs_blas_kernels_suggested()
+ * names where OpenBLAS fell back to an older one on this CPU (its own pick
+ * otherwise), and an OPENBLAS_CORETYPE the user set is left alone. */
+Test(cli, openblas_runs_the_kernels_this_cpu_runs_best) {
+  if (!hs_blas_kernels()) cr_skip_test("this build has no CBLAS");
+  if (getenv("OPENBLAS_CORETYPE")) cr_skip_test("OPENBLAS_CORETYPE is set for the tests");
+  const char *own = hs_blas_kernels(), *best = hs_blas_kernels_suggested();
+  char out[16384], err[4096], want[160];
+  cr_assert_eq(tool_run2("env -u OPENBLAS_CORETYPE", "info --json", out, sizeof out, err, sizeof err),
+               0, "%s", err);
+  hs_json *v = json_doc(out, "info --json");
+  const hs_json *k = hs__json_get(v, "blas_kernels");
+  cr_assert(k && k->type == HS_JSON_STRING, "%s", out);
+  cr_expect_str_eq(k->string, best ? best : own, "OpenBLAS picked %s here", own);
+  hs__json_free(v);
+  cr_assert_eq(tool_run2("env -u OPENBLAS_CORETYPE", "info", out, sizeof out, err, sizeof err), 0,
+               "%s", err);
+  snprintf(want, sizeof want, "CPU products: OpenBLAS, its %s kernels%s\n", best ? best : own,
+           best ? " (set by OPENBLAS_CORETYPE)" : "");
+  cr_expect(strstr(out, want), "%s", out);
+#if defined(__x86_64__)
+  /* The user's choice stays (Prescott: SSE3, which every x86-64 CPU has). */
+  cr_assert_eq(tool_run2("OPENBLAS_CORETYPE=Prescott", "info --json", out, sizeof out, err,
+                         sizeof err), 0, "%s", err);
+  v = json_doc(out, "info --json");
+  k = hs__json_get(v, "blas_kernels");
+  cr_assert(k && k->type == HS_JSON_STRING, "%s", out);
+  cr_expect_str_eq(k->string, "Prescott");
+  hs__json_free(v);
+#endif
+}
+
 Test(cli, lists_with_empty_items_are_refused) {
   static const char *const fanouts[] = {"1,,2", "25,10,", ",25", ",", "", "25,,"};
   char args[256];

@@ -153,6 +153,33 @@ Test(gemm, selection_and_names) {
   clf_close(&f);
 }
 
+/* The kernel set hetsage asks OpenBLAS for: only where OpenBLAS's own pick
+ * uses neither AVX2 nor AVX-512 and the CPU has them. */
+Test(gemm, a_fallback_kernel_set_is_replaced_by_the_cpus_own) {
+  cr_expect_str_eq(hs__gemm_core_suggestion("Prescott", HS_SIMD_AVX512), "SkylakeX");
+  cr_expect_str_eq(hs__gemm_core_suggestion("Prescott", HS_SIMD_AVX2), "Haswell");
+  cr_expect_str_eq(hs__gemm_core_suggestion("Nehalem", HS_SIMD_AVX2), "Haswell");
+  cr_expect_str_eq(hs__gemm_core_suggestion("Sandybridge", HS_SIMD_AVX512), "SkylakeX");
+  cr_expect_str_eq(hs__gemm_core_suggestion("Core2", HS_SIMD_AVX512), "SkylakeX");
+  /* OpenBLAS's informed choices stay, an AVX2 set on an AVX-512 CPU too
+   * (Zen 4: OpenBLAS picks "Zen", as fast there as "SkylakeX"). */
+  const char *stay[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", "Excavator",
+                        "HASWELL", "skylakex"};
+  for (size_t i = 0; i < sizeof stay / sizeof stay[0]; i++) {
+    cr_expect_null(hs__gemm_core_suggestion(stay[i], HS_SIMD_AVX512), "%s", stay[i]);
+    cr_expect_null(hs__gemm_core_suggestion(stay[i], HS_SIMD_AVX2), "%s", stay[i]);
+  }
+  /* A CPU without AVX2 keeps whatever OpenBLAS picked; no OpenBLAS, nothing. */
+  cr_expect_null(hs__gemm_core_suggestion("Prescott", HS_SIMD_OLDER));
+  cr_expect_null(hs__gemm_core_suggestion(NULL, HS_SIMD_AVX512));
+  /* This process: the suggestion is the rule applied to its OpenBLAS and CPU. */
+  const char *core = hs__gemm_cblas_core(), *want = hs__gemm_core_suggestion(core, hs__gemm_cpu_simd());
+  const char *got = hs__gemm_cblas_core_suggested();
+  if (want) cr_expect_str_eq(got, want);
+  else cr_expect_null(got);
+  cr_expect_eq(core != NULL, HS_HAVE_CBLAS != 0);
+}
+
 /* The provider retains the queue it keeps, and releases it when destroyed:
  * its creator may release its own reference first (a session tearing down)
  * without the provider's teardown touching a released queue. Nothing is

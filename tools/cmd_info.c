@@ -1,6 +1,7 @@
 /* hetsage info: platforms, devices and their capabilities, host topology. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -36,6 +37,10 @@ static void print_human(const hs_runtime *rt, int n) {
   const hs_host_topology topo = *hs_runtime_topology(rt);
   printf("host: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n", topo.packages,
          topo.numa_nodes, topo.cores, topo.pus);
+  const char *blas = hs_blas_kernels(), *forced = getenv("OPENBLAS_CORETYPE");
+  if (blas)
+    printf("CPU products: OpenBLAS, its %s kernels%s\n", blas,
+           forced && *forced ? " (set by OPENBLAS_CORETYPE)" : "");
   int np = hs_runtime_platform_count(rt);
   for (int p = 0; p < np; p++) {
     const hs_platform_info pi = *hs_runtime_platform(rt, p);
@@ -82,7 +87,10 @@ static void print_json(const hs_runtime *rt, int n) {
   cli_json_string(stdout, hs_version());
   printf(",\n  \"host\": {\"packages\": %d, \"numa_nodes\": %d, \"cores\": %d, \"pus\": %d},\n",
          topo.packages, topo.numa_nodes, topo.cores, topo.pus);
-  printf("  \"platforms\": [\n");
+  printf("  \"blas_kernels\": ");
+  if (hs_blas_kernels()) cli_json_string(stdout, hs_blas_kernels());
+  else printf("null");
+  printf(",\n  \"platforms\": [\n");
   int np = hs_runtime_platform_count(rt);
   for (int p = 0; p < np; p++) {
     const hs_platform_info pi = *hs_runtime_platform(rt, p);

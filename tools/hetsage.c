@@ -46,6 +46,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  /* OpenBLAS on the kernel set this CPU runs best where it fell back to an older one. */
+  hs_blas_reexec(argv);
   /* A bad HETSAGE_* variable stops every command before it starts. */
   hs_settings_init(&settings);
   hs_status st = hs_settings_from_env(&settings);

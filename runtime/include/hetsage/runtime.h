@@ -92,6 +92,31 @@ HS_API const struct hs_board_profile *hs_runtime_board(const hs_runtime *rt);
 /* Cores of the host (hwloc), at least 1. */
 HS_API int hs_runtime_host_cores(const hs_runtime *rt);
 
+/* The kernel set of the OpenBLAS this process loaded, on which a CPU
+ * trainer's products run ("Haswell", "SkylakeX", ...: OpenBLAS picks it
+ * for the CPU when it loads, OPENBLAS_CORETYPE overriding); NULL in a
+ * build without CBLAS. */
+HS_API const char *hs_blas_kernels(void);
+/* The kernel set to ask OpenBLAS for, where the one it picked uses neither
+ * AVX2 nor AVX-512 on a CPU that has them (OpenBLAS 0.3.21 falls back to
+ * its SSE3 "Prescott" kernels on CPUs newer than its table, Intel's
+ * Sapphire and Emerald Rapids among them, at a third of the speed):
+ * "SkylakeX" where the CPU has AVX-512, "Haswell" where it has AVX2; NULL
+ * otherwise (a set OpenBLAS picked with vector instructions stays).
+ * OpenBLAS reads OPENBLAS_CORETYPE only when it loads: see
+ * hs_blas_reexec. */
+HS_API const char *hs_blas_kernels_suggested(void);
+/* For a program's main(), before it starts threads or work: where
+ * hs_blas_kernels_suggested() names a set and OPENBLAS_CORETYPE is unset,
+ * set OPENBLAS_CORETYPE to that set and execute the program again
+ * (/proc/self/exe, the same arguments, the environment otherwise the
+ * same), so that its OpenBLAS loads those kernels. Returns, having changed
+ * nothing, where there is nothing to do or the exec fails; does not return
+ * otherwise. The hetsage command and the benchmarks call it; an embedding
+ * application may, or set OPENBLAS_CORETYPE itself. Each kernel set rounds
+ * products its own way: results are those of the set in use. */
+HS_API void hs_blas_reexec(char **argv);
+
 #ifdef __cplusplus
 }
 #endif
