@@ -9,13 +9,26 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "hetsage/runtime.h"
+
+/* The hetsage command executes itself again on another OpenBLAS kernel set
+ * where OpenBLAS fell back to an older one on this CPU (hs_blas_reexec):
+ * run from a test, it keeps this process's set, so that what it computes
+ * compares bit for bit with what the test computes itself. An `env` that
+ * sets or unsets OPENBLAS_CORETYPE comes after, and wins. */
+static inline void tool_blas_env(char *buf, size_t cap) {
+  const char *k = hs_blas_kernels();
+  snprintf(buf, cap, "%s%s", k ? "OPENBLAS_CORETYPE=" : "", k ? k : "");
+}
+
 /* Run "env $HS_HETSAGE args" (env: "VAR=value ..." or ""), stdout and
  * stderr into `out` (cap bytes, may be NULL). Returns the exit status. */
 static inline int tool_run(const char *env, const char *args, char *out, size_t cap) {
   const char *exe = getenv("HS_HETSAGE");
   if (!exe) cr_skip_test("HS_HETSAGE (the hetsage executable) is not set");
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", env, exe, args);
+  char cmd[4096], blas[96];
+  tool_blas_env(blas, sizeof blas);
+  snprintf(cmd, sizeof cmd, "%s %s %s %s 2>&1", blas, env, exe, args);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p, "cannot run %s", cmd);
   size_t n = 0;
@@ -47,8 +60,9 @@ static inline int tool_run2(const char *env, const char *args, char *out, size_t
   snprintf(full, sizeof full, "%s 2>%s", args, errpath);
   const char *exe = getenv("HS_HETSAGE");
   if (!exe) cr_skip_test("HS_HETSAGE (the hetsage executable) is not set");
-  char cmd[4600];
-  snprintf(cmd, sizeof cmd, "%s %s %s", env, exe, full);
+  char cmd[4700], blas[96];
+  tool_blas_env(blas, sizeof blas);
+  snprintf(cmd, sizeof cmd, "%s %s %s %s", blas, env, exe, full);
   FILE *p = popen(cmd, "r");
   cr_assert_not_null(p, "cannot run %s", cmd);
   size_t n = 0, got;

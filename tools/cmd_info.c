@@ -37,10 +37,8 @@ static void print_human(const hs_runtime *rt, int n) {
   const hs_host_topology topo = *hs_runtime_topology(rt);
   printf("host: %d package(s), %d NUMA node(s), %d core(s), %d PU(s)\n", topo.packages,
          topo.numa_nodes, topo.cores, topo.pus);
-  const char *blas = hs_blas_kernels(), *forced = getenv("OPENBLAS_CORETYPE");
-  if (blas)
-    printf("CPU products: OpenBLAS, its %s kernels%s\n", blas,
-           forced && *forced ? " (set by OPENBLAS_CORETYPE)" : "");
+  const char *blas = hs_blas_kernels();
+  if (blas) printf("CPU products: OpenBLAS, its %s kernels\n", blas);
   int np = hs_runtime_platform_count(rt);
   for (int p = 0; p < np; p++) {
     const hs_platform_info pi = *hs_runtime_platform(rt, p);

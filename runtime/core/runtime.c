@@ -243,16 +243,3 @@ const hs_inventory *hs__runtime_inventory(const hs_runtime *rt) { return rt ? &r
 const hs_dev *hs__runtime_dev(const hs_runtime *rt, int i) {
   return rt && i >= 0 && i < rt->inv.n_devs ? &rt->inv.devs[i] : NULL;
 }
-
-const char *hs_blas_kernels(void) { return hs__gemm_cblas_core(); }
-
-const char *hs_blas_kernels_suggested(void) { return hs__gemm_cblas_core_suggested(); }
-
-void hs_blas_reexec(char **argv) {
-  const char *set = hs__gemm_cblas_core_suggested();
-  if (!set || !argv || !argv[0] || getenv("OPENBLAS_CORETYPE")) return;
-  if (setenv("OPENBLAS_CORETYPE", set, 1) != 0) return;
-  execv("/proc/self/exe", argv);
-  /* The exec failed: go on as this process is, the environment as it was. */
-  unsetenv("OPENBLAS_CORETYPE");
-}

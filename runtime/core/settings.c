@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "board/hs_board.h"
 #include "gemm.h"
+#include "hetsage/runtime.h"
 #include "hetsage/settings.h"
 #include "hs_base.h"
 #include "hs_settings.h"
@@ -286,4 +288,21 @@ void hs__settings_pmi_endpoints(int *fd, int *port) {
     long v = strtol(colon + 1, &end, 10);
     if (end != colon + 1 && *end == '\0' && v > 0 && v < 65536) *port = (int)v;
   }
+}
+
+/* ---- OpenBLAS's kernel set ---------------------------------------------------- */
+
+const char *hs_blas_kernels(void) { return hs__gemm_cblas_core(); }
+
+const char *hs_blas_kernels_suggested(void) { return hs__gemm_cblas_core_suggested(); }
+
+/* OPENBLAS_CORETYPE is OpenBLAS's variable, read here only to leave a
+ * value the user set alone. */
+void hs_blas_reexec(char **argv) {
+  const char *set = hs__gemm_cblas_core_suggested();
+  if (!set || !argv || !argv[0] || getenv("OPENBLAS_CORETYPE")) return;
+  if (setenv("OPENBLAS_CORETYPE", set, 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  /* The exec failed: go on as this process is, the environment as it was. */
+  unsetenv("OPENBLAS_CORETYPE");
 }
