@@ -301,8 +301,14 @@ const char *hs_blas_kernels_suggested(void) { return hs__gemm_cblas_core_suggest
 void hs_blas_reexec(char **argv) {
   const char *set = hs__gemm_cblas_core_suggested();
   if (!set || !argv || !argv[0] || getenv("OPENBLAS_CORETYPE")) return;
+  /* The program's own path, so that it keeps its name in ps and top (a
+   * program executed as /proc/self/exe is named "exe"). */
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0 || (size_t)n >= sizeof self - 1) return;
+  self[n] = '\0';
   if (setenv("OPENBLAS_CORETYPE", set, 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  execv(self, argv);
   /* The exec failed: go on as this process is, the environment as it was. */
   unsetenv("OPENBLAS_CORETYPE");
 }

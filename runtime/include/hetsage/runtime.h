@@ -108,9 +108,9 @@ HS_API const char *hs_blas_kernels(void);
 HS_API const char *hs_blas_kernels_suggested(void);
 /* For a program's main(), before it starts threads or work: where
  * hs_blas_kernels_suggested() names a set and OPENBLAS_CORETYPE is unset,
- * set OPENBLAS_CORETYPE to that set and execute the program again
- * (/proc/self/exe, the same arguments, the environment otherwise the
- * same), so that its OpenBLAS loads those kernels. Returns, having changed
+ * set OPENBLAS_CORETYPE to that set and execute the program again (the
+ * file /proc/self/exe names, the same arguments, the environment otherwise
+ * the same), so that its OpenBLAS loads those kernels. Returns, having changed
  * nothing, where there is nothing to do or the exec fails; does not return
  * otherwise. The hetsage command and the benchmarks call it; an embedding
  * application may, or set OPENBLAS_CORETYPE itself. Each kernel set rounds
