@@ -375,7 +375,7 @@ int main(int argc, char **argv) {
   hs_runtime_close(rt);
   if (rc) return rc;
   double bayes = recorded_bayes(dir), hsx[8], pex[8];
-  const char *blas = hs__blas_core(), *timeout = getenv("OPENBLAS_THREAD_TIMEOUT");
+  const char *blas = hs_blas_kernels(), *timeout = getenv("OPENBLAS_THREAD_TIMEOUT");
   char hid[64], bot[64];
   widths(hid, sizeof hid, c.hidden, c.n_hidden);
   widths(bot, sizeof bot, c.bottom, c.n_bottom);

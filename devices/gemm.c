@@ -51,6 +51,10 @@ const char *hs__gemm_core_suggestion(const char *core, hs_cpu_simd simd) {
   return simd == HS_SIMD_AVX512 ? "SkylakeX" : "Haswell";
 }
 
+const char *hs__gemm_cblas_core_suggested(void) {
+  return hs__gemm_core_suggestion(hs__gemm_cblas_core(), hs__gemm_cpu_simd());
+}
+
 static hs_gemm_kind choose(const hs_dev *dev) {
   const char *why;
   if (dev->info.type == HS_DEVICE_CPU && hs__gemm_cblas_available(dev, &why)) return HS_GEMM_CBLAS;

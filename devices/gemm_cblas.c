@@ -160,10 +160,6 @@ static void span(size_t off, size_t rows, size_t cols, size_t ld, size_t *first,
 
 const char *hs__gemm_cblas_core(void) { return openblas_get_corename(); }
 
-const char *hs__gemm_cblas_core_suggested(void) {
-  return hs__gemm_core_suggestion(openblas_get_corename(), hs__gemm_cpu_simd());
-}
-
 hs_status hs__gemm_cblas_run(hs_gemm *g, const hs_gemm_op *ops, int n_ops, cl_uint n_wait,
                              const cl_event *wait, cl_event *ev) {
   /* No product has more than PIECE_MAX pieces: more threads would only be
@@ -234,8 +230,6 @@ bool hs__gemm_cblas_available(const hs_dev *dev, const char **why) {
 }
 
 const char *hs__gemm_cblas_core(void) { return NULL; }
-
-const char *hs__gemm_cblas_core_suggested(void) { return NULL; }
 
 void hs__gemm_cblas_release(hs_gemm *g) { (void)g; }
 

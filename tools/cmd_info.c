@@ -1,7 +1,6 @@
 /* hetsage info: platforms, devices and their capabilities, host topology. */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"

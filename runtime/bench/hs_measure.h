@@ -195,10 +195,6 @@ extern const size_t hs__gemm_quick_count;
 
 /* Whether OpenBLAS (the CPU limit) is in this build. */
 bool hs__have_cblas(void);
-/* The kernel set OpenBLAS chose for this CPU at load ("Haswell",
- * "SkylakeX", ...; OPENBLAS_CORETYPE overrides it), or NULL without it:
- * benchmarks record it, since it sets the CPU trainer's GEMM speed. */
-const char *hs__blas_core(void);
 
 /* Seconds per product through `g` (wall, enqueue to clFinish) and, when
  * this build has CBLAS, of OpenBLAS sgemm on the host with `threads`

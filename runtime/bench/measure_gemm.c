@@ -31,8 +31,6 @@ const size_t hs__gemm_quick_count = HS_ARRAY_LEN(hs__gemm_quick_shapes);
 
 bool hs__have_cblas(void) { return HS_HAVE_CBLAS; }
 
-const char *hs__blas_core(void) { return hs__gemm_cblas_core(); }
-
 static void fill(float *x, size_t n, unsigned seed) {
   for (size_t i = 0; i < n; i++) {
     seed = seed * 1664525u + 1013904223u;
