@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "ctr/hs_ctr.h"
+#include "data/hs_npy.h"
 #include "hs_test_util.h"
 #include "json_check.h"
 
@@ -586,4 +587,240 @@ Test(ctr_data, dense_statistics_and_standardization) {
   }
   cr_assert_float_eq(rows.dense[3 * HS_CTR_DENSE], (float)(3.0 / sqrt(3.5)), 1e-6);
   hs__ctr_rows_free(&rows);
+}
+
+/* ---- array sets ----------------------------------------------------------- */
+
+/* Every example of `paths` read in batches of `batch` into one set of rows. */
+static hs_ctr_rows read_rows(const char *const *paths, int n, bool labels, int32_t batch) {
+  hs_ctr_reader *r;
+  cr_assert_eq(hs__ctr_reader_open(paths, n, labels, &r), HS_OK, "%s", hs_last_error());
+  hs_ctr_rows all, b;
+  cr_assert_eq(hs__ctr_rows_alloc(&all, 20000), HS_OK);
+  cr_assert_eq(hs__ctr_rows_alloc(&b, batch), HS_OK);
+  all.n = 0;
+  for (;;) {
+    cr_assert_eq(hs__ctr_reader_next(r, batch, &b), HS_OK, "%s", hs_last_error());
+    if (!b.n) break;
+    cr_assert_leq(all.n + b.n, 20000);
+    memcpy(all.labels + all.n, b.labels, (size_t)b.n);
+    memcpy(all.dense + (size_t)all.n * HS_CTR_DENSE, b.dense, (size_t)b.n * HS_CTR_DENSE * 4);
+    memcpy(all.ids + (size_t)all.n * HS_CTR_SPARSE, b.ids, (size_t)b.n * HS_CTR_SPARSE * 8);
+    all.n += b.n;
+  }
+  cr_expect_eq(hs__ctr_reader_count(r), all.n);
+  hs__ctr_rows_free(&b);
+  hs__ctr_reader_close(r);
+  return all;
+}
+
+static void expect_same_rows(const hs_ctr_rows *a, const hs_ctr_rows *b, const char *what) {
+  cr_assert_eq(a->n, b->n, "%s: %d examples against %d", what, a->n, b->n);
+  cr_expect_eq(memcmp(a->labels, b->labels, (size_t)a->n), 0, "%s: labels differ", what);
+  cr_expect_eq(memcmp(a->dense, b->dense, (size_t)a->n * HS_CTR_DENSE * 4), 0,
+               "%s: dense values differ", what);
+  cr_expect_eq(memcmp(a->ids, b->ids, (size_t)a->n * HS_CTR_SPARSE * 8), 0, "%s: ids differ",
+               what);
+}
+
+static int tmp_files(void) {
+  DIR *d = opendir(dir);
+  cr_assert_not_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) n += strstr(e->d_name, ".tmp-") != NULL;
+  closedir(d);
+  return n;
+}
+
+Test(ctr_data, an_array_set_reads_as_its_text_does) {
+  hs_ctr_generate_opts o;
+  hs_ctr_generate_opts_init(&o);
+  o.rows = 6000;
+  o.big_vocab = 3000;
+  o.threads = 1;
+  char *g = tu_path(dir, "g"), *train = tu_path(dir, "g/train.txt"),
+       *test = tu_path(dir, "g/test.txt"), *prefix = tu_path(dir, "tr");
+  cr_assert_eq(hs_ctr_generate(g, &o, NULL), HS_OK, "%s", hs_last_error());
+  /* a line with missing values and the id all of whose digits are f's */
+  FILE *f = fopen(test, "a");
+  const char *ints[13] = {"", "-3", "0", "7", "", "", "", "", "", "", "", "", "123456789"};
+  const char *cats[26] = {"", "ffffffffffffffff", "0"};
+  for (int k = 3; k < 26; k++) cats[k] = "";
+  put_line(f, "1", ints, cats);
+  fclose(f);
+  int64_t written = -1;
+  const char *both[2] = {train, test};
+  cr_assert_eq(hs_ctr_write_arrays(both, 2, prefix, NULL, NULL, NULL, &written), HS_OK, "%s",
+               hs_last_error());
+  hs_ctr_rows text = read_rows(both, 2, true, 4096);
+  cr_expect_eq(written, text.n);
+  cr_expect_eq(text.ids[(size_t)(text.n - 1) * HS_CTR_SPARSE], HS_CTR_MISSING);
+  cr_expect_eq(text.ids[(size_t)(text.n - 1) * HS_CTR_SPARSE + 1], HS_CTR_MISSING);
+  cr_expect_eq(tmp_files(), 0);
+  /* each of the three names names the set; odd batch sizes cut it anywhere */
+  const char *suffix[3] = {"_label.npy", "_dense.npy", "_ids.npy"};
+  const int32_t batch[3] = {4096, 777, 1};
+  for (int k = 0; k < 3; k++) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s%s", prefix, suffix[k]);
+    const char *one[1] = {p};
+    hs_ctr_rows arr = read_rows(one, 1, true, batch[k]);
+    expect_same_rows(&text, &arr, suffix[k]);
+    hs__ctr_rows_free(&arr);
+  }
+  /* a set between text files, without labels: read as the text is */
+  char ids[4200];
+  snprintf(ids, sizeof ids, "%s_ids.npy", prefix);
+  const char *mixed[3] = {test, ids, test};
+  hs_ctr_rows m = read_rows(mixed, 3, true, 1000);
+  int32_t nt = m.n - text.n;
+  cr_assert_eq(nt % 2, 0);
+  cr_expect_eq(memcmp(m.ids + (size_t)nt / 2 * HS_CTR_SPARSE, text.ids,
+                      (size_t)text.n * HS_CTR_SPARSE * 8), 0);
+  hs__ctr_rows_free(&m);
+  char lab[4200];
+  snprintf(lab, sizeof lab, "%s_label.npy", prefix);
+  cr_assert_eq(remove(lab), 0);
+  const char *nolab[1] = {ids};
+  hs_ctr_rows u = read_rows(nolab, 1, false, 999);
+  cr_assert_eq(u.n, text.n);
+  for (int32_t i = 0; i < u.n; i++) cr_assert_eq(u.labels[i], HS_CTR_NO_LABEL);
+  cr_expect_eq(memcmp(u.dense, text.dense, (size_t)u.n * HS_CTR_DENSE * 4), 0);
+  hs__ctr_rows_free(&u);
+  /* with labels wanted, the missing label file is an error naming it */
+  hs_ctr_reader *r;
+  cr_expect_neq(hs__ctr_reader_open(nolab, 1, true, &r), HS_OK);
+  cr_expect(strstr(hs_last_error(), "tr_label.npy") != NULL, "%s", hs_last_error());
+  hs__ctr_rows_free(&text);
+  free(g), free(train), free(test), free(prefix);
+}
+
+static void expect_set_refused(const char *name, bool at_open, const char *what1,
+                               const char *what2) {
+  char *p = tu_path(dir, name);
+  const char *paths[1] = {p};
+  hs_ctr_reader *r;
+  hs_status st = hs__ctr_reader_open(paths, 1, true, &r);
+  if (!at_open) {
+    cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+    hs_ctr_rows b;
+    cr_assert_eq(hs__ctr_rows_alloc(&b, 64), HS_OK);
+    while ((st = hs__ctr_reader_next(r, 64, &b)) == HS_OK && b.n) {
+    }
+    hs__ctr_rows_free(&b);
+    hs__ctr_reader_close(r);
+  }
+  cr_expect_eq(st, HS_ERR_FORMAT, "%s: %s", name, hs_last_error());
+  cr_expect(strstr(hs_last_error(), what1) != NULL, "%s: '%s' lacks '%s'", name, hs_last_error(),
+            what1);
+  cr_expect(strstr(hs_last_error(), what2) != NULL, "%s: '%s' lacks '%s'", name, hs_last_error(),
+            what2);
+  free(p);
+}
+
+/* A set written by another program: [N, 1] labels and int32 ids are read
+ * too; wrong values, types, shapes and lengths are refused with the file
+ * and the example. */
+Test(ctr_data, array_sets_from_elsewhere_and_their_errors) {
+  enum { N = 100 };
+  int32_t lab[N], ids32[N * HS_CTR_SPARSE];
+  float dense[N * HS_CTR_DENSE];
+  int64_t ids64[N * HS_CTR_SPARSE];
+  for (int i = 0; i < N; i++) lab[i] = i % 3 == 0;
+  for (int i = 0; i < N * HS_CTR_DENSE; i++) dense[i] = (float)i * 0.25f - 7.0f;
+  for (int i = 0; i < N * HS_CTR_SPARSE; i++) ids32[i] = i % 5 == 0 ? -1 : i * 7919;
+  for (int i = 0; i < N * HS_CTR_SPARSE; i++) ids64[i] = ids32[i];
+  uint64_t s1[2] = {N, 1}, sd[2] = {N, HS_CTR_DENSE}, si[2] = {N, HS_CTR_SPARSE};
+  char *p;
+#define PUT(name, dt, nd, shape, data)                                              \
+  do {                                                                             \
+    p = tu_path(dir, name);                                                        \
+    cr_assert_eq(hs__npy_write(p, dt, nd, shape, data), HS_OK, "%s", hs_last_error()); \
+    free(p);                                                                       \
+  } while (0)
+  PUT("a_label.npy", HS_DTYPE_INT32, 2, s1, lab);
+  PUT("a_dense.npy", HS_DTYPE_FLOAT32, 2, sd, dense);
+  PUT("a_ids.npy", HS_DTYPE_INT32, 2, si, ids32);
+  PUT("b_label.npy", HS_DTYPE_INT32, 1, s1, lab);
+  PUT("b_dense.npy", HS_DTYPE_FLOAT32, 2, sd, dense);
+  PUT("b_ids.npy", HS_DTYPE_INT64, 2, si, ids64);
+  char *a = tu_path(dir, "a_dense.npy"), *b = tu_path(dir, "b_ids.npy");
+  const char *pa[1] = {a}, *pb[1] = {b};
+  hs_ctr_rows ra = read_rows(pa, 1, true, 33), rb = read_rows(pb, 1, true, 64);
+  expect_same_rows(&ra, &rb, "int32 against int64 ids");
+  cr_assert_eq(ra.n, N);
+  cr_expect_eq(ra.labels[3], 1);
+  cr_expect_eq(ra.labels[4], 0);
+  cr_expect_eq(ra.ids[0], HS_CTR_MISSING);
+  cr_expect_eq(ra.ids[1], 7919u);
+  cr_expect_eq(ra.dense[5], -5.75f);
+  hs__ctr_rows_free(&ra);
+  hs__ctr_rows_free(&rb);
+  free(a), free(b);
+  /* a label that is not 0 or 1 */
+  lab[70] = 2;
+  PUT("c_label.npy", HS_DTYPE_INT32, 1, s1, lab);
+  PUT("c_dense.npy", HS_DTYPE_FLOAT32, 2, sd, dense);
+  PUT("c_ids.npy", HS_DTYPE_INT64, 2, si, ids64);
+  expect_set_refused("c_ids.npy", false, "c_label.npy: example 70", "label 2");
+  lab[70] = 0;
+  /* a dense value that is not finite */
+  dense[41 * HS_CTR_DENSE + 6] = NAN;
+  PUT("d_label.npy", HS_DTYPE_INT32, 1, s1, lab);
+  PUT("d_dense.npy", HS_DTYPE_FLOAT32, 2, sd, dense);
+  PUT("d_ids.npy", HS_DTYPE_INT64, 2, si, ids64);
+  expect_set_refused("d_label.npy", false, "d_dense.npy: example 41, column 6", "not a finite");
+  dense[41 * HS_CTR_DENSE + 6] = 0;
+  /* float ids; 12 dense columns; fewer ids than labels */
+  uint64_t s12[2] = {N, 12}, s99[2] = {N - 1, HS_CTR_SPARSE};
+  PUT("e_label.npy", HS_DTYPE_INT32, 1, s1, lab);
+  PUT("e_dense.npy", HS_DTYPE_FLOAT32, 2, sd, dense);
+  PUT("e_ids.npy", HS_DTYPE_FLOAT32, 2, si, ids32);
+  expect_set_refused("e_label.npy", true, "e_ids.npy", "dtype");
+  PUT("f_label.npy", HS_DTYPE_INT32, 1, s1, lab);
+  PUT("f_dense.npy", HS_DTYPE_FLOAT32, 2, s12, dense);
+  PUT("f_ids.npy", HS_DTYPE_INT64, 2, si, ids64);
+  expect_set_refused("f_label.npy", true, "f_dense.npy", "expected (N, 13)");
+  PUT("g_label.npy", HS_DTYPE_INT32, 1, s1, lab);
+  PUT("g_dense.npy", HS_DTYPE_FLOAT32, 2, sd, dense);
+  PUT("g_ids.npy", HS_DTYPE_INT64, 2, s99, ids64);
+  expect_set_refused("g_label.npy", true, "g_ids.npy: 99 examples", "has 100");
+#undef PUT
+}
+
+Test(ctr_data, writing_an_array_set_leaves_nothing_behind_on_failure) {
+  char *t = tu_path(dir, "t.txt"), *prefix = tu_path(dir, "s");
+  FILE *f = fopen(t, "w");
+  for (int i = 0; i < 50; i++) put_line(f, i % 2 ? "1" : "0", NULL, NULL);
+  fputs("1\t2\n", f); /* line 51: two columns */
+  fclose(f);
+  const char *paths[1] = {t};
+  int64_t n = -1;
+  cr_expect_eq(hs_ctr_write_arrays(paths, 1, prefix, NULL, NULL, NULL, &n), HS_ERR_FORMAT);
+  cr_expect(strstr(hs_last_error(), "t.txt:51") != NULL, "%s", hs_last_error());
+  cr_expect_eq(n, 0);
+  cr_expect(!tu_exists(dir, "s_label.npy") && !tu_exists(dir, "s_ids.npy"));
+  cr_expect_eq(tmp_files(), 0);
+  /* an existing file of the set stays as it was */
+  f = fopen(t, "w");
+  for (int i = 0; i < 50; i++) put_line(f, i % 2 ? "1" : "0", NULL, NULL);
+  fclose(f);
+  tu_write_bytes(dir, "s_dense.npy", "mine", 4);
+  cr_expect_eq(hs_ctr_write_arrays(paths, 1, prefix, NULL, NULL, NULL, &n), HS_ERR_IO);
+  cr_expect(strstr(hs_last_error(), "s_dense.npy exists") != NULL, "%s", hs_last_error());
+  cr_expect(!tu_exists(dir, "s_label.npy") && !tu_exists(dir, "s_ids.npy"));
+  cr_expect_eq(tmp_files(), 0);
+  /* stopped: nothing */
+  volatile sig_atomic_t stop = 1;
+  char *mine = tu_path(dir, "s_dense.npy");
+  cr_assert_eq(remove(mine), 0);
+  free(mine);
+  cr_expect_eq(hs_ctr_write_arrays(paths, 1, prefix, NULL, NULL, &stop, &n), HS_ERR_INTERRUPTED);
+  cr_expect(!tu_exists(dir, "s_label.npy") && !tu_exists(dir, "s_dense.npy"));
+  cr_expect_eq(tmp_files(), 0);
+  stop = 0;
+  cr_expect_eq(hs_ctr_write_arrays(paths, 1, prefix, NULL, NULL, &stop, &n), HS_OK, "%s",
+               hs_last_error());
+  cr_expect_eq(n, 50);
+  free(t), free(prefix);
 }

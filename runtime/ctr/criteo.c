@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "ctr/hs_ctr.h"
+#include "data/hs_npy.h"
 
 #define BUF_BYTES (4u << 20) /* longest line: a little less */
 /* Plain files are read this much at a time: a read that stays in the
@@ -188,6 +189,11 @@ hs_status hs__ctr_parse_line(const char *p, size_t len, bool labels, const char 
 
 /* ---- the stream --------------------------------------------------------------- */
 
+/* An array set (see hs_ctr_reader_open's comment in hs_ctr.h): its three
+ * files by role. */
+enum { A_LABEL, A_DENSE, A_IDS, A_COUNT };
+static const char *const array_suffix[A_COUNT] = {"_label.npy", "_dense.npy", "_ids.npy"};
+
 struct hs_ctr_reader {
   char **paths;
   int n_paths;
@@ -195,6 +201,13 @@ struct hs_ctr_reader {
   int cur; /* file open: paths[cur] */
   gzFile z; /* gzip files */
   int fd;   /* plain files (-1: none open) */
+  /* An array set open: its files (fd -1: not read, the labels of a set
+   * read without them), their headers, examples in all, examples read. */
+  bool arrays;
+  int afd[A_COUNT];
+  char *apath[A_COUNT];
+  hs__npy_header ah[A_COUNT];
+  uint64_t a_rows, a_next;
   char *buf;
   size_t head, tail; /* unread bytes buf[head..tail) */
   bool eof;          /* of the current file */
@@ -208,6 +221,65 @@ static void close_file(hs_ctr_reader *r) {
   if (r->fd >= 0) close(r->fd);
   r->z = NULL;
   r->fd = -1;
+  for (int a = 0; a < A_COUNT; a++) {
+    if (r->afd[a] >= 0) close(r->afd[a]);
+    r->afd[a] = -1;
+    free(r->apath[a]);
+    r->apath[a] = NULL;
+  }
+  r->arrays = false;
+}
+
+/* The length of the set's prefix when `path` names one of its files. */
+static bool array_prefix(const char *path, size_t *len) {
+  size_t n = strlen(path);
+  for (int a = 0; a < A_COUNT; a++) {
+    size_t k = strlen(array_suffix[a]);
+    if (n > k && strcmp(path + n - k, array_suffix[a]) == 0) {
+      *len = n - k;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Open the array set paths[k] names: each file's type and shape, and one
+ * number of examples in all three. */
+static hs_status open_arrays(hs_ctr_reader *r, int k, size_t prefix) {
+  const char *path = r->paths[k];
+  r->arrays = true;
+  r->a_rows = r->a_next = 0;
+  for (int a = 0; a < A_COUNT; a++) {
+    if (a == A_LABEL && !r->labels) continue;
+    size_t n = prefix + strlen(array_suffix[a]) + 1;
+    if (!(r->apath[a] = malloc(n))) return hs__fail(HS_ERR_NOMEM, "CTR reader");
+    snprintf(r->apath[a], n, "%.*s%s", (int)prefix, path, array_suffix[a]);
+    const char *p = r->apath[a];
+    hs__npy_header *h = &r->ah[a];
+    hs_status st = hs__npy_open(p, h, &r->afd[a]);
+    if (st != HS_OK) return st;
+    /* labels int32 [N] (or [N, 1]); dense float32 [N, 13]; ids int64 or
+     * int32 [N, 26] */
+    int ndim = a == A_LABEL ? h->ndim : 2;
+    unsigned allowed = a == A_DENSE ? 1u << HS_DTYPE_FLOAT32
+                       : a == A_IDS ? 1u << HS_DTYPE_INT64 | 1u << HS_DTYPE_INT32
+                                    : 1u << HS_DTYPE_INT32;
+    if (a == A_LABEL && (ndim < 1 || ndim > 2)) ndim = 1;
+    if ((st = hs__npy_expect(p, h, allowed, ndim)) != HS_OK) return st;
+    uint64_t cols = a == A_LABEL ? 1 : a == A_DENSE ? HS_CTR_DENSE : HS_CTR_SPARSE;
+    if (h->ndim == 2 && h->shape[1] != cols)
+      return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: shape (%llu, %llu), expected (N, %llu)", p,
+                      h->dict_offset, (unsigned long long)h->shape[0],
+                      (unsigned long long)h->shape[1], (unsigned long long)cols);
+    if (a == A_LABEL || (a == A_DENSE && !r->labels)) {
+      r->a_rows = h->shape[0];
+    } else if (h->shape[0] != r->a_rows) {
+      const char *first = r->labels ? r->apath[A_LABEL] : r->apath[A_DENSE];
+      return hs__fail(HS_ERR_FORMAT, "%s: %llu examples, but %s has %llu", p,
+                      (unsigned long long)h->shape[0], first, (unsigned long long)r->a_rows);
+    }
+  }
+  return HS_OK;
 }
 
 static hs_status open_file(hs_ctr_reader *r, int k) {
@@ -217,6 +289,8 @@ static hs_status open_file(hs_ctr_reader *r, int k) {
   r->eof = false;
   r->line = 0;
   if (k >= r->n_paths) return HS_OK;
+  size_t prefix;
+  if (array_prefix(r->paths[k], &prefix)) return open_arrays(r, k, prefix);
   hs_status st;
   int fd = hs__open_regular(r->paths[k], "CTR data", &st);
   if (fd < 0) return st;
@@ -253,6 +327,7 @@ hs_status hs__ctr_reader_open(const char *const *paths, int n_paths, bool labels
   if (!r) return hs__fail(HS_ERR_NOMEM, "CTR reader");
   r->labels = labels;
   r->fd = -1;
+  for (int a = 0; a < A_COUNT; a++) r->afd[a] = -1;
   r->n_paths = n_paths;
   r->paths = calloc((size_t)n_paths, sizeof *r->paths);
   r->buf = malloc(BUF_BYTES + 1);
@@ -338,10 +413,88 @@ static hs_status fill(hs_ctr_reader *r) {
   return HS_OK;
 }
 
+/* `bytes` of array `a` from its example `row` on (of `width` elements
+ * each) into `to`. */
+static hs_status read_array(hs_ctr_reader *r, int a, uint64_t row, uint64_t width, void *to,
+                            size_t bytes) {
+  const hs__npy_header *h = &r->ah[a];
+  uint64_t at = h->data_offset + row * width * h->elem_size;
+  for (size_t done = 0; done < bytes;) {
+    ssize_t k = pread(r->afd[a], (char *)to + done, bytes - done, (off_t)(at + done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0)
+      return hs__fail(HS_ERR_IO, "%s: byte %llu: %s", r->apath[a],
+                      (unsigned long long)(at + done), k < 0 ? strerror(errno) : "the file ends early");
+    done += (size_t)k;
+  }
+  return HS_OK;
+}
+
+/* Up to `max` examples of the open array set into `out`, after its
+ * out->n. Labels must be 0 or 1 and dense values finite; errors name the
+ * file and the example (counted from 0, as numpy indexes it). */
+static hs_status next_arrays(hs_ctr_reader *r, int32_t max, hs_ctr_rows *out) {
+  /* in pieces that fit the reader's buffer (labels and int32 ids pass through it) */
+  const uint64_t piece = BUF_BYTES / (HS_CTR_SPARSE * sizeof(int32_t));
+  while (out->n < max && r->a_next < r->a_rows) {
+    uint64_t row = r->a_next, n = r->a_rows - row;
+    if (n > (uint64_t)(max - out->n)) n = (uint64_t)(max - out->n);
+    if (n > piece) n = piece;
+    size_t at = (size_t)out->n;
+    float *dense = out->dense + at * HS_CTR_DENSE;
+    uint64_t *ids = out->ids + at * HS_CTR_SPARSE;
+    hs_status st;
+    if (r->labels) {
+      int32_t *lab = (int32_t *)(void *)r->buf;
+      if ((st = read_array(r, A_LABEL, row, 1, lab, n * 4)) != HS_OK) return st;
+      for (uint64_t i = 0; i < n; i++) {
+        if (lab[i] != 0 && lab[i] != 1)
+          return hs__fail(HS_ERR_FORMAT, "%s: example %llu: label %d (expected 0 or 1)",
+                          r->apath[A_LABEL], (unsigned long long)(row + i), (int)lab[i]);
+        out->labels[at + i] = (uint8_t)lab[i];
+      }
+    } else {
+      memset(out->labels + at, HS_CTR_NO_LABEL, n);
+    }
+    if ((st = read_array(r, A_DENSE, row, HS_CTR_DENSE, dense, n * HS_CTR_DENSE * 4)) != HS_OK)
+      return st;
+    for (uint64_t i = 0; i < n * HS_CTR_DENSE; i++)
+      if (!isfinite(dense[i]))
+        return hs__fail(HS_ERR_FORMAT, "%s: example %llu, column %d: %g is not a finite number",
+                        r->apath[A_DENSE], (unsigned long long)(row + i / HS_CTR_DENSE),
+                        (int)(i % HS_CTR_DENSE), (double)dense[i]);
+    if (r->ah[A_IDS].dtype == HS_DTYPE_INT64) {
+      /* int64 -1 is HS_CTR_MISSING */
+      if ((st = read_array(r, A_IDS, row, HS_CTR_SPARSE, ids, n * HS_CTR_SPARSE * 8)) != HS_OK)
+        return st;
+    } else {
+      int32_t *v = (int32_t *)(void *)r->buf;
+      if ((st = read_array(r, A_IDS, row, HS_CTR_SPARSE, v, n * HS_CTR_SPARSE * 4)) != HS_OK)
+        return st;
+      /* sign-extended: -1 is HS_CTR_MISSING here too */
+      for (uint64_t i = 0; i < n * HS_CTR_SPARSE; i++) ids[i] = (uint64_t)(int64_t)v[i];
+    }
+    out->n += (int32_t)n;
+    r->a_next += n;
+    r->count += (int64_t)n;
+    r->bytes += n * (r->labels ? 4u : 0u) + n * HS_CTR_DENSE * 4 +
+                n * HS_CTR_SPARSE * r->ah[A_IDS].elem_size;
+  }
+  return HS_OK;
+}
+
 hs_status hs__ctr_reader_next(hs_ctr_reader *r, int32_t max, hs_ctr_rows *out) {
   out->n = 0;
   hs_status st;
   while (out->n < max && r->cur < r->n_paths) {
+    if (r->arrays) {
+      if (r->a_next == r->a_rows) {
+        if ((st = open_file(r, r->cur + 1)) != HS_OK) return st;
+      } else if ((st = next_arrays(r, max, out)) != HS_OK) {
+        return st;
+      }
+      continue;
+    }
     char *nl = r->head < r->tail ? memchr(r->buf + r->head, '\n', r->tail - r->head) : NULL;
     if (!nl && !r->eof) {
       if ((st = fill(r)) != HS_OK) return st;
@@ -394,4 +547,100 @@ void hs__ctr_dense_standardize(hs_ctr_rows *r, const float mu[HS_CTR_DENSE],
     float *x = r->dense + (size_t)i * HS_CTR_DENSE;
     for (int j = 0; j < HS_CTR_DENSE; j++) x[j] = (x[j] - mu[j]) * inv[j];
   }
+}
+
+/* ---- writing an array set -------------------------------------------------------- */
+
+enum { WRITE_BATCH = 65536, PROGRESS_EVERY = 4 }; /* progress every 4 batches */
+
+hs_status hs_ctr_write_arrays(const char *const *paths, int n_paths, const char *prefix,
+                              hs_ctr_arrays_progress_fn progress, void *user,
+                              volatile sig_atomic_t *stop, int64_t *examples) {
+  if (examples) *examples = 0;
+  if (!paths || n_paths < 1 || !prefix || !*prefix)
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR arrays: no input file or no prefix");
+  char *final[A_COUNT] = {0}, *tmp[A_COUNT] = {0};
+  hs__npy_out o[A_COUNT];
+  int opened = 0;
+  hs_ctr_reader *r = NULL;
+  hs_ctr_rows rows = {0};
+  int32_t *lab = NULL;
+  hs_status st = HS_OK;
+  for (int a = 0; a < A_COUNT && st == HS_OK; a++) {
+    size_t n = strlen(prefix) + strlen(array_suffix[a]) + 32;
+    final[a] = malloc(n);
+    tmp[a] = malloc(n);
+    if (!final[a] || !tmp[a]) {
+      st = hs__fail(HS_ERR_NOMEM, "CTR arrays");
+      break;
+    }
+    snprintf(final[a], n, "%s%s", prefix, array_suffix[a]);
+    snprintf(tmp[a], n, "%s%s.tmp-%ld", prefix, array_suffix[a], (long)getpid());
+    if (access(final[a], F_OK) == 0) st = hs__fail(HS_ERR_IO, "%s exists already", final[a]);
+  }
+  if (st == HS_OK) st = hs__ctr_reader_open(paths, n_paths, true, &r);
+  if (st == HS_OK) st = hs__ctr_rows_alloc(&rows, WRITE_BATCH);
+  if (st == HS_OK && !(lab = malloc(WRITE_BATCH * sizeof *lab)))
+    st = hs__fail(HS_ERR_NOMEM, "CTR arrays");
+  /* Pass 1 counts (the header holds the shape), pass 2 writes. */
+  int64_t total = 0, done = 0;
+  for (int64_t batches = 0; st == HS_OK; batches++) {
+    if (stop && *stop) st = hs__fail(HS_ERR_INTERRUPTED, "CTR arrays: interrupted while counting");
+    else if ((st = hs__ctr_reader_next(r, WRITE_BATCH, &rows)) != HS_OK || !rows.n) break;
+    total += rows.n;
+    if (progress && batches % PROGRESS_EVERY == PROGRESS_EVERY - 1) progress(user, 1, total);
+  }
+  if (st == HS_OK) st = hs__ctr_reader_rewind(r);
+  uint64_t shape[A_COUNT][2] = {
+      {(uint64_t)total, 1}, {(uint64_t)total, HS_CTR_DENSE}, {(uint64_t)total, HS_CTR_SPARSE}};
+  const hs_dtype dtype[A_COUNT] = {HS_DTYPE_INT32, HS_DTYPE_FLOAT32, HS_DTYPE_INT64};
+  for (int a = 0; a < A_COUNT && st == HS_OK; a++)
+    if ((st = hs__npy_out_open(&o[a], tmp[a], dtype[a], a == A_LABEL ? 1 : 2, shape[a])) == HS_OK)
+      opened++;
+  for (int64_t batches = 0; st == HS_OK; batches++) {
+    if (stop && *stop) {
+      st = hs__fail(HS_ERR_INTERRUPTED, "CTR arrays: interrupted after %lld examples",
+                    (long long)done);
+      break;
+    }
+    if ((st = hs__ctr_reader_next(r, WRITE_BATCH, &rows)) != HS_OK || !rows.n) break;
+    if (done + rows.n > total) {
+      st = hs__fail(HS_ERR_IO, "CTR arrays: the input grew while it was read");
+      break;
+    }
+    for (int32_t i = 0; i < rows.n; i++) lab[i] = rows.labels[i];
+    size_t n = (size_t)rows.n;
+    if ((st = hs__npy_out_write(&o[A_LABEL], lab, n * 4)) != HS_OK ||
+        (st = hs__npy_out_write(&o[A_DENSE], rows.dense, n * HS_CTR_DENSE * 4)) != HS_OK ||
+        (st = hs__npy_out_write(&o[A_IDS], rows.ids, n * HS_CTR_SPARSE * 8)) != HS_OK)
+      break;
+    done += rows.n;
+    if (progress && batches % PROGRESS_EVERY == PROGRESS_EVERY - 1) progress(user, 2, done);
+  }
+  if (st == HS_OK && done != total)
+    st = hs__fail(HS_ERR_IO, "CTR arrays: %lld examples on the second reading, %lld on the first",
+                  (long long)done, (long long)total);
+  for (int a = 0; a < opened; a++) {
+    if (st == HS_OK) st = hs__npy_out_close(&o[a]);
+    else hs__npy_out_discard(&o[a]);
+  }
+  int renamed = 0;
+  for (int a = 0; a < opened && st == HS_OK; a++, renamed++)
+    if (rename(tmp[a], final[a]) != 0)
+      st = hs__fail(HS_ERR_IO, "%s: cannot rename into place: %s", final[a], strerror(errno));
+  if (st != HS_OK) {
+    for (int a = 0; a < renamed; a++) unlink(final[a]);
+    for (int a = renamed; a < A_COUNT; a++)
+      if (tmp[a]) unlink(tmp[a]); /* one whose header failed is there too */
+  } else if (examples) {
+    *examples = done;
+  }
+  for (int a = 0; a < A_COUNT; a++) {
+    free(final[a]);
+    free(tmp[a]);
+  }
+  free(lab);
+  hs__ctr_rows_free(&rows);
+  hs__ctr_reader_close(r);
+  return st;
 }

@@ -30,7 +30,10 @@ typedef struct hs_ctr_reader hs_ctr_reader;
 /* Read `n_paths` files one after the other (plain text or gzip, told
  * apart by their first bytes). Every line must have 40 columns, or 39
  * (no label) in all lines when `labels` is false. Errors name the file and
- * the line. The paths are copied. */
+ * the line. A path ending in _label.npy, _dense.npy or _ids.npy names an
+ * array set instead (see hs_ctr_write_arrays): its three files, read
+ * without parsing (its label file not at all when `labels` is false);
+ * errors name the file and the example. The paths are copied. */
 hs_status hs__ctr_reader_open(const char *const *paths, int n_paths, bool labels,
                               hs_ctr_reader **out);
 void hs__ctr_reader_close(hs_ctr_reader *r);

@@ -118,6 +118,29 @@ static inline void hs_ctr_generate_summary_init(hs_ctr_generate_summary *sum) {
 HS_API hs_status hs_ctr_generate(const char *dst, const hs_ctr_generate_opts *opts,
                                  hs_ctr_generate_summary *summary);
 
+/* ---- array sets ----------------------------------------------------------- */
+
+/* Criteo-layout files (read as training reads them: plain or gzip, 40
+ * columns) written as an array set in NumPy's .npy format:
+ * PREFIX_label.npy (int32 [N], 0 or 1), PREFIX_dense.npy (float32
+ * [N, 13], the integers log-transformed) and PREFIX_ids.npy (int64
+ * [N, 26], -1 where missing). Training, evaluation and prediction read a
+ * set wherever a file's path is one of its three names, with no text to
+ * parse, and give the bits the text gives. A set may come from elsewhere
+ * too: labels int32 [N] or [N, 1]; dense values any finite floats, taken
+ * as they are (not transformed again); ids int64 or int32, -1 where
+ * missing. The files are written under temporary names and renamed into
+ * place when all three are complete: nothing is left behind on failure,
+ * and a file of the set that exists already is an error (HS_ERR_IO).
+ * `progress` (may be NULL) is called every few hundred thousand examples
+ * of each of the two passes (1: counting, 2: writing); `stop` (may be
+ * NULL): HS_ERR_INTERRUPTED when it turns non-zero. *examples (may be
+ * NULL): the examples written. */
+typedef void (*hs_ctr_arrays_progress_fn)(void *user, int pass, int64_t examples);
+HS_API hs_status hs_ctr_write_arrays(const char *const *paths, int n_paths, const char *prefix,
+                                     hs_ctr_arrays_progress_fn progress, void *user,
+                                     volatile sig_atomic_t *stop, int64_t *examples);
+
 /* ---- training sessions --------------------------------------------------- */
 
 #define HS_CTR_MAX_HIDDEN 7
