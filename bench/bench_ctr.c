@@ -8,12 +8,14 @@
  *                      [--peer-sparse-optimizer NAME] [--seed S] [model options]
  *        bench_ctr dump --out PREFIX FILE...
  *
- * `dump` writes PREFIX_label.npy (int32), PREFIX_dense.npy (float32
- * [N, 13]) and PREFIX_ids.npy (int64 [N, 26]) from Criteo-layout files
- * with hetsage's parser: what the peer trains on, so both sides see the
- * same values. `run` dumps DIR's train and test files once (into
- * DIR/peer/) when --peer is given; the peer's python is --python,
- * else $HS_PEER_PYTHON, else python3. Prints one JSON document. */
+ * `dump` writes the array set of Criteo-layout files (hs_ctr_write_arrays:
+ * PREFIX_label.npy int32, PREFIX_dense.npy float32 [N, 13], PREFIX_ids.npy
+ * int64 [N, 26]): what the peer trains on, so both sides see the same
+ * values. `run` dumps DIR's train and test files once (into DIR/peer/)
+ * when --peer or --input arrays is given; with --input arrays hetsage
+ * reads those sets too (no text to parse, the same bits). The peer's
+ * python is --python, else $HS_PEER_PYTHON, else python3. Prints one JSON
+ * document. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,51 +32,8 @@
 #endif
 
 static int dump(const char *prefix, const char *const *files, int n) {
-  hs_ctr_reader *r;
-  hs_status st = hs__ctr_reader_open(files, n, true, &r);
-  if (st != HS_OK) {
-    fprintf(stderr, "bench_ctr: %s\n", hs_last_error());
-    return 1;
-  }
-  enum { B = 65536 };
-  hs_ctr_rows rows;
-  if (hs__ctr_rows_alloc(&rows, B) != HS_OK) return 1;
-  /* Count first (a pass of parsing), then write each array in pieces. */
   int64_t total = 0;
-  for (;;) {
-    if ((st = hs__ctr_reader_next(r, B, &rows)) != HS_OK) break;
-    if (!rows.n) break;
-    total += rows.n;
-  }
-  if (st == HS_OK) st = hs__ctr_reader_rewind(r);
-  char p[3][4200];
-  snprintf(p[0], sizeof p[0], "%s_label.npy", prefix);
-  snprintf(p[1], sizeof p[1], "%s_dense.npy", prefix);
-  snprintf(p[2], sizeof p[2], "%s_ids.npy", prefix);
-  uint64_t s0[1] = {(uint64_t)total}, s1[2] = {(uint64_t)total, HS_CTR_DENSE},
-           s2[2] = {(uint64_t)total, HS_CTR_SPARSE};
-  hs__npy_out o[3];
-  int opened = 0;
-  if (st == HS_OK && (st = hs__npy_out_open(&o[0], p[0], HS_DTYPE_INT32, 1, s0)) == HS_OK) opened++;
-  if (st == HS_OK && (st = hs__npy_out_open(&o[1], p[1], HS_DTYPE_FLOAT32, 2, s1)) == HS_OK) opened++;
-  if (st == HS_OK && (st = hs__npy_out_open(&o[2], p[2], HS_DTYPE_INT64, 2, s2)) == HS_OK) opened++;
-  int32_t *lab = malloc(B * sizeof *lab);
-  while (st == HS_OK) {
-    if ((st = hs__ctr_reader_next(r, B, &rows)) != HS_OK || !rows.n) break;
-    for (int i = 0; i < rows.n; i++) lab[i] = rows.labels[i];
-    if ((st = hs__npy_out_write(&o[0], lab, (size_t)rows.n * 4)) != HS_OK ||
-        (st = hs__npy_out_write(&o[1], rows.dense, (size_t)rows.n * HS_CTR_DENSE * 4)) != HS_OK ||
-        (st = hs__npy_out_write(&o[2], rows.ids, (size_t)rows.n * HS_CTR_SPARSE * 8)) != HS_OK)
-      break;
-  }
-  for (int k = 0; k < opened; k++) {
-    if (st == HS_OK) st = hs__npy_out_close(&o[k]);
-    else hs__npy_out_discard(&o[k]);
-  }
-  free(lab);
-  hs__ctr_rows_free(&rows);
-  hs__ctr_reader_close(r);
-  if (st != HS_OK) {
+  if (hs_ctr_write_arrays(files, n, prefix, NULL, NULL, NULL, &total) != HS_OK) {
     fprintf(stderr, "bench_ctr: %s\n", hs_last_error());
     return 1;
   }
@@ -240,6 +199,8 @@ static const char usage[] =
     "  --host-nice N (0..19: how much nicer the read and lookup threads run; default 10)\n"
     "  --peer  --python PY ($HS_PEER_PYTHON, else python3)  --peer-threads N\n"
     "  --peer-sparse-optimizer NAME (default: the same as hetsage's)\n"
+    "  --input text|arrays (hetsage reads DIR's text files, the default, or the array\n"
+    "                       sets the peer reads, DIR/peer/{train,test}_*.npy)\n"
     "dump: writes PREFIX_label.npy, PREFIX_dense.npy, PREFIX_ids.npy from Criteo-layout\n"
     "files with hetsage's parser (what the peer reads).\n";
 
@@ -267,7 +228,7 @@ int main(int argc, char **argv) {
   const char *dir = NULL, *py = getenv("HS_PEER_PYTHON");
   if (!py || !*py) py = "python3";
   int epochs = 1, repeat = 1, peer_threads = 0;
-  bool peer = false;
+  bool peer = false, arrays = false;
   /* The peer runs the sparse optimizer of the same name (its "adagrad" is
    * row-wise, as ours; its "elementwise-adagrad" torch's Adagrad, the rule
    * of ours of that name; both with our eps, 1e-8) unless told otherwise.
@@ -293,6 +254,13 @@ int main(int argc, char **argv) {
     i++;
     if (!strcmp(o, "--data")) dir = v;
     else if (!strcmp(o, "--python")) py = v;
+    else if (!strcmp(o, "--input")) {
+      if (strcmp(v, "text") && strcmp(v, "arrays")) {
+        fprintf(stderr, "bench_ctr: --input %s: text or arrays\n", v);
+        return 2;
+      }
+      arrays = !strcmp(v, "arrays");
+    }
     else if (!strcmp(o, "--model")) {
       if (hs_ctr_model_parse(v, &c.model) != HS_OK) return 2;
     } else if (!strcmp(o, "--epochs")) epochs = atoi(v);
@@ -346,7 +314,7 @@ int main(int argc, char **argv) {
   }
   int host_threads = hs_runtime_host_cores(rt);
   if (peer_threads <= 0) peer_threads = host_threads > 0 ? host_threads : 1;
-  if (peer) {
+  if (peer || arrays) {
     char pd[4300], prefix[4400];
     snprintf(pd, sizeof pd, "%s/peer", dir);
     mkdir(pd, 0755);
@@ -359,6 +327,10 @@ int main(int argc, char **argv) {
       f[0] = test;
       if (dump(prefix, f, 1)) return 1;
     }
+  }
+  if (arrays) {
+    snprintf(train, sizeof train, "%s/peer/train_ids.npy", dir);
+    snprintf(test, sizeof test, "%s/peer/test_ids.npy", dir);
   }
   side hs[8], pe[8];
   double load[8][2];
@@ -384,7 +356,7 @@ int main(int argc, char **argv) {
          "  \"sparse_optimizer\": \"%s\",\n  \"sparse_lr\": %g,\n"
          "  \"sparse_initial_accumulator\": %g,\n  \"init_range\": %g,\n"
          "  \"standardize_dense\": %s,\n  \"epochs\": %d,\n"
-         "  \"seed\": %llu,\n  \"blas_core\": %s%s%s,\n  \"openblas_thread_timeout\": %s%s%s,\n"
+         "  \"seed\": %llu,\n  \"input\": \"%s\",\n  \"blas_core\": %s%s%s,\n  \"openblas_thread_timeout\": %s%s%s,\n"
          "  \"pipeline\": \"%s\",\n  \"host_nice\": %d,\n"
          "  \"bayes_auc\": %.6f,\n"
          "  \"runs\": [\n",
@@ -392,7 +364,7 @@ int main(int argc, char **argv) {
          hs_sparse_optimizer_name(c.sparse_optimizer), (double)c.sparse_lr,
          (double)c.sparse_initial_accumulator, (double)c.init_range,
          c.standardize_dense ? "true" : "false", epochs,
-         (unsigned long long)c.seed,
+         (unsigned long long)c.seed, arrays ? "arrays" : "text",
          blas ? "\"" : "", blas ? blas : "null", blas ? "\"" : "",
          timeout ? "\"" : "", timeout ? timeout : "null", timeout ? "\"" : "",
          hs_pipeline_mode_name(hs[0].pipeline), hs[0].pipeline == HS_PIPELINE_THREADS ? c.host_nice : 0,

@@ -1294,3 +1294,72 @@ Test(cli_train, patience_counts_across_a_resume) {
   hs__json_free(v);
   free(bj);
 }
+
+/* convert --from criteo writes a folder of array sets (nothing at DST
+ * until complete; an existing DST needs --force), and training, eval and
+ * predict read it to the bits the text gives. */
+Test(cli_train, ctr_converted_arrays_train_as_the_text_does) {
+  char *data = make_ctr_dataset("ctr");
+  char *arr = tu_path(scratch, "ctr-arrays");
+  char args[4096], out[16384], err[16384];
+  snprintf(args, sizeof args, "convert --from criteo --json --quiet %s %s", data, arr);
+  run_ok(args, out, sizeof out);
+  hs_json *v = json_doc(out, "convert --from criteo --json");
+  hs__json_free(v);
+  cr_expect(strstr(out, "\"name\": \"train\"") && strstr(out, "\"examples\": 1600"), "%s", out);
+  static const char *const files[] = {"train_label.npy", "train_dense.npy", "train_ids.npy",
+                                      "valid_ids.npy", "test_label.npy", "meta.json"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+    cr_expect(tu_exists(arr, files[i]), "%s not written", files[i]);
+  cr_expect_eq(tu_count_prefix(scratch, "ctr-arrays.tmp-"), 0);
+  snprintf(args, sizeof args, "convert --from criteo --quiet %s %s", data, arr);
+  int rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 2, "%s", err);
+  cr_expect(strstr(err, "--force"), "%s", err);
+  /* a bad line: status 1, the file and line named, nothing left */
+  char *bad = tu_path(scratch, "bad.txt"), *bad_dst = tu_path(scratch, "bad-arrays");
+  FILE *f = fopen(bad, "w");
+  fputs("1\t2\t3\n", f);
+  fclose(f);
+  snprintf(args, sizeof args, "convert --from criteo --quiet %s %s", bad, bad_dst);
+  rc = tool_run2("", args, NULL, 0, err, sizeof err);
+  cr_expect_eq(rc, 1, "%s", err);
+  cr_expect(strstr(err, "bad.txt:1"), "%s", err);
+  struct stat sb;
+  cr_expect_neq(stat(bad_dst, &sb), 0, "%s was written", bad_dst);
+  cr_expect_eq(tu_count_prefix(scratch, "bad-arrays.tmp-"), 0);
+  /* the same model trained from either, predicting from either */
+  char ck[2][512], pred[4][512];
+  const char *from[2] = {data, arr};
+  for (int k = 0; k < 2; k++) {
+    snprintf(ck[k], sizeof ck[k], "%s/ctr-arr-ck%d", scratch, k);
+    snprintf(args, sizeof args,
+             "train " CTR_SMALL " --data %s --model deepfm --dim 4 --epochs 2 --checkpoint %s --json",
+             from[k], ck[k]);
+    run_ok(args, out, sizeof out);
+    v = json_doc(out, "train --task ctr --json");
+    cr_expect(hs__json_number(v, "test_examples", 0) == 200, "%s", out);
+    hs__json_free(v);
+  }
+  const char *test_of[2] = {"test.txt", "test_ids.npy"};
+  for (int k = 0; k < 4; k++) {
+    snprintf(pred[k], sizeof pred[k], "%s/ctr-arr-pred%d.txt", scratch, k);
+    snprintf(args, sizeof args, "predict --task ctr --checkpoint %s --data %s/%s --output %s",
+             ck[k / 2], from[k % 2], test_of[k % 2], pred[k]);
+    run_ok(args, NULL, 0);
+  }
+  char *p0 = tool_slurp(pred[0]);
+  for (int k = 1; k < 4; k++) {
+    char *pk = tool_slurp(pred[k]);
+    cr_expect_str_eq(pk, p0, "prediction %d differs from the text-trained model's on text", k);
+    free(pk);
+  }
+  cr_expect_gt(strlen(p0), 200u);
+  free(p0);
+  /* eval on the folder of sets */
+  snprintf(args, sizeof args, "eval --task ctr --checkpoint %s --data %s --json", ck[1], arr);
+  run_ok(args, out, sizeof out);
+  v = json_doc(out, "eval --task ctr --json");
+  hs__json_free(v);
+  free(bad), free(bad_dst), free(arr), free(data);
+}

@@ -1,5 +1,5 @@
-/* The CTR commands of the hetsage tool (generate --kind ctr, train/eval/
- * predict --task ctr). */
+/* The CTR commands of the hetsage tool (generate --kind ctr, convert --from
+ * criteo, train/eval/predict --task ctr). */
 #ifndef HS_CLI_CTR_H
 #define HS_CLI_CTR_H
 
@@ -7,6 +7,7 @@
 #include <string.h>
 
 int cmd_generate_ctr(int argc, char **argv);
+int cmd_convert_criteo(int argc, char **argv);
 int cmd_train_ctr(int argc, char **argv);
 int cmd_eval_ctr(int argc, char **argv);
 int cmd_predict_ctr(int argc, char **argv);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_ctr.h"
 #include "cli_data.h"
 
 static void usage(FILE *f) {
@@ -26,6 +27,9 @@ static void usage(FILE *f) {
           "  native    SRC is a native dataset: copied as it is (edge and split options do\n"
           "            not apply) with its features written as --feat-format asks, e.g.\n"
           "            'convert --from native --feat-format sparse cora cora-sparse'.\n"
+          "  criteo    CTR data (not a graph): Criteo-layout text as NumPy array sets that\n"
+          "            'train --task ctr' reads without parsing; see\n"
+          "            'hetsage convert --from criteo --help'.\n"
           "\n"
           "options:\n"
           "  --from FORMAT          one of the formats above (required)\n"
@@ -52,6 +56,9 @@ static void usage(FILE *f) {
 }
 
 int cmd_convert(int argc, char **argv) {
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--from") == 0 && strcmp(argv[i + 1], "criteo") == 0)
+      return cmd_convert_criteo(argc, argv);
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
     return 0;

@@ -42,9 +42,11 @@ static bool is_dir(const char *p) {
 }
 
 /* DIR/<name>.txt or DIR/<name>.txt.gz, NULL when neither exists. */
+/* A split of folder `dir`: its text (.txt, .txt.gz), else its array set
+ * (from 'convert --from criteo', named by its ids file). */
 static char *split_file(const char *dir, const char *name) {
-  const char *ext[2] = {".txt", ".txt.gz"};
-  for (int k = 0; k < 2; k++) {
+  const char *ext[3] = {".txt", ".txt.gz", "_ids.npy"};
+  for (int k = 0; k < 3; k++) {
     size_t n = strlen(dir) + strlen(name) + 16;
     char *p = malloc(n);
     if (!p) return NULL;
@@ -159,7 +161,8 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
       char *tr = split_file(v, "train"), *va = split_file(v, "valid"), *te = split_file(v, "test");
       if (!tr && !te) {
         free(va);
-        cli_usage_error(cmd, "--data %s: a folder without train.txt or test.txt", v);
+        cli_usage_error(cmd, "--data %s: a folder without train.txt or test.txt (or their "
+                        "array sets, train_ids.npy or test_ids.npy)", v);
         return -1;
       }
       a->n_dirs++;
@@ -263,16 +266,20 @@ static void common_usage(FILE *f, bool train, bool json) {
   if (train)
     fprintf(f,
             "data:\n"
-            "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
-            "                       folder from 'generate --kind ctr' (its train, valid\n"
-            "                       and test files)\n"
+            "  --data FILE|DIR      Criteo-layout files (plain or .gz) or array sets (any of\n"
+            "                       NAME_label.npy, NAME_dense.npy, NAME_ids.npy names its\n"
+            "                       set: 'convert --from criteo'), repeatable, or a folder\n"
+            "                       from 'generate --kind ctr' or 'convert --from criteo'\n"
+            "                       (its train, valid and test files or sets)\n"
             "  --valid FILE         --test FILE   (repeatable, up to %d each)\n",
             MAX_FILES);
   else
     fprintf(f,
             "data:\n"
-            "  --data FILE|DIR      Criteo-layout files (plain or .gz), repeatable, or a\n"
-            "                       folder from 'generate --kind ctr' (its test file)\n");
+            "  --data FILE|DIR      Criteo-layout files (plain or .gz) or array sets (any of\n"
+            "                       NAME_label.npy, NAME_dense.npy, NAME_ids.npy names its\n"
+            "                       set), repeatable, or a folder from 'generate --kind ctr'\n"
+            "                       or 'convert --from criteo' (its test file or set)\n");
   fprintf(f,
           "pipeline:\n"
           "  --batch-size N       examples per batch (default 4096)\n"
@@ -537,12 +544,17 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
 /* Every file of a split opened and its first line read before any work,
  * so that a missing, unreadable or malformed --valid or --test file is said
  * now, not after an epoch. A plain file's first line must have the 40
- * columns of labelled Criteo layout; a gzip file (by its magic, as the
+ * columns of labelled Criteo layout; an array set its three headers; a gzip file (by its magic, as the
  * reader tells them apart, whatever its name) is left to the reader. 0 or
  * 1. */
 static int check_files(const char *cmd, const file_list *f, const char *opt) {
   for (int i = 0; i < f->n; i++) {
     const char *p = f->path[i];
+    if (hs_ctr_is_arrays(p)) { /* an array set: its headers */
+      if (hs_ctr_check_arrays(p, true) == HS_OK) continue;
+      fprintf(stderr, "hetsage %s: %s %s\n", cmd, opt, hs_last_error());
+      return 1;
+    }
     FILE *fp = cli_fopen_regular(p);
     if (!fp) {
       fprintf(stderr, "hetsage %s: %s %s: %s\n", cmd, opt, p,

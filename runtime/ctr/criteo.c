@@ -644,3 +644,18 @@ hs_status hs_ctr_write_arrays(const char *const *paths, int n_paths, const char 
   hs__ctr_reader_close(r);
   return st;
 }
+
+bool hs_ctr_is_arrays(const char *path) {
+  size_t len;
+  return path && array_prefix(path, &len);
+}
+
+hs_status hs_ctr_check_arrays(const char *path, bool labels) {
+  if (!hs_ctr_is_arrays(path))
+    return hs__fail(HS_ERR_INVALID_ARG, "%s: not the name of an array set (NAME_label.npy, "
+                    "NAME_dense.npy or NAME_ids.npy)", path ? path : "(null)");
+  hs_ctr_reader *r;
+  hs_status st = hs__ctr_reader_open(&path, 1, labels, &r);
+  if (st == HS_OK) hs__ctr_reader_close(r);
+  return st;
+}

@@ -141,6 +141,14 @@ HS_API hs_status hs_ctr_write_arrays(const char *const *paths, int n_paths, cons
                                      hs_ctr_arrays_progress_fn progress, void *user,
                                      volatile sig_atomic_t *stop, int64_t *examples);
 
+/* Whether `path` names an array set (it ends in _label.npy, _dense.npy or
+ * _ids.npy). */
+HS_API bool hs_ctr_is_arrays(const char *path);
+/* Open the set `path` names and check its files' headers (types, shapes,
+ * one number of examples; the label file only when `labels`), as reading
+ * it would first; the values are checked as they are read. */
+HS_API hs_status hs_ctr_check_arrays(const char *path, bool labels);
+
 /* ---- training sessions --------------------------------------------------- */
 
 #define HS_CTR_MAX_HIDDEN 7
