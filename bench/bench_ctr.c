@@ -51,6 +51,33 @@ static double load_avg(void) {
   return l;
 }
 
+/* The host's CPU time so far (/proc/stat's first line, in ticks): all of
+ * it and the part stolen by the hypervisor for other guests. */
+static void cpu_ticks(unsigned long long *total, unsigned long long *steal) {
+  unsigned long long v[8] = {0};
+  *total = *steal = 0;
+  FILE *f = fopen("/proc/stat", "r");
+  if (!f) return;
+  if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+             &v[4], &v[5], &v[6], &v[7]) == 8) {
+    for (int i = 0; i < 8; i++) *total += v[i];
+    *steal = v[7];
+  }
+  fclose(f);
+}
+
+/* The share of the CPU stolen between two cpu_ticks readings (NAN
+ * without /proc/stat). */
+static double steal_share(const unsigned long long a[2], const unsigned long long b[2]) {
+  return b[0] > a[0] ? (double)(b[1] - a[1]) / (double)(b[0] - a[0]) : NAN;
+}
+
+/* A number, or null where it is not finite (strict JSON). */
+static void json_num(double x, int digits) {
+  if (isfinite(x)) printf("%.*f", digits, x);
+  else printf("null");
+}
+
 static double recorded_bayes(const char *dir) {
   char p[4200], buf[16384];
   snprintf(p, sizeof p, "%s/meta.json", dir);
@@ -190,7 +217,8 @@ static const char usage[] =
     "run: trains on DIR/train.txt, tests on DIR/test.txt (a `hetsage generate --kind ctr`\n"
     "folder), and with --peer the same model in PyTorch (bench/peer_ctr.py) on the same\n"
     "split, alternating; prints one JSON document (examples/s, test AUC, logloss, the\n"
-    "recorded Bayes AUC, the 1-min load before and after, the BLAS kernel set).\n"
+    "recorded Bayes AUC, the 1-min load before and after, the share of the CPU the\n"
+    "hypervisor gave other guests during each side, steal_share, the BLAS kernel set).\n"
     "  --model deepfm|dlrm|lr  --epochs N (1..16)  --repeat R (1..8)  --seed S\n"
     "  --dim D  --hidden W,W  --bottom W,W  --batch-size B  --lr X  --sparse-lr X\n"
     "  --sparse-optimizer NAME  --sparse-init-acc A  --init-range R  --admit-after K\n"
@@ -333,16 +361,24 @@ int main(int argc, char **argv) {
     snprintf(test, sizeof test, "%s/peer/test_ids.npy", dir);
   }
   side hs[8], pe[8];
-  double load[8][2];
+  double load[8][2], steal[8][2];
   char version[64] = "";
   int rc = 0;
   for (int r = 0; r < repeat && rc == 0; r++) {
+    unsigned long long t[3][2];
     load[r][0] = load_avg();
+    cpu_ticks(&t[0][0], &t[0][1]);
     rc = run_hetsage(rt, &c, train, test, epochs, &hs[r]);
+    cpu_ticks(&t[1][0], &t[1][1]);
     load[r][1] = load_avg();
-    if (rc == 0 && peer)
+    steal[r][0] = steal_share(t[0], t[1]);
+    steal[r][1] = NAN;
+    if (rc == 0 && peer) {
       rc = run_peer(py, dir, &c, peer_sparse, epochs, peer_threads, &pe[r], version,
                     sizeof version);
+      cpu_ticks(&t[2][0], &t[2][1]);
+      steal[r][1] = steal_share(t[1], t[2]);
+    }
   }
   hs_runtime_close(rt);
   if (rc) return rc;
@@ -374,17 +410,21 @@ int main(int argc, char **argv) {
     for (int e = 0; e < hs[r].epochs; e++) ex += hs[r].ex_s[e] > 0 ? 1.0 / hs[r].ex_s[e] : 0;
     hsx[r] = ex > 0 ? hs[r].epochs / ex : 0; /* examples/s over the run */
     printf("    {\"hetsage\": {\"examples_per_s\": %.1f, \"test_auc\": %.6f, \"test_logloss\": %.6f, "
-           "\"gap_to_bayes\": %.6f, \"load_before\": %.2f, \"load_after\": %.2f}",
+           "\"gap_to_bayes\": %.6f, \"load_before\": %.2f, \"load_after\": %.2f, "
+           "\"steal_share\": ",
            hsx[r], hs[r].auc, hs[r].logloss, bayes - hs[r].auc, load[r][0], load[r][1]);
+    json_num(steal[r][0], 4);
+    printf("}");
     if (peer) {
       ex = 0;
       for (int e = 0; e < pe[r].epochs; e++) ex += pe[r].ex_s[e] > 0 ? 1.0 / pe[r].ex_s[e] : 0;
       pex[r] = ex > 0 ? pe[r].epochs / ex : 0;
       printf(", \"peer\": {\"name\": \"pytorch %s\", \"threads\": %d, \"sparse_optimizer\": "
-             "\"%s\", \"examples_per_s\": %.1f, \"test_auc\": %.6f, \"test_logloss\": %.6f}, "
-             "\"examples_per_s_ratio\": %.3f",
-             version, peer_threads, peer_sparse, pex[r], pe[r].auc, pe[r].logloss,
-             pex[r] > 0 ? hsx[r] / pex[r] : 0);
+             "\"%s\", \"examples_per_s\": %.1f, \"test_auc\": %.6f, \"test_logloss\": %.6f, "
+             "\"steal_share\": ",
+             version, peer_threads, peer_sparse, pex[r], pe[r].auc, pe[r].logloss);
+      json_num(steal[r][1], 4);
+      printf("}, \"examples_per_s_ratio\": %.3f", pex[r] > 0 ? hsx[r] / pex[r] : 0);
     }
     printf("}%s\n", r + 1 < repeat ? "," : "");
   }

@@ -11,7 +11,7 @@ secs=${1:-20}
 shift || true
 harnesses=("$@")
 [ ${#harnesses[@]} -eq 0 ] &&
-  harnesses=(npy dataset sparse linqs musae edgelist ogb gzip checkpoint board benchjson cli)
+  harnesses=(npy dataset sparse linqs musae edgelist ogb gzip checkpoint board benchjson cli ctr)
 out=build-fuzz
 cc=${CLANG:-clang}
 
@@ -37,7 +37,7 @@ srcs=(devices/*.c
       runtime/data/*.c runtime/nn/*.c runtime/board/profile.c
       runtime/board/values.c runtime/util/*.c runtime/bench/results.c
       runtime/harness/harness.c runtime/core/afile.c
-      runtime/cache/sparse_tier.c runtime/sample/gather.c
+      runtime/cache/sparse_tier.c runtime/sample/gather.c runtime/ctr/criteo.c
       tools/cli.c tools/cli_data.c)
 rm -f "$out"/lib-*.o "$out"/libhs-fuzz.a
 # The board profile parser checks program names against the registry,
