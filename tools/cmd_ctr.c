@@ -42,11 +42,9 @@ static bool is_dir(const char *p) {
 }
 
 /* DIR/<name>.txt or DIR/<name>.txt.gz, NULL when neither exists. */
-/* A split of folder `dir`: its text (.txt, .txt.gz), else its array set
- * (from 'convert --from criteo', named by its ids file). */
-static char *split_file(const char *dir, const char *name) {
+char *cli_ctr_split_file(const char *dir, const char *name, bool arrays) {
   const char *ext[3] = {".txt", ".txt.gz", "_ids.npy"};
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < (arrays ? 3 : 2); k++) {
     size_t n = strlen(dir) + strlen(name) + 16;
     char *p = malloc(n);
     if (!p) return NULL;
@@ -158,7 +156,8 @@ static int common_arg(const char *cmd, ctr_args *a, int argc, char **argv, int *
   } else if (strcmp(o, "--data") == 0 && has) {
     if (is_dir(v)) {
       a->data_dir = v;
-      char *tr = split_file(v, "train"), *va = split_file(v, "valid"), *te = split_file(v, "test");
+      char *tr = cli_ctr_split_file(v, "train", true), *va = cli_ctr_split_file(v, "valid", true),
+           *te = cli_ctr_split_file(v, "test", true);
       if (!tr && !te) {
         free(va);
         cli_usage_error(cmd, "--data %s: a folder without train.txt or test.txt (or their "

@@ -72,20 +72,6 @@ static bool copy_file(const char *from, const char *to) {
   return ok;
 }
 
-/* A split's text file in folder `dir` (.txt or .txt.gz), or NULL. */
-static char *split_text(const char *dir, const char *name) {
-  const char *ext[2] = {".txt", ".txt.gz"};
-  for (int k = 0; k < 2; k++) {
-    size_t n = strlen(dir) + strlen(name) + 16;
-    char *p = malloc(n);
-    if (!p) return NULL;
-    snprintf(p, n, "%s/%s%s", dir, name, ext[k]);
-    if (access(p, R_OK) == 0) return p;
-    free(p);
-  }
-  return NULL;
-}
-
 int cmd_convert_criteo(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -121,7 +107,7 @@ int cmd_convert_criteo(int argc, char **argv) {
   if (S_ISDIR(ss.st_mode)) {
     const char *split[3] = {"train", "valid", "test"};
     for (int k = 0; k < 3; k++)
-      if ((files[n] = split_text(src, split[k]))) names[n++] = split[k];
+      if ((files[n] = cli_ctr_split_file(src, split[k], false))) names[n++] = split[k];
     if (!n) {
       fprintf(stderr, "hetsage %s: %s: a folder without train.txt, valid.txt or test.txt (.gz)\n",
               cmd, src);
