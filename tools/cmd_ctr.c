@@ -41,7 +41,7 @@ static bool is_dir(const char *p) {
   return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* DIR/<name>.txt or DIR/<name>.txt.gz, NULL when neither exists. */
+/* (cli_ctr.h) */
 char *cli_ctr_split_file(const char *dir, const char *name, bool arrays) {
   const char *ext[3] = {".txt", ".txt.gz", "_ids.npy"};
   for (int k = 0; k < (arrays ? 3 : 2); k++) {
@@ -543,9 +543,9 @@ static int resume_config(const char *cmd, ctr_args *a, const char *path) {
 /* Every file of a split opened and its first line read before any work,
  * so that a missing, unreadable or malformed --valid or --test file is said
  * now, not after an epoch. A plain file's first line must have the 40
- * columns of labelled Criteo layout; an array set its three headers; a gzip file (by its magic, as the
- * reader tells them apart, whatever its name) is left to the reader. 0 or
- * 1. */
+ * columns of labelled Criteo layout; an array set its three headers; a
+ * gzip file (by its magic, as the reader tells them apart, whatever its
+ * name) is left to the reader. 0 or 1. */
 static int check_files(const char *cmd, const file_list *f, const char *opt) {
   for (int i = 0; i < f->n; i++) {
     const char *p = f->path[i];

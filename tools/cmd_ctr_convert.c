@@ -129,12 +129,15 @@ int cmd_convert_criteo(int argc, char **argv) {
     if (l > 4 && !strcmp(own_name + l - 4, ".txt")) own_name[l -= 4] = '\0';
     names[n++] = own_name;
   }
+  /* the temporary folder: DST.tmp- and mkdtemp's six characters */
   size_t tl = strlen(dst) + 16;
   char *tmp = malloc(tl);
   int rc = 0;
-  if (!tmp || (snprintf(tmp, tl, "%s.tmp-XXXXXX", dst), !mkdtemp(tmp))) {
+  if (tmp) snprintf(tmp, tl, "%s.tmp-XXXXXX", dst);
+  bool made = tmp && mkdtemp(tmp);
+  if (!made) {
     fprintf(stderr, "hetsage %s: %s: cannot create a temporary folder beside it: %s\n", cmd, dst,
-            strerror(errno));
+            tmp ? strerror(errno) : "out of memory");
     rc = 1;
   }
   static volatile sig_atomic_t stop;
@@ -182,7 +185,7 @@ int cmd_convert_criteo(int argc, char **argv) {
     fprintf(stderr, "hetsage %s: %s: cannot rename into place: %s\n", cmd, dst, strerror(errno));
     rc = 1;
   }
-  if (rc != 0 && tmp) rm_tree(tmp);
+  if (rc != 0 && made) rm_tree(tmp);
   if (rc == 0) {
     if (json) {
       printf("{\n  \"path\": ");

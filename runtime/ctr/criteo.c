@@ -249,6 +249,7 @@ static hs_status open_arrays(hs_ctr_reader *r, int k, size_t prefix) {
   const char *path = r->paths[k];
   r->arrays = true;
   r->a_rows = r->a_next = 0;
+  const char *first = NULL; /* the first file opened: its rows are the set's */
   for (int a = 0; a < A_COUNT; a++) {
     if (a == A_LABEL && !r->labels) continue;
     size_t n = prefix + strlen(array_suffix[a]) + 1;
@@ -260,21 +261,20 @@ static hs_status open_arrays(hs_ctr_reader *r, int k, size_t prefix) {
     if (st != HS_OK) return st;
     /* labels int32 [N] (or [N, 1]); dense float32 [N, 13]; ids int64 or
      * int32 [N, 26] */
-    int ndim = a == A_LABEL ? h->ndim : 2;
+    int ndim = a != A_LABEL || h->ndim == 2 ? 2 : 1;
     unsigned allowed = a == A_DENSE ? 1u << HS_DTYPE_FLOAT32
                        : a == A_IDS ? 1u << HS_DTYPE_INT64 | 1u << HS_DTYPE_INT32
                                     : 1u << HS_DTYPE_INT32;
-    if (a == A_LABEL && (ndim < 1 || ndim > 2)) ndim = 1;
     if ((st = hs__npy_expect(p, h, allowed, ndim)) != HS_OK) return st;
     uint64_t cols = a == A_LABEL ? 1 : a == A_DENSE ? HS_CTR_DENSE : HS_CTR_SPARSE;
     if (h->ndim == 2 && h->shape[1] != cols)
       return hs__fail(HS_ERR_FORMAT, "%s: byte %zu: shape (%llu, %llu), expected (N, %llu)", p,
                       h->dict_offset, (unsigned long long)h->shape[0],
                       (unsigned long long)h->shape[1], (unsigned long long)cols);
-    if (a == A_LABEL || (a == A_DENSE && !r->labels)) {
+    if (!first) {
+      first = p;
       r->a_rows = h->shape[0];
     } else if (h->shape[0] != r->a_rows) {
-      const char *first = r->labels ? r->apath[A_LABEL] : r->apath[A_DENSE];
       return hs__fail(HS_ERR_FORMAT, "%s: %llu examples, but %s has %llu", p,
                       (unsigned long long)h->shape[0], first, (unsigned long long)r->a_rows);
     }
