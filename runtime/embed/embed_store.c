@@ -427,6 +427,11 @@ typedef struct lk_job {
   hs_embed_batch *b;
   uint32_t tick;
   bool train;
+  /* Occurrences counted per key (e->mult): what admission after K > 1
+   * sightings takes; without it every missing key is created, and the
+   * counts, which cost a load at random for each repeated key, are not
+   * kept. */
+  bool count;
   int64_t applied;
   /* Records with tick <= evictable may be evicted: tick - HS_EMBED_LAG,
    * whose batches are all applied (hs__embed_lookup checked). */
@@ -466,7 +471,7 @@ static void pass_hash(void *arg, int t, int n_threads) {
     e->hash[i] = h;
     e->gid[i] = g;
     e->owner[i] = o;
-    e->mult[i] = 0;
+    if (j->count) e->mult[i] = 0;
     off[o + 1]++;
   }
   /* This range's occurrences listed by owner, each owner's in order. */
@@ -552,12 +557,14 @@ static void pass_find(void *arg, int t, int n_threads) {
       }
       if (f >= 0) {
         b->first[i] = f;
-        int32_t c = occ_count(q, i);
-        e->mult[f] = e->mult[f] > INT32_MAX - c ? INT32_MAX : e->mult[f] + c;
+        if (j->count) {
+          int32_t c = occ_count(q, i);
+          e->mult[f] = e->mult[f] > INT32_MAX - c ? INT32_MAX : e->mult[f] + c;
+        }
         continue;
       }
       b->first[i] = i;
-      e->mult[i] = occ_count(q, i);
+      if (j->count) e->mult[i] = occ_count(q, i);
       shard *s = &e->shards[g];
       int64_t r = hs__embed_find(e, s, id, h);
       b->occ_flag[i] = 0;
@@ -591,7 +598,7 @@ static void pass_admit(void *arg, int t, int n_threads) {
     for (int32_t k = 0; k < s->n_todo; k++) {
       int32_t i = s->todo[k];
       uint64_t id = j->q->ids[i];
-      uint32_t seen = (uint32_t)e->mult[i];
+      uint32_t seen = j->count ? (uint32_t)e->mult[i] : 1;
       pend_entry *p = K > 1 ? pend_find(s, id, hs__embed_mix(id, 0)) : NULL;
       /* Touched now, so that an eviction before pass 2 keeps it. */
       if (p) p->tick = j->tick;
@@ -934,6 +941,7 @@ hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, 
   b->train = train;
   b->n_created = 0;
   lk_job j = {.e = e, .q = q, .b = b, .tick = tick, .train = train,
+              .count = e->cfg.admit_after > 1,
               .applied = atomic_load_explicit(&e->applied, memory_order_acquire),
               .evictable = (int64_t)tick - HS_EMBED_LAG};
   if (q->n > 0) {
