@@ -51,13 +51,16 @@ hs_status hs__trainer_infer_layers_stop(hs_trainer *t, const hs_csr_view *g, con
     goto fail;
   hs_dev_graph dg = {.n = (cl_int)n, .n_edges = (cl_int)e, .row_ptr = rp.m, .col = col.m};
   cl_mem in = x.m;
-  for (int l = 0; l < layers; l++) {
+  /* The stop flag before each layer and after the last: a signal during
+   * the last layer stops the inference too. */
+  for (int l = 0; l <= layers; l++) {
     if (stop && (st = hs__queue_finish(t->q)) != HS_OK) goto fail;
     if (stop && *stop) {
       st = hs__fail(HS_ERR_INTERRUPTED, "layer-wise inference stopped after %d of %d layers", l,
                     layers);
       goto fail;
     }
+    if (l == layers) break;
     cl_mem dst = l == layers - 1 ? out.m : act[l % 2].m;
     if ((st = t->ops->dev_layer(t, l, &dg, in, dst, scratch)) != HS_OK) goto fail;
     in = dst;

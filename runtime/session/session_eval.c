@@ -60,13 +60,16 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   int64_t correct = 0;
   hs_status st = HS_OK;
   const volatile sig_atomic_t *stop = watched_stop(s);
-  for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
-    int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
+  /* The flag is looked at before each batch and after the last: a signal
+   * during the last batch stops the evaluation too. */
+  for (int64_t first = 0; st == HS_OK; first += s->cfg.batch_size) {
     if (stop && *stop) {
       st = hs__fail(HS_ERR_INTERRUPTED, "evaluation stopped after %lld of %lld vertices",
-                    (long long)first, (long long)n);
+                    (long long)(first < n ? first : n), (long long)n);
       break;
     }
+    if (first >= n) break;
+    int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
     st = hs__session_sample_gather(s, ids + first, m, EVAL_EPOCH_KEY + (uint32_t)split,
                                    (uint32_t)(first / s->cfg.batch_size), d);
     hs_nn_batch nb;
@@ -146,13 +149,15 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   out = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *out);
   if (!out) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
   const volatile sig_atomic_t *stop = watched_stop(s);
-  for (int64_t first = 0; first < n && st == HS_OK; first += s->cfg.batch_size) {
-    int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
+  /* (The flag before each chunk and after the last, as in evaluation.) */
+  for (int64_t first = 0; st == HS_OK; first += s->cfg.batch_size) {
     if (stop && *stop) {
       st = hs__fail(HS_ERR_INTERRUPTED, "inference stopped after %lld of %lld vertices",
-                    (long long)first, (long long)n);
+                    (long long)(first < n ? first : n), (long long)n);
       break;
     }
+    if (first >= n) break;
+    int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
     hs_nn_block_set set = {0};
     if ((st = hs__full_blocks_build(&g, ids + first, m, s->model.shape.n_layers, &set)) != HS_OK)
       break;
