@@ -619,7 +619,7 @@ static void pass_create(void *arg, int t, int n_threads) {
   lk_job *j = arg;
   hs_embed *e = j->e;
   int32_t n_sh = e->cfg.n_tables * e->n_shards;
-  bool count = e->cfg.admit_after > 1;
+  bool count = j->count;
   for (int32_t g = t; g < n_sh; g += n_threads) {
     shard *s = &e->shards[g];
     int32_t tb = g / e->n_shards;

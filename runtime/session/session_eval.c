@@ -37,6 +37,16 @@ static const volatile sig_atomic_t *watched_stop(const hs_session *s) {
   return !s->comm && s->stop && !*s->stop ? s->stop : NULL;
 }
 
+/* Whether a loop over n vertices, `done` of them behind it, stops here:
+ * looked at before each batch and after the last, so that a signal during
+ * the last batch stops it too. HS_ERR_INTERRUPTED naming `what`. */
+static hs_status stop_check(const volatile sig_atomic_t *stop, int64_t done, int64_t n,
+                            const char *what) {
+  if (!stop || !*stop) return HS_OK;
+  return hs__fail(HS_ERR_INTERRUPTED, "%s stopped after %lld of %lld vertices", what,
+                  (long long)(done < n ? done : n), (long long)n);
+}
+
 static hs_status no_split(const hs_session *s, hs_split split) {
   static const char *const files[] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
   return hs__fail(HS_ERR_FORMAT, "%s/%s is %s: the dataset has no such split",
@@ -60,15 +70,8 @@ hs_status hs_session_evaluate(hs_session *s, hs_split split, double *accuracy) {
   int64_t correct = 0;
   hs_status st = HS_OK;
   const volatile sig_atomic_t *stop = watched_stop(s);
-  /* The flag is looked at before each batch and after the last: a signal
-   * during the last batch stops the evaluation too. */
   for (int64_t first = 0; st == HS_OK; first += s->cfg.batch_size) {
-    if (stop && *stop) {
-      st = hs__fail(HS_ERR_INTERRUPTED, "evaluation stopped after %lld of %lld vertices",
-                    (long long)(first < n ? first : n), (long long)n);
-      break;
-    }
-    if (first >= n) break;
+    if ((st = stop_check(stop, first, n, "evaluation")) != HS_OK || first >= n) break;
     int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
     st = hs__session_sample_gather(s, ids + first, m, EVAL_EPOCH_KEY + (uint32_t)split,
                                    (uint32_t)(first / s->cfg.batch_size), d);
@@ -149,14 +152,8 @@ static hs_status full_logits(hs_session *s, const int32_t *ids, int64_t n, float
   out = malloc((size_t)s->cfg.batch_size * (size_t)classes * sizeof *out);
   if (!out) return hs__fail(HS_ERR_NOMEM, "out of memory for logits");
   const volatile sig_atomic_t *stop = watched_stop(s);
-  /* (The flag before each chunk and after the last, as in evaluation.) */
   for (int64_t first = 0; st == HS_OK; first += s->cfg.batch_size) {
-    if (stop && *stop) {
-      st = hs__fail(HS_ERR_INTERRUPTED, "inference stopped after %lld of %lld vertices",
-                    (long long)(first < n ? first : n), (long long)n);
-      break;
-    }
-    if (first >= n) break;
+    if ((st = stop_check(stop, first, n, "inference")) != HS_OK || first >= n) break;
     int32_t m = (int32_t)(n - first < s->cfg.batch_size ? n - first : s->cfg.batch_size);
     hs_nn_block_set set = {0};
     if ((st = hs__full_blocks_build(&g, ids + first, m, s->model.shape.n_layers, &set)) != HS_OK)
