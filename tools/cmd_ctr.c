@@ -609,6 +609,14 @@ static bool touch_file(const char *cmd, const char *path) {
   return true;
 }
 
+/* Evaluation of the model after a finished epoch: a Ctrl-C that came
+ * before it starts stops it too (the session's evaluation watches only a
+ * flag raised while it runs, so that a program may evaluate the model of
+ * an epoch it stopped). */
+static hs_status evaluate_after_epoch(hs_ctr_session *s, const file_list *f, hs_ctr_eval *e) {
+  return interrupted ? HS_ERR_INTERRUPTED : hs_ctr_session_evaluate(s, f->path, f->n, e);
+}
+
 /* Validation of epoch `epoch` (0-based) of the model `s` holds (none
  * without --valid: its figures NaN): its line
  * (`es`: the epoch's figures; NULL for an epoch trained by an earlier run),
@@ -617,7 +625,7 @@ static bool touch_file(const char *cmd, const char *path) {
 static int validate_epoch(const char *cmd, const ctr_args *a, hs_ctr_session *s, int64_t epoch,
                           const hs_ctr_epoch_stats *es, const char *best, double *best_auc,
                           FILE **log_f, hs_ctr_eval *ve) {
-  hs_status st = a->valid.n ? hs_ctr_session_evaluate(s, a->valid.path, a->valid.n, ve) : HS_OK;
+  hs_status st = a->valid.n ? evaluate_after_epoch(s, &a->valid, ve) : HS_OK;
   if (st == HS_ERR_INTERRUPTED) {
     if (!a->quiet) fputc('\n', stderr);
     fprintf(stderr, "hetsage train: interrupted during the validation after epoch %lld%s%s%s\n",
@@ -1004,7 +1012,7 @@ static int train_ctr(int argc, char **argv, hs_world **world) {
     hs_ctr_eval te;
     hs_ctr_eval_init(&te);
     te.auc = te.logloss = NAN;
-    if (a.test.n && (st = hs_ctr_session_evaluate(s, a.test.path, a.test.n, &te)) != HS_OK) {
+    if (a.test.n && (st = evaluate_after_epoch(s, &a.test, &te)) != HS_OK) {
       if (st == HS_ERR_INTERRUPTED) {
         fprintf(stderr, "hetsage train: interrupted during the test evaluation%s%s\n",
                 a.ckpt ? "; the trained model is in " : "", a.ckpt ? last : "");

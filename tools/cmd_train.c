@@ -92,7 +92,13 @@ static void on_batch(void *user, int64_t batch, int64_t n_batches, double loss) 
   fflush(stderr);
 }
 
-static hs_status evaluate(hs_session *s, hs_split split, bool full, double *acc) {
+/* An epoch's validation or test evaluation: in one process (`alone`), a
+ * Ctrl-C that came before it starts stops it too (the session's evaluation
+ * watches only a flag raised while it runs, so that a program may evaluate
+ * the model of an epoch it stopped; distributed, rank 0 evaluates for
+ * every rank, whatever the flag). */
+static hs_status evaluate(hs_session *s, hs_split split, bool full, bool alone, double *acc) {
+  if (alone && interrupted) return HS_ERR_INTERRUPTED;
   return full ? hs_session_evaluate_full(s, split, acc) : hs_session_evaluate(s, split, acc);
 }
 
@@ -434,7 +440,7 @@ static int train(int argc, char **argv, hs_world **world) {
     total_s += es.wall_s;
     last_loss = es.loss;
     double valid = NAN;
-    if (has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &valid)) != HS_OK) {
+    if (has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, !*world, &valid)) != HS_OK) {
       rc = eval_failed(st, "validation", es.epoch, ckpt_dir ? last : NULL);
       goto out;
     }
@@ -458,7 +464,7 @@ static int train(int argc, char **argv, hs_world **world) {
       best_valid = valid;
       best_epoch = es.epoch;
       since_best = 0;
-      if (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK) {
+      if (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, !*world, &test_at_best)) != HS_OK) {
         rc = eval_failed(st, "test evaluation", es.epoch, ckpt_dir ? last : NULL);
         goto out;
       }
@@ -525,8 +531,8 @@ static int train(int argc, char **argv, hs_world **world) {
       goto out;
     }
     best_valid = NAN;
-    if ((has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, &best_valid)) != HS_OK) ||
-        (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, &test_at_best)) != HS_OK)) {
+    if ((has_valid && (st = evaluate(s, HS_SPLIT_VALID, full_eval, !*world, &best_valid)) != HS_OK) ||
+        (has_test && (st = evaluate(s, HS_SPLIT_TEST, full_eval, !*world, &test_at_best)) != HS_OK)) {
       if (st == HS_ERR_INTERRUPTED) {
         fprintf(stderr, "hetsage train: interrupted during the evaluation\n");
         rc = 130;
