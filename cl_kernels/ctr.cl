@@ -190,6 +190,51 @@ __kernel void hs_ctr_fm_rowgrad(__global const float *rows, int row, __global co
   ou[dim] = acc;
 }
 
+/* hs_ctr_fm_rowgrad's sums, bit for bit, the other way round: for batches
+ * whose uniques are each of one field (the store's lookups, a table per
+ * field), on CPU devices. Work-item w of `parts` takes the occurrences of
+ * fields [F w / parts, F (w + 1) / parts), example after example, and adds
+ * each one's dE[o, k] (computed as there) into its unique's row of `out`,
+ * which the caller zeroed: every unique's sum then runs over its
+ * occurrences in increasing order, as the lists do, from 0.0f. d_in, fm_s
+ * and idx are read front to back, where the lists read d_in at random (a
+ * wait on memory for nearly every occurrence of a large batch). */
+__kernel void hs_ctr_fm_rowgrad_fields(__global const float *rows, int row,
+                                       __global const float *fm_s, int dim,
+                                       __global const float *dlogit, __global const float *d_in,
+                                       int d_in_width, int n_fields, __global const int *idx,
+                                       int n, int parts, __global float *out) {
+  int w = (int)get_global_id(0);
+  if (w >= parts) return;
+  int f0 = n_fields * w / parts, f1 = n_fields * (w + 1) / parts;
+  for (int b = 0; b < n; b++) {
+    float g = dlogit[b];
+    __global const float *s = fm_s + (size_t)b * dim;
+    __global const float *db = d_in + (size_t)b * d_in_width;
+    __global const int *ib = idx + (size_t)b * n_fields;
+    for (int f = f0; f < f1; f++) {
+      int u = ib[f];
+      __global const float *e = rows + (size_t)u * row, *df = db + f * dim;
+      __global float *ou = out + (size_t)u * row;
+      int k = 0;
+#define HS_FM_ROWGRAD_ADD(W)                                                                   \
+  for (; k + W <= dim; k += W) {                                                               \
+    float##W d = (float##W)(g) * (vload##W(0, s + k) - vload##W(0, e + k)) + vload##W(0, df + k); \
+    vstore##W(vload##W(0, ou + k) + d, 0, ou + k);                                             \
+  }
+      HS_FM_ROWGRAD_ADD(16)
+      HS_FM_ROWGRAD_ADD(8)
+      HS_FM_ROWGRAD_ADD(4)
+#undef HS_FM_ROWGRAD_ADD
+      for (; k < dim; k++) {
+        float d = g * (s[k] - e[k]) + df[k];
+        ou[k] = ou[k] + d;
+      }
+      ou[dim] = ou[dim] + g;
+    }
+  }
+}
+
 /* DLRM interaction, work-item b: example b's vectors v_0 = z, v_i = the
  * row of field i - 1 (N = n_fields + 1 <= 27 of them); the output is z,
  * then the lower triangle row by row, (i, j) for j < i at

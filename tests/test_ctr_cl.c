@@ -94,6 +94,61 @@ static void compare(hs_ctr_model kind, int32_t n, int32_t fields, int32_t dim, i
   cf_free(&f);
 }
 
+/* A DeepFM batch whose uniques are each of one field (the store's), as a
+ * CPU trainer sums its row gradients by ranges of fields: the gradients
+ * and a step's parameters of the lists' kernel, bit for bit, on 1, 2, 5
+ * and 26 work-items, and close to the reference. Field f's occurrences
+ * draw from uniques f, f + F, ... (interleaved across fields). */
+Test(ctr_cl, deepfm_rows_by_fields_give_the_bits_of_the_lists) {
+  const int32_t n = 300, F = 26, D = 8, per = 9, U = F * per;
+  ctr_fix f;
+  cf_make(&f, HS_CTR_DEEPFM, n, F, D, U, 11);
+  uint64_t s = 31;
+  int32_t occ = n * F;
+  for (int32_t o = 0; o < occ; o++) {
+    float r = cf_uniform(&s);
+    f.idx[o] = o % F + F * ((int32_t)(r * r * (float)per) % per);
+  }
+  memset(f.occ_ptr, 0, ((size_t)U + 1) * sizeof *f.occ_ptr);
+  int32_t *fill = calloc((size_t)U, sizeof *fill);
+  for (int32_t o = 0; o < occ; o++) f.occ_ptr[f.idx[o] + 1]++;
+  for (int32_t u = 0; u < U; u++) f.occ_ptr[u + 1] += f.occ_ptr[u];
+  for (int32_t o = 0; o < occ; o++) f.occ[f.occ_ptr[f.idx[o]] + fill[f.idx[o]]++] = o;
+  free(fill);
+  f.b.one_field = true;
+  size_t np = f.lay.n_params, nr = (size_t)U * (size_t)f.lay.row;
+  float *g = malloc(np * 4), *rg = malloc(nr * 4), loss;
+  cr_assert_eq(hs__ctr_ref_gradients(&f.cfg, &f.lay, f.params, &f.b, g, rg, &loss), HS_OK);
+  const int parts[] = {-1, 1, 2, 5, 26};
+  float *dg[5], *drg[5], *step_rows[5], *step_params[5];
+  for (int i = 0; i < 5; i++) {
+    hs_ctr_trainer_opts o = {.rowgrad_parts = parts[i]};
+    hs_ctr_trainer *t;
+    cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, &o, &t), HS_OK,
+                 "%s", hs_last_error());
+    dg[i] = malloc(np * 4), drg[i] = malloc(nr * 4);
+    step_rows[i] = malloc(nr * 4), step_params[i] = malloc(np * 4);
+    float dloss;
+    cr_assert_eq(hs__ctr_trainer_upload(t, &f.b, false), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs__ctr_trainer_gradients(t, dg[i], drg[i], &dloss), HS_OK, "%s", hs_last_error());
+    expect_close(drg[i], rg, nr, false, "row gradient");
+    cl_event ev;
+    cr_assert_eq(hs__ctr_trainer_step(t, step_rows[i], &ev), HS_OK, "%s", hs_last_error());
+    cr_assert_eq(hs__events_wait(&ev, 1), HS_OK);
+    hs__events_release(&ev, 1);
+    cr_assert_eq(hs__ctr_trainer_read_state(t, step_params[i], NULL, NULL, NULL), HS_OK);
+    hs__ctr_trainer_destroy(t);
+    if (i == 0) continue;
+    cr_assert_eq(memcmp(dg[i], dg[0], np * 4), 0, "dense gradients, %d parts", parts[i]);
+    cr_assert_eq(memcmp(drg[i], drg[0], nr * 4), 0, "row gradients, %d parts", parts[i]);
+    cr_assert_eq(memcmp(step_rows[i], step_rows[0], nr * 4), 0, "the step's rows, %d parts", parts[i]);
+    cr_assert_eq(memcmp(step_params[i], step_params[0], np * 4), 0, "parameters, %d parts", parts[i]);
+  }
+  for (int i = 0; i < 5; i++) free(dg[i]), free(drg[i]), free(step_rows[i]), free(step_params[i]);
+  free(g), free(rg);
+  cf_free(&f);
+}
+
 Test(ctr_cl, lr_matches_reference) { compare(HS_CTR_LR, 37, 5, 1, 60); }
 Test(ctr_cl, deepfm_matches_reference) { compare(HS_CTR_DEEPFM, 300, 6, 8, 500); }
 /* Dims whose columns take a float4 (4), or a float8, a float4 and a rest
@@ -299,6 +354,80 @@ Test(ctr_cl, fm_row_gradient_kernel_equals_the_reference_bit_for_bit) {
         hs__ctr_trainer_destroy(t);
       }
       free(rows), free(dlogit), free(d_in), free(want), free(got), free(idx);
+      free(occ_ptr), free(occ), free(fill), free(fs), free(dE);
+      cf_free(&f);
+    }
+  }
+}
+
+/* The same gradients by ranges of fields (what a CPU trainer runs for the
+ * store's batches, whose uniques are each of one field), bit for bit
+ * against the reference and the lists' kernel: field f's occurrences draw
+ * from its own uniques f, f + F, f + 2F (interleaved with the other
+ * fields', the first skewed to repeat), the last four rows have none;
+ * 1, 2, 3 and F parts (a part of one field, parts of unequal widths);
+ * the dims of the lists' test. */
+Test(ctr_cl, fm_row_gradient_by_fields_equals_the_reference_bit_for_bit) {
+  static const int32_t Fs[] = {1, 5, 26}, Ds[] = {1, 4, 8, 12, 13, 16, 29};
+  const int32_t n = 37;
+  uint64_t s = 29;
+  for (size_t fi = 0; fi < sizeof Fs / sizeof Fs[0]; fi++) {
+    for (size_t di = 0; di < sizeof Ds / sizeof Ds[0]; di++) {
+      int32_t F = Fs[fi], D = Ds[di], R = D + 1, w = F * D + 13, n_occ = n * F;
+      int32_t n_rows = 3 * F + 4;
+      ctr_fix f;
+      cf_make(&f, HS_CTR_DEEPFM, n, F, D, n_rows, 3);
+      size_t nr = (size_t)n_rows * R, nd = (size_t)n * w, ne = (size_t)n_occ * R;
+      float *rows = random_floats(nr, &s), *dlogit = random_floats((size_t)n, &s);
+      float *d_in = random_floats(nd, &s);
+      int32_t *idx = malloc(4 * (size_t)n_occ);
+      for (int32_t o = 0; o < n_occ; o++) {
+        float r = cf_uniform(&s);
+        idx[o] = o % F + F * (r < 0.6f ? 0 : r < 0.9f ? 1 : 2);
+      }
+      int32_t *occ_ptr = calloc((size_t)n_rows + 1, 4), *occ = malloc(4 * (size_t)n_occ);
+      int32_t *fill = calloc((size_t)n_rows, 4);
+      for (int32_t o = 0; o < n_occ; o++) occ_ptr[idx[o] + 1]++;
+      for (int32_t u = 0; u < n_rows; u++) occ_ptr[u + 1] += occ_ptr[u];
+      for (int32_t o = 0; o < n_occ; o++) occ[occ_ptr[idx[o]] + fill[idx[o]]++] = o;
+      float *fs = malloc(4 * (size_t)n * D), *dE = malloc(4 * ne);
+      float *want = malloc(4 * nr), *lists = malloc(4 * nr), *got = malloc(4 * nr);
+      hs__ctr_ref_fm_sums(rows, R, idx, n, F, D, fs);
+      hs__ctr_ref_fm_bwd(rows, R, idx, n, F, D, dlogit, d_in, w, dE);
+      hs__ctr_ref_segment_sum(dE, occ_ptr, occ, n_rows, R, want);
+      hs_ctr_trainer *t;
+      cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, NULL, &t),
+                   HS_OK, "%s", hs_last_error());
+      cl_mem mr = clf_upload(&clf, rows, 4 * nr), ms = clf_upload(&clf, fs, 4 * (size_t)n * D);
+      cl_mem mg = clf_upload(&clf, dlogit, 4 * (size_t)n), md = clf_upload(&clf, d_in, 4 * nd);
+      cl_mem mi = clf_upload(&clf, idx, 4 * (size_t)n_occ);
+      cl_mem mp = clf_upload(&clf, occ_ptr, 4 * ((size_t)n_rows + 1));
+      cl_mem mo = clf_upload(&clf, occ, 4 * (size_t)n_occ), mu = clf_upload(&clf, NULL, 4 * nr);
+      cr_assert_eq(hs__ctr_trainer_run_fm_rowgrad(t, mr, R, ms, D, mg, md, w, F, mp, mo, n_rows, mu),
+                   HS_OK, "%s", hs_last_error());
+      clf_download(&clf, mu, lists, 4 * nr);
+      expect_close(lists, want, nr, true, "DeepFM row gradient (lists)");
+      const int32_t parts[] = {1, 2, 3, F};
+      for (size_t pi = 0; pi < sizeof parts / sizeof parts[0]; pi++) {
+        if (parts[pi] > F) continue;
+        /* Whatever `out` held before: the kernel's caller zeroes it. */
+        float *junk = random_floats(nr, &s);
+        cr_assert_eq(hs__mem_write(clf.q, mu, true, 0, 4 * nr, junk, 0, NULL, NULL), HS_OK);
+        free(junk);
+        cr_assert_eq(hs__ctr_trainer_run_fm_rowgrad_fields(t, mr, R, ms, D, mg, md, w, F, mi, n,
+                                                           n_rows, parts[pi], mu),
+                     HS_OK, "%s", hs_last_error());
+        clf_download(&clf, mu, got, 4 * nr);
+        expect_close(got, want, nr, true, "DeepFM row gradient (fields)");
+        expect_close(got, lists, nr, true, "DeepFM row gradient (fields against lists)");
+      }
+      cr_expect_eq(hs__ctr_trainer_run_fm_rowgrad_fields(t, mr, R, ms, D, mg, md, w, F, mi, n,
+                                                         n_rows, F + 1, mu),
+                   HS_ERR_INVALID_ARG, "more parts than fields are refused");
+      hs__mem_release(&mr), hs__mem_release(&ms), hs__mem_release(&mg), hs__mem_release(&md);
+      hs__mem_release(&mi), hs__mem_release(&mp), hs__mem_release(&mo), hs__mem_release(&mu);
+      hs__ctr_trainer_destroy(t);
+      free(rows), free(dlogit), free(d_in), free(want), free(lists), free(got), free(idx);
       free(occ_ptr), free(occ), free(fill), free(fs), free(dE);
       cf_free(&f);
     }

@@ -84,6 +84,11 @@ typedef struct hs_ctr_batch {
   const int32_t *occ_ptr; /* [U + 1] */
   const int32_t *occ;    /* [B x F] */
   const float *labels;   /* [B] 0 or 1; NULL for prediction */
+  /* Every unique's occurrences are of one field (b F + f, the same f): the
+   * store's lookups, whose tables are one per field, give such batches. A
+   * CPU trainer then sums DeepFM's row gradients field range by field range
+   * (hs_ctr_fm_rowgrad_fields); the same bits either way. */
+  bool one_field;
 } hs_ctr_batch;
 
 /* Check indices and the occurrence lists against the shapes. */

@@ -28,7 +28,9 @@ typedef struct ctr_slot {
 static inline hs_ctr_batch hs__ctr_slot_batch(const ctr_slot *d, bool labels) {
   return (hs_ctr_batch){.n = d->rows.n, .n_unique = d->eb.n_unique, .dense = d->rows.dense,
                         .rows = d->eb.rows, .idx = d->eb.unique_of, .occ_ptr = d->eb.occ_ptr,
-                        .occ = d->eb.occ, .labels = labels ? d->labels : NULL};
+                        .occ = d->eb.occ, .labels = labels ? d->labels : NULL,
+                        /* a table per field (hs_embed_query.n_fields) */
+                        .one_field = true};
 }
 
 struct hs_ctr_session {

@@ -20,6 +20,12 @@ typedef struct hs_ctr_trainer_opts {
   size_t wg;         /* local size of dimension 0; 0: 64 (clamped per kernel) */
   hs_gemm_kind gemm; /* HS_GEMM_AUTO: by device */
   int gemm_threads;  /* CBLAS threads; 0: the device's compute units */
+  /* DeepFM's row gradients of a batch whose uniques are each of one field
+   * (hs_ctr_batch.one_field): 0, by fields on a CPU device with at least
+   * 4 fields per compute unit, one work-item per unit, else by lists; N > 0,
+   * by fields in min(N, fields) work-items on any device; < 0, by lists.
+   * The same bits either way. */
+  int rowgrad_parts;
 } hs_ctr_trainer_opts;
 
 /* `params` (n_params floats) is copied to the device; NULL draws the
@@ -105,5 +111,13 @@ hs_status hs__ctr_trainer_run_fm_rowgrad(hs_ctr_trainer *t, cl_mem rows, int32_t
                                          cl_mem fm_s, int32_t dim, cl_mem dlogit, cl_mem d_in,
                                          int32_t d_in_width, int32_t n_fields, cl_mem occ_ptr,
                                          cl_mem occ, int32_t n_unique, cl_mem out);
+/* The same sums by `parts` ranges of fields (hs_ctr_fm_rowgrad_fields, the
+ * kernel a CPU trainer takes for a batch whose uniques are each of one
+ * field; idx: n x n_fields), into `out` (n_unique rows) zeroed first. */
+hs_status hs__ctr_trainer_run_fm_rowgrad_fields(hs_ctr_trainer *t, cl_mem rows, int32_t row,
+                                                cl_mem fm_s, int32_t dim, cl_mem dlogit,
+                                                cl_mem d_in, int32_t d_in_width, int32_t n_fields,
+                                                cl_mem idx, int32_t n, int32_t n_unique,
+                                                int32_t parts, cl_mem out);
 
 #endif
