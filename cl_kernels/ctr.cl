@@ -235,6 +235,65 @@ __kernel void hs_ctr_fm_rowgrad_fields(__global const float *rows, int row,
   }
 }
 
+/* The backward of a hidden layer's ReLU and its bias gradient's first
+ * stage in one pass: hs_act_bwd on dh (n x d, in place: dh scale where
+ * h > 0, else 0) and hs_colsum_part's partial sums of the result, by the same
+ * association (each column's rows in chunks of HS_COLSUM_ROWS, in order
+ * from 0.0f), so the same bits as the two kernels one after the
+ * other (hs__ref_act_bwd, then hs__ref_colsum's association), with dh
+ * read once where it was read twice. Work-item (j, c) takes HS_RELU_COLS
+ * columns from j HS_RELU_COLS of chunk c, whole vectors of each row side
+ * by side. hs_colsum_final ends the sums. */
+#define HS_RELU_COLS 64
+__kernel void hs_ctr_relu_bwd_colsum_part(__global const float *h, __global float *dh, int n,
+                                          int d, float scale, __global float *part) {
+  int k0 = (int)get_global_id(0) * HS_RELU_COLS, c = (int)get_global_id(1);
+  int lo = c * HS_COLSUM_ROWS;
+  if (k0 >= d || lo >= n) return;
+  int hi = min(n, lo + HS_COLSUM_ROWS), k1 = min(d, k0 + HS_RELU_COLS), k = k0;
+  __global float *out = part + (size_t)c * d;
+  if (k + HS_RELU_COLS <= d) { /* eight vectors of each row side by side */
+    float8 a0 = (float8)(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (int i = lo; i < hi; i++) {
+      __global float *x = dh + (size_t)i * d + k;
+      __global const float *y = h + (size_t)i * d + k;
+#define HS_RELU_COL(j, a)                                                     \
+  {                                                                           \
+    float8 v = select((float8)(0.0f), vload8(j, x) * scale, vload8(j, y) > 0.0f); \
+    vstore8(v, j, x);                                                         \
+    a += v;                                                                   \
+  }
+      HS_RELU_COL(0, a0) HS_RELU_COL(1, a1) HS_RELU_COL(2, a2) HS_RELU_COL(3, a3)
+      HS_RELU_COL(4, a4) HS_RELU_COL(5, a5) HS_RELU_COL(6, a6) HS_RELU_COL(7, a7)
+#undef HS_RELU_COL
+    }
+    vstore8(a0, 0, out + k), vstore8(a1, 1, out + k), vstore8(a2, 2, out + k);
+    vstore8(a3, 3, out + k), vstore8(a4, 4, out + k), vstore8(a5, 5, out + k);
+    vstore8(a6, 6, out + k), vstore8(a7, 7, out + k);
+    return;
+  }
+  for (; k + HS_VW <= k1; k += HS_VW) {
+    float8 acc = (float8)(0.0f);
+    for (int i = lo; i < hi; i++) {
+      size_t e = (size_t)i * d + k;
+      float8 x = select((float8)(0.0f), vload8(0, dh + e) * scale, vload8(0, h + e) > 0.0f);
+      vstore8(x, 0, dh + e);
+      acc += x;
+    }
+    vstore8(acc, 0, out + k);
+  }
+  for (; k < k1; k++) {
+    float acc = 0.0f;
+    for (int i = lo; i < hi; i++) {
+      size_t e = (size_t)i * d + k;
+      float x = h[e] > 0.0f ? dh[e] * scale : 0.0f;
+      dh[e] = x;
+      acc += x;
+    }
+    out[k] = acc;
+  }
+}
+
 /* DLRM interaction, work-item b: example b's vectors v_0 = z, v_i = the
  * row of field i - 1 (N = n_fields + 1 <= 27 of them); the output is z,
  * then the lower triangle row by row, (i, j) for j < i at

@@ -141,7 +141,7 @@ static const hs__program_def programs[HS_PROG_COUNT_] = {
                              "hs_ctr_sigmoid", "hs_ctr_head_prep", "hs_ctr_deep_in",
                              "hs_ctr_lr_bwd", "hs_ctr_fm_rowgrad", "hs_ctr_interact",
                              "hs_ctr_interact_bwd", "hs_ctr_segment_sum",
-                             "hs_ctr_fm_rowgrad_fields"),
+                             "hs_ctr_fm_rowgrad_fields", "hs_ctr_relu_bwd_colsum_part"),
          .options = "",
          .cpu_options = "",
          .roles = HS_PROG_ROLE_TRAINER | HS_PROG_ROLE_BRINGUP,

@@ -144,6 +144,32 @@ Test(ctr_cl, deepfm_rows_by_fields_give_the_bits_of_the_lists) {
     cr_assert_eq(memcmp(step_rows[i], step_rows[0], nr * 4), 0, "the step's rows, %d parts", parts[i]);
     cr_assert_eq(memcmp(step_params[i], step_params[0], np * 4), 0, "parameters, %d parts", parts[i]);
   }
+  /* Without occurrence lists (what the store's lookups skip for such a
+   * trainer): the same bits by fields; refused where the lists are summed
+   * along, and half of them refused as a batch. */
+  hs_ctr_batch bare = f.b;
+  bare.occ_ptr = NULL, bare.occ = NULL;
+  for (int forced = 0; forced < 2; forced++) {
+    hs_ctr_trainer_opts o = {.rowgrad_parts = forced ? -1 : 2};
+    hs_ctr_trainer *t;
+    cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, &o, &t), HS_OK,
+                 "%s", hs_last_error());
+    cr_assert_eq(hs__ctr_trainer_needs_occ(t), forced == 1);
+    cr_assert_eq(hs__ctr_trainer_upload(t, &bare, false), HS_OK, "%s", hs_last_error());
+    float dloss, *bg = malloc(np * 4), *brg = malloc(nr * 4);
+    hs_status st = hs__ctr_trainer_gradients(t, bg, brg, &dloss);
+    if (forced) {
+      cr_assert_eq(st, HS_ERR_STATE, "a trainer that sums along the lists refuses a batch without");
+    } else {
+      cr_assert_eq(st, HS_OK, "%s", hs_last_error());
+      cr_assert_eq(memcmp(bg, dg[0], np * 4), 0);
+      cr_assert_eq(memcmp(brg, drg[0], nr * 4), 0);
+    }
+    free(bg), free(brg);
+    hs__ctr_trainer_destroy(t);
+  }
+  bare.occ = f.occ;
+  cr_assert_eq(hs__ctr_batch_validate(&f.lay, &f.cfg, &bare), HS_ERR_INVALID_ARG);
   for (int i = 0; i < 5; i++) free(dg[i]), free(drg[i]), free(step_rows[i]), free(step_params[i]);
   free(g), free(rg);
   cf_free(&f);
@@ -432,6 +458,44 @@ Test(ctr_cl, fm_row_gradient_by_fields_equals_the_reference_bit_for_bit) {
       cf_free(&f);
     }
   }
+}
+
+/* A hidden layer's ReLU backward and its bias gradient in one pass, bit
+ * for bit against hs__ref_act_bwd then hs__ref_colsum: batches within one
+ * chunk of rows, at its edge and across several (1, 255, 256, 257, 700),
+ * widths of a rest only (1, 7), whole vectors (8), both (13), a block of
+ * 64 columns and both (75), blocks alone (256);
+ * outputs zero, negative, -0.0 and positive. */
+Test(ctr_cl, relu_backward_with_column_sums_equals_the_reference_bit_for_bit) {
+  static const int32_t ns[] = {1, 255, 256, 257, 700}, ds[] = {1, 7, 8, 13, 75, 256};
+  uint64_t s = 37;
+  ctr_fix f;
+  cf_make(&f, HS_CTR_DEEPFM, 8, 3, 4, 12, 1);
+  hs_ctr_trainer *t;
+  cr_assert_eq(hs__ctr_trainer_create(&clf.ctx, &clf.dev, clf.q, &f.cfg, f.params, NULL, &t), HS_OK,
+               "%s", hs_last_error());
+  for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+    for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+      int32_t n = ns[ni], d = ds[di];
+      size_t e = (size_t)n * (size_t)d;
+      float *h = random_floats(e, &s), *dh = random_floats(e, &s), *got = malloc(4 * e);
+      for (size_t i = 0; i < e; i += 5) h[i] = i % 2 ? -0.0f : 0.0f;
+      float *want_sum = malloc(4 * (size_t)d), *got_sum = malloc(4 * (size_t)d);
+      cl_mem mh = clf_upload(&clf, h, 4 * e), md = clf_upload(&clf, dh, 4 * e);
+      cl_mem mo = clf_upload(&clf, NULL, 4 * (size_t)d);
+      hs__ref_act_bwd(h, n, d, 1.0f, dh);
+      hs__ref_colsum(dh, n, d, want_sum);
+      cr_assert_eq(hs__ctr_trainer_run_relu_bwd_colsum(t, mh, md, n, d, mo), HS_OK, "%s",
+                   hs_last_error());
+      clf_download(&clf, md, got, 4 * e);
+      clf_download(&clf, mo, got_sum, 4 * (size_t)d);
+      expect_close(got, dh, e, true, "masked gradient");
+      expect_close(got_sum, want_sum, (size_t)d, true, "column sum");
+      hs__mem_release(&mh), hs__mem_release(&md), hs__mem_release(&mo);
+      free(h), free(dh), free(got), free(want_sum), free(got_sum);
+    }
+  hs__ctr_trainer_destroy(t);
+  cf_free(&f);
 }
 
 /* The per-row gradient sums alone, bit for bit against the reference:

@@ -64,6 +64,28 @@ Test(embed, rows_created_on_first_use_deterministic) {
   int32_t want_occ[12] = {0, 9, 1, 4, 7, 10, 2, 5, 11, 3, 6, 8};
   for (int u = 0; u <= 6; u++) cr_assert_eq(ba.occ_ptr[u], want_ptr[u]);
   for (int i = 0; i < 12; i++) cr_assert_eq(ba.occ[i], want_occ[i]);
+  cr_assert(ba.occ_lists);
+  /* Without the lists (no_occ), in a store of its own: the same uniques
+   * and rows, the lists' arrays untouched and said to be none. */
+  {
+    hs_embed *c = make(8, 3, HS_EMBED_ADAGRAD, 2);
+    hs_embed_batch bn;
+    cr_assert_eq(hs__embed_batch_init(&bn, 64, 8), HS_OK);
+    for (int i = 0; i < 12; i++) bn.occ[i] = bn.occ_ptr[i] = -7;
+    hs_embed_query qn = q;
+    qn.no_occ = true;
+    cr_assert_eq(hs__embed_lookup(c, &qn, 0, true, &bn), HS_OK, "%s", hs_last_error());
+    cr_assert(!bn.occ_lists);
+    cr_assert_eq(bn.n_unique, 6);
+    for (int i = 0; i < 12; i++) {
+      cr_assert_eq(bn.unique_of[i], want_u[i], "occurrence %d", i);
+      cr_assert_eq(bn.occ[i], -7);
+      cr_assert_eq(bn.occ_ptr[i], -7);
+    }
+    cr_assert_eq(memcmp(bn.rows, ba.rows, 6 * 8 * sizeof(float)), 0);
+    hs__embed_batch_free(&bn);
+    hs__embed_destroy(c);
+  }
   /* Rows are a function of (seed, table, id): same in both stores. */
   float ra[8], rb[8];
   cr_assert(hs__embed_read(a, 2, 5, ra));

@@ -129,16 +129,8 @@ void hs__ctr_init_params(const hs_ctr_model_cfg *cfg, const hs_ctr_layout *lay, 
   }
 }
 
-hs_status hs__ctr_batch_validate(const hs_ctr_layout *lay, const hs_ctr_model_cfg *cfg,
-                                 const hs_ctr_batch *b) {
-  (void)lay;
-  int64_t occ = (int64_t)b->n * cfg->n_fields;
-  if (b->n < 1 || b->n_unique < 0 || b->n_unique > occ)
-    return hs__fail(HS_ERR_INVALID_ARG, "CTR batch: %d examples, %d unique rows", b->n, b->n_unique);
-  for (int64_t i = 0; i < occ; i++)
-    if (b->idx[i] < 0 || b->idx[i] >= b->n_unique)
-      return hs__fail(HS_ERR_FORMAT, "CTR batch: occurrence %lld names row %d of %d", (long long)i,
-                      b->idx[i], b->n_unique);
+/* Each unique's list: its occurrences, none missing, in increasing order. */
+static hs_status check_lists(const hs_ctr_batch *b, int64_t occ) {
   if (b->occ_ptr[0] != 0 || b->occ_ptr[b->n_unique] != occ)
     return hs__fail(HS_ERR_FORMAT, "CTR batch: occurrence lists cover %d of %lld", b->occ_ptr[b->n_unique],
                     (long long)occ);
@@ -151,6 +143,24 @@ hs_status hs__ctr_batch_validate(const hs_ctr_layout *lay, const hs_ctr_model_cf
         return hs__fail(HS_ERR_FORMAT, "CTR batch: occurrence list of row %d is wrong at %d", u, k);
     }
   }
+  return HS_OK;
+}
+
+hs_status hs__ctr_batch_validate(const hs_ctr_layout *lay, const hs_ctr_model_cfg *cfg,
+                                 const hs_ctr_batch *b) {
+  (void)lay;
+  int64_t occ = (int64_t)b->n * cfg->n_fields;
+  if (b->n < 1 || b->n_unique < 0 || b->n_unique > occ)
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR batch: %d examples, %d unique rows", b->n, b->n_unique);
+  for (int64_t i = 0; i < occ; i++)
+    if (b->idx[i] < 0 || b->idx[i] >= b->n_unique)
+      return hs__fail(HS_ERR_FORMAT, "CTR batch: occurrence %lld names row %d of %d", (long long)i,
+                      b->idx[i], b->n_unique);
+  if (!b->occ_ptr != !b->occ)
+    return hs__fail(HS_ERR_INVALID_ARG, "CTR batch: occurrence lists without their %s",
+                    b->occ ? "offsets" : "entries");
+  hs_status st = b->occ ? check_lists(b, occ) : HS_OK;
+  if (st != HS_OK) return st;
   if (b->labels)
     for (int32_t i = 0; i < b->n; i++)
       if (b->labels[i] != 0.0f && b->labels[i] != 1.0f)

@@ -81,6 +81,9 @@ typedef struct hs_ctr_batch {
   const float *dense;    /* [B x n_dense] */
   const float *rows;     /* [U x R] */
   const int32_t *idx;    /* [B x F] occurrence -> unique */
+  /* Each unique's occurrences in increasing order (CSR); both NULL when
+   * the batch has none, which only a trainer that does not sum along them
+   * takes (hs__ctr_trainer_needs_occ). */
   const int32_t *occ_ptr; /* [U + 1] */
   const int32_t *occ;    /* [B x F] */
   const float *labels;   /* [B] 0 or 1; NULL for prediction */

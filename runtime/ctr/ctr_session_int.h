@@ -27,8 +27,10 @@ typedef struct ctr_slot {
  * `labels`: prediction). */
 static inline hs_ctr_batch hs__ctr_slot_batch(const ctr_slot *d, bool labels) {
   return (hs_ctr_batch){.n = d->rows.n, .n_unique = d->eb.n_unique, .dense = d->rows.dense,
-                        .rows = d->eb.rows, .idx = d->eb.unique_of, .occ_ptr = d->eb.occ_ptr,
-                        .occ = d->eb.occ, .labels = labels ? d->labels : NULL,
+                        .rows = d->eb.rows, .idx = d->eb.unique_of,
+                        .occ_ptr = d->eb.occ_lists ? d->eb.occ_ptr : NULL,
+                        .occ = d->eb.occ_lists ? d->eb.occ : NULL,
+                        .labels = labels ? d->labels : NULL,
                         /* a table per field (hs_embed_query.n_fields) */
                         .one_field = true};
 }

@@ -63,7 +63,8 @@ static hs_status lookup_begin(void *ctx, hs_pipe_slot *slot, cl_event *ev, int *
   if (!n) return HS_OK;
   for (int32_t i = 0; i < n; i++) d->labels[i] = (float)d->rows.labels[i];
   if (s->comm) return HS_OK; /* looked up at the owners in the step */
-  hs_embed_query q = {.n = n * s->mcfg.n_fields, .ids = d->rows.ids, .n_fields = s->mcfg.n_fields};
+  hs_embed_query q = {.n = n * s->mcfg.n_fields, .ids = d->rows.ids, .n_fields = s->mcfg.n_fields,
+                      .no_occ = !hs__ctr_trainer_needs_occ(s->trainer)};
   double t0 = hs__now();
   hs_status st = hs__embed_lookup(s->store, &q, s->next_tick + (uint32_t)slot->batch, true, &d->eb);
   d->t_lookup = hs__now() - t0;
@@ -273,7 +274,7 @@ static hs_status train_epoch(hs_ctr_session *s, const char *const *files, int n_
 /* Probabilities of one read batch in slot 0 (read-only lookups). */
 static hs_status predict_batch(hs_ctr_session *s, ctr_slot *d, float *prob) {
   hs_embed_query q = {.n = d->rows.n * s->mcfg.n_fields, .ids = d->rows.ids,
-                      .n_fields = s->mcfg.n_fields};
+                      .n_fields = s->mcfg.n_fields, .no_occ = true};
   hs_status st = s->comm ? hs__embed_shard_lookup(s->shard, &q, 0, false, &d->eb)
                          : hs__embed_lookup(s->store, &q, 0, false, &d->eb);
   if (st != HS_OK) return st;

@@ -25,6 +25,7 @@ enum {
   K_INTERACT_BWD,
   K_SEGMENT_SUM,
   K_FM_ROWGRAD_FIELDS,
+  K_RELU_BWD_COLSUM,
   K_END
 };
 
@@ -32,6 +33,7 @@ static const char *const ctr_kernels[K_END - HS_K_MODEL] = {
     "hs_ctr_head",     "hs_ctr_loss",    "hs_ctr_loss_reduce", "hs_ctr_sigmoid",
     "hs_ctr_head_prep", "hs_ctr_deep_in", "hs_ctr_lr_bwd",      "hs_ctr_fm_rowgrad",
     "hs_ctr_interact", "hs_ctr_interact_bwd", "hs_ctr_segment_sum", "hs_ctr_fm_rowgrad_fields",
+    "hs_ctr_relu_bwd_colsum_part",
 };
 
 enum { STATS_RING = 256 };
@@ -54,7 +56,7 @@ struct hs_ctr_trainer {
   dbuf params, grads, mom1, mom2, ring;
   /* The batch. */
   int32_t n, n_unique;
-  bool uploaded, has_labels, one_field;
+  bool uploaded, has_labels, one_field, has_occ;
   dbuf dense, rows, idx, occ_ptr, occ, labels;
   /* Activations and gradients. */
   dbuf out[HS_CTR_MAX_LIN], first_in, inter;
@@ -176,14 +178,18 @@ static hs_status launch_fm_rowgrad_fields(hs_ctr_trainer *t, cl_mem rows, cl_int
  * and each work-item has at least 4 fields: with fewer, a work-item's
  * reads of an example's d_in no longer run on, and the lists spread the
  * work over more work-items. The same bits either way. */
-static cl_int rowgrad_parts(const hs_ctr_trainer *t) {
+static cl_int rowgrad_parts_for(const hs_ctr_trainer *t, bool one_field) {
   int want = t->opts.rowgrad_parts;
-  if (!t->one_field || want < 0) return 0;
+  if (t->cfg.kind != HS_CTR_DEEPFM || !one_field || want < 0) return 0;
   if (want > 0) return want < t->cfg.n_fields ? want : t->cfg.n_fields;
   if (t->dev.info.type != HS_DEVICE_CPU) return 0;
   cl_int cu = t->dev.info.compute_units > 0 ? (cl_int)t->dev.info.compute_units : 1;
   return 4 * cu <= t->cfg.n_fields ? cu : 0;
 }
+
+static cl_int rowgrad_parts(const hs_ctr_trainer *t) { return rowgrad_parts_for(t, t->one_field); }
+
+bool hs__ctr_trainer_needs_occ(const hs_ctr_trainer *t) { return rowgrad_parts_for(t, true) == 0; }
 
 static hs_status k_fm_rowgrad(hs_ctr_trainer *t) {
   cl_int parts = rowgrad_parts(t);
@@ -243,6 +249,25 @@ static hs_status colsum(hs_ctr_trainer *t, cl_mem x, int32_t n, int32_t d, size_
   hs_status st = reserve(t, &t->part, hs__colsum_chunks((size_t)n) * (size_t)d, 4);
   if (st != HS_OK) return st;
   return hs__nn_colsum(&t->ks, x, n, d, t->part.m, t->grads.m, off);
+}
+
+/* A ReLU layer's backward on x (n x d, in place, masked by its output h)
+ * and its column sums into grads[off..off + d): hs__k_act_bwd then
+ * colsum's bits, x read once (hs_ctr_relu_bwd_colsum_part). */
+static hs_status relu_bwd_colsum(hs_ctr_trainer *t, cl_mem h, cl_mem x, int32_t n, int32_t d,
+                                 cl_mem out, size_t off) {
+  hs_status st = reserve(t, &t->part, hs__colsum_chunks((size_t)n) * (size_t)d, 4);
+  if (st != HS_OK) return st;
+  cl_int nn = n, dd = d;
+  float scale = 1.0f; /* (no dropout) */
+  hs_karg a[] = {HS_KARG(h), HS_KARG(x), HS_KARG(nn), HS_KARG(dd), HS_KARG(scale),
+                 HS_KARG(t->part.m)};
+  /* HS_RELU_COLS (64) columns a work-item (ctr.cl) */
+  if ((st = hs__kset_run(&t->ks, HS_PHASE_ELEM, K_RELU_BWD_COLSUM, ((size_t)d + 63) / 64,
+                         hs__colsum_chunks((size_t)n), a, 6)) != HS_OK)
+    return st;
+  return hs__k_colsum_final(&t->ks, t->part.m, (cl_int)hs__colsum_chunks((size_t)n), dd, out,
+                            off);
 }
 
 /* ---- create / destroy ---------------------------------------------------------------- */
@@ -382,9 +407,12 @@ hs_status hs__ctr_trainer_upload(hs_ctr_trainer *t, const hs_ctr_batch *b, bool 
   if ((st = hs__mem_write(t->q, t->dense.m, false, 0, B * (size_t)t->cfg.n_dense * 4, b->dense, 0,
                           NULL, NULL)) != HS_OK ||
       (st = hs__mem_write(t->q, t->rows.m, false, 0, U * R * 4, b->rows, 0, NULL, NULL)) != HS_OK ||
-      (st = hs__mem_write(t->q, t->idx.m, false, 0, B * F * 4, b->idx, 0, NULL, NULL)) != HS_OK ||
-      (st = hs__mem_write(t->q, t->occ_ptr.m, false, 0, (U + 1) * 4, b->occ_ptr, 0, NULL, NULL)) != HS_OK ||
-      (st = hs__mem_write(t->q, t->occ.m, false, 0, B * F * 4, b->occ, 0, NULL, NULL)) != HS_OK)
+      (st = hs__mem_write(t->q, t->idx.m, false, 0, B * F * 4, b->idx, 0, NULL, NULL)) != HS_OK)
+    return st;
+  t->has_occ = b->occ != NULL;
+  if (t->has_occ &&
+      ((st = hs__mem_write(t->q, t->occ_ptr.m, false, 0, (U + 1) * 4, b->occ_ptr, 0, NULL, NULL)) != HS_OK ||
+       (st = hs__mem_write(t->q, t->occ.m, false, 0, B * F * 4, b->occ, 0, NULL, NULL)) != HS_OK))
     return st;
   t->has_labels = b->labels != NULL;
   t->one_field = b->one_field;
@@ -430,10 +458,9 @@ static hs_status mlp_backward(hs_ctr_trainer *t, int first, int last, cl_mem cur
   hs_status st;
   for (int l = last - 1; l >= first; l--) {
     const hs_ctr_lin *x = &t->lay.lin[l];
-    if (x->relu &&
-        (st = hs__k_act_bwd(&t->ks, t->out[l].m, (cl_ulong)n * (cl_ulong)x->out, 1.0f, cur)) != HS_OK)
+    if ((st = x->relu ? relu_bwd_colsum(t, t->out[l].m, cur, n, x->out, t->grads.m, x->b)
+                      : colsum(t, cur, n, x->out, x->b)) != HS_OK)
       return st;
-    if ((st = colsum(t, cur, n, x->out, x->b)) != HS_OK) return st;
     hs_gemm_op dw = {.trans_a = true, .m = (size_t)x->in, .n = (size_t)x->out, .k = (size_t)n,
                      .alpha = 1.0f, .a = in_of(t, l), .lda = (size_t)x->in, .b = cur,
                      .ldb = (size_t)x->out, .c = t->grads.m, .c_off = x->w, .ldc = (size_t)x->out};
@@ -533,6 +560,9 @@ static hs_status optimizer(hs_ctr_trainer *t) {
 static hs_status gradients(hs_ctr_trainer *t) {
   if (!t->uploaded || !t->has_labels)
     return hs__fail(HS_ERR_STATE, "CTR trainer: no labelled batch uploaded");
+  if (!t->has_occ && rowgrad_parts(t) == 0)
+    return hs__fail(HS_ERR_STATE, "CTR trainer: the batch has no occurrence lists, which this "
+                    "trainer sums its row gradients along");
   hs_status st = forward(t, true);
   if (st == HS_OK) st = loss(t);
   if (st == HS_OK) st = backward(t);
@@ -636,6 +666,12 @@ hs_status hs__ctr_trainer_run_segment_sum(hs_ctr_trainer *t, cl_mem dE, int32_t 
                                           cl_mem occ_ptr, cl_mem occ, int32_t n_unique,
                                           cl_mem out) {
   hs_status st = launch_segment_sum(t, dE, row, occ_ptr, occ, n_unique, out);
+  return st != HS_OK ? st : hs__queue_finish(t->q);
+}
+
+hs_status hs__ctr_trainer_run_relu_bwd_colsum(hs_ctr_trainer *t, cl_mem h, cl_mem dh, int32_t n,
+                                              int32_t d, cl_mem out) {
+  hs_status st = relu_bwd_colsum(t, h, dh, n, d, out, 0);
   return st != HS_OK ? st : hs__queue_finish(t->q);
 }
 

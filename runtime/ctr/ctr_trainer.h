@@ -111,6 +111,17 @@ hs_status hs__ctr_trainer_run_fm_rowgrad(hs_ctr_trainer *t, cl_mem rows, int32_t
                                          cl_mem fm_s, int32_t dim, cl_mem dlogit, cl_mem d_in,
                                          int32_t d_in_width, int32_t n_fields, cl_mem occ_ptr,
                                          cl_mem occ, int32_t n_unique, cl_mem out);
+/* Whether training steps sum the row gradients along the batches'
+ * occurrence lists (hs_ctr_batch.occ): false for a DeepFM trainer that
+ * sums them by fields (one_field batches; hs_ctr_trainer_opts.rowgrad_parts),
+ * whose lookups may then skip the lists (hs_embed_query.no_occ). Prediction
+ * never reads them. */
+bool hs__ctr_trainer_needs_occ(const hs_ctr_trainer *t);
+/* A ReLU layer's backward alone: dh (n x d) masked in place by its output
+ * h (hs__ref_act_bwd, scale 1) and its column sums into out[0..d)
+ * (hs__ref_colsum's association), in one pass over dh. */
+hs_status hs__ctr_trainer_run_relu_bwd_colsum(hs_ctr_trainer *t, cl_mem h, cl_mem dh, int32_t n,
+                                              int32_t d, cl_mem out);
 /* The same sums by `parts` ranges of fields (hs_ctr_fm_rowgrad_fields, the
  * kernel a CPU trainer takes for a batch whose uniques are each of one
  * field; idx: n x n_fields), into `out` (n_unique rows) zeroed first. */

@@ -177,6 +177,7 @@ static hs_status dedup(hs_embed_shard *s, const hs_embed_query *q, hs_embed_batc
     *m = *m > UINT32_MAX - c ? UINT32_MAX : *m + c;
   }
   hs__embed_index_occ(b, n, U);
+  b->occ_lists = true;
   b->n = n;
   b->n_unique = U;
   return HS_OK;

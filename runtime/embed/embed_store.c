@@ -1004,7 +1004,8 @@ hs_status hs__embed_lookup(hs_embed *e, const hs_embed_query *q, uint32_t tick, 
   b->n_unique = U;
   b->n_absent = absent;
   b->n_deferred = deferred;
-  hs__embed_index_occ(b, q->n, U);
+  b->occ_lists = !q->no_occ;
+  if (b->occ_lists) hs__embed_index_occ(b, q->n, U);
   copy_job c = {.e = e, .b = b};
   hs__gather_pool_run(e->lk_pool, pass_copy, &c);
   return HS_OK;

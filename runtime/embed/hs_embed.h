@@ -162,6 +162,10 @@ typedef struct hs_embed_query {
    * one each. A sharded store's owner looks up the requesters' uniques
    * with their multiplicities, so admission sees what one store would. */
   const uint32_t *count;
+  /* The caller takes no occurrence lists: b->occ_ptr and b->occ are left
+   * as they were (b->occ_lists false). A CPU trainer summing DeepFM's row
+   * gradients by fields, and prediction, read none. */
+  bool no_occ;
 } hs_embed_query;
 
 /* What a lookup returns, in arrays the batch owns (hs__embed_batch_*):
@@ -177,6 +181,7 @@ typedef struct hs_embed_batch {
   int32_t *unique_of; /* [n] */
   int32_t *occ_ptr;   /* [n_unique + 1] */
   int32_t *occ;       /* [n] */
+  bool occ_lists;     /* occ_ptr and occ are this lookup's (hs_embed_query.no_occ) */
   float *rows;        /* [n_unique x dim]; zeros for ids without a row */
   void **rec;         /* [n_unique] the record, NULL when none (not admitted) */
   uint8_t *deferred;  /* [n_unique] copied by refresh, not lookup */
