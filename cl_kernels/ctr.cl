@@ -244,7 +244,6 @@ __kernel void hs_ctr_fm_rowgrad_fields(__global const float *rows, int row,
  * read once where it was read twice. Work-item (j, c) takes HS_RELU_COLS
  * columns from j HS_RELU_COLS of chunk c, whole vectors of each row side
  * by side. hs_colsum_final ends the sums. */
-#define HS_RELU_COLS 64
 __kernel void hs_ctr_relu_bwd_colsum_part(__global const float *h, __global float *dh, int n,
                                           int d, float scale, __global float *part) {
   int k0 = (int)get_global_id(0) * HS_RELU_COLS, c = (int)get_global_id(1);

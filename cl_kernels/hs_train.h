@@ -33,6 +33,12 @@
  * row. */
 #define HS_VW 8
 
+/* Columns per work-item of the fused ReLU backward and column sums
+ * (hs_ctr_relu_bwd_colsum_part): eight float8 vectors of each row side by
+ * side. A launch over d features has ceil(d / HS_RELU_COLS) work-items per
+ * chunk of rows. */
+#define HS_RELU_COLS 64
+
 /* Elements per chunk of the fixed-shape exclusive scan (block transposes):
  * the work split, and so the result, never depends on work-group sizes. A
  * scan of n elements has ceil(n / HS_SCAN_CHUNK) chunks. */

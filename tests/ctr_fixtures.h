@@ -25,6 +25,19 @@ static inline float cf_uniform(uint64_t *s) {
 
 /* A batch of n examples over `fields` fields drawing from `unique` rows
  * (every row used at least once when n * fields >= unique). */
+/* Each of the U rows' occurrences in increasing order (CSR) from idx
+ * (n_occ entries < U), as the store's lookups list them. */
+static inline void cf_lists(const int32_t *idx, int32_t n_occ, int32_t U, int32_t *occ_ptr,
+                            int32_t *occ) {
+  memset(occ_ptr, 0, ((size_t)U + 1) * sizeof *occ_ptr);
+  for (int32_t o = 0; o < n_occ; o++) occ_ptr[idx[o] + 1]++;
+  for (int32_t u = 0; u < U; u++) occ_ptr[u + 1] += occ_ptr[u];
+  int32_t *fill = calloc((size_t)U + 1, sizeof *fill);
+  cr_assert(fill);
+  for (int32_t o = 0; o < n_occ; o++) occ[occ_ptr[idx[o]] + fill[idx[o]]++] = o;
+  free(fill);
+}
+
 static inline void cf_make(ctr_fix *f, hs_ctr_model kind, int32_t n, int32_t fields, int32_t dim,
                            int32_t unique, uint64_t seed) {
   memset(f, 0, sizeof *f);
@@ -57,11 +70,7 @@ static inline void cf_make(ctr_fix *f, hs_ctr_model kind, int32_t n, int32_t fie
   for (int32_t i = 0; i < n; i++) f->labels[i] = cf_uniform(&s) < 0.4f ? 1.0f : 0.0f;
   for (int32_t o = 0; o < occ; o++)
     f->idx[o] = o < unique ? o : (int32_t)(cf_uniform(&s) * (float)unique) % unique;
-  for (int32_t o = 0; o < occ; o++) f->occ_ptr[f->idx[o] + 1]++;
-  for (int32_t u = 0; u < unique; u++) f->occ_ptr[u + 1] += f->occ_ptr[u];
-  int32_t *fill = calloc((size_t)unique, sizeof(int32_t));
-  for (int32_t o = 0; o < occ; o++) f->occ[f->occ_ptr[f->idx[o]] + fill[f->idx[o]]++] = o;
-  free(fill);
+  cf_lists(f->idx, occ, unique, f->occ_ptr, f->occ);
   f->b = (hs_ctr_batch){.n = n, .n_unique = unique, .dense = f->dense, .rows = f->rows,
                         .idx = f->idx, .occ_ptr = f->occ_ptr, .occ = f->occ, .labels = f->labels};
 }

@@ -109,12 +109,7 @@ Test(ctr_cl, deepfm_rows_by_fields_give_the_bits_of_the_lists) {
     float r = cf_uniform(&s);
     f.idx[o] = o % F + F * ((int32_t)(r * r * (float)per) % per);
   }
-  memset(f.occ_ptr, 0, ((size_t)U + 1) * sizeof *f.occ_ptr);
-  int32_t *fill = calloc((size_t)U, sizeof *fill);
-  for (int32_t o = 0; o < occ; o++) f.occ_ptr[f.idx[o] + 1]++;
-  for (int32_t u = 0; u < U; u++) f.occ_ptr[u + 1] += f.occ_ptr[u];
-  for (int32_t o = 0; o < occ; o++) f.occ[f.occ_ptr[f.idx[o]] + fill[f.idx[o]]++] = o;
-  free(fill);
+  cf_lists(f.idx, occ, U, f.occ_ptr, f.occ);
   f.b.one_field = true;
   size_t np = f.lay.n_params, nr = (size_t)U * (size_t)f.lay.row;
   float *g = malloc(np * 4), *rg = malloc(nr * 4), loss;
@@ -351,11 +346,8 @@ Test(ctr_cl, fm_row_gradient_kernel_equals_the_reference_bit_for_bit) {
       /* Rows 0..n_rows - 1 drawn from the first 40: the last ten have no
        * occurrence. */
       int32_t *idx = random_rows((size_t)n_occ, 40, &s);
-      int32_t *occ_ptr = calloc((size_t)n_rows + 1, 4), *occ = malloc(4 * (size_t)n_occ);
-      int32_t *fill = calloc((size_t)n_rows, 4);
-      for (int32_t o = 0; o < n_occ; o++) occ_ptr[idx[o] + 1]++;
-      for (int32_t u = 0; u < n_rows; u++) occ_ptr[u + 1] += occ_ptr[u];
-      for (int32_t o = 0; o < n_occ; o++) occ[occ_ptr[idx[o]] + fill[idx[o]]++] = o;
+      int32_t *occ_ptr = malloc(4 * ((size_t)n_rows + 1)), *occ = malloc(4 * (size_t)n_occ);
+      cf_lists(idx, n_occ, n_rows, occ_ptr, occ);
       float *fs = malloc(4 * (size_t)n * D), *dE = malloc(4 * ne);
       float *want = malloc(4 * nr), *got = malloc(4 * nr);
       hs__ctr_ref_fm_sums(rows, R, idx, n, F, D, fs);
@@ -380,7 +372,7 @@ Test(ctr_cl, fm_row_gradient_kernel_equals_the_reference_bit_for_bit) {
         hs__ctr_trainer_destroy(t);
       }
       free(rows), free(dlogit), free(d_in), free(want), free(got), free(idx);
-      free(occ_ptr), free(occ), free(fill), free(fs), free(dE);
+      free(occ_ptr), free(occ), free(fs), free(dE);
       cf_free(&f);
     }
   }
@@ -411,11 +403,8 @@ Test(ctr_cl, fm_row_gradient_by_fields_equals_the_reference_bit_for_bit) {
         float r = cf_uniform(&s);
         idx[o] = o % F + F * (r < 0.6f ? 0 : r < 0.9f ? 1 : 2);
       }
-      int32_t *occ_ptr = calloc((size_t)n_rows + 1, 4), *occ = malloc(4 * (size_t)n_occ);
-      int32_t *fill = calloc((size_t)n_rows, 4);
-      for (int32_t o = 0; o < n_occ; o++) occ_ptr[idx[o] + 1]++;
-      for (int32_t u = 0; u < n_rows; u++) occ_ptr[u + 1] += occ_ptr[u];
-      for (int32_t o = 0; o < n_occ; o++) occ[occ_ptr[idx[o]] + fill[idx[o]]++] = o;
+      int32_t *occ_ptr = malloc(4 * ((size_t)n_rows + 1)), *occ = malloc(4 * (size_t)n_occ);
+      cf_lists(idx, n_occ, n_rows, occ_ptr, occ);
       float *fs = malloc(4 * (size_t)n * D), *dE = malloc(4 * ne);
       float *want = malloc(4 * nr), *lists = malloc(4 * nr), *got = malloc(4 * nr);
       hs__ctr_ref_fm_sums(rows, R, idx, n, F, D, fs);
@@ -454,7 +443,7 @@ Test(ctr_cl, fm_row_gradient_by_fields_equals_the_reference_bit_for_bit) {
       hs__mem_release(&mi), hs__mem_release(&mp), hs__mem_release(&mo), hs__mem_release(&mu);
       hs__ctr_trainer_destroy(t);
       free(rows), free(dlogit), free(d_in), free(want), free(lists), free(got), free(idx);
-      free(occ_ptr), free(occ), free(fill), free(fs), free(dE);
+      free(occ_ptr), free(occ), free(fs), free(dE);
       cf_free(&f);
     }
   }

@@ -262,8 +262,8 @@ static hs_status relu_bwd_colsum(hs_ctr_trainer *t, cl_mem h, cl_mem x, int32_t 
   float scale = 1.0f; /* (no dropout) */
   hs_karg a[] = {HS_KARG(h), HS_KARG(x), HS_KARG(nn), HS_KARG(dd), HS_KARG(scale),
                  HS_KARG(t->part.m)};
-  /* HS_RELU_COLS (64) columns a work-item (ctr.cl) */
-  if ((st = hs__kset_run(&t->ks, HS_PHASE_ELEM, K_RELU_BWD_COLSUM, ((size_t)d + 63) / 64,
+  if ((st = hs__kset_run(&t->ks, HS_PHASE_ELEM, K_RELU_BWD_COLSUM,
+                         ((size_t)d + HS_RELU_COLS - 1) / HS_RELU_COLS,
                          hs__colsum_chunks((size_t)n), a, 6)) != HS_OK)
     return st;
   return hs__k_colsum_final(&t->ks, t->part.m, (cl_int)hs__colsum_chunks((size_t)n), dd, out,
